@@ -1,0 +1,275 @@
+// matcher_bench: loads a workload's subscriptions into one matcher::Index and
+// matches all its events in cohorts of --cohort_max on one thread; prints one
+// JSON object (or a text block) per cohort size.
+//
+//   bazel run -c opt //bench:matcher_bench -- --preset=fabret-1m
+//       --cohort_max=1,64 --repetitions=5 --format=json
+//
+// Several cohort sizes given as a list are measured in the same run against
+// the same loaded index, interleaved repetition by repetition so that machine
+// noise hits them alike; their ratios are therefore taken in one run.
+// Latency of an event is the wall time of the MatchCohort call that carried
+// it (matching only: no queueing, no RPC).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "bench/sha256.h"
+#include "bench/workload.h"
+#include "matcher/index.h"
+
+ABSL_FLAG(std::string, preset, "fabret-1m",
+          "Workload preset to generate in memory (fabret-1m, fabret-uniform); "
+          "ignored when --workload is set.");
+ABSL_FLAG(std::string, workload, "",
+          "Read the workload from this file (cohort-workload v1 text) instead "
+          "of generating --preset.");
+ABSL_FLAG(int64_t, subscriptions, -1,
+          "Override the preset's subscription count (-1: preset value).");
+ABSL_FLAG(int64_t, events, -1,
+          "Override the preset's event count (-1: preset value).");
+ABSL_FLAG(std::string, cohort_max, "64",
+          "Events per MatchCohort call; a comma-separated list measures each "
+          "size in the same run (e.g. 1,64).");
+ABSL_FLAG(int, repetitions, 3,
+          "Timed passes over all events per cohort size; events/s is reported "
+          "as median, min and max over passes.");
+ABSL_FLAG(std::string, format, "json", "Output format: json or text.");
+
+namespace cohort {
+namespace bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+struct Pass {
+  double seconds = 0;
+  uint64_t matches = 0;
+};
+
+struct Result {
+  size_t cohort_max = 0;
+  std::vector<Pass> passes;
+  std::vector<float> latency_us;  // one per event per pass
+  uint64_t rows_checked = 0;
+  uint64_t clusters_checked = 0;
+  uint64_t events = 0;
+};
+
+absl::StatusOr<Workload> LoadWorkload() {
+  if (!absl::GetFlag(FLAGS_workload).empty()) {
+    return ReadWorkloadFile(absl::GetFlag(FLAGS_workload));
+  }
+  absl::StatusOr<WorkloadOptions> options =
+      PresetOptions(absl::GetFlag(FLAGS_preset));
+  if (!options.ok()) return options.status();
+  if (absl::GetFlag(FLAGS_subscriptions) >= 0) {
+    options->subscriptions = absl::GetFlag(FLAGS_subscriptions);
+  }
+  if (absl::GetFlag(FLAGS_events) >= 0) {
+    options->events = absl::GetFlag(FLAGS_events);
+  }
+  if (absl::Status s = Validate(*options); !s.ok()) return s;
+  return Generate(*options);
+}
+
+absl::StatusOr<std::vector<size_t>> ParseCohortSizes(const std::string& s) {
+  std::vector<size_t> sizes;
+  for (absl::string_view part : absl::StrSplit(s, ',')) {
+    size_t n;
+    if (!absl::SimpleAtoi(part, &n) || n == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--cohort_max: '", part, "' is not a positive integer"));
+    }
+    sizes.push_back(n);
+  }
+  return sizes;
+}
+
+void RunPass(matcher::Index& index, const std::vector<matcher::EventView>& events,
+             Result* result) {
+  std::vector<std::vector<matcher::SubscriptionId>> out;
+  const uint64_t rows_before = index.counters().rows_checked;
+  const uint64_t clusters_before = index.counters().clusters_checked;
+  Pass pass;
+  const Clock::time_point start = Clock::now();
+  for (size_t at = 0; at < events.size(); at += result->cohort_max) {
+    const size_t n = std::min(result->cohort_max, events.size() - at);
+    const Clock::time_point t0 = Clock::now();
+    index.MatchCohort(absl::MakeConstSpan(events).subspan(at, n), &out);
+    const float us = std::chrono::duration<float, std::micro>(Clock::now() - t0)
+                         .count();
+    for (size_t i = 0; i < n; ++i) {
+      pass.matches += out[i].size();
+      result->latency_us.push_back(us);
+    }
+  }
+  pass.seconds = Seconds(Clock::now() - start);
+  result->passes.push_back(pass);
+  result->rows_checked += index.counters().rows_checked - rows_before;
+  result->clusters_checked +=
+      index.counters().clusters_checked - clusters_before;
+  result->events += events.size();
+}
+
+double Percentile(std::vector<float>& v, double q) {
+  if (v.empty()) return 0;
+  const size_t k = std::min(v.size() - 1, static_cast<size_t>(q * v.size()));
+  std::nth_element(v.begin(), v.begin() + k, v.end());
+  return v[k];
+}
+
+std::string MachineDescription() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, model = "unknown cpu";
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  return absl::StrCat(model, ", ", std::thread::hardware_concurrency(),
+                      " cpus");
+}
+
+struct Context {
+  std::string workload_name;
+  std::string sha256;
+  size_t subscriptions = 0;
+  size_t events = 0;
+  double load_s = 0;
+  double bytes_per_subscription = 0;
+  size_t predicates = 0;
+  size_t clusters = 0;
+  std::string machine;
+};
+
+std::string Format(const Context& c, Result& r, const std::string& format) {
+  std::vector<double> rates;
+  uint64_t matches = 0;
+  for (const Pass& p : r.passes) {
+    rates.push_back(c.events / p.seconds);
+    matches += p.matches;
+  }
+  std::sort(rates.begin(), rates.end());
+  const double median = rates[rates.size() / 2];
+  const double p50 = Percentile(r.latency_us, 0.50);
+  const double p99 = Percentile(r.latency_us, 0.99);
+  const double per_event = static_cast<double>(matches) / r.events;
+  const double rows = static_cast<double>(r.rows_checked) / r.events;
+  const double clusters = static_cast<double>(r.clusters_checked) / r.events;
+  if (format == "text") {
+    return absl::StrFormat(
+        "cohort_max %-5d %10.0f events/s (min %.0f, max %.0f, %d passes)  "
+        "p50 %.1f us  p99 %.1f us  %.1f matches/event  %.0f rows in %.0f "
+        "clusters checked/event\n",
+        r.cohort_max, median, rates.front(), rates.back(), rates.size(), p50,
+        p99, per_event, rows, clusters);
+  }
+  return absl::StrFormat(
+      "{\"workload\": \"%s\", \"workload_sha256\": \"%s\", "
+      "\"subscriptions\": %d, \"events\": %d, \"cohort_max\": %d, "
+      "\"load_s\": %.3f, \"events_per_s\": %.0f, \"events_per_s_min\": %.0f, "
+      "\"events_per_s_max\": %.0f, \"repetitions\": %d, \"p50_us\": %.2f, "
+      "\"p99_us\": %.2f, \"matches_per_event\": %.3f, "
+      "\"rows_checked_per_event\": %.1f, \"clusters_checked_per_event\": %.1f, "
+      "\"bytes_per_subscription\": %.1f, "
+      "\"predicates\": %d, \"clusters\": %d, \"machine\": \"%s\"}\n",
+      c.workload_name, c.sha256, c.subscriptions, c.events, r.cohort_max,
+      c.load_s, median, rates.front(), rates.back(), rates.size(), p50, p99,
+      per_event, rows, clusters, c.bytes_per_subscription, c.predicates, c.clusters,
+      c.machine);
+}
+
+int Main() {
+  const std::string format = absl::GetFlag(FLAGS_format);
+  if (format != "json" && format != "text") {
+    std::cerr << "--format: must be json or text, got '" << format << "'\n";
+    return 2;
+  }
+  absl::StatusOr<std::vector<size_t>> sizes =
+      ParseCohortSizes(absl::GetFlag(FLAGS_cohort_max));
+  const int repetitions = absl::GetFlag(FLAGS_repetitions);
+  if (!sizes.ok() || repetitions < 1) {
+    std::cerr << (sizes.ok() ? "--repetitions: must be >= 1"
+                             : std::string(sizes.status().message()))
+              << "\n";
+    return 2;
+  }
+  absl::StatusOr<Workload> workload = LoadWorkload();
+  if (!workload.ok()) {
+    std::cerr << "workload: " << workload.status().message() << "\n";
+    return 2;
+  }
+  Context c;
+  c.workload_name = absl::GetFlag(FLAGS_workload).empty()
+                        ? workload->options.preset
+                        : absl::GetFlag(FLAGS_workload);
+  c.sha256 = Sha256Hex(WorkloadText(*workload));
+  c.subscriptions = workload->subscriptions.size();
+  c.events = workload->events.size();
+  c.machine = MachineDescription();
+
+  matcher::Index index;
+  const Clock::time_point load_start = Clock::now();
+  for (size_t i = 0; i < workload->subscriptions.size(); ++i) {
+    absl::Status s = index.Add(i, workload->subscriptions[i]);
+    if (!s.ok()) {
+      std::cerr << "subscription " << i << ": " << s.message() << "\n";
+      return 1;
+    }
+  }
+  c.load_s = Seconds(Clock::now() - load_start);
+  c.bytes_per_subscription =
+      static_cast<double>(index.MemoryBytes()) / std::max<size_t>(1, c.subscriptions);
+  c.predicates = index.predicates();
+  c.clusters = index.clusters();
+
+  std::vector<matcher::EventView> events(workload->events.begin(),
+                                         workload->events.end());
+  std::vector<Result> results(sizes->size());
+  for (size_t i = 0; i < sizes->size(); ++i) results[i].cohort_max = (*sizes)[i];
+  for (int rep = 0; rep < repetitions; ++rep) {
+    for (Result& r : results) RunPass(index, events, &r);
+  }
+  if (format == "text") {
+    std::cout << absl::StrFormat(
+        "workload %s (sha256 %s)\n%d subscriptions loaded in %.2f s, %.1f "
+        "bytes/subscription, %d predicates, %d clusters\n%d events, one "
+        "thread, %s\n",
+        c.workload_name, c.sha256, c.subscriptions, c.load_s,
+        c.bytes_per_subscription, c.predicates, c.clusters, c.events,
+        c.machine);
+  }
+  for (Result& r : results) std::cout << Format(c, r, format);
+  return 0;
+}
+
+}  // namespace
+}  // namespace bench
+}  // namespace cohort
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Matches a workload's events against its subscriptions on one thread "
+      "and reports throughput, latency and memory.\n"
+      "  matcher_bench --preset=fabret-1m --cohort_max=1,64 --format=json");
+  absl::ParseCommandLine(argc, argv);
+  return cohort::bench::Main();
+}

@@ -1,0 +1,344 @@
+#include "matcher/index.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace cohort {
+namespace matcher {
+
+using internal::FromInterval;
+using internal::Kind;
+using internal::kNegatedBit;
+using internal::Location;
+using internal::NormalPredicate;
+using internal::PredicateId;
+
+namespace {
+
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+
+// 4096 locations (32 KiB) per page: big enough that the page table stays
+// small for a million ids, small enough that a sparse id wastes little.
+constexpr size_t kPageBits = 12;
+constexpr size_t kPageSize = size_t{1} << kPageBits;
+
+}  // namespace
+
+// Value-frequency statistics used to estimate how likely an event satisfies
+// a predicate. Fed by the subscriptions themselves (Fabret's assumption:
+// events and subscriptions draw values from similar distributions):
+//   P(attribute a present)  ~ share of all entries that are on a
+//   P(x == v | a present)   ~ references to EQ(a, v) / EQ references on a
+//   P(x in [lo, hi] | a)    ~ overlap of [lo, hi] with the span of constants
+//                             seen on a, assuming values spread evenly
+// Only the ranking within one subscription matters, so the estimates need
+// not be calibrated.
+class Index::Statistics {
+ public:
+  void Count(const NormalPredicate& p, int delta) {
+    if (p.kind == Kind::kFalse) return;
+    if (p.attribute >= attributes_.size()) attributes_.resize(p.attribute + 1);
+    PerAttribute& a = attributes_[p.attribute];
+    a.entries += delta;
+    total_ += delta;
+    if (p.kind == Kind::kEq) a.eq_entries += delta;
+    if (delta > 0) {
+      for (int64_t bound : {p.lo, p.hi}) {
+        if (bound == kMin || bound == kMax) continue;
+        a.min = std::min(a.min, bound);
+        a.max = std::max(a.max, bound);
+      }
+    }
+  }
+
+  double Selectivity(const NormalPredicate& p, uint32_t references,
+                     bool negated) const {
+    if (p.kind == Kind::kFalse) return 0;
+    const PerAttribute& a = attributes_[p.attribute];
+    const double present = (a.entries + 1.0) / (total_ + 1.0);
+    if (p.kind == Kind::kEq) {
+      const double eq = references / (a.eq_entries + 1.0);
+      return present * (negated ? 1.0 - eq : eq);
+    }
+    if (a.min > a.max) return present;  // nothing known about the values
+    const long double lo = std::max<long double>(p.lo, a.min);
+    const long double hi = std::min<long double>(p.hi, a.max);
+    const long double span = static_cast<long double>(a.max) - a.min + 1;
+    const long double covered = hi < lo ? 0.5L : hi - lo + 1;
+    return present * static_cast<double>(std::min(1.0L, covered / span));
+  }
+
+  size_t MemoryBytes() const {
+    return attributes_.capacity() * sizeof(PerAttribute);
+  }
+
+ private:
+  struct PerAttribute {
+    int64_t entries = 0;
+    int64_t eq_entries = 0;
+    int64_t min = kMax;
+    int64_t max = kMin;
+  };
+  std::vector<PerAttribute> attributes_;
+  int64_t total_ = 0;
+};
+
+// A subscription normalised into entries, before interning.
+struct Index::Plan {
+  struct Entry {
+    NormalPredicate predicate;
+    bool negated = false;
+  };
+  std::vector<Entry> entries;
+};
+
+Index::Index() : stats_(std::make_unique<Statistics>()) {}
+Index::~Index() = default;
+
+absl::Status Index::Normalise(absl::Span<const Predicate> predicates,
+                              Plan* plan) const {
+  if (predicates.empty()) {
+    return absl::InvalidArgumentError(
+        "predicates: a subscription needs at least 1 predicate");
+  }
+  if (predicates.size() > kMaxPredicatesPerSubscription) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("predicates: ", predicates.size(), " exceeds the limit of ",
+                     kMaxPredicatesPerSubscription));
+  }
+  auto add = [&](NormalPredicate p, bool negated = false) {
+    plan->entries.push_back({p, negated});
+  };
+  for (size_t i = 0; i < predicates.size(); ++i) {
+    const Predicate& p = predicates[i];
+    const AttributeId a = p.attribute;
+    const int64_t v = p.value;
+    switch (p.op) {
+      case Op::kEq: add(FromInterval(a, v, v)); break;
+      case Op::kNe:  // present, and not equal
+        add(FromInterval(a, kMin, kMax));
+        add(FromInterval(a, v, v), /*negated=*/true);
+        break;
+      case Op::kLt:
+        add(v == kMin ? NormalPredicate{} : FromInterval(a, kMin, v - 1));
+        break;
+      case Op::kLe: add(FromInterval(a, kMin, v)); break;
+      case Op::kGt:
+        add(v == kMax ? NormalPredicate{} : FromInterval(a, v + 1, kMax));
+        break;
+      case Op::kGe: add(FromInterval(a, v, kMax)); break;
+      case Op::kBetween:
+        if (v > p.upper) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "predicates[", i, "]: BETWEEN needs value <= upper, got ", v,
+              " > ", p.upper));
+        }
+        add(FromInterval(a, v, p.upper));
+        break;
+      default:
+        return absl::InvalidArgumentError(absl::StrCat(
+            "predicates[", i, "].op: unknown operator ",
+            static_cast<int>(p.op)));
+    }
+  }
+  auto& e = plan->entries;
+  for (const Plan::Entry& entry : e) {
+    if (entry.predicate.kind == Kind::kFalse) {  // the conjunction is false
+      e.assign(1, Plan::Entry{});
+      return absl::OkStatus();
+    }
+  }
+  auto key = [](const Plan::Entry& x) {
+    return std::make_tuple(x.predicate.kind, x.predicate.attribute,
+                           x.predicate.lo, x.predicate.hi, x.negated);
+  };
+  std::sort(e.begin(), e.end(),
+            [&](const auto& x, const auto& y) { return key(x) < key(y); });
+  e.erase(std::unique(e.begin(), e.end(),
+                      [&](const auto& x, const auto& y) {
+                        return key(x) == key(y);
+                      }),
+          e.end());
+  return absl::OkStatus();
+}
+
+absl::Status Index::Add(SubscriptionId id,
+                        absl::Span<const Predicate> predicates) {
+  if (id > kMaxSubscriptionId) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "subscription id ", id, " exceeds the limit of ", kMaxSubscriptionId));
+  }
+  if (Contains(id)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("subscription id ", id, " already exists"));
+  }
+  Plan plan;
+  if (absl::Status s = Normalise(predicates, &plan); !s.ok()) return s;
+
+  struct Ranked {
+    uint32_t entry;  // predicate id, with kNegatedBit when negated
+    bool positive_eq;
+    double selectivity;
+  };
+  std::vector<Ranked> ranked;
+  ranked.reserve(plan.entries.size());
+  for (const Plan::Entry& e : plan.entries) {
+    const PredicateId pid = table_.Acquire(e.predicate);
+    stats_->Count(e.predicate, +1);
+    ranked.push_back({pid | (e.negated ? kNegatedBit : 0u),
+                      e.predicate.kind == Kind::kEq && !e.negated, 0.0});
+  }
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    const PredicateId pid = ranked[i].entry & ~kNegatedBit;
+    ranked[i].selectivity = stats_->Selectivity(
+        plan.entries[i].predicate, table_.References(pid),
+        plan.entries[i].negated);
+  }
+  // Access predicate: the positive equality least likely satisfied (Fabret).
+  // Without one, the subscription goes to the per-attribute list of the
+  // attribute of its most selective entry: the access predicate is "present"
+  // on that attribute, and the entry itself leads the columns. Lists of a
+  // few large clusters stream well; clustering under range predicates would
+  // scatter these subscriptions over thousands of one-row clusters, each a
+  // cache miss, because most range predicates hold for most events.
+  std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+    if (a.positive_eq != b.positive_eq) return a.positive_eq;
+    return a.selectivity < b.selectivity;
+  });
+  PredicateId access;
+  size_t first_column = 1;
+  if (ranked[0].positive_eq || ranked[0].entry == internal::kFalsePredicate) {
+    access = ranked[0].entry;
+  } else {
+    size_t lead = 0;  // most selective positive entry
+    while (ranked[lead].entry & kNegatedBit) ++lead;
+    const NormalPredicate present = FromInterval(
+        table_.Get(ranked[lead].entry).attribute, kMin, kMax);
+    access = table_.Acquire(present);
+    if (table_.References(access) > 1 &&
+        std::any_of(ranked.begin(), ranked.end(),
+                    [&](const Ranked& r) { return r.entry == access; })) {
+      table_.Release(access);  // already one of the entries: take it out
+      ranked.erase(std::find_if(ranked.begin(), ranked.end(),
+                                [&](const Ranked& r) { return r.entry == access; }));
+    } else {
+      stats_->Count(present, +1);
+    }
+    first_column = 0;
+  }
+  std::vector<uint32_t> columns;
+  for (size_t i = first_column; i < ranked.size(); ++i) {
+    columns.push_back(ranked[i].entry);
+  }
+  // Most selective first, so rows fail in the first columns.
+  std::stable_sort(columns.begin(), columns.end(), [&](uint32_t a, uint32_t b) {
+    auto sel = [&](uint32_t e) {
+      for (const Ranked& r : ranked) {
+        if (r.entry == e) return r.selectivity;
+      }
+      return 1.0;
+    };
+    return sel(a) < sel(b);
+  });
+  Slot(id) = clusters_.AddRow(table_.AccessHead(access), access, id, columns);
+  ++size_;
+  return absl::OkStatus();
+}
+
+absl::Status Index::Remove(SubscriptionId id) {
+  const Location* found = static_cast<const Index*>(this)->Find(id);
+  if (found == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("subscription id ", id, " not found"));
+  }
+  const Location at = *found;
+  const PredicateId access = clusters_.Access(at.cluster);
+  std::vector<uint32_t> entries{access};
+  for (uint32_t col = 0; col < clusters_.Width(at.cluster); ++col) {
+    entries.push_back(clusters_.Entry(at, col));
+  }
+  clusters_.RemoveRow(table_.AccessHead(access), at,
+                      [&](SubscriptionId moved, Location to) {
+                        Slot(moved) = to;
+                      });
+  Slot(id) = Location{};
+  for (uint32_t e : entries) {
+    const PredicateId pid = e & ~kNegatedBit;
+    stats_->Count(table_.Get(pid), -1);
+    table_.Release(pid);
+  }
+  --size_;
+  return absl::OkStatus();
+}
+
+const Location* Index::Find(SubscriptionId id) const {
+  const size_t page = id >> kPageBits;
+  if (page >= pages_.size() || pages_[page] == nullptr) return nullptr;
+  const Location* at = &pages_[page][id & (kPageSize - 1)];
+  return at->cluster == internal::kNoCluster ? nullptr : at;
+}
+
+bool Index::Contains(SubscriptionId id) const { return Find(id) != nullptr; }
+
+Location& Index::Slot(SubscriptionId id) {
+  const size_t page = id >> kPageBits;
+  if (page >= pages_.size()) pages_.resize(page + 1);
+  if (pages_[page] == nullptr) {
+    pages_[page] = std::make_unique<Location[]>(kPageSize);
+    ++allocated_pages_;
+  }
+  return pages_[page][id & (kPageSize - 1)];
+}
+
+void Index::MatchCohort(absl::Span<const EventView> events,
+                        std::vector<std::vector<SubscriptionId>>* matches) {
+  matches->resize(events.size());
+  for (auto& m : *matches) m.clear();
+  for (size_t base = 0; base < events.size();
+       base += internal::kMaxCohortChunk) {
+    MatchChunk(events.subspan(base, internal::kMaxCohortChunk), base, matches);
+  }
+}
+
+void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
+                       std::vector<std::vector<SubscriptionId>>* matches) {
+  for (size_t i = 0; i < events.size(); ++i) {
+    table_.AddEvent(events[i], uint64_t{1} << i);
+  }
+  table_.Publish();
+  const uint64_t* masks = table_.masks();
+  std::vector<SubscriptionId>* out = matches->data() + base;
+  uint64_t rows = 0, lists = 0, visited = 0, found = 0;
+  auto emit = [&](SubscriptionId id, uint64_t mask) {
+    do {
+      out[__builtin_ctzll(mask)].push_back(id);
+      ++found;
+      mask &= mask - 1;
+    } while (mask != 0);
+  };
+  table_.ForEachTouchedAccess([&](uint32_t head, uint64_t mask) {
+    ++lists;
+    clusters_.MatchList(head, mask, masks, emit, &visited, &rows);
+  });
+  table_.EndCohort();
+  counters_.events += events.size();
+  counters_.chunks += 1;
+  counters_.cluster_lists += lists;
+  counters_.rows_checked += rows;
+  counters_.clusters_checked += visited;
+  counters_.matches += found;
+}
+
+size_t Index::MemoryBytes() const {
+  return table_.MemoryBytes() + clusters_.MemoryBytes() +
+         stats_->MemoryBytes() +
+         pages_.capacity() * sizeof(pages_[0]) +
+         allocated_pages_ * kPageSize * sizeof(Location);
+}
+
+}  // namespace matcher
+}  // namespace cohort

@@ -1,0 +1,119 @@
+// The Fabret subscription index (Fabret et al., SIGMOD 2001) with cohort
+// matching: the matcher one partition stage owns.
+//
+// `Add` normalises a subscription into entries (see predicate_table.h),
+// picks its *access predicate* — the equality entry least likely to be
+// satisfied by an event, estimated from value-frequency statistics of the
+// subscriptions seen so far; a subscription with no equality predicate uses
+// its most selective range entry instead — and appends it to the cluster of
+// that access predicate and its width (cluster_store.h), remaining entries
+// ordered most-selective first.
+//
+// `MatchCohort` matches a batch of events: phase 1 computes a cohort mask
+// per satisfied predicate, phase 2 visits each cluster whose access
+// predicate some event satisfied once for all events of the batch. A cohort
+// of one event is the per-event path. Batches over 64 events are matched in
+// chunks of 64.
+//
+// Stage: one instance per partition; no threads, no gRPC.
+// Thread safety: none. An Index must only be used by one thread at a time;
+// the service confines each Index to its partition thread.
+// Memory: all memory is owned by the Index and allocated by the calling
+// thread.
+#ifndef COHORT_MATCHER_INDEX_H_
+#define COHORT_MATCHER_INDEX_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "matcher/cluster_store.h"
+#include "matcher/predicate_table.h"
+#include "matcher/types.h"
+
+namespace cohort {
+namespace matcher {
+
+// Upper bound on predicates in one subscription (the service enforces a
+// smaller, configurable limit); keeps a cluster's width small.
+inline constexpr size_t kMaxPredicatesPerSubscription = 1024;
+
+// Counters since construction, for benchmarks and the stage profile.
+struct IndexCounters {
+  uint64_t events = 0;          // events matched
+  uint64_t chunks = 0;          // phase-1/phase-2 rounds (<= 64 events each)
+  uint64_t cluster_lists = 0;   // access predicates visited in phase 2
+  uint64_t clusters_checked = 0;  // clusters visited in phase 2
+  uint64_t rows_checked = 0;    // cluster rows checked in phase 2
+  uint64_t matches = 0;         // (event, subscription) matches emitted
+};
+
+class Index {
+ public:
+  Index();
+  Index(const Index&) = delete;
+  Index& operator=(const Index&) = delete;
+  ~Index();
+
+  // Adds subscription `id` with the conjunction `predicates`.
+  // Errors: INVALID_ARGUMENT if id > kMaxSubscriptionId, predicates is empty
+  // or longer than kMaxPredicatesPerSubscription, or a BETWEEN has
+  // value > upper; ALREADY_EXISTS if id is present. On error nothing changes.
+  absl::Status Add(SubscriptionId id, absl::Span<const Predicate> predicates);
+
+  // Removes subscription `id`. NOT_FOUND if absent (nothing changes).
+  absl::Status Remove(SubscriptionId id);
+
+  bool Contains(SubscriptionId id) const;
+
+  // Matches `events` and sets (*matches)[i] to the ids of the subscriptions
+  // event i matches, in no particular order. `matches` is resized to
+  // events.size(); inner vectors are reused to avoid allocation.
+  // REQUIRES: each event's attributes are distinct.
+  void MatchCohort(absl::Span<const EventView> events,
+                   std::vector<std::vector<SubscriptionId>>* matches);
+
+  // Number of subscriptions.
+  size_t size() const { return size_; }
+  // Distinct interned predicates (shared between subscriptions).
+  size_t predicates() const { return table_.size(); }
+  size_t clusters() const { return clusters_.clusters(); }
+  // Heap bytes held by the index (all structures, including slack).
+  size_t MemoryBytes() const;
+  const IndexCounters& counters() const { return counters_; }
+
+  // For microbenchmarks of the two phases only; not for production use.
+  internal::PredicateTable* mutable_table_for_benchmark() { return &table_; }
+  const internal::ClusterStore& clusters_for_benchmark() const {
+    return clusters_;
+  }
+
+ private:
+  class Statistics;
+  struct Plan;
+
+  absl::Status Normalise(absl::Span<const Predicate> predicates,
+                         Plan* plan) const;
+  void MatchChunk(absl::Span<const EventView> events, size_t base,
+                  std::vector<std::vector<SubscriptionId>>* matches);
+  const internal::Location* Find(SubscriptionId id) const;
+  internal::Location& Slot(SubscriptionId id);
+
+  internal::PredicateTable table_;
+  internal::ClusterStore clusters_;
+  std::unique_ptr<Statistics> stats_;
+  // Location table: pages of kPageSize locations indexed by id, allocated on
+  // first use so sparse ids cost a page, not the whole range.
+  std::vector<std::unique_ptr<internal::Location[]>> pages_;
+  size_t allocated_pages_ = 0;
+  size_t size_ = 0;
+  size_t never_matching_ = 0;
+  IndexCounters counters_;
+};
+
+}  // namespace matcher
+}  // namespace cohort
+
+#endif  // COHORT_MATCHER_INDEX_H_

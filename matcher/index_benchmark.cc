@@ -1,0 +1,141 @@
+// Microbenchmarks of the Fabret index on a scaled-down fabret-1m workload
+// (100k subscriptions, the preset's distributions): phase 1 alone, phase 2
+// alone, whole cohorts of several sizes, and add/remove.
+//
+//   bazel run -c opt //matcher:index_benchmark --
+//       --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//
+// Per-event figures are reported as items/s (items = events) so cohort sizes
+// compare directly. End-to-end figures on the full workload come from
+// //bench:matcher_bench.
+#include <memory>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "bench/workload.h"
+#include "matcher/index.h"
+
+namespace cohort {
+namespace matcher {
+namespace {
+
+// 100k subscriptions: big enough that clusters fall out of L2 like the full
+// workload's, small enough that setup takes well under a second.
+constexpr int64_t kSubscriptions = 100000;
+constexpr int64_t kEvents = 4096;
+
+struct Fixture {
+  bench::Workload workload;
+  std::vector<EventView> events;
+  Index index;
+};
+
+Fixture& Shared() {
+  static Fixture* fixture = [] {
+    auto* f = new Fixture;
+    bench::WorkloadOptions options = *bench::PresetOptions("fabret-1m");
+    options.subscriptions = kSubscriptions;
+    options.events = kEvents;
+    f->workload = bench::Generate(options);
+    for (const auto& e : f->workload.events) f->events.emplace_back(e);
+    for (size_t i = 0; i < f->workload.subscriptions.size(); ++i) {
+      if (!f->index.Add(i, f->workload.subscriptions[i]).ok()) std::abort();
+    }
+    return f;
+  }();
+  return *fixture;
+}
+
+void BM_MatchCohort(benchmark::State& state) {
+  Fixture& f = Shared();
+  const size_t cohort = state.range(0);
+  std::vector<std::vector<SubscriptionId>> out;
+  size_t next = 0;
+  for (auto _ : state) {
+    if (next + cohort > f.events.size()) next = 0;
+    f.index.MatchCohort(absl::MakeConstSpan(f.events).subspan(next, cohort),
+                        &out);
+    next += cohort;
+  }
+  state.SetItemsProcessed(state.iterations() * cohort);
+}
+BENCHMARK(BM_MatchCohort)->Arg(1)->Arg(4)->Arg(16)->Arg(64)->Arg(256);
+
+// Phase 1: computing cohort masks (and clearing them) for `cohort` events.
+void BM_Phase1(benchmark::State& state) {
+  Fixture& f = Shared();
+  const size_t cohort = state.range(0);
+  internal::PredicateTable* table = f.index.mutable_table_for_benchmark();
+  size_t next = 0;
+  for (auto _ : state) {
+    if (next + cohort > f.events.size()) next = 0;
+    for (size_t i = 0; i < cohort; ++i) {
+      table->AddEvent(f.events[next + i], uint64_t{1} << i);
+    }
+    table->Publish();
+    table->EndCohort();
+    next += cohort;
+  }
+  state.SetItemsProcessed(state.iterations() * cohort);
+}
+BENCHMARK(BM_Phase1)->Arg(1)->Arg(64);
+
+// Phase 2: checking the touched clusters for one cohort whose masks phase 1
+// computed once, outside the timed loop.
+void BM_Phase2(benchmark::State& state) {
+  Fixture& f = Shared();
+  const size_t cohort = state.range(0);
+  internal::PredicateTable* table = f.index.mutable_table_for_benchmark();
+  const internal::ClusterStore& clusters = f.index.clusters_for_benchmark();
+  for (size_t i = 0; i < cohort; ++i) {
+    table->AddEvent(f.events[i], uint64_t{1} << i);
+  }
+  table->Publish();
+  size_t emitted = 0;
+  uint64_t visited = 0, rows = 0;
+  auto emit = [&](SubscriptionId, uint64_t mask) {
+    emitted += __builtin_popcountll(mask);
+  };
+  for (auto _ : state) {
+    table->ForEachTouchedAccess([&](uint32_t head, uint64_t mask) {
+      clusters.MatchList(head, mask, table->masks(), emit, &visited, &rows);
+    });
+  }
+  benchmark::DoNotOptimize(emitted);
+  table->EndCohort();
+  state.SetItemsProcessed(state.iterations() * cohort);
+}
+BENCHMARK(BM_Phase2)->Arg(1)->Arg(64);
+
+// Add then remove one subscription of the workload, on the loaded index
+// (ids above the loaded range so they never collide).
+void BM_AddRemove(benchmark::State& state) {
+  Fixture& f = Shared();
+  size_t next = 0;
+  for (auto _ : state) {
+    const auto& s = f.workload.subscriptions[next % kSubscriptions];
+    const SubscriptionId id = kSubscriptions + (next % 1024);
+    if (!f.index.Add(id, s).ok() || !f.index.Remove(id).ok()) std::abort();
+    ++next;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_AddRemove);
+
+// Bulk load of the whole 100k-subscription workload into an empty index.
+void BM_Load(benchmark::State& state) {
+  Fixture& f = Shared();
+  for (auto _ : state) {
+    auto index = std::make_unique<Index>();
+    for (size_t i = 0; i < f.workload.subscriptions.size(); ++i) {
+      if (!index->Add(i, f.workload.subscriptions[i]).ok()) std::abort();
+    }
+    benchmark::DoNotOptimize(index->size());
+  }
+  state.SetItemsProcessed(state.iterations() * kSubscriptions);
+}
+BENCHMARK(BM_Load)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace matcher
+}  // namespace cohort

@@ -1,0 +1,412 @@
+// Tests of the Fabret index. The backbone is a randomized differential test
+// against ReferenceMatcher over many seeds, every operator, boundary values,
+// interleaved add/remove and all cohort sizes; a mismatch is shrunk to a
+// minimal set of subscriptions and printed as a reproducer.
+#include "matcher/index.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "matcher/reference_matcher.h"
+#include "matcher/types.h"
+
+namespace cohort {
+namespace matcher {
+namespace {
+
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+
+using Subscription = std::vector<Predicate>;
+using Event = std::vector<AttributeValue>;
+
+// splitmix64: tiny, deterministic, good enough for test data.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  uint64_t Uniform(uint64_t n) { return Next() % n; }
+  bool Chance(int percent) { return Uniform(100) < static_cast<uint64_t>(percent); }
+
+ private:
+  uint64_t state_;
+};
+
+// Values cluster in a small domain so predicates often hold, plus the int64
+// extremes and their neighbours.
+int64_t RandomValue(Rng& rng, int64_t domain) {
+  static constexpr int64_t kEdges[] = {kMin, kMin + 1, kMax - 1, kMax, 0, -1};
+  if (rng.Chance(8)) return kEdges[rng.Uniform(6)];
+  return static_cast<int64_t>(rng.Uniform(2 * domain + 1)) - domain;
+}
+
+Predicate RandomPredicate(Rng& rng, uint32_t attributes, int64_t domain) {
+  Predicate p;
+  p.attribute = static_cast<AttributeId>(rng.Uniform(attributes));
+  p.op = static_cast<Op>(1 + rng.Uniform(7));
+  p.value = RandomValue(rng, domain);
+  if (p.op == Op::kBetween) {
+    int64_t upper = rng.Chance(15) ? p.value : RandomValue(rng, domain);
+    if (upper < p.value) std::swap(upper, p.value);
+    p.upper = upper;
+  }
+  return p;
+}
+
+Event RandomEvent(Rng& rng, uint32_t attributes, int64_t domain) {
+  Event e;
+  for (uint32_t a = 0; a < attributes; ++a) {
+    if (rng.Chance(60)) e.push_back({a, RandomValue(rng, domain)});
+  }
+  // Attribute order must not matter.
+  for (size_t i = e.size(); i > 1; --i) std::swap(e[i - 1], e[rng.Uniform(i)]);
+  return e;
+}
+
+std::string FormatSubscription(const Subscription& s) {
+  std::string out = absl::StrCat("S ", s.size());
+  for (const Predicate& p : s) absl::StrAppend(&out, " ", DebugString(p));
+  return out;
+}
+
+std::string FormatEvent(const Event& e) {
+  std::string out = absl::StrCat("E ", e.size());
+  for (const AttributeValue& av : e) {
+    absl::StrAppend(&out, " a", av.attribute, " ", av.value);
+  }
+  return out;
+}
+
+std::vector<SubscriptionId> MatchOne(Index& index, const Event& e) {
+  std::vector<std::vector<SubscriptionId>> out;
+  EventView view(e);
+  index.MatchCohort(absl::MakeConstSpan(&view, 1), &out);
+  std::sort(out[0].begin(), out[0].end());
+  return out[0];
+}
+
+// Greedily drops subscriptions while a freshly built index still disagrees
+// with the reference on `event`; returns the reproducer text, or an
+// explanation when the failure needs the add/remove history.
+std::string Shrink(std::vector<std::pair<SubscriptionId, Subscription>> live,
+                   const Event& event) {
+  auto fails = [&](const std::vector<std::pair<SubscriptionId, Subscription>>&
+                       subs) {
+    Index index;
+    ReferenceMatcher reference;
+    for (const auto& [id, s] : subs) {
+      if (!index.Add(id, s).ok()) return true;
+      reference.Add(id, s);
+    }
+    return MatchOne(index, event) != reference.Match(event);
+  };
+  if (!fails(live)) {
+    return "fails only with its add/remove history (seed reproduces it)";
+  }
+  for (size_t i = 0; i < live.size();) {
+    auto without = live;
+    without.erase(without.begin() + i);
+    if (fails(without)) {
+      live = std::move(without);
+    } else {
+      ++i;
+    }
+  }
+  std::string out = "minimal reproducer:\n";
+  for (const auto& [id, s] : live) {
+    absl::StrAppend(&out, "  id ", id, ": ", FormatSubscription(s), "\n");
+  }
+  absl::StrAppend(&out, "  ", FormatEvent(event), "\n");
+  return out;
+}
+
+struct DifferentialStats {
+  uint64_t pairs = 0;  // (subscription, event) pairs compared
+  uint64_t matches = 0;
+};
+
+// One seed: rounds of random mutations followed by matching a batch of events
+// in cohorts of random sizes. Returns false (after reporting) on a mismatch.
+bool RunSeed(uint64_t seed, DifferentialStats* stats) {
+  Rng rng(seed);
+  const uint32_t attributes = 1 + rng.Uniform(8);
+  const int64_t domain = 1 + rng.Uniform(12);
+  Index index;
+  ReferenceMatcher reference;
+  std::vector<std::pair<SubscriptionId, Subscription>> live;
+  std::vector<SubscriptionId> removed;
+  SubscriptionId next_id = static_cast<SubscriptionId>(rng.Uniform(1000));
+  static constexpr size_t kCohorts[] = {1, 2, 63, 64, 65, 1000};
+  for (int round = 0; round < 4; ++round) {
+    const int adds = 20 + rng.Uniform(120);
+    for (int i = 0; i < adds; ++i) {
+      Subscription s;
+      if (!live.empty() && rng.Chance(5)) {
+        s = live[rng.Uniform(live.size())].second;  // a duplicate
+      } else {
+        const int n = 1 + rng.Uniform(6);
+        for (int k = 0; k < n; ++k) s.push_back(RandomPredicate(rng, attributes, domain));
+      }
+      SubscriptionId id = next_id++;
+      if (!removed.empty() && rng.Chance(30)) {  // re-add a removed id
+        id = removed.back();
+        removed.pop_back();
+      }
+      EXPECT_TRUE(index.Add(id, s).ok());
+      reference.Add(id, s);
+      live.emplace_back(id, std::move(s));
+    }
+    const int removes = rng.Uniform(live.size() / 2 + 1);
+    for (int i = 0; i < removes; ++i) {
+      const size_t at = rng.Uniform(live.size());
+      EXPECT_TRUE(index.Remove(live[at].first).ok());
+      reference.Remove(live[at].first);
+      removed.push_back(live[at].first);
+      live.erase(live.begin() + at);
+    }
+    std::vector<Event> events(100 + rng.Uniform(300));
+    for (Event& e : events) e = RandomEvent(rng, attributes + 1, domain);
+    std::vector<EventView> views(events.begin(), events.end());
+    std::vector<std::vector<SubscriptionId>> got;
+    for (size_t start = 0; start < views.size();) {
+      const size_t n =
+          std::min(kCohorts[rng.Uniform(6)], views.size() - start);
+      index.MatchCohort(absl::MakeConstSpan(views).subspan(start, n), &got);
+      for (size_t i = 0; i < n; ++i) {
+        const Event& e = events[start + i];
+        std::sort(got[i].begin(), got[i].end());
+        const std::vector<SubscriptionId> want = reference.Match(e);
+        stats->pairs += live.size();
+        stats->matches += want.size();
+        if (got[i] != want) {
+          ADD_FAILURE() << "seed " << seed << " round " << round
+                        << ": index found " << got[i].size()
+                        << " matches, reference " << want.size() << " for "
+                        << FormatEvent(e) << "\n"
+                        << Shrink(live, e);
+          return false;
+        }
+      }
+      start += n;
+    }
+    EXPECT_EQ(index.size(), live.size());
+  }
+  return true;
+}
+
+TEST(IndexDifferential, RandomizedAgainstReferenceOverManySeeds) {
+  DifferentialStats stats;
+  constexpr uint64_t kSeeds = 60;
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    if (!RunSeed(seed, &stats)) break;
+  }
+  std::cout << "checked " << stats.pairs << " (subscription, event) pairs, "
+            << stats.matches << " matches\n";
+  EXPECT_GE(stats.pairs, 1'000'000u);
+  EXPECT_GT(stats.matches, stats.pairs / 1000) << "workload too sparse";
+}
+
+// Builds an index and a reference from `subs` (ids 0..n-1) and expects them
+// to agree on `event`; returns the index's matches.
+std::vector<SubscriptionId> MatchBoth(const std::vector<Subscription>& subs,
+                                      const Event& event) {
+  Index index;
+  ReferenceMatcher reference;
+  for (SubscriptionId id = 0; id < subs.size(); ++id) {
+    EXPECT_TRUE(index.Add(id, subs[id]).ok());
+    reference.Add(id, subs[id]);
+  }
+  std::vector<SubscriptionId> got = MatchOne(index, event);
+  EXPECT_EQ(got, reference.Match(event)) << FormatEvent(event);
+  return got;
+}
+
+TEST(Index, NotEqualOnMissingAttributeDoesNotHold) {
+  const std::vector<Subscription> subs = {{{0, Op::kNe, 5, 0}}};
+  EXPECT_TRUE(MatchBoth(subs, {{1, 7}}).empty());
+  EXPECT_EQ(MatchBoth(subs, {{0, 7}}), std::vector<SubscriptionId>{0});
+  EXPECT_TRUE(MatchBoth(subs, {{0, 5}}).empty());
+}
+
+TEST(Index, RangePredicateOnMissingAttributeFails) {
+  const std::vector<Subscription> subs = {{{3, Op::kLe, kMax, 0}},
+                                          {{3, Op::kGe, kMin, 0}}};
+  EXPECT_TRUE(MatchBoth(subs, {{0, 1}, {2, 2}}).empty());
+  EXPECT_EQ(MatchBoth(subs, {{3, kMin}}).size(), 2u);
+}
+
+TEST(Index, BetweenWithEqualBoundsIsEquality) {
+  const std::vector<Subscription> subs = {{{0, Op::kBetween, 4, 4}},
+                                          {{0, Op::kEq, 4, 0}}};
+  EXPECT_EQ(MatchBoth(subs, {{0, 4}}).size(), 2u);
+  EXPECT_TRUE(MatchBoth(subs, {{0, 3}}).empty());
+  EXPECT_TRUE(MatchBoth(subs, {{0, 5}}).empty());
+}
+
+TEST(Index, Int64ExtremesAreHandledWithoutOverflow) {
+  const std::vector<Subscription> subs = {
+      {{0, Op::kLt, kMin, 0}},           // never
+      {{0, Op::kGt, kMax, 0}},           // never
+      {{0, Op::kLe, kMin, 0}},           // only kMin
+      {{0, Op::kGe, kMax, 0}},           // only kMax
+      {{0, Op::kBetween, kMin, kMax}},   // always (when present)
+      {{0, Op::kNe, kMin, 0}},
+      {{0, Op::kBetween, kMax - 1, kMax}},
+      {{0, Op::kBetween, kMin, kMin + 1}},
+  };
+  for (int64_t v : {kMin, kMin + 1, int64_t{0}, kMax - 1, kMax}) {
+    MatchBoth(subs, {{0, v}});
+  }
+  EXPECT_EQ(MatchBoth(subs, {{0, kMin}}),
+            (std::vector<SubscriptionId>{2, 4, 7}));
+  EXPECT_EQ(MatchBoth(subs, {{0, kMax}}),
+            (std::vector<SubscriptionId>{3, 4, 5, 6}));
+}
+
+TEST(Index, SeveralPredicatesOnOneAttribute) {
+  const std::vector<Subscription> subs = {
+      {{0, Op::kGt, 3, 0}, {0, Op::kLt, 7, 0}, {0, Op::kNe, 5, 0}},
+      {{0, Op::kEq, 5, 0}, {0, Op::kEq, 6, 0}},  // contradiction
+  };
+  EXPECT_EQ(MatchBoth(subs, {{0, 4}}), std::vector<SubscriptionId>{0});
+  EXPECT_TRUE(MatchBoth(subs, {{0, 5}}).empty());
+  EXPECT_TRUE(MatchBoth(subs, {{0, 7}}).empty());
+  EXPECT_EQ(MatchBoth(subs, {{0, 6}}), std::vector<SubscriptionId>{0});
+}
+
+TEST(Index, DuplicateSubscriptionsEachMatch) {
+  const Subscription s = {{0, Op::kEq, 1, 0}, {1, Op::kLe, 10, 0}};
+  EXPECT_EQ(MatchBoth({s, s, s}, {{0, 1}, {1, 10}}).size(), 3u);
+}
+
+TEST(Index, DuplicatePredicateInOneSubscription) {
+  const Subscription s = {{0, Op::kEq, 1, 0}, {0, Op::kEq, 1, 0},
+                          {0, Op::kLe, 1, 0}, {0, Op::kLt, 2, 0}};
+  EXPECT_EQ(MatchBoth({s}, {{0, 1}}).size(), 1u);
+}
+
+TEST(Index, RemoveThenReAddKeepsIdsAndResults) {
+  Index index;
+  ASSERT_TRUE(index.Add(7, {{{0, Op::kEq, 1, 0}}}).ok());
+  ASSERT_TRUE(index.Add(8, {{{0, Op::kEq, 1, 0}}}).ok());
+  EXPECT_EQ(MatchOne(index, {{0, 1}}), (std::vector<SubscriptionId>{7, 8}));
+  ASSERT_TRUE(index.Remove(7).ok());
+  EXPECT_FALSE(index.Contains(7));
+  EXPECT_EQ(MatchOne(index, {{0, 1}}), std::vector<SubscriptionId>{8});
+  ASSERT_TRUE(index.Add(7, {{{0, Op::kEq, 2, 0}}}).ok());
+  EXPECT_EQ(MatchOne(index, {{0, 1}}), std::vector<SubscriptionId>{8});
+  EXPECT_EQ(MatchOne(index, {{0, 2}}), std::vector<SubscriptionId>{7});
+  EXPECT_EQ(index.size(), 2u);
+}
+
+TEST(Index, CompactionKeepsSurvivorsFindable) {
+  Index index;
+  ReferenceMatcher reference;
+  for (SubscriptionId id = 0; id < 2000; ++id) {
+    const Subscription s = {{0, Op::kEq, 1, 0},
+                            {1, Op::kLe, static_cast<int64_t>(id % 50), 0}};
+    ASSERT_TRUE(index.Add(id, s).ok());
+    reference.Add(id, s);
+  }
+  for (SubscriptionId id = 0; id < 2000; ++id) {
+    if (id % 7 != 0) {
+      ASSERT_TRUE(index.Remove(id).ok());
+      reference.Remove(id);
+    }
+  }
+  for (int64_t v = 0; v < 50; v += 7) {
+    const Event e = {{0, 1}, {1, v}};
+    EXPECT_EQ(MatchOne(index, e), reference.Match(e));
+  }
+  // Every survivor can still be removed (its location was kept current).
+  for (SubscriptionId id = 0; id < 2000; id += 7) {
+    EXPECT_TRUE(index.Remove(id).ok()) << id;
+  }
+  EXPECT_EQ(index.size(), 0u);
+  EXPECT_EQ(index.predicates(), 0u);
+  EXPECT_EQ(index.clusters(), 0u);
+}
+
+TEST(Index, EmptyEventAndEmptyIndexMatchNothing) {
+  Index index;
+  EXPECT_TRUE(MatchOne(index, {{0, 1}}).empty());
+  ASSERT_TRUE(index.Add(1, {{{0, Op::kGe, kMin, 0}}}).ok());
+  EXPECT_TRUE(MatchOne(index, {}).empty());
+  std::vector<std::vector<SubscriptionId>> out = {{99}};
+  index.MatchCohort({}, &out);
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(Index, RejectsBadSubscriptionsWithoutChanges) {
+  Index index;
+  ASSERT_TRUE(index.Add(1, {{{0, Op::kEq, 1, 0}}}).ok());
+  EXPECT_EQ(index.Add(2, {}).code(), absl::StatusCode::kInvalidArgument);
+  const absl::Status between = index.Add(2, {{{0, Op::kBetween, 5, 4}}});
+  EXPECT_EQ(between.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(between.message().find("value <= upper"), absl::string_view::npos);
+  EXPECT_EQ(index.Add(1, {{{0, Op::kEq, 2, 0}}}).code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(index.Add(kMaxSubscriptionId + 1, {{{0, Op::kEq, 2, 0}}}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(index.Remove(2).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(index.Remove(kMaxSubscriptionId).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(index.size(), 1u);
+  EXPECT_EQ(index.predicates(), 1u);
+  EXPECT_EQ(MatchOne(index, {{0, 1}}), std::vector<SubscriptionId>{1});
+}
+
+TEST(Index, SparseIdsAllocatePagesNotRanges) {
+  Index index;
+  const size_t empty = index.MemoryBytes();
+  ASSERT_TRUE(index.Add(kMaxSubscriptionId, {{{0, Op::kEq, 1, 0}}}).ok());
+  EXPECT_LT(index.MemoryBytes() - empty, size_t{8} << 20);
+  EXPECT_EQ(MatchOne(index, {{0, 1}}),
+            std::vector<SubscriptionId>{kMaxSubscriptionId});
+}
+
+class CohortSizeTest : public ::testing::TestWithParam<size_t> {};
+
+// Property: a cohort of any size returns, per event, exactly what matching
+// the events one at a time returns.
+TEST_P(CohortSizeTest, CohortEqualsOneAtATime) {
+  Rng rng(GetParam());
+  Index index;
+  ReferenceMatcher reference;
+  for (SubscriptionId id = 0; id < 400; ++id) {
+    Subscription s;
+    for (int k = 0, n = 1 + rng.Uniform(4); k < n; ++k) {
+      s.push_back(RandomPredicate(rng, 4, 6));
+    }
+    ASSERT_TRUE(index.Add(id, s).ok());
+    reference.Add(id, s);
+  }
+  std::vector<Event> events(GetParam());
+  for (Event& e : events) e = RandomEvent(rng, 5, 6);
+  std::vector<EventView> views(events.begin(), events.end());
+  std::vector<std::vector<SubscriptionId>> got;
+  index.MatchCohort(views, &got);
+  ASSERT_EQ(got.size(), events.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    std::sort(got[i].begin(), got[i].end());
+    EXPECT_EQ(got[i], reference.Match(events[i])) << "event " << i;
+  }
+  EXPECT_EQ(index.counters().events, events.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, CohortSizeTest,
+                         ::testing::Values(1, 2, 63, 64, 65, 1000));
+
+}  // namespace
+}  // namespace matcher
+}  // namespace cohort

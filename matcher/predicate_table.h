@@ -1,0 +1,230 @@
+// The predicate table and phase 1 of the Fabret index.
+//
+// Subscriptions are normalised into *entries*: each predicate becomes one
+// interned, reference-counted predicate of one of four kinds —
+//   kEq     x == v
+//   kLow    x <= hi          (LT/LE; "attribute present" is kLow with hi=MAX)
+//   kHigh   x >= lo          (GT/GE)
+//   kRange  lo <= x <= hi    (BETWEEN with both bounds finite)
+// — and NE v becomes two entries: "present" and a *negated* reference to
+// EQ v. Identical predicates are stored once and shared.
+//
+// Phase 1 (`AddEvent`) computes, for a cohort of up to 64 events, one 64-bit
+// *cohort mask* per predicate: bit i is set iff the predicate holds for event
+// i. Equality predicates are found by hash lookup; each range kind lives in a
+// per-attribute group sorted by its bound, and its masks are stored in that
+// same order, so the predicates satisfied by a value form a contiguous run
+// (a suffix for kLow, a prefix for kHigh, a window for kRange) that phase 1
+// ORs with one linear pass. `Publish` then copies the touched runs, once per
+// cohort, into one flat array indexed by predicate id, which phase 2 reads
+// with a single load per cluster entry. Masks are cleared after the cohort
+// (`EndCohort`), touching only the words that were set.
+//
+// Stage: owned by one partition; single-threaded by contract.
+// Thread safety: none. All methods must be called from the owning thread.
+// Invariants:
+//   - Between cohorts every mask is zero.
+//   - Between `Publish` and `EndCohort`, masks()[id] is the cohort mask of
+//     predicate id (zero for free ids and the false predicate).
+//   - `masks()` and `AccessHead` pointers are invalidated by Acquire/Release,
+//     which the caller only makes between cohorts.
+#ifndef COHORT_MATCHER_PREDICATE_TABLE_H_
+#define COHORT_MATCHER_PREDICATE_TABLE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "matcher/types.h"
+
+namespace cohort {
+namespace matcher {
+namespace internal {
+
+using PredicateId = uint32_t;
+
+// Predicate id 0 never holds (its mask is always zero). It stands for
+// unsatisfiable predicates (LT INT64_MIN) and marks removed rows.
+inline constexpr PredicateId kFalsePredicate = 0;
+// A cluster entry is a predicate id, with this bit set when negated.
+inline constexpr uint32_t kNegatedBit = 1u << 31;
+inline constexpr uint32_t kNoCluster = UINT32_MAX;
+// Largest cohort phase 1 can hold at once: one bit per event in a mask.
+inline constexpr size_t kMaxCohortChunk = 64;
+
+enum class Kind : uint8_t { kFree, kFalse, kEq, kLow, kHigh, kRange };
+
+// A normalised predicate: the interval [lo, hi] of its attribute (for kEq,
+// lo == hi).
+struct NormalPredicate {
+  Kind kind = Kind::kFalse;
+  AttributeId attribute = 0;
+  int64_t lo = 0;
+  int64_t hi = 0;
+
+  template <typename H>
+  friend H AbslHashValue(H h, const NormalPredicate& p) {
+    return H::combine(std::move(h), p.kind, p.attribute, p.lo, p.hi);
+  }
+  friend bool operator==(const NormalPredicate& a, const NormalPredicate& b) {
+    return a.kind == b.kind && a.attribute == b.attribute && a.lo == b.lo &&
+           a.hi == b.hi;
+  }
+};
+
+// Normalises an interval [lo, hi] on `attribute` into one predicate kind
+// (lo > hi gives kFalse, lo == hi gives kEq).
+NormalPredicate FromInterval(AttributeId attribute, int64_t lo, int64_t hi);
+
+class PredicateTable {
+ public:
+  PredicateTable();
+  ~PredicateTable();
+  PredicateTable(const PredicateTable&) = delete;
+  PredicateTable& operator=(const PredicateTable&) = delete;
+
+  // Interns `p` (creating it if new) and takes one reference to it.
+  PredicateId Acquire(const NormalPredicate& p);
+  // Drops one reference; the predicate is freed (and its id reused later)
+  // when the last reference goes. REQUIRES: id was acquired.
+  void Release(PredicateId id);
+
+  // The predicate with id `id`. REQUIRES: id is live.
+  NormalPredicate Get(PredicateId id) const;
+  // Number of references to `id` (0 if free).
+  uint32_t References(PredicateId id) const { return info_[id].refs; }
+
+  // The head of the access cluster list of `id` (kNoCluster if none).
+  // The pointer is invalidated by Acquire/Release.
+  uint32_t* AccessHead(PredicateId id);
+
+  // Cohort masks indexed by predicate id, for phase 2 (after Publish).
+  const uint64_t* masks() const { return masks_.data(); }
+
+  // Phase 1: sets bit `bit` in the mask of every predicate `event` satisfies.
+  void AddEvent(EventView event, uint64_t bit);
+  // Ends phase 1: makes the range groups' masks visible through masks().
+  void Publish();
+
+  // Calls `visit(head, mask)` for every predicate satisfied by some event of
+  // the current cohort that heads an access cluster list.
+  template <typename Visit>
+  void ForEachTouchedAccess(Visit&& visit) const;
+
+  // Clears every mask set since the last call.
+  void EndCohort();
+
+  // Live predicates (excluding the false predicate).
+  size_t size() const { return live_; }
+  // Heap bytes held by the table.
+  size_t MemoryBytes() const;
+
+ private:
+  struct Info {
+    int64_t lo = 0;
+    int64_t hi = 0;
+    AttributeId attribute = 0;
+    Kind kind = Kind::kFree;
+    uint32_t refs = 0;
+    uint32_t pos = 0;  // range kinds: position in the group
+    uint32_t head = kNoCluster;  // kEq, kFalse: access cluster list head
+  };
+
+  // All range predicates of one kind on one attribute. Positions [0, sorted)
+  // are sorted by (key, hi); [sorted, size) is an unsorted tail of recent
+  // inserts, merged in when it grows past a fraction of the sorted part.
+  struct Group {
+    Group() = default;
+    explicit Group(Kind k) : kind(k) {}
+
+    Kind kind = Kind::kLow;
+    std::vector<int64_t> key;  // hi for kLow, lo for kHigh and kRange
+    std::vector<int64_t> hi;   // kRange only
+    std::vector<PredicateId> pred;  // kFreePosition where removed
+    std::vector<uint32_t> head;     // access cluster list head
+    std::vector<uint64_t> mask;
+    uint32_t sorted = 0;
+    uint32_t dead = 0;
+    uint64_t max_width = 0;  // kRange: max hi - lo over the sorted part
+    // Cohort state: positions [touched_begin, touched_end) and the tail
+    // (when touched_tail) may hold non-zero masks.
+    uint32_t touched_begin = UINT32_MAX;
+    uint32_t touched_end = 0;
+    bool touched_tail = false;
+    bool on_touched_list = false;
+
+    uint32_t size() const { return static_cast<uint32_t>(pred.size()); }
+    // Calls f(position) for each position that may hold a non-zero mask.
+    template <typename F>
+    void ForEachTouched(F&& f);
+  };
+  struct AttributeGroups {
+    Group low = Group(Kind::kLow);
+    Group high = Group(Kind::kHigh);
+    Group range = Group(Kind::kRange);
+  };
+
+  Group& GroupOf(Kind kind, AttributeId attribute);
+  void InsertIntoGroup(PredicateId id);
+  void RemoveFromGroup(PredicateId id);
+  void Rebuild(Group& g);
+  void MarkTouched(Group& g, uint32_t begin, uint32_t end);
+  void ScanGroup(Group& g, int64_t v, uint64_t bit);
+
+  // Hashes and compares predicate ids by the predicate they stand for, and
+  // looks up a NormalPredicate directly, so the set holds 4-byte ids only.
+  struct IdHash {
+    using is_transparent = void;
+    const std::vector<Info>* info;
+    size_t operator()(PredicateId id) const;
+    size_t operator()(const NormalPredicate& p) const;
+  };
+  struct IdEq {
+    using is_transparent = void;
+    const std::vector<Info>* info;
+    bool operator()(PredicateId a, PredicateId b) const { return a == b; }
+    bool operator()(PredicateId a, const NormalPredicate& b) const;
+    bool operator()(const NormalPredicate& a, PredicateId b) const {
+      return (*this)(b, a);
+    }
+  };
+  static NormalPredicate ToNormal(const Info& info);
+
+  std::vector<Info> info_;
+  std::vector<uint64_t> masks_;  // by predicate id; valid after Publish
+  std::vector<PredicateId> free_ids_;
+  absl::flat_hash_set<PredicateId, IdHash, IdEq> ids_;
+  std::vector<AttributeGroups> attributes_;
+  std::vector<PredicateId> touched_eq_;
+  std::vector<Group*> touched_groups_;
+  size_t live_ = 0;
+};
+
+template <typename Visit>
+void PredicateTable::ForEachTouchedAccess(Visit&& visit) const {
+  for (PredicateId id : touched_eq_) {
+    const Info& info = info_[id];
+    if (info.head != kNoCluster) visit(info.head, masks_[id]);
+  }
+  // Access predicates are kEq, the false predicate, or "present" (kLow with
+  // hi = INT64_MAX), which sorts last in the sorted part of its kLow group or
+  // sits in the tail, so only those positions are looked at.
+  for (const Group* g : touched_groups_) {
+    if (g->kind != Kind::kLow) continue;
+    auto check = [&](uint32_t i) {
+      if (g->mask[i] != 0 && g->head[i] != kNoCluster) {
+        visit(g->head[i], g->mask[i]);
+      }
+    };
+    if (g->sorted > 0 && g->touched_end == g->sorted) check(g->sorted - 1);
+    if (g->touched_tail) {
+      for (uint32_t i = g->sorted; i < g->size(); ++i) check(i);
+    }
+  }
+}
+
+}  // namespace internal
+}  // namespace matcher
+}  // namespace cohort
+
+#endif  // COHORT_MATCHER_PREDICATE_TABLE_H_

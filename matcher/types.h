@@ -1,0 +1,90 @@
+// Vocabulary types of the matcher: attributes, predicates, events and
+// subscription ids as the index sees them (after the service has interned
+// attribute names to dense ids).
+//
+// Stage: used by the partition stage and by tools; no threads, no gRPC.
+// Everything here is a plain value type, safe to copy between threads.
+#ifndef COHORT_MATCHER_TYPES_H_
+#define COHORT_MATCHER_TYPES_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+
+namespace cohort {
+namespace matcher {
+
+// Dense attribute id, assigned by whoever interns attribute names.
+using AttributeId = uint32_t;
+
+// Id of a subscription inside one index. The index keeps a location table
+// indexed by id, so ids should be dense (the service hands out per-partition
+// sequence numbers); memory grows with the largest id ever added.
+using SubscriptionId = uint32_t;
+
+// Largest id `Index::Add` accepts; bounds the location table.
+inline constexpr SubscriptionId kMaxSubscriptionId = (1u << 31) - 1;
+
+// Comparison operators, numbered as in proto `cohort.v1.Op`.
+enum class Op : uint8_t {
+  kEq = 1,
+  kNe = 2,
+  kLt = 3,
+  kLe = 4,
+  kGt = 5,
+  kGe = 6,
+  kBetween = 7,  // inclusive: value <= x <= upper
+};
+
+// "EQ", "NE", ... as in the workload file format.
+absl::string_view OpName(Op op);
+// Parses "EQ" ... "BETWEEN"; returns false on anything else.
+bool ParseOp(absl::string_view name, Op* op);
+
+// One predicate: `attribute op value` (and `upper` for kBetween).
+// A predicate holds for an event only if the event carries `attribute`.
+struct Predicate {
+  AttributeId attribute = 0;
+  Op op = Op::kEq;
+  int64_t value = 0;
+  int64_t upper = 0;  // only meaningful for kBetween
+
+  friend bool operator==(const Predicate& a, const Predicate& b) {
+    return a.attribute == b.attribute && a.op == b.op && a.value == b.value &&
+           (a.op != Op::kBetween || a.upper == b.upper);
+  }
+};
+
+// True iff `p` holds for the value `x` of its attribute (the caller has
+// already checked that the event carries the attribute).
+inline bool Holds(const Predicate& p, int64_t x) {
+  switch (p.op) {
+    case Op::kEq: return x == p.value;
+    case Op::kNe: return x != p.value;
+    case Op::kLt: return x < p.value;
+    case Op::kLe: return x <= p.value;
+    case Op::kGt: return x > p.value;
+    case Op::kGe: return x >= p.value;
+    case Op::kBetween: return p.value <= x && x <= p.upper;
+  }
+  return false;
+}
+
+// One attribute/value pair of an event.
+struct AttributeValue {
+  AttributeId attribute = 0;
+  int64_t value = 0;
+};
+
+// An event as the matcher sees it. REQUIRES: attributes are distinct.
+using EventView = absl::Span<const AttributeValue>;
+
+// Human-readable form, e.g. "a3 BETWEEN 10 20" (attribute printed as a<id>).
+std::string DebugString(const Predicate& p);
+
+}  // namespace matcher
+}  // namespace cohort
+
+#endif  // COHORT_MATCHER_TYPES_H_

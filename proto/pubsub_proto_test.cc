@@ -1,0 +1,278 @@
+// Pins the cohort.v1 API contract of DESIGN.md section 2: message and field
+// names, field numbers and types, enum values, and the shape of each RPC.
+// Outside clients depend on these, so a change here must be deliberate.
+// The last tests run the generated gRPC code against an in-process server,
+// which also proves that it compiles and links against @usr//:grpc.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "google/protobuf/descriptor.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "proto/cohort/v1/pubsub.grpc.pb.h"
+#include "proto/cohort/v1/pubsub.pb.h"
+
+namespace cohort::v1 {
+namespace {
+
+using ::google::protobuf::Descriptor;
+using ::google::protobuf::DescriptorPool;
+using ::google::protobuf::EnumDescriptor;
+using ::google::protobuf::FieldDescriptor;
+using ::google::protobuf::MethodDescriptor;
+using ::google::protobuf::ServiceDescriptor;
+
+const Descriptor* FindMessage(const std::string& name) {
+  return DescriptorPool::generated_pool()->FindMessageTypeByName("cohort.v1." +
+                                                                 name);
+}
+
+TEST(PubSubProto, FileAndPackage) {
+  const auto* file = Predicate::descriptor()->file();
+  EXPECT_EQ(file->name(), "cohort/v1/pubsub.proto");
+  EXPECT_EQ(file->package(), "cohort.v1");
+  EXPECT_EQ(file->syntax(), google::protobuf::FileDescriptor::SYNTAX_PROTO3);
+}
+
+// One pinned field: `message.name = number`, of `type` (and `type_name` for
+// message and enum fields), repeated or not.
+struct PinnedField {
+  const char* message;
+  const char* name;
+  int number;
+  FieldDescriptor::Type type;
+  bool repeated;
+  const char* type_name;  // full name for TYPE_MESSAGE / TYPE_ENUM, else "".
+};
+
+constexpr FieldDescriptor::Type kString = FieldDescriptor::TYPE_STRING;
+constexpr FieldDescriptor::Type kBytes = FieldDescriptor::TYPE_BYTES;
+constexpr FieldDescriptor::Type kInt64 = FieldDescriptor::TYPE_INT64;
+constexpr FieldDescriptor::Type kUint64 = FieldDescriptor::TYPE_UINT64;
+constexpr FieldDescriptor::Type kBool = FieldDescriptor::TYPE_BOOL;
+constexpr FieldDescriptor::Type kEnum = FieldDescriptor::TYPE_ENUM;
+constexpr FieldDescriptor::Type kMessage = FieldDescriptor::TYPE_MESSAGE;
+
+// DESIGN.md section 2, "Messages and field names", row by row.
+const PinnedField kPinnedFields[] = {
+    {"Predicate", "attribute", 1, kString, false, ""},
+    {"Predicate", "op", 2, kEnum, false, "cohort.v1.Op"},
+    {"Predicate", "value", 3, kInt64, false, ""},
+    {"Predicate", "upper", 4, kInt64, false, ""},
+    {"SubscriptionSpec", "subscriber", 1, kString, false, ""},
+    {"SubscriptionSpec", "predicates", 2, kMessage, true,
+     "cohort.v1.Predicate"},
+    {"SubscribeRequest", "subscriptions", 1, kMessage, true,
+     "cohort.v1.SubscriptionSpec"},
+    {"SubscribeResponse", "subscription_ids", 1, kUint64, true, ""},
+    {"UnsubscribeRequest", "subscription_ids", 1, kUint64, true, ""},
+    {"Attribute", "name", 1, kString, false, ""},
+    {"Attribute", "value", 2, kInt64, false, ""},
+    {"Event", "attributes", 1, kMessage, true, "cohort.v1.Attribute"},
+    {"Event", "payload", 2, kBytes, false, ""},
+    {"PublishRequest", "events", 1, kMessage, true, "cohort.v1.Event"},
+    {"PublishRequest", "return_ids", 2, kBool, false, ""},
+    {"PublishResponse", "results", 1, kMessage, true, "cohort.v1.EventResult"},
+    {"EventResult", "match_count", 1, kUint64, false, ""},
+    {"EventResult", "subscription_ids", 2, kUint64, true, ""},
+    {"ListenRequest", "subscriber", 1, kString, false, ""},
+    {"Delivery", "subscription_ids", 1, kUint64, true, ""},
+    {"Delivery", "event", 2, kMessage, false, "cohort.v1.Event"},
+    {"Delivery", "sequence", 3, kUint64, false, ""},
+    {"Stats", "subscriptions", 1, kUint64, false, ""},
+    {"Stats", "events_published", 2, kUint64, false, ""},
+};
+
+TEST(PubSubProto, PinnedFieldsKeepNameNumberAndType) {
+  for (const PinnedField& pin : kPinnedFields) {
+    SCOPED_TRACE(std::string(pin.message) + "." + pin.name);
+    const Descriptor* message = FindMessage(pin.message);
+    ASSERT_NE(message, nullptr);
+    const FieldDescriptor* by_name = message->FindFieldByName(pin.name);
+    ASSERT_NE(by_name, nullptr);
+    EXPECT_EQ(by_name->number(), pin.number);
+    const FieldDescriptor* by_number = message->FindFieldByNumber(pin.number);
+    ASSERT_NE(by_number, nullptr);
+    EXPECT_EQ(by_number->name(), pin.name);
+    EXPECT_EQ(by_name->type(), pin.type);
+    EXPECT_EQ(by_name->is_repeated(), pin.repeated);
+    if (pin.type == kMessage) {
+      EXPECT_EQ(by_name->message_type()->full_name(), pin.type_name);
+    } else if (pin.type == kEnum) {
+      EXPECT_EQ(by_name->enum_type()->full_name(), pin.type_name);
+    }
+  }
+}
+
+TEST(PubSubProto, PredicateUpperIsFieldFour) {
+  const FieldDescriptor* upper = Predicate::descriptor()->FindFieldByName("upper");
+  ASSERT_NE(upper, nullptr);
+  EXPECT_EQ(upper->number(), 4);
+  EXPECT_EQ(Predicate::kUpperFieldNumber, 4);
+}
+
+TEST(PubSubProto, EmptyMessagesHaveNoFields) {
+  for (const char* name : {"UnsubscribeResponse", "GetStatsRequest"}) {
+    SCOPED_TRACE(name);
+    const Descriptor* message = FindMessage(name);
+    ASSERT_NE(message, nullptr);
+    EXPECT_EQ(message->field_count(), 0);
+  }
+}
+
+TEST(PubSubProto, OpEnumValuesAreZeroToSeven) {
+  const EnumDescriptor* op = Op_descriptor();
+  const std::vector<std::string> names = {
+      "OP_UNSPECIFIED", "OP_EQ", "OP_NE", "OP_LT",
+      "OP_LE",          "OP_GT", "OP_GE", "OP_BETWEEN"};
+  ASSERT_EQ(op->value_count(), static_cast<int>(names.size()));
+  for (int number = 0; number < static_cast<int>(names.size()); ++number) {
+    SCOPED_TRACE(names[number]);
+    const auto* value = op->FindValueByName(names[number]);
+    ASSERT_NE(value, nullptr);
+    EXPECT_EQ(value->number(), number);
+  }
+  EXPECT_EQ(OP_BETWEEN, 7);
+}
+
+// One pinned RPC: its name, request and response types, and streaming shape.
+struct PinnedMethod {
+  const char* name;
+  const char* input;
+  const char* output;
+  bool client_streaming;
+  bool server_streaming;
+};
+
+TEST(PubSubProto, ServiceHasTheSixMethodsWithTheirShapes) {
+  const PinnedMethod kMethods[] = {
+      {"Subscribe", "SubscribeRequest", "SubscribeResponse", false, false},
+      {"Unsubscribe", "UnsubscribeRequest", "UnsubscribeResponse", false,
+       false},
+      {"Publish", "PublishRequest", "PublishResponse", false, false},
+      {"PublishStream", "PublishRequest", "PublishResponse", true, true},
+      {"Listen", "ListenRequest", "Delivery", false, true},
+      {"GetStats", "GetStatsRequest", "Stats", false, false},
+  };
+  const ServiceDescriptor* service =
+      DescriptorPool::generated_pool()->FindServiceByName("cohort.v1.PubSub");
+  ASSERT_NE(service, nullptr);
+  EXPECT_EQ(service->method_count(), 6);
+  for (const PinnedMethod& pin : kMethods) {
+    SCOPED_TRACE(pin.name);
+    const MethodDescriptor* method = service->FindMethodByName(pin.name);
+    ASSERT_NE(method, nullptr);
+    EXPECT_EQ(method->input_type()->full_name(),
+              std::string("cohort.v1.") + pin.input);
+    EXPECT_EQ(method->output_type()->full_name(),
+              std::string("cohort.v1.") + pin.output);
+    EXPECT_EQ(method->client_streaming(), pin.client_streaming);
+    EXPECT_EQ(method->server_streaming(), pin.server_streaming);
+  }
+}
+
+// A stand-in server: Subscribe hands out ids 100, 101, ...; PublishStream
+// answers each request with match_count = number of attributes per event.
+// Every other RPC stays UNIMPLEMENTED.
+class FakePubSub final : public PubSub::Service {
+ public:
+  grpc::Status Subscribe(grpc::ServerContext* /*context*/,
+                         const SubscribeRequest* request,
+                         SubscribeResponse* response) override {
+    for (int i = 0; i < request->subscriptions_size(); ++i) {
+      response->add_subscription_ids(100 + i);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status PublishStream(
+      grpc::ServerContext* /*context*/,
+      grpc::ServerReaderWriter<PublishResponse, PublishRequest>* stream)
+      override {
+    PublishRequest request;
+    while (stream->Read(&request)) {
+      PublishResponse response;
+      for (const Event& event : request.events()) {
+        response.add_results()->set_match_count(event.attributes_size());
+      }
+      stream->Write(response);
+    }
+    return grpc::Status::OK;
+  }
+};
+
+class PubSubInProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    stub_ = PubSub::NewStub(server_->InProcessChannel(grpc::ChannelArguments()));
+  }
+
+  void TearDown() override {
+    if (server_ != nullptr) server_->Shutdown();
+  }
+
+  FakePubSub service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<PubSub::Stub> stub_;
+};
+
+TEST_F(PubSubInProcessTest, UnaryCallRoundTrips) {
+  SubscribeRequest request;
+  for (int i = 0; i < 3; ++i) {
+    SubscriptionSpec* spec = request.add_subscriptions();
+    spec->set_subscriber("alice");
+    Predicate* predicate = spec->add_predicates();
+    predicate->set_attribute("price");
+    predicate->set_op(OP_BETWEEN);
+    predicate->set_value(i);
+    predicate->set_upper(i + 10);
+  }
+  SubscribeResponse response;
+  grpc::ClientContext context;
+  grpc::Status status = stub_->Subscribe(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(std::vector<uint64_t>(response.subscription_ids().begin(),
+                                  response.subscription_ids().end()),
+            (std::vector<uint64_t>{100, 101, 102}));
+}
+
+// The in-process transport does not buffer: a write completes only once the
+// peer reads it. So the client reads each answer before the next write.
+TEST_F(PubSubInProcessTest, BidiStreamAnswersEachRequest) {
+  grpc::ClientContext context;
+  auto stream = stub_->PublishStream(&context);
+  PublishResponse response;
+  for (int attributes = 1; attributes <= 3; ++attributes) {
+    PublishRequest request;
+    Event* event = request.add_events();
+    for (int i = 0; i < attributes; ++i) {
+      Attribute* attribute = event->add_attributes();
+      attribute->set_name("a" + std::to_string(i));
+      attribute->set_value(i);
+    }
+    ASSERT_TRUE(stream->Write(request));
+    ASSERT_TRUE(stream->Read(&response));
+    ASSERT_EQ(response.results_size(), 1);
+    EXPECT_EQ(response.results(0).match_count(), attributes);
+  }
+  ASSERT_TRUE(stream->WritesDone());
+  EXPECT_FALSE(stream->Read(&response));
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+TEST_F(PubSubInProcessTest, MethodNotOverriddenIsUnimplemented) {
+  GetStatsRequest request;
+  Stats stats;
+  grpc::ClientContext context;
+  EXPECT_EQ(stub_->GetStats(&context, request, &stats).error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+}
+
+}  // namespace
+}  // namespace cohort::v1

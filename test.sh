@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Builds and tests everything, then runs the matcher and benchmark tests again
+# under AddressSanitizer + UndefinedBehaviorSanitizer (--config=asan).
+#
+# Prints a line per test target and ends with exactly one line
+#   tests: N passed, M failed
+# counting test cases across both runs (see tools/test_summary.py for the
+# rules: a target that does not build, or crashes, counts as failed). Copies
+# each run's test.xml files to results/tests/<run>/. Exits non-zero if
+# anything failed. Unknown arguments are ignored for now.
+set -uo pipefail
+cd "$(dirname "$0")"
+
+for arg in "$@"; do
+  echo "test.sh: ignoring argument ${arg}" >&2
+done
+
+tools/setup.sh || { echo "tests: 0 passed, 1 failed"; exit 1; }
+
+readonly RESULTS=results/tests
+rm -rf "${RESULTS}"
+mkdir -p "${RESULTS}"
+total_passed=0
+total_failed=0
+
+# run_tests NAME BAZEL_TEST_ARGS...: one `bazel test` run, summarised.
+run_tests() {
+  local name=$1
+  shift
+  local out="${RESULTS}/${name}"
+  mkdir -p "${out}"
+  echo "==> [${name}] bazel test $*"
+  bazel test --keep_going --test_output=errors \
+    --build_event_json_file="${out}/bep.json" "$@"
+  local rc=$?
+  echo "==> [${name}] results (bazel exit code ${rc}):"
+  python3 tools/test_summary.py "${name}" "${out}/bep.json" "${rc}" "${out}" ||
+    echo "1 1" >"${out}/counts"  # Could not summarise: count it as a failure.
+  local passed failed
+  read -r passed failed <"${out}/counts"
+  total_passed=$((total_passed + passed))
+  total_failed=$((total_failed + failed))
+}
+
+run_tests default //...
+
+# The sanitizer run covers the packages that exist (they are added over time).
+asan_patterns=()
+for dir in matcher bench; do
+  if [[ -f "${dir}/BUILD.bazel" || -f "${dir}/BUILD" ]]; then
+    asan_patterns+=("//${dir}/...")
+  fi
+done
+if ((${#asan_patterns[@]} > 0)); then
+  run_tests asan --config=asan --build_tests_only "${asan_patterns[@]}"
+else
+  echo "==> [asan] skipped: no BUILD file in matcher/ or bench/ yet"
+fi
+
+bazel shutdown >/dev/null 2>&1
+
+echo "tests: ${total_passed} passed, ${total_failed} failed"
+((total_failed == 0))

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build needs, if any are missing.
+#
+# Checks each package with dpkg first and calls apt-get only when something is
+# absent, so a repeated run takes well under a second. Uses sudo when not root.
+# See third_party/usr.BUILD for what each library provides to Bazel, and
+# /work/shared/notes/bazel-offline.md for why Debian's bazel-rules-cc must not
+# be installed.
+set -euo pipefail
+
+readonly PACKAGES=(
+  bazel-bootstrap   # Bazel 4.2.3
+  g++
+  pkg-config
+  python3           # ./test.sh's result summary
+  libabsl-dev
+  libprotobuf-dev
+  protobuf-compiler
+  libgrpc++-dev
+  protobuf-compiler-grpc  # grpc_cpp_plugin; libgrpc++-dev does not pull it in
+  libgtest-dev
+  libgmock-dev
+  libbenchmark-dev
+  liburing-dev
+  libnuma-dev
+  numactl
+)
+
+missing=()
+for package in "${PACKAGES[@]}"; do
+  if ! dpkg -s "${package}" 2>/dev/null | grep -q '^Status: install ok installed'; then
+    missing+=("${package}")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}" >&2
+sudo=()
+if ((EUID != 0)); then
+  sudo=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update
+"${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
