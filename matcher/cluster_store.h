@@ -67,7 +67,7 @@ class ClusterStore {
   // mask of satisfied events is non-zero. Adds the clusters and rows checked
   // to `*clusters` and `*rows`.
   template <typename Emit>
-  void MatchList(uint32_t head, uint64_t access_mask, const uint64_t* masks,
+  void MatchList(uint32_t head, uint64_t access_mask, const uint64_t* const* masks,
                  Emit&& emit, uint64_t* clusters, uint64_t* rows) const;
 
   size_t clusters() const { return clusters_.size() - free_.size(); }
@@ -96,7 +96,7 @@ class ClusterStore {
   static void Resize(Cluster& c, uint32_t capacity);
   template <typename Emit>
   size_t MatchCluster(const Cluster& c, uint64_t access_mask,
-                      const uint64_t* masks, Emit& emit) const;
+                      const uint64_t* const* masks, Emit& emit) const;
 
   std::vector<Cluster> clusters_;
   std::vector<uint32_t> free_;
@@ -138,7 +138,7 @@ void ClusterStore::RemoveRow(uint32_t* head, Location at, Moved&& moved) {
 
 template <typename Emit>
 void ClusterStore::MatchList(uint32_t head, uint64_t access_mask,
-                             const uint64_t* masks, Emit&& emit,
+                             const uint64_t* const* masks, Emit&& emit,
                              uint64_t* clusters, uint64_t* rows) const {
   for (uint32_t i = head; i != kNoCluster; i = clusters_[i].next) {
     *rows += MatchCluster(clusters_[i], access_mask, masks, emit);
@@ -148,7 +148,7 @@ void ClusterStore::MatchList(uint32_t head, uint64_t access_mask,
 
 template <typename Emit>
 size_t ClusterStore::MatchCluster(const Cluster& c, uint64_t access_mask,
-                                  const uint64_t* masks,
+                                  const uint64_t* const* masks,
                                   Emit& emit) const {
   const uint32_t* ids = c.ids();
   if (c.width == 0) {
@@ -166,7 +166,7 @@ size_t ClusterStore::MatchCluster(const Cluster& c, uint64_t access_mask,
       const uint32_t e = col[j];
       // ~mask for a negated entry, without a branch.
       const uint64_t flip = -static_cast<uint64_t>(e >> 31);
-      acc[j] = access_mask & (masks[e & ~kNegatedBit] ^ flip);
+      acc[j] = access_mask & (*masks[e & ~kNegatedBit] ^ flip);
       any |= acc[j];
     }
     for (uint32_t k = 1; k < c.width && any != 0; ++k) {
@@ -176,7 +176,7 @@ size_t ClusterStore::MatchCluster(const Cluster& c, uint64_t access_mask,
         if (acc[j] == 0) continue;
         const uint32_t e = col[j];
         const uint64_t flip = -static_cast<uint64_t>(e >> 31);
-        acc[j] &= masks[e & ~kNegatedBit] ^ flip;
+        acc[j] &= *masks[e & ~kNegatedBit] ^ flip;
         any |= acc[j];
       }
     }

@@ -309,8 +309,7 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
   for (size_t i = 0; i < events.size(); ++i) {
     table_.AddEvent(events[i], uint64_t{1} << i);
   }
-  table_.Publish();
-  const uint64_t* masks = table_.masks();
+  const uint64_t* const* masks = table_.mask_pointers();
   std::vector<SubscriptionId>* out = matches->data() + base;
   uint64_t rows = 0, lists = 0, visited = 0, found = 0;
   auto emit = [&](SubscriptionId id, uint64_t mask) {

@@ -74,7 +74,8 @@ PredicateTable::PredicateTable()
   false_info.kind = Kind::kFalse;
   false_info.refs = 1;  // never freed
   info_.push_back(false_info);
-  masks_.push_back(0);
+  eq_masks_.push_back(0);
+  mask_ptr_.push_back(&eq_masks_[0]);
   ids_.insert(kFalsePredicate);
 }
 
@@ -103,7 +104,8 @@ PredicateId PredicateTable::Acquire(const NormalPredicate& p) {
   } else {
     id = static_cast<PredicateId>(info_.size());
     info_.emplace_back();
-    masks_.push_back(0);
+    eq_masks_.push_back(0);
+    mask_ptr_.push_back(&eq_masks_[id]);
   }
   Info& info = info_[id];
   info = Info{};
@@ -131,6 +133,7 @@ void PredicateTable::Release(PredicateId id) {
   if (--info.refs > 0) return;
   ids_.erase(id);
   if (info.kind != Kind::kEq) RemoveFromGroup(id);
+  mask_ptr_[id] = &eq_masks_[id];  // zero
   info.kind = Kind::kFree;
   free_ids_.push_back(id);
   --live_;
@@ -151,6 +154,7 @@ uint32_t* PredicateTable::AccessHead(PredicateId id) {
 void PredicateTable::InsertIntoGroup(PredicateId id) {
   Info& info = info_[id];
   Group& g = GroupOf(info.kind, info.attribute);
+  const uint64_t* old_masks = g.mask.data();
   info.pos = g.size();
   g.key.push_back(info.kind == Kind::kLow ? info.hi : info.lo);
   if (g.kind == Kind::kRange) g.hi.push_back(info.hi);
@@ -158,7 +162,19 @@ void PredicateTable::InsertIntoGroup(PredicateId id) {
   g.head.push_back(kNoCluster);
   g.mask.push_back(0);
   const uint32_t tail = g.size() - g.sorted;
-  if (tail > std::max(kMinTail, g.sorted / kTailDivisor)) Rebuild(g);
+  if (tail > std::max(kMinTail, g.sorted / kTailDivisor)) {
+    Rebuild(g);
+  } else if (g.mask.data() != old_masks) {
+    RefreshPointers(g);
+  } else {
+    mask_ptr_[id] = &g.mask[info.pos];
+  }
+}
+
+void PredicateTable::RefreshPointers(Group& g) {
+  for (uint32_t i = 0; i < g.size(); ++i) {
+    if (g.pred[i] != kFreePosition) mask_ptr_[g.pred[i]] = &g.mask[i];
+  }
 }
 
 void PredicateTable::RemoveFromGroup(PredicateId id) {
@@ -204,6 +220,7 @@ void PredicateTable::Rebuild(Group& g) {
   rebuilt.sorted = static_cast<uint32_t>(n);
   g = std::move(rebuilt);
   for (uint32_t i = 0; i < n; ++i) info_[g.pred[i]].pos = i;
+  RefreshPointers(g);
 }
 
 void PredicateTable::MarkTouched(Group& g, uint32_t begin, uint32_t end) {
@@ -270,7 +287,7 @@ void PredicateTable::AddEvent(EventView event, uint64_t bit) {
     auto it = ids_.find(
         NormalPredicate{Kind::kEq, av.attribute, av.value, av.value});
     if (it != ids_.end()) {
-      uint64_t& mask = masks_[*it];
+      uint64_t& mask = eq_masks_[*it];
       if (mask == 0) touched_eq_.push_back(*it);
       mask |= bit;
     }
@@ -289,25 +306,11 @@ void PredicateTable::Group::ForEachTouched(F&& f) {
   }
 }
 
-void PredicateTable::Publish() {
-  uint64_t* masks = masks_.data();
-  for (Group* g : touched_groups_) {
-    // Dead positions carry the false predicate's id; its word is put back to
-    // zero below, after the groups have written it.
-    g->ForEachTouched([&](uint32_t i) { masks[g->pred[i]] = g->mask[i]; });
-  }
-  masks[kFalsePredicate] = 0;
-}
-
 void PredicateTable::EndCohort() {
-  uint64_t* masks = masks_.data();
-  for (PredicateId id : touched_eq_) masks[id] = 0;
+  for (PredicateId id : touched_eq_) eq_masks_[id] = 0;
   touched_eq_.clear();
   for (Group* g : touched_groups_) {
-    g->ForEachTouched([&](uint32_t i) {
-      masks[g->pred[i]] = 0;
-      g->mask[i] = 0;
-    });
+    g->ForEachTouched([&](uint32_t i) { g->mask[i] = 0; });
     g->touched_begin = UINT32_MAX;
     g->touched_end = 0;
     g->touched_tail = false;
@@ -318,7 +321,8 @@ void PredicateTable::EndCohort() {
 
 size_t PredicateTable::MemoryBytes() const {
   size_t bytes = info_.capacity() * sizeof(Info) +
-                 masks_.capacity() * sizeof(uint64_t) +
+                 eq_masks_.size() * sizeof(uint64_t) +
+                 mask_ptr_.capacity() * sizeof(uint64_t*) +
                  free_ids_.capacity() * sizeof(PredicateId) +
                  attributes_.capacity() * sizeof(AttributeGroups);
   // flat_hash_set: one slot plus one control byte per bucket.

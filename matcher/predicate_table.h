@@ -15,23 +15,24 @@
 // per-attribute group sorted by its bound, and its masks are stored in that
 // same order, so the predicates satisfied by a value form a contiguous run
 // (a suffix for kLow, a prefix for kHigh, a window for kRange) that phase 1
-// ORs with one linear pass. `Publish` then copies the touched runs, once per
-// cohort, into one flat array indexed by predicate id, which phase 2 reads
-// with a single load per cluster entry. Masks are cleared after the cohort
+// ORs with one linear pass. Phase 2 finds a predicate's mask word through a
+// table of pointers indexed by predicate id (into the group's array, or a
+// per-id word for equalities). Masks are cleared after the cohort
 // (`EndCohort`), touching only the words that were set.
 //
 // Stage: owned by one partition; single-threaded by contract.
 // Thread safety: none. All methods must be called from the owning thread.
 // Invariants:
 //   - Between cohorts every mask is zero.
-//   - Between `Publish` and `EndCohort`, masks()[id] is the cohort mask of
-//     predicate id (zero for free ids and the false predicate).
-//   - `masks()` and `AccessHead` pointers are invalidated by Acquire/Release,
-//     which the caller only makes between cohorts.
+//   - *mask_pointers()[id] is the cohort mask of predicate id (always zero
+//     for free ids and the false predicate).
+//   - mask_pointers() and AccessHead pointers are invalidated by
+//     Acquire/Release, which the caller only makes between cohorts.
 #ifndef COHORT_MATCHER_PREDICATE_TABLE_H_
 #define COHORT_MATCHER_PREDICATE_TABLE_H_
 
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -98,13 +99,11 @@ class PredicateTable {
   // The pointer is invalidated by Acquire/Release.
   uint32_t* AccessHead(PredicateId id);
 
-  // Cohort masks indexed by predicate id, for phase 2 (after Publish).
-  const uint64_t* masks() const { return masks_.data(); }
+  // Pointers to the cohort masks, indexed by predicate id, for phase 2.
+  const uint64_t* const* mask_pointers() const { return mask_ptr_.data(); }
 
   // Phase 1: sets bit `bit` in the mask of every predicate `event` satisfies.
   void AddEvent(EventView event, uint64_t bit);
-  // Ends phase 1: makes the range groups' masks visible through masks().
-  void Publish();
 
   // Calls `visit(head, mask)` for every predicate satisfied by some event of
   // the current cohort that heads an access cluster list.
@@ -191,7 +190,10 @@ class PredicateTable {
   static NormalPredicate ToNormal(const Info& info);
 
   std::vector<Info> info_;
-  std::vector<uint64_t> masks_;  // by predicate id; valid after Publish
+  void RefreshPointers(Group& g);
+
+  std::deque<uint64_t> eq_masks_;  // by predicate id; stable addresses
+  std::vector<uint64_t*> mask_ptr_;  // by predicate id
   std::vector<PredicateId> free_ids_;
   absl::flat_hash_set<PredicateId, IdHash, IdEq> ids_;
   std::vector<AttributeGroups> attributes_;
@@ -204,7 +206,7 @@ template <typename Visit>
 void PredicateTable::ForEachTouchedAccess(Visit&& visit) const {
   for (PredicateId id : touched_eq_) {
     const Info& info = info_[id];
-    if (info.head != kNoCluster) visit(info.head, masks_[id]);
+    if (info.head != kNoCluster) visit(info.head, eq_masks_[id]);
   }
   // Access predicates are kEq, the false predicate, or "present" (kLow with
   // hi = INT64_MAX), which sorts last in the sorted part of its kLow group or
