@@ -1,9 +1,8 @@
 // Clusters: phase 2 of the Fabret index.
 //
 // Every subscription lives in exactly one *cluster*: the set of subscriptions
-// that share one *access predicate* (the entry of the subscription chosen to
-// be least likely satisfied) and the same number of remaining entries, the
-// cluster's *width*. A cluster stores its rows column-wise in one array:
+// that share one *access predicate* (see index.h for how it is chosen) and
+// the same number of remaining entries, the cluster's *width*. A cluster stores its rows column-wise in one array:
 // `capacity` subscription ids, then `width` columns of `capacity` entries
 // each (an entry is a predicate id, possibly with kNegatedBit). Clusters of
 // one access predicate form a singly linked list whose head the predicate

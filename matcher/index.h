@@ -4,10 +4,11 @@
 // `Add` normalises a subscription into entries (see predicate_table.h),
 // picks its *access predicate* — the equality entry least likely to be
 // satisfied by an event, estimated from value-frequency statistics of the
-// subscriptions seen so far; a subscription with no equality predicate uses
-// its most selective range entry instead — and appends it to the cluster of
-// that access predicate and its width (cluster_store.h), remaining entries
-// ordered most-selective first.
+// subscriptions seen so far — and appends it to the cluster of that access
+// predicate and its width (cluster_store.h), remaining entries ordered
+// most-selective first. A subscription with no equality predicate goes to
+// the *per-attribute list* of the attribute of its most selective entry: its
+// access predicate is "attribute present", and that entry leads its columns.
 //
 // `MatchCohort` matches a batch of events: phase 1 computes a cohort mask
 // per satisfied predicate, phase 2 visits each cluster whose access
@@ -93,9 +94,11 @@ class Index {
  private:
   class Statistics;
   struct Plan;
+  struct Ranked;
 
   absl::Status Normalise(absl::Span<const Predicate> predicates,
                          Plan* plan) const;
+  internal::PredicateId ChooseAccess(std::vector<Ranked>* ranked);
   void MatchChunk(absl::Span<const EventView> events, size_t base,
                   std::vector<std::vector<SubscriptionId>>* matches);
   const internal::Location* Find(SubscriptionId id) const;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cassert>
 #include <limits>
-#include <numeric>
 
 namespace cohort {
 namespace matcher {
