@@ -94,16 +94,16 @@ absl::StatusOr<std::vector<size_t>> ParseCohortSizes(const std::string& s) {
   for (absl::string_view part : absl::StrSplit(s, ',')) {
     size_t n;
     if (!absl::SimpleAtoi(part, &n) || n == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--cohort_max: '", part, "' is not a positive integer"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--cohort_max: '", part, "' is not a positive integer"));
     }
     sizes.push_back(n);
   }
   return sizes;
 }
 
-void RunPass(matcher::Index& index, const std::vector<matcher::EventView>& events,
-             Result* result) {
+void RunPass(matcher::Index& index,
+             const std::vector<matcher::EventView>& events, Result* result) {
   std::vector<std::vector<matcher::SubscriptionId>> out;
   const uint64_t rows_before = index.counters().rows_checked;
   const uint64_t clusters_before = index.counters().clusters_checked;
@@ -113,8 +113,8 @@ void RunPass(matcher::Index& index, const std::vector<matcher::EventView>& event
     const size_t n = std::min(result->cohort_max, events.size() - at);
     const Clock::time_point t0 = Clock::now();
     index.MatchCohort(absl::MakeConstSpan(events).subspan(at, n), &out);
-    const float us = std::chrono::duration<float, std::micro>(Clock::now() - t0)
-                         .count();
+    const float us =
+        std::chrono::duration<float, std::micro>(Clock::now() - t0).count();
     for (size_t i = 0; i < n; ++i) {
       pass.matches += out[i].size();
       result->latency_us.push_back(us);
@@ -193,8 +193,8 @@ std::string Format(const Context& c, Result& r, const std::string& format) {
       "\"predicates\": %d, \"clusters\": %d, \"machine\": \"%s\"}\n",
       c.workload_name, c.sha256, c.subscriptions, c.events, r.cohort_max,
       c.load_s, median, rates.front(), rates.back(), rates.size(), p50, p99,
-      per_event, rows, clusters, c.bytes_per_subscription, c.predicates, c.clusters,
-      c.machine);
+      per_event, rows, clusters, c.bytes_per_subscription, c.predicates,
+      c.clusters, c.machine);
 }
 
 int Main() {
@@ -236,15 +236,16 @@ int Main() {
     }
   }
   c.load_s = Seconds(Clock::now() - load_start);
-  c.bytes_per_subscription =
-      static_cast<double>(index.MemoryBytes()) / std::max<size_t>(1, c.subscriptions);
+  c.bytes_per_subscription = static_cast<double>(index.MemoryBytes()) /
+                             std::max<size_t>(1, c.subscriptions);
   c.predicates = index.predicates();
   c.clusters = index.clusters();
 
   std::vector<matcher::EventView> events(workload->events.begin(),
                                          workload->events.end());
   std::vector<Result> results(sizes->size());
-  for (size_t i = 0; i < sizes->size(); ++i) results[i].cohort_max = (*sizes)[i];
+  for (size_t i = 0; i < sizes->size(); ++i)
+    results[i].cohort_max = (*sizes)[i];
   for (int rep = 0; rep < repetitions; ++rep) {
     for (Result& r : results) RunPass(index, events, &r);
   }

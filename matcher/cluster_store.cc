@@ -74,7 +74,8 @@ uint32_t ClusterStore::Entry(Location at, uint32_t column) const {
 size_t ClusterStore::MemoryBytes() const {
   size_t bytes = clusters_.capacity() * sizeof(Cluster) +
                  free_.capacity() * sizeof(uint32_t);
-  for (const Cluster& c : clusters_) bytes += c.data.capacity() * sizeof(uint32_t);
+  for (const Cluster& c : clusters_)
+    bytes += c.data.capacity() * sizeof(uint32_t);
   return bytes;
 }
 

@@ -2,11 +2,11 @@
 //
 // Every subscription lives in exactly one *cluster*: the set of subscriptions
 // that share one *access predicate* (see index.h for how it is chosen) and
-// the same number of remaining entries, the cluster's *width*. A cluster stores its rows column-wise in one array:
-// `capacity` subscription ids, then `width` columns of `capacity` entries
-// each (an entry is a predicate id, possibly with kNegatedBit). Clusters of
-// one access predicate form a singly linked list whose head the predicate
-// table keeps.
+// the same number of remaining entries, the cluster's *width*. A cluster stores
+// its rows column-wise in one array: `capacity` subscription ids, then `width`
+// columns of `capacity` entries each (an entry is a predicate id, possibly with
+// kNegatedBit). Clusters of one access predicate form a singly linked list
+// whose head the predicate table keeps.
 //
 // Checking a cluster for a cohort starts from the access predicate's cohort
 // mask and streams the columns, ANDing each entry's mask into a per-row
@@ -50,7 +50,9 @@ class ClusterStore {
                   absl::Span<const uint32_t> entries);
 
   // The entries of a row and its access predicate.
-  PredicateId Access(uint32_t cluster) const { return clusters_[cluster].access; }
+  PredicateId Access(uint32_t cluster) const {
+    return clusters_[cluster].access;
+  }
   uint32_t Width(uint32_t cluster) const { return clusters_[cluster].width; }
   uint32_t Entry(Location at, uint32_t column) const;
 
@@ -66,8 +68,9 @@ class ClusterStore {
   // mask of satisfied events is non-zero. Adds the clusters and rows checked
   // to `*clusters` and `*rows`.
   template <typename Emit>
-  void MatchList(uint32_t head, uint64_t access_mask, const uint64_t* const* masks,
-                 Emit&& emit, uint64_t* clusters, uint64_t* rows) const;
+  void MatchList(uint32_t head, uint64_t access_mask,
+                 const uint64_t* const* masks, Emit&& emit, uint64_t* clusters,
+                 uint64_t* rows) const;
 
   size_t clusters() const { return clusters_.size() - free_.size(); }
   size_t MemoryBytes() const;

@@ -107,8 +107,8 @@ absl::Status Index::Normalise(absl::Span<const Predicate> predicates,
   }
   if (predicates.size() > kMaxPredicatesPerSubscription) {
     return absl::InvalidArgumentError(
-        absl::StrCat("predicates: ", predicates.size(), " exceeds the limit of ",
-                     kMaxPredicatesPerSubscription));
+        absl::StrCat("predicates: ", predicates.size(),
+                     " exceeds the limit of ", kMaxPredicatesPerSubscription));
   }
   auto add = [&](NormalPredicate p, bool negated = false) {
     plan->entries.push_back({p, negated});
@@ -118,7 +118,9 @@ absl::Status Index::Normalise(absl::Span<const Predicate> predicates,
     const AttributeId a = p.attribute;
     const int64_t v = p.value;
     switch (p.op) {
-      case Op::kEq: add(FromInterval(a, v, v)); break;
+      case Op::kEq:
+        add(FromInterval(a, v, v));
+        break;
       case Op::kNe:  // present, and not equal
         add(FromInterval(a, kMin, kMax));
         add(FromInterval(a, v, v), /*negated=*/true);
@@ -126,11 +128,15 @@ absl::Status Index::Normalise(absl::Span<const Predicate> predicates,
       case Op::kLt:
         add(v == kMin ? NormalPredicate{} : FromInterval(a, kMin, v - 1));
         break;
-      case Op::kLe: add(FromInterval(a, kMin, v)); break;
+      case Op::kLe:
+        add(FromInterval(a, kMin, v));
+        break;
       case Op::kGt:
         add(v == kMax ? NormalPredicate{} : FromInterval(a, v + 1, kMax));
         break;
-      case Op::kGe: add(FromInterval(a, v, kMax)); break;
+      case Op::kGe:
+        add(FromInterval(a, v, kMax));
+        break;
       case Op::kBetween:
         if (v > p.upper) {
           return absl::InvalidArgumentError(absl::StrCat(
@@ -140,9 +146,9 @@ absl::Status Index::Normalise(absl::Span<const Predicate> predicates,
         add(FromInterval(a, v, p.upper));
         break;
       default:
-        return absl::InvalidArgumentError(absl::StrCat(
-            "predicates[", i, "].op: unknown operator ",
-            static_cast<int>(p.op)));
+        return absl::InvalidArgumentError(
+            absl::StrCat("predicates[", i, "].op: unknown operator ",
+                         static_cast<int>(p.op)));
     }
   }
   auto& e = plan->entries;
@@ -158,10 +164,9 @@ absl::Status Index::Normalise(absl::Span<const Predicate> predicates,
   };
   std::sort(e.begin(), e.end(),
             [&](const auto& x, const auto& y) { return key(x) < key(y); });
-  e.erase(std::unique(e.begin(), e.end(),
-                      [&](const auto& x, const auto& y) {
-                        return key(x) == key(y);
-                      }),
+  e.erase(std::unique(
+              e.begin(), e.end(),
+              [&](const auto& x, const auto& y) { return key(x) == key(y); }),
           e.end());
   return absl::OkStatus();
 }
@@ -233,9 +238,9 @@ absl::Status Index::Add(SubscriptionId id,
   }
   for (size_t i = 0; i < ranked.size(); ++i) {
     const PredicateId pid = ranked[i].entry & ~kNegatedBit;
-    ranked[i].selectivity = stats_->Selectivity(
-        plan.entries[i].predicate, table_.References(pid),
-        plan.entries[i].negated);
+    ranked[i].selectivity =
+        stats_->Selectivity(plan.entries[i].predicate, table_.References(pid),
+                            plan.entries[i].negated);
   }
   const PredicateId access = ChooseAccess(&ranked);
   // The other entries become columns, most selective first, so that rows
@@ -264,10 +269,9 @@ absl::Status Index::Remove(SubscriptionId id) {
   for (uint32_t col = 0; col < clusters_.Width(at.cluster); ++col) {
     entries.push_back(clusters_.Entry(at, col));
   }
-  clusters_.RemoveRow(table_.AccessHead(access), at,
-                      [&](SubscriptionId moved, Location to) {
-                        Slot(moved) = to;
-                      });
+  clusters_.RemoveRow(
+      table_.AccessHead(access), at,
+      [&](SubscriptionId moved, Location to) { Slot(moved) = to; });
   Slot(id) = Location{};
   for (uint32_t e : entries) {
     const PredicateId pid = e & ~kNegatedBit;
@@ -337,8 +341,7 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
 
 size_t Index::MemoryBytes() const {
   return table_.MemoryBytes() + clusters_.MemoryBytes() +
-         stats_->MemoryBytes() +
-         pages_.capacity() * sizeof(pages_[0]) +
+         stats_->MemoryBytes() + pages_.capacity() * sizeof(pages_[0]) +
          allocated_pages_ * kPageSize * sizeof(Location);
 }
 

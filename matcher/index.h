@@ -43,12 +43,12 @@ inline constexpr size_t kMaxPredicatesPerSubscription = 1024;
 
 // Counters since construction, for benchmarks and the stage profile.
 struct IndexCounters {
-  uint64_t events = 0;          // events matched
-  uint64_t chunks = 0;          // phase-1/phase-2 rounds (<= 64 events each)
-  uint64_t cluster_lists = 0;   // access predicates visited in phase 2
+  uint64_t events = 0;            // events matched
+  uint64_t chunks = 0;            // phase-1/phase-2 rounds (<= 64 events each)
+  uint64_t cluster_lists = 0;     // access predicates visited in phase 2
   uint64_t clusters_checked = 0;  // clusters visited in phase 2
-  uint64_t rows_checked = 0;    // cluster rows checked in phase 2
-  uint64_t matches = 0;         // (event, subscription) matches emitted
+  uint64_t rows_checked = 0;      // cluster rows checked in phase 2
+  uint64_t matches = 0;           // (event, subscription) matches emitted
 };
 
 class Index {

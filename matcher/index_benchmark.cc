@@ -11,8 +11,8 @@
 #include <memory>
 #include <vector>
 
-#include "benchmark/benchmark.h"
 #include "bench/workload.h"
+#include "benchmark/benchmark.h"
 #include "matcher/index.h"
 
 namespace cohort {
@@ -96,7 +96,8 @@ void BM_Phase2(benchmark::State& state) {
   };
   for (auto _ : state) {
     table->ForEachTouchedAccess([&](uint32_t head, uint64_t mask) {
-      clusters.MatchList(head, mask, table->mask_pointers(), emit, &visited, &rows);
+      clusters.MatchList(head, mask, table->mask_pointers(), emit, &visited,
+                         &rows);
     });
   }
   benchmark::DoNotOptimize(emitted);

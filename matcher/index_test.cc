@@ -36,7 +36,9 @@ class Rng {
     return z ^ (z >> 31);
   }
   uint64_t Uniform(uint64_t n) { return Next() % n; }
-  bool Chance(int percent) { return Uniform(100) < static_cast<uint64_t>(percent); }
+  bool Chance(int percent) {
+    return Uniform(100) < static_cast<uint64_t>(percent);
+  }
 
  private:
   uint64_t state_;
@@ -100,16 +102,16 @@ std::vector<SubscriptionId> MatchOne(Index& index, const Event& e) {
 // explanation when the failure needs the add/remove history.
 std::string Shrink(std::vector<std::pair<SubscriptionId, Subscription>> live,
                    const Event& event) {
-  auto fails = [&](const std::vector<std::pair<SubscriptionId, Subscription>>&
-                       subs) {
-    Index index;
-    ReferenceMatcher reference;
-    for (const auto& [id, s] : subs) {
-      if (!index.Add(id, s).ok()) return true;
-      reference.Add(id, s);
-    }
-    return MatchOne(index, event) != reference.Match(event);
-  };
+  auto fails =
+      [&](const std::vector<std::pair<SubscriptionId, Subscription>>& subs) {
+        Index index;
+        ReferenceMatcher reference;
+        for (const auto& [id, s] : subs) {
+          if (!index.Add(id, s).ok()) return true;
+          reference.Add(id, s);
+        }
+        return MatchOne(index, event) != reference.Match(event);
+      };
   if (!fails(live)) {
     return "fails only with its add/remove history (seed reproduces it)";
   }
@@ -155,7 +157,8 @@ bool RunSeed(uint64_t seed, DifferentialStats* stats) {
         s = live[rng.Uniform(live.size())].second;  // a duplicate
       } else {
         const int n = 1 + rng.Uniform(6);
-        for (int k = 0; k < n; ++k) s.push_back(RandomPredicate(rng, attributes, domain));
+        for (int k = 0; k < n; ++k)
+          s.push_back(RandomPredicate(rng, attributes, domain));
       }
       SubscriptionId id = next_id++;
       if (!removed.empty() && rng.Chance(30)) {  // re-add a removed id
@@ -179,8 +182,7 @@ bool RunSeed(uint64_t seed, DifferentialStats* stats) {
     std::vector<EventView> views(events.begin(), events.end());
     std::vector<std::vector<SubscriptionId>> got;
     for (size_t start = 0; start < views.size();) {
-      const size_t n =
-          std::min(kCohorts[rng.Uniform(6)], views.size() - start);
+      const size_t n = std::min(kCohorts[rng.Uniform(6)], views.size() - start);
       index.MatchCohort(absl::MakeConstSpan(views).subspan(start, n), &got);
       for (size_t i = 0; i < n; ++i) {
         const Event& e = events[start + i];
@@ -255,11 +257,11 @@ TEST(Index, BetweenWithEqualBoundsIsEquality) {
 
 TEST(Index, Int64ExtremesAreHandledWithoutOverflow) {
   const std::vector<Subscription> subs = {
-      {{0, Op::kLt, kMin, 0}},           // never
-      {{0, Op::kGt, kMax, 0}},           // never
-      {{0, Op::kLe, kMin, 0}},           // only kMin
-      {{0, Op::kGe, kMax, 0}},           // only kMax
-      {{0, Op::kBetween, kMin, kMax}},   // always (when present)
+      {{0, Op::kLt, kMin, 0}},          // never
+      {{0, Op::kGt, kMax, 0}},          // never
+      {{0, Op::kLe, kMin, 0}},          // only kMin
+      {{0, Op::kGe, kMax, 0}},          // only kMax
+      {{0, Op::kBetween, kMin, kMax}},  // always (when present)
       {{0, Op::kNe, kMin, 0}},
       {{0, Op::kBetween, kMax - 1, kMax}},
       {{0, Op::kBetween, kMin, kMin + 1}},
@@ -290,8 +292,10 @@ TEST(Index, DuplicateSubscriptionsEachMatch) {
 }
 
 TEST(Index, DuplicatePredicateInOneSubscription) {
-  const Subscription s = {{0, Op::kEq, 1, 0}, {0, Op::kEq, 1, 0},
-                          {0, Op::kLe, 1, 0}, {0, Op::kLt, 2, 0}};
+  const Subscription s = {{0, Op::kEq, 1, 0},
+                          {0, Op::kEq, 1, 0},
+                          {0, Op::kLe, 1, 0},
+                          {0, Op::kLt, 2, 0}};
   EXPECT_EQ(MatchBoth({s}, {{0, 1}}).size(), 1u);
 }
 

@@ -67,8 +67,7 @@ NormalPredicate PredicateTable::ToNormal(const Info& info) {
   return p;
 }
 
-PredicateTable::PredicateTable()
-    : ids_(0, IdHash{&info_}, IdEq{&info_}) {
+PredicateTable::PredicateTable() : ids_(0, IdHash{&info_}, IdEq{&info_}) {
   Info false_info;
   false_info.kind = Kind::kFalse;
   false_info.refs = 1;  // never freed
@@ -81,13 +80,16 @@ PredicateTable::PredicateTable()
 PredicateTable::~PredicateTable() = default;
 
 PredicateTable::Group& PredicateTable::GroupOf(Kind kind,
-                                              AttributeId attribute) {
+                                               AttributeId attribute) {
   if (attribute >= attributes_.size()) attributes_.resize(attribute + 1);
   AttributeGroups& a = attributes_[attribute];
   switch (kind) {
-    case Kind::kLow: return a.low;
-    case Kind::kHigh: return a.high;
-    default: return a.range;
+    case Kind::kLow:
+      return a.low;
+    case Kind::kHigh:
+      return a.high;
+    default:
+      return a.range;
   }
 }
 
@@ -210,9 +212,9 @@ void PredicateTable::Rebuild(Group& g) {
     rebuilt.head.push_back(g.head[i]);
     if (has_hi) {
       rebuilt.hi.push_back(g.hi[i]);
-      rebuilt.max_width = std::max(
-          rebuilt.max_width,
-          static_cast<uint64_t>(g.hi[i]) - static_cast<uint64_t>(g.key[i]));
+      rebuilt.max_width =
+          std::max(rebuilt.max_width, static_cast<uint64_t>(g.hi[i]) -
+                                          static_cast<uint64_t>(g.key[i]));
     }
   }
   rebuilt.mask.assign(n, 0);
@@ -240,16 +242,15 @@ void PredicateTable::ScanGroup(Group& g, int64_t v, uint64_t bit) {
   uint32_t end = sorted;
   switch (g.kind) {
     case Kind::kLow:  // v <= hi: the suffix with key >= v
-      begin = static_cast<uint32_t>(std::lower_bound(key, key + sorted, v) -
-                                    key);
+      begin =
+          static_cast<uint32_t>(std::lower_bound(key, key + sorted, v) - key);
       for (uint32_t i = begin; i < end; ++i) mask[i] |= bit;
       for (uint32_t i = sorted; i < g.size(); ++i) {
         mask[i] |= key[i] >= v ? bit : 0;
       }
       break;
     case Kind::kHigh:  // lo <= v: the prefix with key <= v
-      end = static_cast<uint32_t>(std::upper_bound(key, key + sorted, v) -
-                                  key);
+      end = static_cast<uint32_t>(std::upper_bound(key, key + sorted, v) - key);
       for (uint32_t i = begin; i < end; ++i) mask[i] |= bit;
       for (uint32_t i = sorted; i < g.size(); ++i) {
         mask[i] |= key[i] <= v ? bit : 0;
@@ -257,15 +258,16 @@ void PredicateTable::ScanGroup(Group& g, int64_t v, uint64_t bit) {
       break;
     default: {  // lo <= v <= hi, and lo >= v - max_width
       const int64_t* hi = g.hi.data();
-      const uint64_t span = static_cast<uint64_t>(v) - static_cast<uint64_t>(kMin);
+      const uint64_t span =
+          static_cast<uint64_t>(v) - static_cast<uint64_t>(kMin);
       if (span > g.max_width) {
-        const int64_t from = static_cast<int64_t>(static_cast<uint64_t>(v) -
-                                                  g.max_width);
+        const int64_t from =
+            static_cast<int64_t>(static_cast<uint64_t>(v) - g.max_width);
         begin = static_cast<uint32_t>(
             std::lower_bound(key, key + sorted, from) - key);
       }
-      end = static_cast<uint32_t>(std::upper_bound(key + begin, key + sorted,
-                                                   v) - key);
+      end = static_cast<uint32_t>(
+          std::upper_bound(key + begin, key + sorted, v) - key);
       for (uint32_t i = begin; i < end; ++i) mask[i] |= hi[i] >= v ? bit : 0;
       for (uint32_t i = sorted; i < g.size(); ++i) {
         mask[i] |= (key[i] <= v && hi[i] >= v) ? bit : 0;
@@ -283,8 +285,8 @@ void PredicateTable::ScanGroup(Group& g, int64_t v, uint64_t bit) {
 void PredicateTable::AddEvent(EventView event, uint64_t bit) {
   for (const AttributeValue& av : event) {
     if (av.attribute >= attributes_.size()) continue;  // no predicates on it
-    auto it = ids_.find(
-        NormalPredicate{Kind::kEq, av.attribute, av.value, av.value});
+    auto it =
+        ids_.find(NormalPredicate{Kind::kEq, av.attribute, av.value, av.value});
     if (it != ids_.end()) {
       uint64_t& mask = eq_masks_[*it];
       if (mask == 0) touched_eq_.push_back(*it);

@@ -125,7 +125,7 @@ class PredicateTable {
     AttributeId attribute = 0;
     Kind kind = Kind::kFree;
     uint32_t refs = 0;
-    uint32_t pos = 0;  // range kinds: position in the group
+    uint32_t pos = 0;            // range kinds: position in the group
     uint32_t head = kNoCluster;  // kEq, kFalse: access cluster list head
   };
 
@@ -137,8 +137,8 @@ class PredicateTable {
     explicit Group(Kind k) : kind(k) {}
 
     Kind kind = Kind::kLow;
-    std::vector<int64_t> key;  // hi for kLow, lo for kHigh and kRange
-    std::vector<int64_t> hi;   // kRange only
+    std::vector<int64_t> key;       // hi for kLow, lo for kHigh and kRange
+    std::vector<int64_t> hi;        // kRange only
     std::vector<PredicateId> pred;  // kFreePosition where removed
     std::vector<uint32_t> head;     // access cluster list head
     std::vector<uint64_t> mask;
@@ -192,7 +192,7 @@ class PredicateTable {
   std::vector<Info> info_;
   void RefreshPointers(Group& g);
 
-  std::deque<uint64_t> eq_masks_;  // by predicate id; stable addresses
+  std::deque<uint64_t> eq_masks_;    // by predicate id; stable addresses
   std::vector<uint64_t*> mask_ptr_;  // by predicate id
   std::vector<PredicateId> free_ids_;
   absl::flat_hash_set<PredicateId, IdHash, IdEq> ids_;

@@ -21,8 +21,7 @@ bool Matches(absl::Span<const Predicate> predicates, EventView event) {
 
 bool ReferenceMatcher::Add(SubscriptionId id,
                            absl::Span<const Predicate> predicates) {
-  return subscriptions_
-      .try_emplace(id, predicates.begin(), predicates.end())
+  return subscriptions_.try_emplace(id, predicates.begin(), predicates.end())
       .second;
 }
 

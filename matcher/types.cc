@@ -7,13 +7,20 @@ namespace matcher {
 
 absl::string_view OpName(Op op) {
   switch (op) {
-    case Op::kEq: return "EQ";
-    case Op::kNe: return "NE";
-    case Op::kLt: return "LT";
-    case Op::kLe: return "LE";
-    case Op::kGt: return "GT";
-    case Op::kGe: return "GE";
-    case Op::kBetween: return "BETWEEN";
+    case Op::kEq:
+      return "EQ";
+    case Op::kNe:
+      return "NE";
+    case Op::kLt:
+      return "LT";
+    case Op::kLe:
+      return "LE";
+    case Op::kGt:
+      return "GT";
+    case Op::kGe:
+      return "GE";
+    case Op::kBetween:
+      return "BETWEEN";
   }
   return "?";
 }
@@ -31,8 +38,8 @@ bool ParseOp(absl::string_view name, Op* op) {
 }
 
 std::string DebugString(const Predicate& p) {
-  std::string out = absl::StrCat("a", p.attribute, " ", OpName(p.op), " ",
-                                 p.value);
+  std::string out =
+      absl::StrCat("a", p.attribute, " ", OpName(p.op), " ", p.value);
   if (p.op == Op::kBetween) absl::StrAppend(&out, " ", p.upper);
   return out;
 }

@@ -61,13 +61,20 @@ struct Predicate {
 // already checked that the event carries the attribute).
 inline bool Holds(const Predicate& p, int64_t x) {
   switch (p.op) {
-    case Op::kEq: return x == p.value;
-    case Op::kNe: return x != p.value;
-    case Op::kLt: return x < p.value;
-    case Op::kLe: return x <= p.value;
-    case Op::kGt: return x > p.value;
-    case Op::kGe: return x >= p.value;
-    case Op::kBetween: return p.value <= x && x <= p.upper;
+    case Op::kEq:
+      return x == p.value;
+    case Op::kNe:
+      return x != p.value;
+    case Op::kLt:
+      return x < p.value;
+    case Op::kLe:
+      return x <= p.value;
+    case Op::kGt:
+      return x > p.value;
+    case Op::kGe:
+      return x >= p.value;
+    case Op::kBetween:
+      return p.value <= x && x <= p.upper;
   }
   return false;
 }
