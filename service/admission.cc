@@ -1,0 +1,83 @@
+#include "service/admission.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace cohort {
+namespace service {
+
+absl::Status Admission::TooLarge(uint64_t n) const {
+  return absl::ResourceExhaustedError(
+      absl::StrCat("events: ", n, " events in one request can never be "
+                   "admitted; the server holds at most ", limit_,
+                   " events in flight (--queue_limit); send smaller batches"));
+}
+
+absl::Status Admission::TryAcquire(uint64_t n) {
+  if (n > limit_) return TooLarge(n);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (shutdown_) return absl::UnavailableError("the server is shutting down");
+  if (!waiters_.empty() || in_flight_ + n > limit_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "overloaded: ", in_flight_, " of ", limit_,
+        " events in flight (--queue_limit); retry with backoff"));
+  }
+  in_flight_ += n;
+  return absl::OkStatus();
+}
+
+void Admission::AcquireOrWait(uint64_t n, Callback done) {
+  if (n > limit_) {
+    done(TooLarge(n));
+    return;
+  }
+  absl::Status status;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shutdown_) {
+      status = absl::UnavailableError("the server is shutting down");
+    } else if (waiters_.empty() && in_flight_ + n <= limit_) {
+      in_flight_ += n;
+    } else {
+      waiters_.push_back(Waiter{n, std::move(done)});
+      return;
+    }
+  }
+  done(status);
+}
+
+void Admission::Release(uint64_t n) {
+  std::vector<Callback> admitted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    in_flight_ -= n;
+    while (!waiters_.empty() && in_flight_ + waiters_.front().n <= limit_) {
+      in_flight_ += waiters_.front().n;
+      admitted.push_back(std::move(waiters_.front().done));
+      waiters_.pop_front();
+    }
+  }
+  for (Callback& done : admitted) done(absl::OkStatus());
+}
+
+void Admission::Shutdown() {
+  std::deque<Waiter> waiters;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutdown_ = true;
+    waiters.swap(waiters_);
+  }
+  for (Waiter& w : waiters) {
+    w.done(absl::UnavailableError("the server is shutting down"));
+  }
+}
+
+uint64_t Admission::in_flight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return in_flight_;
+}
+
+}  // namespace service
+}  // namespace cohort

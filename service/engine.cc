@@ -1,0 +1,182 @@
+#include "service/engine.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "matcher/types.h"
+#include "service/staged_engine.h"
+#include "service/threaded_engine.h"
+
+namespace cohort {
+namespace service {
+
+Engine::Engine(const EngineOptions& options, uint32_t partitions)
+    : options_(options),
+      partitions_(partitions),
+      directory_(partitions, matcher::kMaxSubscriptionId),
+      listeners_(options.max_subscribers),
+      admission_(options.queue_limit),
+      front_("front", "front", std::nullopt, 0),
+      start_ns_(NowNanos()) {}
+
+Engine::~Engine() = default;
+
+void Engine::Prepare(PublishJob* job) {
+  const size_t n = job->events.size();
+  job->state.reset(new PublishJob::EventState[n]);
+  for (size_t i = 0; i < n; ++i) {
+    job->state[i].pending.store(partitions_, std::memory_order_relaxed);
+    job->state[i].partials.resize(partitions_);
+  }
+  job->events_left.store(n, std::memory_order_relaxed);
+  auto* results = job->response->mutable_results();
+  results->Clear();
+  results->Reserve(static_cast<int>(n));
+  for (size_t i = 0; i < n; ++i) results->Add();
+}
+
+void Engine::Admit(PublishJob* job, int64_t start_ns) {
+  const uint64_t n = job->events.size();
+  if (n == 0) {
+    job->response->clear_results();
+    job->done(absl::OkStatus());
+    return;
+  }
+  Prepare(job);
+  events_published_.fetch_add(n, std::memory_order_relaxed);
+  front_.AddEvents(n);
+  Dispatch(job);
+  front_.RecordBatch(0, n, NowNanos() - start_ns);
+}
+
+absl::Status Engine::Publish(PublishJob* job) {
+  const int64_t start = NowNanos();
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  if (closing_) return absl::UnavailableError("the server is shutting down");
+  absl::Status status = admission_.TryAcquire(job->events.size());
+  if (!status.ok()) {
+    if (absl::IsResourceExhausted(status)) front_.AddRejections(1);
+    return status;
+  }
+  Admit(job, start);
+  return absl::OkStatus();
+}
+
+void Engine::PublishWhenAdmitted(PublishJob* job,
+                                 StatusCallback on_admission) {
+  const uint64_t n = job->events.size();
+  admission_.AcquireOrWait(
+      n, [this, job, n, on_admission = std::move(on_admission)](
+             absl::Status status) {
+        if (!status.ok()) {
+          on_admission(status);
+          return;
+        }
+        const int64_t start = NowNanos();
+        std::shared_lock<std::shared_mutex> gate(gate_);
+        if (closing_) {
+          admission_.Release(n);
+          on_admission(absl::UnavailableError("the server is shutting down"));
+          return;
+        }
+        on_admission(absl::OkStatus());
+        Admit(job, start);
+      });
+}
+
+void Engine::Shutdown() {
+  if (shut_down_.exchange(true)) return;
+  {
+    std::unique_lock<std::shared_mutex> gate(gate_);
+    closing_ = true;
+  }
+  admission_.Shutdown();
+  listeners_.CloseAll(absl::UnavailableError("the server is shutting down"));
+  StopStages();
+}
+
+uint64_t Engine::FinishEvent(PublishJob* job, size_t i,
+                             StageProfile* profile) {
+  PublishJob::EventState& state = job->state[i];
+  v1::EventResult* result = job->response->mutable_results(static_cast<int>(i));
+  uint64_t count = 0;
+  std::vector<std::pair<uint32_t, uint64_t>> deliveries;
+  for (PublishJob::Partial& partial : state.partials) {
+    count += partial.count;
+    deliveries.insert(deliveries.end(), partial.deliveries.begin(),
+                      partial.deliveries.end());
+  }
+  result->set_match_count(count);
+  if (job->request->return_ids()) {
+    // Each partial is ascending; merge them pairwise (P is small).
+    std::vector<uint64_t> ids;
+    ids.reserve(count);
+    for (PublishJob::Partial& partial : state.partials) {
+      const size_t middle = ids.size();
+      ids.insert(ids.end(), partial.ids.begin(), partial.ids.end());
+      std::inplace_merge(ids.begin(), ids.begin() + middle, ids.end());
+    }
+    result->mutable_subscription_ids()->Add(ids.begin(), ids.end());
+  }
+  if (!deliveries.empty()) {
+    std::sort(deliveries.begin(), deliveries.end());
+    auto event =
+        std::make_shared<const v1::Event>(job->request->events(static_cast<int>(i)));
+    uint64_t dropped = 0;
+    uint64_t disconnected = 0;
+    for (size_t b = 0; b < deliveries.size();) {
+      size_t e = b;
+      std::vector<uint64_t> ids;
+      while (e < deliveries.size() && deliveries[e].first == deliveries[b].first) {
+        ids.push_back(deliveries[e++].second);
+      }
+      listeners_.Deliver(deliveries[b].first, event, std::move(ids), &dropped,
+                         &disconnected);
+      b = e;
+    }
+    profile->AddDroppedDeliveries(dropped);
+    profile->AddDisconnectedListeners(disconnected);
+  }
+  state.partials.clear();
+  state.partials.shrink_to_fit();
+  if (job->events_left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    job->done(absl::OkStatus());  // may delete job
+  }
+  return count;
+}
+
+void Engine::FillStats(v1::Stats* stats) const {
+  stats->set_subscriptions(directory_.live());
+  stats->set_events_published(events_published_.load(std::memory_order_relaxed));
+  stats->set_uptime_us(static_cast<uint64_t>((NowNanos() - start_ns_) / 1000));
+  stats->set_cohort_max(options_.cohort_max);
+  stats->set_cohort_wait_us(static_cast<uint64_t>(options_.cohort_wait_us));
+  stats->set_listeners(listeners_.size());
+  front_.ToProto(stats->add_stages());
+  AddStageStats(stats);
+}
+
+absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
+    const std::string& mode, const EngineOptions& options) {
+  if (options.queue_limit == 0) {
+    return absl::InvalidArgumentError("--queue_limit must be at least 1");
+  }
+  if (mode == "staged") {
+    if (options.partitions == 0) {
+      return absl::InvalidArgumentError("--partitions must be at least 1");
+    }
+    return std::unique_ptr<Engine>(new StagedEngine(options));
+  }
+  if (mode == "threaded") {
+    if (options.threads == 0) {
+      return absl::InvalidArgumentError("--threads must be at least 1");
+    }
+    return std::unique_ptr<Engine>(new ThreadedEngine(options));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--mode: unknown mode \"", mode, "\"; use staged or threaded"));
+}
+
+}  // namespace service
+}  // namespace cohort

@@ -1,0 +1,186 @@
+// The matching engine behind the gRPC service: what happens to validated
+// requests, independent of gRPC so that it can be tested (and run under
+// ThreadSanitizer) without a network.
+//
+// Two engines implement the interface:
+//   - StagedEngine (staged_engine.h): the front stage is the caller's thread;
+//     every event goes to each of P partition stages (each owning a disjoint
+//     shard of the index and matching cohorts of events), then to the reply
+//     stage, which merges the partial results and delivers to listeners.
+//   - ThreadedEngine (threaded_engine.h): the paper's thread-per-request
+//     baseline; a pool of workers each matches a whole request against one
+//     shared index under a readers/writer lock.
+//
+// Ordering guarantee (both engines): once a Subscribe's `done` has been
+// called with its ids, every event passed to Publish afterwards is matched
+// against those subscriptions; once an Unsubscribe's `done` has been called
+// with OK, no event passed to Publish afterwards matches them.
+//
+// Memory crossing threads: a PublishJob is created by the front stage (the
+// RPC handler), read and written by engine threads while in flight, and must
+// be kept alive by its creator until `done` has been called. Engine threads
+// write disjoint parts of it (partition p writes only partials[p]); the
+// hand-off is ordered by atomics and queues.
+//
+// Thread safety: every Engine method may be called from any thread, at once.
+// Callbacks (`done`) run on engine threads or on the calling thread and must
+// not block.
+#ifndef COHORT_SERVICE_ENGINE_H_
+#define COHORT_SERVICE_ENGINE_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "matcher/types.h"
+#include "proto/cohort/v1/pubsub.pb.h"
+#include "service/admission.h"
+#include "service/listeners.h"
+#include "service/stage_profile.h"
+#include "service/subscription_directory.h"
+#include "service/validation.h"
+
+namespace cohort {
+namespace service {
+
+struct EngineOptions {
+  // Partition stages (staged mode). >= 1.
+  uint32_t partitions = 1;
+  // Pin partition p to the p-th CPU this process may run on (only if there
+  // are at least as many CPUs as partitions).
+  bool pin_cores = false;
+  // Cohort activation thresholds: run a cohort when `cohort_max` events wait
+  // (0 = no limit) or the oldest has waited `cohort_wait_us`.
+  uint32_t cohort_max = 64;
+  int64_t cohort_wait_us = 50;
+  // Most events admitted and not yet answered (bounds every queue).
+  uint64_t queue_limit = 4096;
+  // Worker threads (threaded mode). >= 1.
+  uint32_t threads = 1;
+  // Size of the subscriber dictionary (bounds subscriber ids).
+  uint32_t max_subscribers = 1u << 24;
+};
+
+// One Publish request in flight.
+struct PublishJob {
+  // What one partition (or the one worker) found for one event.
+  struct Partial {
+    uint64_t count = 0;
+    std::vector<uint64_t> ids;  // global ids, ascending; only if return_ids
+    // (subscriber, global id) for matched subscribers that have listeners.
+    std::vector<std::pair<uint32_t, uint64_t>> deliveries;
+  };
+  struct EventState {
+    std::atomic<uint32_t> pending{0};  // partitions yet to report
+    std::vector<Partial> partials;     // one per partition
+  };
+
+  // Set by the creator. `request` and `response` must outlive `done`.
+  const v1::PublishRequest* request = nullptr;
+  v1::PublishResponse* response = nullptr;
+  // Compact event records (validation.h BuildEvents), one per event.
+  std::vector<std::vector<matcher::AttributeValue>> events;
+  // Called once: OK after `response` holds one result per event.
+  std::function<void(absl::Status)> done;
+
+  // Engine state.
+  std::unique_ptr<EventState[]> state;
+  std::atomic<size_t> events_left{0};
+};
+
+using SubscribeCallback =
+    std::function<void(absl::StatusOr<std::vector<uint64_t>>)>;
+using StatusCallback = std::function<void(absl::Status)>;
+
+class Engine {
+ public:
+  explicit Engine(const EngineOptions& options, uint32_t partitions);
+  virtual ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Adds validated subscriptions; `done` gets their ids in input order once
+  // they are applied, or an error (RESOURCE_EXHAUSTED, UNAVAILABLE) with
+  // nothing applied.
+  virtual void Subscribe(std::vector<SubscriptionInput> subscriptions,
+                         SubscribeCallback done) = 0;
+  // Removes subscriptions (ids validated: no duplicates). NOT_FOUND with
+  // nothing applied if one is not live.
+  virtual void Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) = 0;
+
+  // Admits `job` now or fails fast (RESOURCE_EXHAUSTED when full,
+  // UNAVAILABLE when shutting down) without calling job->done.
+  absl::Status Publish(PublishJob* job);
+  // Admits `job` when there is room (streams). `on_admission` is called once
+  // with OK (then job->done follows later) or the error that prevents it.
+  void PublishWhenAdmitted(PublishJob* job, StatusCallback on_admission);
+
+  // Stops admitting (UNAVAILABLE), closes listeners, finishes admitted work
+  // and joins engine threads. Idempotent.
+  void Shutdown();
+
+  // Counters and the stage profile.
+  void FillStats(v1::Stats* stats) const;
+
+  ListenerRegistry& listeners() { return listeners_; }
+  const EngineOptions& options() const { return options_; }
+  uint64_t subscriptions() const { return directory_.live(); }
+
+ protected:
+  static int64_t NowNanos() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
+  // Queues an admitted job for matching.
+  virtual void Dispatch(PublishJob* job) = 0;
+  // Finishes admitted work and joins threads (after admission is shut).
+  virtual void StopStages() = 0;
+  virtual void AddStageStats(v1::Stats* stats) const = 0;
+
+  // Merges the partials of event `i` into its EventResult, delivers it to
+  // listeners, and completes the job if it was the last event. Returns the
+  // event's match count. Called by the stage that finishes events.
+  uint64_t FinishEvent(PublishJob* job, size_t i, StageProfile* profile);
+
+  // Held shared by every call that may queue work, exclusively by Shutdown
+  // while it sets closing_, so no work is queued after the stages stop.
+  mutable std::shared_mutex gate_;
+  bool closing_ ABSL_GUARDED_BY(gate_) = false;
+
+  const EngineOptions options_;
+  const uint32_t partitions_;
+  SubscriptionDirectory directory_;
+  ListenerRegistry listeners_;
+  Admission admission_;
+  StageProfile front_;
+
+ private:
+  void Prepare(PublishJob* job);
+  // Prepares and dispatches an admitted job. REQUIRES: gate_ held shared.
+  void Admit(PublishJob* job, int64_t start_ns);
+
+  const int64_t start_ns_;
+  std::atomic<uint64_t> events_published_{0};
+  std::atomic<bool> shut_down_{false};
+};
+
+// Which engine --mode names.
+absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
+    const std::string& mode, const EngineOptions& options);
+
+}  // namespace service
+}  // namespace cohort
+
+#endif  // COHORT_SERVICE_ENGINE_H_

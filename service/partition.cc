@@ -1,0 +1,221 @@
+#include "service/partition.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace cohort {
+namespace service {
+namespace {
+
+int64_t Now() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void PartitionQueue::PushEvents(PublishJob* job, int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (uint32_t i = 0; i < job->events.size(); ++i) {
+    items_.push_back(PartitionItem{job, i, nullptr, now_ns});
+  }
+  WakeIfReady();
+}
+
+void PartitionQueue::PushUpdate(UpdateBatch* update, int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  items_.push_back(PartitionItem{nullptr, 0, update, now_ns});
+  ++updates_;
+  WakeIfReady();
+}
+
+void PartitionQueue::Close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  cv_.notify_one();
+}
+
+void PartitionQueue::WakeIfReady() {
+  // A sleeping consumer either waits for a first item (no deadline) or for
+  // the oldest item's deadline; it needs waking only when the queue was
+  // empty, a cohort is full, or a change arrived (which ends the cohort).
+  if (!sleeping_) return;
+  if (items_.size() == 1 || updates_ > 0 || items_.size() >= cohort_max_) {
+    cv_.notify_one();
+  }
+}
+
+size_t PartitionQueue::LeadingEvents() const {
+  if (updates_ == 0) return items_.size();
+  size_t n = 0;
+  while (n < items_.size() && items_[n].is_event()) ++n;
+  return n;
+}
+
+bool PartitionQueue::Pop(std::vector<PartitionItem>* out,
+                         size_t* queue_length) {
+  out->clear();
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (items_.empty()) {
+      if (closed_) return false;
+      sleeping_ = true;
+      cv_.wait(lock);
+      sleeping_ = false;
+      continue;
+    }
+    *queue_length = items_.size();
+    if (!items_.front().is_event()) {
+      out->push_back(items_.front());
+      items_.pop_front();
+      --updates_;
+      return true;
+    }
+    const size_t ready = LeadingEvents();
+    const int64_t deadline = items_.front().enqueue_ns + cohort_wait_ns_;
+    if (ready >= cohort_max_ || ready < items_.size() || closed_ ||
+        Now() >= deadline) {
+      const size_t take = std::min<size_t>(ready, cohort_max_);
+      out->assign(items_.begin(), items_.begin() + take);
+      items_.erase(items_.begin(), items_.begin() + take);
+      return true;
+    }
+    sleeping_ = true;
+    cv_.wait_until(lock, std::chrono::steady_clock::time_point(
+                             std::chrono::nanoseconds(deadline)));
+    sleeping_ = false;
+  }
+}
+
+Partition::Partition(uint32_t index, const EngineOptions& options,
+                     const SubscriptionDirectory* directory,
+                     const ListenerRegistry* listeners, ReadyFn ready)
+    : index_(index),
+      options_(options),
+      directory_(directory),
+      listeners_(listeners),
+      ready_(std::move(ready)),
+      queue_(options.cohort_max, options.cohort_wait_us * 1000),
+      profile_(absl::StrCat("partition/", index), "partition", index,
+               options.queue_limit) {}
+
+Partition::~Partition() { Stop(); }
+
+void Partition::Start() { thread_ = std::thread([this] { Run(); }); }
+
+void Partition::Stop() {
+  queue_.Close();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Partition::Pin() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  }
+  if (cpus.size() < options_.partitions) return;
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  CPU_SET(cpus[index_], &mine);
+  if (pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine) != 0) {
+    std::fprintf(stderr, "cohortd: could not pin partition %u to CPU %d\n",
+                 index_, cpus[index_]);
+  }
+}
+
+void Partition::Run() {
+  if (options_.pin_cores) Pin();
+  std::vector<PartitionItem> batch;
+  size_t queue_length = 0;
+  while (queue_.Pop(&batch, &queue_length)) {
+    const int64_t start = Now();
+    if (batch.front().is_event()) {
+      waits_.clear();
+      for (const PartitionItem& item : batch) {
+        waits_.push_back(start - item.enqueue_ns);
+      }
+      RunCohort(batch);
+      profile_.RecordWaits(waits_);
+    } else {
+      profile_.RecordWait(start - batch.front().enqueue_ns);
+      ApplyUpdate(batch.front().update);
+    }
+    profile_.RecordBatch(queue_length, batch.size(), Now() - start);
+  }
+}
+
+void Partition::RunCohort(const std::vector<PartitionItem>& cohort) {
+  views_.clear();
+  for (const PartitionItem& item : cohort) {
+    views_.push_back(item.job->events[item.event]);
+  }
+  shard_.MatchCohort(views_, &matches_);
+  uint64_t matched = 0;
+  for (size_t k = 0; k < cohort.size(); ++k) {
+    matched += matches_[k].size();
+    Report(cohort[k].job, cohort[k].event, &matches_[k]);
+  }
+  profile_.AddEvents(cohort.size());
+  profile_.AddMatches(matched);
+}
+
+void Partition::Report(PublishJob* job, uint32_t event,
+                       std::vector<matcher::SubscriptionId>* local) {
+  PublishJob::Partial& partial = job->state[event].partials[index_];
+  partial.count = local->size();
+  if (job->request->return_ids()) {
+    // Local ids ascending give global ids ascending within a partition.
+    std::sort(local->begin(), local->end());
+    partial.ids.reserve(local->size());
+    for (matcher::SubscriptionId id : *local) {
+      partial.ids.push_back(directory_->GlobalId(index_, id));
+    }
+  }
+  for (matcher::SubscriptionId id : *local) {
+    const uint32_t subscriber = subscriber_of_[id];
+    if (listeners_->HasListeners(subscriber)) {
+      partial.deliveries.emplace_back(subscriber,
+                                      directory_->GlobalId(index_, id));
+    }
+  }
+  if (job->state[event].pending.fetch_sub(1, std::memory_order_acq_rel) ==
+      1) {
+    ready_(job, event);
+  }
+}
+
+void Partition::ApplyUpdate(UpdateBatch* update) {
+  absl::Status status;
+  for (const UpdateBatch::Add& add : update->adds) {
+    absl::Status s = shard_.Add(add.local_id, add.input->predicates);
+    if (!s.ok()) {
+      if (status.ok()) status = s;
+      continue;
+    }
+    if (subscriber_of_.size() <= add.local_id) {
+      subscriber_of_.resize(add.local_id + 1);
+    }
+    subscriber_of_[add.local_id] = add.input->subscriber;
+  }
+  for (uint32_t local_id : update->removes) {
+    absl::Status s = shard_.Remove(local_id);
+    if (!s.ok() && status.ok()) status = s;
+  }
+  profile_.AddUpdates(update->adds.size() + update->removes.size());
+  update->done(status);  // may delete update
+}
+
+}  // namespace service
+}  // namespace cohort

@@ -1,0 +1,133 @@
+#include "service/pubsub_service.h"
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "service/listeners.h"
+
+namespace cohort {
+namespace service {
+namespace {
+
+grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
+                                    const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpc(status));
+  return reactor;
+}
+
+// A unary Publish: owns the job until the engine has answered.
+class PublishReactor final : public grpc::ServerUnaryReactor {
+ public:
+  explicit PublishReactor(PublishJob* job) : job_(job) {}
+  void OnDone() override { delete this; }
+  std::unique_ptr<PublishJob> job_;
+};
+
+}  // namespace
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+PubSubService::PubSubService(Engine* engine, Interner* attributes,
+                             Interner* subscribers, const Limits& limits,
+                             const StreamOptions& streams)
+    : engine_(engine),
+      attributes_(attributes),
+      subscribers_(subscribers),
+      limits_(limits),
+      streams_(streams) {}
+
+bool PubSubService::OpenStream() {
+  if (open_streams_.fetch_add(1, std::memory_order_relaxed) >=
+      streams_.max_streams) {
+    open_streams_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
+
+void PubSubService::CloseStream() {
+  open_streams_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+grpc::ServerUnaryReactor* PubSubService::Subscribe(
+    grpc::CallbackServerContext* context, const v1::SubscribeRequest* request,
+    v1::SubscribeResponse* response) {
+  absl::Status status = ValidateSubscribe(*request, limits_);
+  std::vector<SubscriptionInput> inputs;
+  if (status.ok()) {
+    status = BuildSubscriptions(*request, attributes_, subscribers_, &inputs);
+  }
+  if (!status.ok()) return FinishNow(context, status);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  engine_->Subscribe(
+      std::move(inputs),
+      [reactor, response](absl::StatusOr<std::vector<uint64_t>> ids) {
+        if (!ids.ok()) {
+          reactor->Finish(ToGrpc(ids.status()));
+          return;
+        }
+        response->mutable_subscription_ids()->Add(ids->begin(), ids->end());
+        reactor->Finish(grpc::Status::OK);
+      });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* PubSubService::Unsubscribe(
+    grpc::CallbackServerContext* context,
+    const v1::UnsubscribeRequest* request, v1::UnsubscribeResponse*) {
+  absl::Status status = ValidateUnsubscribe(*request, limits_);
+  if (!status.ok()) return FinishNow(context, status);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  engine_->Unsubscribe(
+      std::vector<uint64_t>(request->subscription_ids().begin(),
+                            request->subscription_ids().end()),
+      [reactor](absl::Status s) { reactor->Finish(ToGrpc(s)); });
+  return reactor;
+}
+
+absl::Status PubSubService::PreparePublish(const v1::PublishRequest& request,
+                                           v1::PublishResponse* response,
+                                           PublishJob* job) const {
+  absl::Status status = ValidatePublish(request, limits_);
+  if (!status.ok()) return status;
+  BuildEvents(request, *attributes_, &job->events);
+  job->request = &request;
+  job->response = response;
+  return absl::OkStatus();
+}
+
+grpc::ServerUnaryReactor* PubSubService::Publish(
+    grpc::CallbackServerContext* context, const v1::PublishRequest* request,
+    v1::PublishResponse* response) {
+  auto job = std::make_unique<PublishJob>();
+  absl::Status status = PreparePublish(*request, response, job.get());
+  if (!status.ok()) return FinishNow(context, status);
+  auto* reactor = new PublishReactor(job.release());
+  reactor->job_->done = [reactor](absl::Status s) {
+    reactor->Finish(ToGrpc(s));
+  };
+  status = engine_->Publish(reactor->job_.get());
+  if (!status.ok()) reactor->Finish(ToGrpc(status));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* PubSubService::GetStats(
+    grpc::CallbackServerContext* context, const v1::GetStatsRequest*,
+    v1::Stats* response) {
+  engine_->FillStats(response);
+  return FinishNow(context, absl::OkStatus());
+}
+
+}  // namespace service
+}  // namespace cohort

@@ -1,0 +1,98 @@
+// The gRPC front of cohortd: cohort.v1.PubSub on the callback API.
+//
+// Each handler is the front stage for its request: it validates
+// (validation.h), interns names, builds the compact event records and hands
+// the request to the Engine, then returns without waiting; the engine's
+// threads complete the RPC (gRPC allows Finish/StartWrite from any thread).
+// No handler blocks on matching.
+//
+// Streams:
+//   - PublishStream keeps at most `stream_window` requests in flight and
+//     stops reading when the window is full or the engine has no room, so a
+//     fast publisher is slowed by gRPC flow control; responses are written
+//     in request order.
+//   - Listen registers a DeliverySink whose queue holds at most
+//     `listener_queue_limit` deliveries; a full queue drops the delivery or
+//     disconnects the listener with RESOURCE_EXHAUSTED (`slow_listener`).
+//   - At most `max_streams` streams (both kinds) are open at once; more get
+//     RESOURCE_EXHAUSTED.
+//
+// Thread safety: gRPC calls the handlers on its threads; the service's own
+// state is the atomic stream count. Reactors guard their state with a mutex.
+#ifndef COHORT_SERVICE_PUBSUB_SERVICE_H_
+#define COHORT_SERVICE_PUBSUB_SERVICE_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include "grpcpp/grpcpp.h"
+#include "proto/cohort/v1/pubsub.grpc.pb.h"
+#include "service/engine.h"
+#include "service/interner.h"
+#include "service/validation.h"
+
+namespace cohort {
+namespace service {
+
+enum class SlowListenerPolicy { kDrop, kDisconnect };
+
+struct StreamOptions {
+  uint64_t listener_queue_limit = 1024;
+  SlowListenerPolicy slow_listener = SlowListenerPolicy::kDrop;
+  uint32_t max_streams = 1024;
+  uint32_t stream_window = 16;
+};
+
+// absl::Status -> grpc::Status with the same code and message.
+grpc::Status ToGrpc(const absl::Status& status);
+
+class PubSubService final : public v1::PubSub::CallbackService {
+ public:
+  // All pointers must outlive the service.
+  PubSubService(Engine* engine, Interner* attributes, Interner* subscribers,
+                const Limits& limits, const StreamOptions& streams);
+
+  grpc::ServerUnaryReactor* Subscribe(grpc::CallbackServerContext* context,
+                                      const v1::SubscribeRequest* request,
+                                      v1::SubscribeResponse* response) override;
+  grpc::ServerUnaryReactor* Unsubscribe(
+      grpc::CallbackServerContext* context,
+      const v1::UnsubscribeRequest* request,
+      v1::UnsubscribeResponse* response) override;
+  grpc::ServerUnaryReactor* Publish(grpc::CallbackServerContext* context,
+                                    const v1::PublishRequest* request,
+                                    v1::PublishResponse* response) override;
+  grpc::ServerBidiReactor<v1::PublishRequest, v1::PublishResponse>*
+  PublishStream(grpc::CallbackServerContext* context) override;
+  grpc::ServerWriteReactor<v1::Delivery>* Listen(
+      grpc::CallbackServerContext* context,
+      const v1::ListenRequest* request) override;
+  grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
+                                     const v1::GetStatsRequest* request,
+                                     v1::Stats* response) override;
+
+  // Validates `request` and builds `job` for the engine (the front stage's
+  // work for one publish request).
+  absl::Status PreparePublish(const v1::PublishRequest& request,
+                              v1::PublishResponse* response,
+                              PublishJob* job) const;
+
+  Engine* engine() const { return engine_; }
+  const StreamOptions& stream_options() const { return streams_; }
+  // Takes a stream slot; false if max_streams are open.
+  bool OpenStream();
+  void CloseStream();
+
+ private:
+  Engine* const engine_;
+  Interner* const attributes_;
+  Interner* const subscribers_;
+  const Limits limits_;
+  const StreamOptions streams_;
+  std::atomic<uint32_t> open_streams_{0};
+};
+
+}  // namespace service
+}  // namespace cohort
+
+#endif  // COHORT_SERVICE_PUBSUB_SERVICE_H_

@@ -1,0 +1,104 @@
+#include "service/server.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "service/prometheus.h"
+
+namespace cohort {
+namespace service {
+namespace {
+
+// The health service name clients may ask for besides "" (the whole server).
+constexpr char kServiceName[] = "cohort.v1.PubSub";
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
+    const ServerOptions& options) {
+  std::unique_ptr<CohortServer> server(new CohortServer());
+  server->options_ = options;
+  server->attributes_ = std::make_unique<Interner>(options.max_attributes);
+  server->subscribers_ =
+      std::make_unique<Interner>(options.engine.max_subscribers);
+  absl::StatusOr<std::unique_ptr<Engine>> engine =
+      CreateEngine(options.mode, options.engine);
+  if (!engine.ok()) return engine.status();
+  server->engine_ = std::move(*engine);
+  server->service_ = std::make_unique<PubSubService>(
+      server->engine_.get(), server->attributes_.get(),
+      server->subscribers_.get(), options.limits, options.streams);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(),
+                           &server->port_);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.RegisterService(server->service_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    server->server_.reset();
+    return absl::UnavailableError(absl::StrCat(
+        "--listen: cannot listen on ", options.listen,
+        " (address in use, not local, or malformed?)"));
+  }
+  grpc::HealthCheckServiceInterface* health =
+      server->server_->GetHealthCheckService();
+  if (health != nullptr) {
+    health->SetServingStatus(true);
+    health->SetServingStatus(kServiceName, true);
+  }
+  if (options.metrics_port >= 0) {
+    CohortServer* self = server.get();
+    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> metrics =
+        MetricsHttpServer::Start(options.metrics_host, options.metrics_port,
+                                 [self] {
+                                   v1::Stats stats;
+                                   self->FillStats(&stats);
+                                   return RenderPrometheus(stats);
+                                 });
+    if (!metrics.ok()) {
+      server->Shutdown(0);
+      return absl::Status(metrics.status().code(),
+                          absl::StrCat("--metrics_port: ",
+                                       metrics.status().message()));
+    }
+    server->metrics_ = std::move(*metrics);
+  }
+  return server;
+}
+
+int CohortServer::metrics_port() const {
+  return metrics_ == nullptr ? -1 : metrics_->port();
+}
+
+void CohortServer::Shutdown(int64_t grace_ms) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (server_ == nullptr) {  // Start failed before the server ran
+    if (engine_ != nullptr) engine_->Shutdown();
+    return;
+  }
+  if (grpc::HealthCheckServiceInterface* health =
+          server_->GetHealthCheckService()) {
+    health->SetServingStatus(false);
+    health->SetServingStatus(kServiceName, false);
+  }
+  // Listen streams never end on their own; end them first so that the
+  // server's shutdown only waits for requests that will finish.
+  engine_->listeners().CloseAll(
+      absl::UnavailableError("the server is shutting down"));
+  server_->Shutdown(std::chrono::system_clock::now() +
+                    std::chrono::milliseconds(grace_ms));
+  engine_->Shutdown();
+  if (metrics_ != nullptr) metrics_->Stop();
+}
+
+CohortServer::~CohortServer() { Shutdown(0); }
+
+}  // namespace service
+}  // namespace cohort

@@ -1,0 +1,82 @@
+// cohortd's server object: owns the engine, the dictionaries, the gRPC
+// server (PubSub, grpc.health.v1.Health, server reflection) and the
+// Prometheus endpoint, and shuts them down in order.
+//
+// Used by cohortd_main.cc and by the end-to-end tests, which start a real
+// server on 127.0.0.1 with port 0.
+//
+// Thread safety: Start and Shutdown are called by one controlling thread;
+// port accessors may be called from any thread.
+#ifndef COHORT_SERVICE_SERVER_H_
+#define COHORT_SERVICE_SERVER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/grpcpp.h"
+#include "service/engine.h"
+#include "service/interner.h"
+#include "service/metrics_http.h"
+#include "service/pubsub_service.h"
+#include "service/validation.h"
+
+namespace cohort {
+namespace service {
+
+struct ServerOptions {
+  // host:port for gRPC; port 0 picks a free port (see port()).
+  std::string listen = "127.0.0.1:50051";
+  // "staged" or "threaded".
+  std::string mode = "staged";
+  EngineOptions engine;
+  Limits limits;
+  StreamOptions streams;
+  // Largest request message gRPC accepts, in bytes.
+  int max_message_bytes = 64 << 20;
+  // Most distinct attribute names (the attribute dictionary's size).
+  uint32_t max_attributes = 1u << 20;
+  // Prometheus text endpoint: host and port; port -1 = off, 0 = any.
+  std::string metrics_host = "127.0.0.1";
+  int metrics_port = -1;
+};
+
+class CohortServer {
+ public:
+  // Builds and starts everything; errors name the flag or address at fault.
+  static absl::StatusOr<std::unique_ptr<CohortServer>> Start(
+      const ServerOptions& options);
+  ~CohortServer();
+
+  // The bound gRPC port, and the metrics port (-1 if off).
+  int port() const { return port_; }
+  int metrics_port() const;
+
+  // Health -> NOT_SERVING, listeners closed with UNAVAILABLE, stop accepting
+  // calls, wait up to `grace_ms` for calls in progress, then finish admitted
+  // work and stop the stages. Idempotent.
+  void Shutdown(int64_t grace_ms = 10000);
+
+  Engine* engine() { return engine_.get(); }
+  // Stats as GetStats returns them (for the metrics endpoint).
+  void FillStats(v1::Stats* stats) const { engine_->FillStats(stats); }
+
+ private:
+  CohortServer() = default;
+
+  ServerOptions options_;
+  std::unique_ptr<Interner> attributes_;
+  std::unique_ptr<Interner> subscribers_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<PubSubService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<MetricsHttpServer> metrics_;
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace service
+}  // namespace cohort
+
+#endif  // COHORT_SERVICE_SERVER_H_

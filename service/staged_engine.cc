@@ -1,0 +1,197 @@
+#include "service/staged_engine.h"
+
+#include <utility>
+
+namespace cohort {
+namespace service {
+
+// A Subscribe or Unsubscribe in flight: one UpdateBatch per partition it
+// touches; the last partition to apply its batch answers and deletes it.
+struct StagedEngine::UpdateJob {
+  std::vector<SubscriptionInput> inputs;  // Subscribe only
+  std::vector<uint64_t> ids;              // assigned or removed, input order
+  std::vector<UpdateBatch> batches;       // by partition
+  std::atomic<uint32_t> pending{0};
+  std::mutex mu;
+  absl::Status status ABSL_GUARDED_BY(mu);
+  SubscribeCallback subscribed;  // exactly one of these two is set
+  StatusCallback unsubscribed;
+};
+
+StagedEngine::StagedEngine(const EngineOptions& options)
+    : Engine(options, options.partitions),
+      reply_profile_("reply", "reply", std::nullopt, options.queue_limit) {
+  for (uint32_t p = 0; p < options.partitions; ++p) {
+    partitions_list_.push_back(std::make_unique<Partition>(
+        p, options, &directory_, &listeners_,
+        [this](PublishJob* job, uint32_t event) { OnReady(job, event); }));
+  }
+  reply_thread_ = std::thread([this] { RunReply(); });
+  for (auto& partition : partitions_list_) partition->Start();
+}
+
+StagedEngine::~StagedEngine() { Shutdown(); }
+
+void StagedEngine::Dispatch(PublishJob* job) {
+  const int64_t now = NowNanos();
+  for (auto& partition : partitions_list_) {
+    partition->queue().PushEvents(job, now);
+  }
+}
+
+void StagedEngine::OnReady(PublishJob* job, uint32_t event) {
+  std::lock_guard<std::mutex> lock(reply_mu_);
+  reply_queue_.push_back(ReadyEvent{job, event, NowNanos()});
+  if (reply_queue_.size() == 1) reply_cv_.notify_one();
+}
+
+void StagedEngine::RunReply() {
+  std::vector<ReadyEvent> batch;
+  std::vector<int64_t> waits;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(reply_mu_);
+      reply_cv_.wait(lock,
+                     [this] { return !reply_queue_.empty() || reply_closed_; });
+      if (reply_queue_.empty()) return;  // closed and drained
+      batch.swap(reply_queue_);
+    }
+    const int64_t start = NowNanos();
+    waits.clear();
+    uint64_t matches = 0;
+    for (const ReadyEvent& ready : batch) {
+      waits.push_back(start - ready.ready_ns);
+      matches += FinishEvent(ready.job, ready.event, &reply_profile_);
+    }
+    reply_profile_.AddEvents(batch.size());
+    reply_profile_.AddMatches(matches);
+    reply_profile_.RecordWaits(waits);
+    reply_profile_.RecordBatch(batch.size(), batch.size(), NowNanos() - start);
+    const size_t n = batch.size();
+    batch.clear();
+    // Returning the events last lets waiting streams in only once these
+    // events' memory is no longer needed.
+    admission_.Release(n);
+  }
+}
+
+void StagedEngine::Route(UpdateJob* job) {
+  uint32_t involved = 0;
+  for (UpdateBatch& batch : job->batches) {
+    if (!batch.adds.empty() || !batch.removes.empty()) ++involved;
+  }
+  job->pending.store(involved, std::memory_order_relaxed);
+  const int64_t now = NowNanos();
+  for (uint32_t p = 0; p < job->batches.size(); ++p) {
+    UpdateBatch& batch = job->batches[p];
+    if (batch.adds.empty() && batch.removes.empty()) continue;
+    batch.done = [this, job](absl::Status status) {
+      if (!status.ok()) {
+        std::lock_guard<std::mutex> lock(job->mu);
+        if (job->status.ok()) job->status = status;
+      }
+      if (job->pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+      absl::Status final_status;
+      {
+        std::lock_guard<std::mutex> lock(job->mu);
+        final_status = job->status;
+      }
+      if (job->subscribed) {
+        if (final_status.ok()) {
+          job->subscribed(std::move(job->ids));
+        } else {
+          // Validated input cannot fail to apply; if it does anyway, the
+          // ids are not reported, so they must not stay live.
+          for (uint64_t id : job->ids) directory_.Forget(id);
+          job->subscribed(absl::InternalError(final_status.ToString()));
+        }
+      } else {
+        job->unsubscribed(final_status);
+      }
+      delete job;
+    };
+    partitions_list_[p]->queue().PushUpdate(&batch, now);
+  }
+}
+
+void StagedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,
+                             SubscribeCallback done) {
+  if (subscriptions.empty()) {
+    done(std::vector<uint64_t>());
+    return;
+  }
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  if (closing_) {
+    done(absl::UnavailableError("the server is shutting down"));
+    return;
+  }
+  absl::StatusOr<uint64_t> first = directory_.Assign(subscriptions.size());
+  if (!first.ok()) {
+    done(first.status());
+    return;
+  }
+  auto job = std::make_unique<UpdateJob>();
+  job->inputs = std::move(subscriptions);
+  job->batches.resize(partitions_);
+  job->subscribed = std::move(done);
+  for (size_t i = 0; i < job->inputs.size(); ++i) {
+    const uint64_t id = *first + i;
+    const Placement place = directory_.Place(id);
+    job->ids.push_back(id);
+    job->batches[place.partition].adds.push_back(
+        UpdateBatch::Add{place.local_id, &job->inputs[i]});
+  }
+  Route(job.release());
+}
+
+void StagedEngine::Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) {
+  if (ids.empty()) {
+    done(absl::OkStatus());
+    return;
+  }
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  if (closing_) {
+    done(absl::UnavailableError("the server is shutting down"));
+    return;
+  }
+  absl::Status status = directory_.Kill(ids);
+  if (!status.ok()) {
+    done(status);
+    return;
+  }
+  auto job = std::make_unique<UpdateJob>();
+  job->batches.resize(partitions_);
+  job->unsubscribed = std::move(done);
+  for (uint64_t id : ids) {
+    const Placement place = directory_.Place(id);
+    job->batches[place.partition].removes.push_back(place.local_id);
+  }
+  job->ids = std::move(ids);
+  Route(job.release());
+}
+
+void StagedEngine::StopStages() {
+  if (stopped_) return;
+  stopped_ = true;
+  // Partitions drain their queues first; every event they finish reaches the
+  // reply queue before the reply stage is told to stop.
+  for (auto& partition : partitions_list_) partition->Stop();
+  {
+    std::lock_guard<std::mutex> lock(reply_mu_);
+    reply_closed_ = true;
+    reply_cv_.notify_one();
+  }
+  if (reply_thread_.joinable()) reply_thread_.join();
+}
+
+void StagedEngine::AddStageStats(v1::Stats* stats) const {
+  stats->set_mode("staged");
+  stats->set_partitions(partitions_);
+  for (const auto& partition : partitions_list_) {
+    partition->profile().ToProto(stats->add_stages());
+  }
+  reply_profile_.ToProto(stats->add_stages());
+}
+
+}  // namespace service
+}  // namespace cohort

@@ -1,0 +1,162 @@
+#include "service/threaded_engine.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace cohort {
+namespace service {
+
+ThreadedEngine::ThreadedEngine(const EngineOptions& options)
+    : Engine(options, /*partitions=*/1),
+      workers_profile_("worker", "worker", std::nullopt, options.queue_limit) {
+  for (uint32_t i = 0; i < options.threads; ++i) {
+    workers_.emplace_back([this] { RunWorker(); });
+  }
+}
+
+ThreadedEngine::~ThreadedEngine() { Shutdown(); }
+
+void ThreadedEngine::Dispatch(PublishJob* job) {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  queue_.push_back(QueuedJob{job, NowNanos()});
+  queue_cv_.notify_one();
+}
+
+void ThreadedEngine::RunWorker() {
+  matcher::MatchScratch scratch;
+  std::vector<matcher::SubscriptionId> local;
+  for (;;) {
+    QueuedJob queued;
+    size_t queue_length;
+    {
+      std::unique_lock<std::mutex> lock(queue_mu_);
+      queue_cv_.wait(lock, [this] { return !queue_.empty() || queue_closed_; });
+      if (queue_.empty()) return;  // closed and drained
+      queue_length = queue_.size();
+      queued = queue_.front();
+      queue_.pop_front();
+    }
+    const int64_t start = NowNanos();
+    workers_profile_.RecordWait(start - queued.enqueue_ns);
+    const size_t n = queued.job->events.size();
+    Match(queued.job, &scratch, &local);
+    uint64_t matches = 0;
+    for (size_t i = 0; i < n; ++i) {
+      matches += FinishEvent(queued.job, i, &workers_profile_);  // may free job
+    }
+    workers_profile_.AddEvents(n);
+    workers_profile_.AddMatches(matches);
+    workers_profile_.RecordBatch(queue_length, n, NowNanos() - start);
+    admission_.Release(n);
+  }
+}
+
+void ThreadedEngine::Match(PublishJob* job, matcher::MatchScratch* scratch,
+                           std::vector<matcher::SubscriptionId>* local) {
+  const bool return_ids = job->request->return_ids();
+  std::shared_lock<std::shared_mutex> lock(index_mu_);
+  for (size_t i = 0; i < job->events.size(); ++i) {
+    index_.MatchEvent(job->events[i], scratch, local);
+    PublishJob::Partial& partial = job->state[i].partials[0];
+    partial.count = local->size();
+    if (return_ids) {
+      std::sort(local->begin(), local->end());
+      partial.ids.reserve(local->size());
+      for (matcher::SubscriptionId id : *local) {
+        partial.ids.push_back(directory_.GlobalId(0, id));
+      }
+    }
+    for (matcher::SubscriptionId id : *local) {
+      const uint32_t subscriber = subscriber_of_[id];
+      if (listeners_.HasListeners(subscriber)) {
+        partial.deliveries.emplace_back(subscriber, directory_.GlobalId(0, id));
+      }
+    }
+  }
+}
+
+void ThreadedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,
+                               SubscribeCallback done) {
+  std::vector<uint64_t> ids;
+  absl::Status status;
+  {
+    std::shared_lock<std::shared_mutex> gate(gate_);
+    if (closing_) {
+      done(absl::UnavailableError("the server is shutting down"));
+      return;
+    }
+    if (subscriptions.empty()) {
+      done(std::move(ids));
+      return;
+    }
+    absl::StatusOr<uint64_t> first = directory_.Assign(subscriptions.size());
+    if (!first.ok()) {
+      done(first.status());
+      return;
+    }
+    std::unique_lock<std::shared_mutex> lock(index_mu_);
+    for (size_t i = 0; i < subscriptions.size(); ++i) {
+      const uint64_t id = *first + i;
+      const uint32_t local_id = directory_.Place(id).local_id;
+      absl::Status s = index_.Add(local_id, subscriptions[i].predicates);
+      if (!s.ok()) {
+        // Validated input cannot fail here; if it does, report it and keep
+        // the id out of the directory so nothing half-applied is visible.
+        directory_.Forget(id);
+        if (status.ok()) status = absl::InternalError(s.ToString());
+        continue;
+      }
+      if (subscriber_of_.size() <= local_id) subscriber_of_.resize(local_id + 1);
+      subscriber_of_[local_id] = subscriptions[i].subscriber;
+      ids.push_back(id);
+    }
+    workers_profile_.AddUpdates(subscriptions.size());
+  }
+  if (!status.ok()) {
+    done(status);
+    return;
+  }
+  done(std::move(ids));
+}
+
+void ThreadedEngine::Unsubscribe(std::vector<uint64_t> ids,
+                                 StatusCallback done) {
+  absl::Status status;
+  {
+    std::shared_lock<std::shared_mutex> gate(gate_);
+    if (closing_) {
+      done(absl::UnavailableError("the server is shutting down"));
+      return;
+    }
+    status = directory_.Kill(ids);
+    if (status.ok()) {
+      std::unique_lock<std::shared_mutex> lock(index_mu_);
+      for (uint64_t id : ids) {
+        absl::Status s = index_.Remove(directory_.Place(id).local_id);
+        if (!s.ok() && status.ok()) status = absl::InternalError(s.ToString());
+      }
+      workers_profile_.AddUpdates(ids.size());
+    }
+  }
+  done(status);
+}
+
+void ThreadedEngine::StopStages() {
+  if (stopped_) return;
+  stopped_ = true;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    queue_closed_ = true;
+    queue_cv_.notify_all();
+  }
+  for (std::thread& worker : workers_) worker.join();
+}
+
+void ThreadedEngine::AddStageStats(v1::Stats* stats) const {
+  stats->set_mode("threaded");
+  stats->set_partitions(0);
+  workers_profile_.ToProto(stats->add_stages());
+}
+
+}  // namespace service
+}  // namespace cohort
