@@ -25,17 +25,18 @@ int64_t Now() {
 
 void PartitionQueue::PushEvents(PublishJob* job, int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
+  const bool was_empty = items_.empty();
   for (uint32_t i = 0; i < job->events.size(); ++i) {
     items_.push_back(PartitionItem{job, i, nullptr, now_ns});
   }
-  WakeIfReady();
+  WakeIfReady(was_empty);
 }
 
 void PartitionQueue::PushUpdate(UpdateBatch* update, int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
   items_.push_back(PartitionItem{nullptr, 0, update, now_ns});
   ++updates_;
-  WakeIfReady();
+  WakeIfReady(/*was_empty=*/items_.size() == 1);
 }
 
 void PartitionQueue::Close() {
@@ -44,12 +45,12 @@ void PartitionQueue::Close() {
   cv_.notify_one();
 }
 
-void PartitionQueue::WakeIfReady() {
+void PartitionQueue::WakeIfReady(bool was_empty) {
   // A sleeping consumer either waits for a first item (no deadline) or for
   // the oldest item's deadline; it needs waking only when the queue was
   // empty, a cohort is full, or a change arrived (which ends the cohort).
   if (!sleeping_) return;
-  if (items_.size() == 1 || updates_ > 0 || items_.size() >= cohort_max_) {
+  if (was_empty || updates_ > 0 || items_.size() >= cohort_max_) {
     cv_.notify_one();
   }
 }

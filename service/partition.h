@@ -83,7 +83,7 @@ class PartitionQueue {
 
  private:
   size_t LeadingEvents() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void WakeIfReady() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void WakeIfReady(bool was_empty) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const uint32_t cohort_max_;
   const int64_t cohort_wait_ns_;

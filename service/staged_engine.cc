@@ -76,42 +76,47 @@ void StagedEngine::RunReply() {
 }
 
 void StagedEngine::Route(UpdateJob* job) {
-  uint32_t involved = 0;
-  for (UpdateBatch& batch : job->batches) {
-    if (!batch.adds.empty() || !batch.removes.empty()) ++involved;
-  }
-  job->pending.store(involved, std::memory_order_relaxed);
-  const int64_t now = NowNanos();
+  // Collect the batches first: once the last one is queued, the job may be
+  // applied and deleted by a partition thread at any moment.
+  std::vector<std::pair<uint32_t, UpdateBatch*>> involved;
   for (uint32_t p = 0; p < job->batches.size(); ++p) {
     UpdateBatch& batch = job->batches[p];
     if (batch.adds.empty() && batch.removes.empty()) continue;
-    batch.done = [this, job](absl::Status status) {
-      if (!status.ok()) {
-        std::lock_guard<std::mutex> lock(job->mu);
-        if (job->status.ok()) job->status = status;
-      }
-      if (job->pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-      absl::Status final_status;
-      {
-        std::lock_guard<std::mutex> lock(job->mu);
-        final_status = job->status;
-      }
-      if (job->subscribed) {
-        if (final_status.ok()) {
-          job->subscribed(std::move(job->ids));
-        } else {
-          // Validated input cannot fail to apply; if it does anyway, the
-          // ids are not reported, so they must not stay live.
-          for (uint64_t id : job->ids) directory_.Forget(id);
-          job->subscribed(absl::InternalError(final_status.ToString()));
-        }
-      } else {
-        job->unsubscribed(final_status);
-      }
-      delete job;
-    };
-    partitions_list_[p]->queue().PushUpdate(&batch, now);
+    batch.done = [this, job](absl::Status status) { OnApplied(job, status); };
+    involved.emplace_back(p, &batch);
   }
+  job->pending.store(static_cast<uint32_t>(involved.size()),
+                     std::memory_order_relaxed);
+  const int64_t now = NowNanos();
+  for (const auto& [p, batch] : involved) {
+    partitions_list_[p]->queue().PushUpdate(batch, now);
+  }
+}
+
+void StagedEngine::OnApplied(UpdateJob* job, const absl::Status& status) {
+  if (!status.ok()) {
+    std::lock_guard<std::mutex> lock(job->mu);
+    if (job->status.ok()) job->status = status;
+  }
+  if (job->pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  absl::Status final_status;
+  {
+    std::lock_guard<std::mutex> lock(job->mu);
+    final_status = job->status;
+  }
+  if (job->subscribed) {
+    if (final_status.ok()) {
+      job->subscribed(std::move(job->ids));
+    } else {
+      // Validated input cannot fail to apply; if it does anyway, the ids are
+      // not reported, so they must not stay live.
+      for (uint64_t id : job->ids) directory_.Forget(id);
+      job->subscribed(absl::InternalError(final_status.ToString()));
+    }
+  } else {
+    job->unsubscribed(final_status);
+  }
+  delete job;
 }
 
 void StagedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,

@@ -63,6 +63,9 @@ class StagedEngine : public Engine {
   void RunReply();
   // Splits `job`'s changes by partition and queues them.
   void Route(UpdateJob* job);
+  // Called by each partition that applied its batch of `job`; the last one
+  // answers and deletes the job.
+  void OnApplied(UpdateJob* job, const absl::Status& status);
 
   std::vector<std::unique_ptr<Partition>> partitions_list_;
   StageProfile reply_profile_;

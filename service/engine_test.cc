@@ -1,0 +1,268 @@
+// Engine tests without gRPC: the staged engine (1-3 partitions, cohorts of 1
+// and 64) and the threaded baseline against an API-level oracle, the
+// Subscribe/Unsubscribe ordering guarantee under concurrency, admission under
+// overload, and shutdown. They also run under ThreadSanitizer (./test.sh).
+#include "service/engine.h"
+
+#include <algorithm>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "service/interner.h"
+#include "service/test_util.h"
+#include "service/validation.h"
+
+namespace cohort {
+namespace service {
+namespace {
+
+using testing::Rng;
+
+// Records every delivery offered to it.
+class RecordingSink : public DeliverySink {
+ public:
+  OfferResult Offer(PendingDelivery delivery) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    received_[delivery.event->payload()].push_back(delivery.subscription_ids);
+    return OfferResult::kQueued;
+  }
+  void Close(const absl::Status&) override {}
+  std::map<std::string, std::vector<std::vector<uint64_t>>> received() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return received_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::vector<std::vector<uint64_t>>> received_;
+};
+
+// An engine with the front stage's dictionaries, driven synchronously.
+class Harness {
+ public:
+  Harness(const std::string& mode, const EngineOptions& options)
+      : attributes_(1 << 12), subscribers_(1 << 12) {
+    auto engine = CreateEngine(mode, options);
+    EXPECT_TRUE(engine.ok()) << engine.status();
+    engine_ = std::move(*engine);
+  }
+
+  absl::StatusOr<std::vector<uint64_t>> Subscribe(
+      const v1::SubscribeRequest& request) {
+    absl::Status status = ValidateSubscribe(request, Limits());
+    std::vector<SubscriptionInput> inputs;
+    if (status.ok()) {
+      status = BuildSubscriptions(request, &attributes_, &subscribers_, &inputs);
+    }
+    if (!status.ok()) return status;
+    std::promise<absl::StatusOr<std::vector<uint64_t>>> done;
+    engine_->Subscribe(std::move(inputs),
+                       [&done](absl::StatusOr<std::vector<uint64_t>> ids) {
+                         done.set_value(std::move(ids));
+                       });
+    return done.get_future().get();
+  }
+
+  absl::Status Unsubscribe(const std::vector<uint64_t>& ids) {
+    std::promise<absl::Status> done;
+    engine_->Unsubscribe(ids, [&done](absl::Status s) { done.set_value(s); });
+    return done.get_future().get();
+  }
+
+  // Publishes and waits for the response.
+  absl::Status Publish(const v1::PublishRequest& request,
+                       v1::PublishResponse* response) {
+    PublishJob job;
+    EXPECT_TRUE(ValidatePublish(request, Limits()).ok());
+    BuildEvents(request, attributes_, &job.events);
+    job.request = &request;
+    job.response = response;
+    std::promise<absl::Status> done;
+    job.done = [&done](absl::Status s) { done.set_value(s); };
+    absl::Status status = engine_->Publish(&job);
+    if (!status.ok()) return status;
+    return done.get_future().get();
+  }
+
+  uint32_t SubscriberId(const std::string& name) {
+    return *subscribers_.Intern(name);
+  }
+  Engine& engine() { return *engine_; }
+
+ private:
+  Interner attributes_;
+  Interner subscribers_;
+  std::unique_ptr<Engine> engine_;
+};
+
+struct Config {
+  std::string mode;
+  uint32_t partitions;
+  uint32_t cohort_max;
+};
+
+std::string ConfigName(const ::testing::TestParamInfo<Config>& info) {
+  return absl::StrCat(info.param.mode, "_p", info.param.partitions, "_c",
+                      info.param.cohort_max);
+}
+
+class EngineDifferentialTest : public ::testing::TestWithParam<Config> {};
+
+// Property: with concurrent publishers, every EventResult equals the oracle
+// over the live subscriptions (ids ascending), and the listener of one
+// subscriber receives exactly the events matching its subscriptions, once
+// each, with exactly its matched ids.
+TEST_P(EngineDifferentialTest, ResultsAndDeliveriesEqualTheOracle) {
+  EngineOptions options;
+  options.partitions = GetParam().partitions;
+  options.cohort_max = GetParam().cohort_max;
+  options.cohort_wait_us = 200;
+  options.threads = 3;
+  Harness h(GetParam().mode, options);
+  Rng rng(GetParam().partitions * 100 + GetParam().cohort_max);
+  constexpr int kAttributes = 5;
+  constexpr int kDomain = 3;
+
+  std::map<uint64_t, v1::SubscriptionSpec> live;
+  for (int batch = 0; batch < 8; ++batch) {
+    v1::SubscribeRequest request;
+    for (int i = 0; i < 50; ++i) {
+      *request.add_subscriptions() = testing::RandomSpec(
+          rng, absl::StrCat("s", rng() % 4), kAttributes, kDomain);
+    }
+    auto ids = h.Subscribe(request);
+    ASSERT_TRUE(ids.ok()) << ids.status();
+    ASSERT_EQ(ids->size(), 50u);
+    for (int i = 0; i < 50; ++i) live[(*ids)[i]] = request.subscriptions(i);
+  }
+  std::vector<uint64_t> doomed;
+  for (const auto& [id, spec] : live) {
+    if (rng() % 4 == 0) doomed.push_back(id);
+  }
+  ASSERT_TRUE(h.Unsubscribe(doomed).ok());
+  for (uint64_t id : doomed) live.erase(id);
+  EXPECT_EQ(h.engine().subscriptions(), live.size());
+
+  auto sink = std::make_shared<RecordingSink>();
+  ASSERT_TRUE(h.engine().listeners().Register(h.SubscriberId("s1"), sink));
+
+  constexpr int kThreads = 3;
+  std::vector<v1::PublishRequest> requests(kThreads * 10);
+  int event_number = 0;
+  for (v1::PublishRequest& request : requests) {
+    request.set_return_ids(true);
+    const int n = 1 + static_cast<int>(rng() % 40);
+    for (int i = 0; i < n; ++i) {
+      *request.add_events() = testing::RandomEvent(
+          rng, kAttributes, kDomain, absl::StrCat("e", event_number++));
+    }
+  }
+  std::vector<v1::PublishResponse> responses(requests.size());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t r = t; r < requests.size(); r += kThreads) {
+        EXPECT_TRUE(h.Publish(requests[r], &responses[r]).ok());
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+
+  std::map<std::string, std::vector<std::vector<uint64_t>>> expected_deliveries;
+  for (size_t r = 0; r < requests.size(); ++r) {
+    ASSERT_EQ(responses[r].results_size(), requests[r].events_size());
+    for (int i = 0; i < requests[r].events_size(); ++i) {
+      const v1::Event& event = requests[r].events(i);
+      std::vector<uint64_t> expected;
+      std::vector<uint64_t> for_s1;
+      for (const auto& [id, spec] : live) {
+        if (!testing::Matches(spec, event)) continue;
+        expected.push_back(id);
+        if (spec.subscriber() == "s1") for_s1.push_back(id);
+      }
+      const v1::EventResult& result = responses[r].results(i);
+      EXPECT_EQ(result.match_count(), expected.size()) << event.DebugString();
+      EXPECT_EQ(std::vector<uint64_t>(result.subscription_ids().begin(),
+                                      result.subscription_ids().end()),
+                expected)
+          << event.DebugString();
+      if (!for_s1.empty()) expected_deliveries[event.payload()].push_back(for_s1);
+    }
+  }
+  EXPECT_EQ(sink->received(), expected_deliveries);
+  h.engine().listeners().Unregister(h.SubscriberId("s1"), sink.get());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, EngineDifferentialTest,
+    ::testing::Values(Config{"staged", 1, 1}, Config{"staged", 1, 64},
+                      Config{"staged", 2, 1}, Config{"staged", 2, 64},
+                      Config{"staged", 3, 1}, Config{"staged", 3, 64},
+                      Config{"threaded", 0, 0}),
+    ConfigName);
+
+class EngineOrderingTest : public ::testing::TestWithParam<Config> {};
+
+// Property: an event published after Subscribe returned matches the new
+// subscription; one published after Unsubscribe returned does not — while
+// other threads subscribe, unsubscribe and publish at the same time.
+TEST_P(EngineOrderingTest, ChangesAreVisibleToEventsPublishedAfterThem) {
+  EngineOptions options;
+  options.partitions = GetParam().partitions;
+  options.cohort_max = GetParam().cohort_max;
+  options.cohort_wait_us = 100;
+  options.threads = 2;
+  Harness h(GetParam().mode, options);
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 40;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&h, t] {
+      for (int round = 0; round < kRounds; ++round) {
+        const int64_t key = t * 1000 + round;
+        v1::SubscribeRequest subscribe;
+        v1::SubscriptionSpec* spec = subscribe.add_subscriptions();
+        spec->set_subscriber(absl::StrCat("t", t));
+        v1::Predicate* p = spec->add_predicates();
+        p->set_attribute("key");
+        p->set_op(v1::OP_EQ);
+        p->set_value(key);
+        auto ids = h.Subscribe(subscribe);
+        ASSERT_TRUE(ids.ok()) << ids.status();
+        v1::PublishRequest publish;
+        publish.set_return_ids(true);
+        v1::Attribute* a = publish.add_events()->add_attributes();
+        a->set_name("key");
+        a->set_value(key);
+        v1::PublishResponse response;
+        ASSERT_TRUE(h.Publish(publish, &response).ok());
+        ASSERT_EQ(response.results(0).subscription_ids_size(), 1);
+        EXPECT_EQ(response.results(0).subscription_ids(0), (*ids)[0]);
+        ASSERT_TRUE(h.Unsubscribe(*ids).ok());
+        response.Clear();
+        ASSERT_TRUE(h.Publish(publish, &response).ok());
+        EXPECT_EQ(response.results(0).match_count(), 0u);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(h.engine().subscriptions(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, EngineOrderingTest,
+                         ::testing::Values(Config{"staged", 1, 64},
+                                           Config{"staged", 3, 64},
+                                           Config{"staged", 2, 1},
+                                           Config{"threaded", 0, 0}),
+                         ConfigName);
+
+}  // namespace
+}  // namespace service
+}  // namespace cohort
