@@ -73,20 +73,10 @@ struct Result {
 };
 
 absl::StatusOr<Workload> LoadWorkload() {
-  if (!absl::GetFlag(FLAGS_workload).empty()) {
-    return ReadWorkloadFile(absl::GetFlag(FLAGS_workload));
-  }
-  absl::StatusOr<WorkloadOptions> options =
-      PresetOptions(absl::GetFlag(FLAGS_preset));
-  if (!options.ok()) return options.status();
-  if (absl::GetFlag(FLAGS_subscriptions) >= 0) {
-    options->subscriptions = absl::GetFlag(FLAGS_subscriptions);
-  }
-  if (absl::GetFlag(FLAGS_events) >= 0) {
-    options->events = absl::GetFlag(FLAGS_events);
-  }
-  if (absl::Status s = Validate(*options); !s.ok()) return s;
-  return Generate(*options);
+  return LoadOrGenerate(absl::GetFlag(FLAGS_workload),
+                        absl::GetFlag(FLAGS_preset),
+                        absl::GetFlag(FLAGS_subscriptions),
+                        absl::GetFlag(FLAGS_events));
 }
 
 absl::StatusOr<std::vector<size_t>> ParseCohortSizes(const std::string& s) {

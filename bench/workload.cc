@@ -575,5 +575,18 @@ std::string FormatReportJson(const WorkloadReport& r) {
       r.max_matches);
 }
 
+absl::StatusOr<Workload> LoadOrGenerate(const std::string& path,
+                                        const std::string& preset,
+                                        int64_t subscriptions,
+                                        int64_t events) {
+  if (!path.empty()) return ReadWorkloadFile(path);
+  absl::StatusOr<WorkloadOptions> options = PresetOptions(preset);
+  if (!options.ok()) return options.status();
+  if (subscriptions >= 0) options->subscriptions = subscriptions;
+  if (events >= 0) options->events = events;
+  if (absl::Status s = Validate(*options); !s.ok()) return s;
+  return Generate(*options);
+}
+
 }  // namespace bench
 }  // namespace cohort

@@ -145,6 +145,13 @@ std::string WorkloadText(const Workload& workload);
 absl::StatusOr<Workload> ReadWorkload(std::istream& in);
 absl::StatusOr<Workload> ReadWorkloadFile(const std::string& path);
 
+// What the benchmark tools' --workload/--preset/--subscriptions/--events
+// flags select: the file `path` if non-empty, else the preset `preset` with
+// its counts replaced by `subscriptions` and `events` where those are >= 0.
+absl::StatusOr<Workload> LoadOrGenerate(const std::string& path,
+                                        const std::string& preset,
+                                        int64_t subscriptions, int64_t events);
+
 // Summary of a workload, printed by the generator and repeated by benchmarks.
 struct WorkloadReport {
   std::string preset;

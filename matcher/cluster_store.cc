@@ -71,6 +71,62 @@ uint32_t ClusterStore::Entry(Location at, uint32_t column) const {
   return clusters_[at.cluster].column(column)[at.row];
 }
 
+namespace {
+
+// Whether cluster entry `e` holds for the event whose satisfied predicates
+// are the set bits of `bits`: the predicate's bit, flipped when negated.
+inline uint32_t EntryHolds(const uint64_t* bits, uint32_t e) {
+  const uint32_t id = e & ~kNegatedBit;
+  return static_cast<uint32_t>(((bits[id >> 6] >> (id & 63)) ^ (e >> 31)) & 1);
+}
+
+}  // namespace
+
+void ClusterStore::MatchListForEvent(
+    uint32_t head, const PredicateBits& bits,
+    std::vector<SubscriptionId>* matches) const {
+  for (uint32_t i = head; i != kNoCluster; i = clusters_[i].next) {
+    MatchClusterForEvent(clusters_[i], bits.words(), matches);
+  }
+}
+
+void ClusterStore::MatchClusterForEvent(const Cluster& c, const uint64_t* bits,
+                                        std::vector<SubscriptionId>* matches) {
+  const uint32_t* ids = c.ids();
+  if (c.width == 0) {  // no column to carry a tombstone: test the id
+    for (uint32_t row = 0; row < c.rows; ++row) {
+      if (ids[row] != kDeadRow) matches->push_back(ids[row]);
+    }
+    return;
+  }
+  // Rows of the block still alive, compacted without branches: each row is
+  // written at the end of the list and kept only if its entry holds.
+  // Tombstones die in column 0 (the false predicate's bit is never set).
+  uint32_t alive[kMatchBlock];
+  for (uint32_t start = 0; start < c.rows; start += kMatchBlock) {
+    const uint32_t n = std::min(kMatchBlock, c.rows - start);
+    const uint32_t* col = c.column(0) + start;
+    uint32_t live = 0;
+    for (uint32_t j = 0; j < n; ++j) {
+      alive[live] = j;
+      live += EntryHolds(bits, col[j]);
+    }
+    for (uint32_t k = 1; k < c.width && live > 0; ++k) {
+      col = c.column(k) + start;
+      uint32_t kept = 0;
+      for (uint32_t m = 0; m < live; ++m) {
+        const uint32_t j = alive[m];
+        alive[kept] = j;
+        kept += EntryHolds(bits, col[j]);
+      }
+      live = kept;
+    }
+    for (uint32_t m = 0; m < live; ++m) {
+      matches->push_back(ids[start + alive[m]]);
+    }
+  }
+}
+
 size_t ClusterStore::MemoryBytes() const {
   size_t bytes = clusters_.capacity() * sizeof(Cluster) +
                  free_.capacity() * sizeof(uint32_t);

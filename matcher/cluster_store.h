@@ -14,11 +14,17 @@
 // rows have all failed stops early. One visit serves every event of the
 // cohort, so a cluster is pulled into cache once per cohort.
 //
+// The per-event path (`MatchListForEvent`) checks one event's rows against
+// a predicate bit vector instead (the classic Fabret phase 2): it streams the
+// columns the same way, keeping a list of the rows still alive.
+//
 // Removal leaves a tombstone (id kDeadRow, first entry the false predicate);
 // a cluster is compacted when tombstones pass a quarter of its rows.
 //
 // Stage: owned by one partition; single-threaded by contract.
-// Thread safety: none; call from the owning thread only.
+// Thread safety: const methods only read the store, so any number of threads
+// may call them at once, provided no thread calls a non-const method
+// meanwhile. Non-const methods need exclusive access.
 #ifndef COHORT_MATCHER_CLUSTER_STORE_H_
 #define COHORT_MATCHER_CLUSTER_STORE_H_
 
@@ -72,6 +78,13 @@ class ClusterStore {
                  const uint64_t* const* masks, Emit&& emit, uint64_t* clusters,
                  uint64_t* rows) const;
 
+  // Phase 2 of the per-event path: appends to `*matches` the id of every
+  // live row on the list starting at `head` whose entries all hold in `bits`
+  // (a negated entry holds when its bit is clear). The access predicate is
+  // taken to hold. REQUIRES: bits can hold every entry's id.
+  void MatchListForEvent(uint32_t head, const PredicateBits& bits,
+                         std::vector<SubscriptionId>* matches) const;
+
   size_t clusters() const { return clusters_.size() - free_.size(); }
   size_t MemoryBytes() const;
 
@@ -99,6 +112,8 @@ class ClusterStore {
   template <typename Emit>
   size_t MatchCluster(const Cluster& c, uint64_t access_mask,
                       const uint64_t* const* masks, Emit& emit) const;
+  static void MatchClusterForEvent(const Cluster& c, const uint64_t* bits,
+                                   std::vector<SubscriptionId>* matches);
 
   std::vector<Cluster> clusters_;
   std::vector<uint32_t> free_;

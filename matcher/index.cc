@@ -339,6 +339,21 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
   counters_.matches += found;
 }
 
+void Index::MatchEvent(EventView event, MatchScratch* scratch,
+                       std::vector<SubscriptionId>* matches) const {
+  matches->clear();
+  // Predicates added since the scratch's last use may have larger ids.
+  scratch->bits_.Resize(table_.id_limit());
+  scratch->access_heads_.clear();
+  table_.MarkSatisfied(event, &scratch->bits_, &scratch->access_heads_);
+  // Each satisfied access predicate is reported once, so every cluster (and
+  // so every subscription) is visited at most once.
+  for (uint32_t head : scratch->access_heads_) {
+    clusters_.MatchListForEvent(head, scratch->bits_, matches);
+  }
+  scratch->bits_.Clear();
+}
+
 size_t Index::MemoryBytes() const {
   return table_.MemoryBytes() + clusters_.MemoryBytes() +
          stats_->MemoryBytes() + pages_.capacity() * sizeof(pages_[0]) +

@@ -16,11 +16,21 @@
 // of one event is the per-event path. Batches over 64 events are matched in
 // chunks of 64.
 //
+// `MatchEvent` is the classic Fabret per-event path, kept for the threaded
+// baseline: phase 1 sets the satisfied predicates' bits in a predicate bit
+// vector held by the caller's MatchScratch, phase 2 checks the clusters of
+// the satisfied access predicates against it. It is const: it writes
+// nothing in the Index (no scratch state, no counters).
+//
 // Stage: one instance per partition; no threads, no gRPC.
-// Thread safety: none. An Index must only be used by one thread at a time;
-// the service confines each Index to its partition thread.
-// Memory: all memory is owned by the Index and allocated by the calling
-// thread.
+// Thread safety: not synchronised. Const methods, `MatchEvent` included, may
+// be called from several threads at once as long as no thread calls a
+// non-const method (`Add`, `Remove`, and `MatchCohort`, which uses scratch
+// state inside the index) at the same time; a readers/writer lock gives
+// that. Otherwise one thread at a time: the service confines each Index to
+// its partition thread.
+// Memory: all memory is owned by the Index and allocated by the thread that
+// calls its non-const methods; a MatchScratch is owned by its caller.
 #ifndef COHORT_MATCHER_INDEX_H_
 #define COHORT_MATCHER_INDEX_H_
 
@@ -51,6 +61,27 @@ struct IndexCounters {
   uint64_t matches = 0;           // (event, subscription) matches emitted
 };
 
+// Per-thread scratch for Index::MatchEvent: the predicate bit vector and the
+// access cluster lists to visit. Reuse one across calls to avoid allocation;
+// it grows with the index's predicate ids and is all clear between calls.
+// Thread safety: none; each thread needs its own.
+class MatchScratch {
+ public:
+  MatchScratch() = default;
+  MatchScratch(const MatchScratch&) = delete;
+  MatchScratch& operator=(const MatchScratch&) = delete;
+
+  // Heap bytes held.
+  size_t MemoryBytes() const {
+    return bits_.MemoryBytes() + access_heads_.capacity() * sizeof(uint32_t);
+  }
+
+ private:
+  friend class Index;
+  internal::PredicateBits bits_;
+  std::vector<uint32_t> access_heads_;
+};
+
 class Index {
  public:
   Index();
@@ -75,6 +106,19 @@ class Index {
   // REQUIRES: each event's attributes are distinct.
   void MatchCohort(absl::Span<const EventView> events,
                    std::vector<std::vector<SubscriptionId>>* matches);
+
+  // Matches one event without touching the index's own scratch state or
+  // counters: phase 1 sets the satisfied predicates' bits in scratch's
+  // predicate bit vector (cleared lazily: only the set bits), phase 2 visits
+  // the clusters of satisfied access predicates and checks their columns
+  // against that bit vector. Safe to call from several threads at once on
+  // the same Index as long as no thread calls a non-const method at the same
+  // time; each thread passes its own scratch. Appends nothing: *matches is
+  // cleared, then filled with the ids matched (no particular order).
+  // REQUIRES: the event's attributes are distinct; no other thread uses
+  // `scratch` meanwhile.
+  void MatchEvent(EventView event, MatchScratch* scratch,
+                  std::vector<SubscriptionId>* matches) const;
 
   // Number of subscriptions.
   size_t size() const { return size_; }

@@ -1,6 +1,7 @@
 // Microbenchmarks of the Fabret index on a scaled-down fabret-1m workload
 // (100k subscriptions, the preset's distributions): phase 1 alone, phase 2
-// alone, whole cohorts of several sizes, and add/remove.
+// alone, whole cohorts of several sizes, the per-event MatchEvent path, and
+// add/remove.
 //
 //   bazel run -c opt //matcher:index_benchmark --
 //       --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -60,6 +61,22 @@ void BM_MatchCohort(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * cohort);
 }
 BENCHMARK(BM_MatchCohort)->Arg(1)->Arg(4)->Arg(16)->Arg(64)->Arg(256);
+
+// The classic per-event path (predicate bit vector, const Index), to compare
+// with MatchCohort/1: same events, one at a time.
+void BM_MatchEvent(benchmark::State& state) {
+  Fixture& f = Shared();
+  MatchScratch scratch;
+  std::vector<SubscriptionId> out;
+  size_t next = 0;
+  for (auto _ : state) {
+    if (next == f.events.size()) next = 0;
+    f.index.MatchEvent(f.events[next++], &scratch, &out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_MatchEvent);
 
 // Phase 1: computing cohort masks (and clearing them) for `cohort` events.
 void BM_Phase1(benchmark::State& state) {

@@ -1,7 +1,8 @@
 // Tests of the Fabret index. The backbone is a randomized differential test
 // against ReferenceMatcher over many seeds, every operator, boundary values,
-// interleaved add/remove and all cohort sizes; a mismatch is shrunk to a
-// minimal set of subscriptions and printed as a reproducer.
+// interleaved add/remove and all cohort sizes, checking both matching paths
+// (MatchCohort and MatchEvent); a mismatch is shrunk to a minimal set of
+// subscriptions and printed as a reproducer.
 #include "matcher/index.h"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "matcher/index_test_util.h"
 #include "matcher/reference_matcher.h"
 #include "matcher/types.h"
 
@@ -22,72 +24,13 @@ namespace {
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 
-using Subscription = std::vector<Predicate>;
-using Event = std::vector<AttributeValue>;
-
-// splitmix64: tiny, deterministic, good enough for test data.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  uint64_t Uniform(uint64_t n) { return Next() % n; }
-  bool Chance(int percent) {
-    return Uniform(100) < static_cast<uint64_t>(percent);
-  }
-
- private:
-  uint64_t state_;
-};
-
-// Values cluster in a small domain so predicates often hold, plus the int64
-// extremes and their neighbours.
-int64_t RandomValue(Rng& rng, int64_t domain) {
-  static constexpr int64_t kEdges[] = {kMin, kMin + 1, kMax - 1, kMax, 0, -1};
-  if (rng.Chance(8)) return kEdges[rng.Uniform(6)];
-  return static_cast<int64_t>(rng.Uniform(2 * domain + 1)) - domain;
-}
-
-Predicate RandomPredicate(Rng& rng, uint32_t attributes, int64_t domain) {
-  Predicate p;
-  p.attribute = static_cast<AttributeId>(rng.Uniform(attributes));
-  p.op = static_cast<Op>(1 + rng.Uniform(7));
-  p.value = RandomValue(rng, domain);
-  if (p.op == Op::kBetween) {
-    int64_t upper = rng.Chance(15) ? p.value : RandomValue(rng, domain);
-    if (upper < p.value) std::swap(upper, p.value);
-    p.upper = upper;
-  }
-  return p;
-}
-
-Event RandomEvent(Rng& rng, uint32_t attributes, int64_t domain) {
-  Event e;
-  for (uint32_t a = 0; a < attributes; ++a) {
-    if (rng.Chance(60)) e.push_back({a, RandomValue(rng, domain)});
-  }
-  // Attribute order must not matter.
-  for (size_t i = e.size(); i > 1; --i) std::swap(e[i - 1], e[rng.Uniform(i)]);
-  return e;
-}
-
-std::string FormatSubscription(const Subscription& s) {
-  std::string out = absl::StrCat("S ", s.size());
-  for (const Predicate& p : s) absl::StrAppend(&out, " ", DebugString(p));
-  return out;
-}
-
-std::string FormatEvent(const Event& e) {
-  std::string out = absl::StrCat("E ", e.size());
-  for (const AttributeValue& av : e) {
-    absl::StrAppend(&out, " a", av.attribute, " ", av.value);
-  }
-  return out;
-}
+using test_util::Event;
+using test_util::FormatEvent;
+using test_util::FormatSubscription;
+using test_util::RandomEvent;
+using test_util::RandomPredicate;
+using test_util::Rng;
+using test_util::Subscription;
 
 std::vector<SubscriptionId> MatchOne(Index& index, const Event& e) {
   std::vector<std::vector<SubscriptionId>> out;
@@ -95,6 +38,15 @@ std::vector<SubscriptionId> MatchOne(Index& index, const Event& e) {
   index.MatchCohort(absl::MakeConstSpan(&view, 1), &out);
   std::sort(out[0].begin(), out[0].end());
   return out[0];
+}
+
+// The per-event path, sorted.
+std::vector<SubscriptionId> MatchOneEvent(const Index& index, const Event& e) {
+  MatchScratch scratch;
+  std::vector<SubscriptionId> out = {kMaxSubscriptionId};  // must be cleared
+  index.MatchEvent(e, &scratch, &out);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 // Greedily drops subscriptions while a freshly built index still disagrees
@@ -110,7 +62,9 @@ std::string Shrink(std::vector<std::pair<SubscriptionId, Subscription>> live,
           if (!index.Add(id, s).ok()) return true;
           reference.Add(id, s);
         }
-        return MatchOne(index, event) != reference.Match(event);
+        const std::vector<SubscriptionId> want = reference.Match(event);
+        return MatchOne(index, event) != want ||
+               MatchOneEvent(index, event) != want;
       };
   if (!fails(live)) {
     return "fails only with its add/remove history (seed reproduces it)";
@@ -138,7 +92,9 @@ struct DifferentialStats {
 };
 
 // One seed: rounds of random mutations followed by matching a batch of events
-// in cohorts of random sizes. Returns false (after reporting) on a mismatch.
+// in cohorts of random sizes, and each event alone with MatchEvent (one
+// scratch for the whole seed, so it also grows with the index). Returns false
+// (after reporting) on a mismatch.
 bool RunSeed(uint64_t seed, DifferentialStats* stats) {
   Rng rng(seed);
   const uint32_t attributes = 1 + rng.Uniform(8);
@@ -147,6 +103,8 @@ bool RunSeed(uint64_t seed, DifferentialStats* stats) {
   ReferenceMatcher reference;
   std::vector<std::pair<SubscriptionId, Subscription>> live;
   std::vector<SubscriptionId> removed;
+  MatchScratch scratch;
+  std::vector<SubscriptionId> per_event;
   SubscriptionId next_id = static_cast<SubscriptionId>(rng.Uniform(1000));
   static constexpr size_t kCohorts[] = {1, 2, 63, 64, 65, 1000};
   for (int round = 0; round < 4; ++round) {
@@ -190,10 +148,13 @@ bool RunSeed(uint64_t seed, DifferentialStats* stats) {
         const std::vector<SubscriptionId> want = reference.Match(e);
         stats->pairs += live.size();
         stats->matches += want.size();
-        if (got[i] != want) {
+        index.MatchEvent(e, &scratch, &per_event);
+        std::sort(per_event.begin(), per_event.end());
+        if (got[i] != want || per_event != want) {
           ADD_FAILURE() << "seed " << seed << " round " << round
-                        << ": index found " << got[i].size()
-                        << " matches, reference " << want.size() << " for "
+                        << ": MatchCohort found " << got[i].size()
+                        << " matches, MatchEvent " << per_event.size()
+                        << ", reference " << want.size() << " for "
                         << FormatEvent(e) << "\n"
                         << Shrink(live, e);
           return false;
@@ -219,7 +180,7 @@ TEST(IndexDifferential, RandomizedAgainstReferenceOverManySeeds) {
 }
 
 // Builds an index and a reference from `subs` (ids 0..n-1) and expects them
-// to agree on `event`; returns the index's matches.
+// and both matching paths to agree on `event`; returns the index's matches.
 std::vector<SubscriptionId> MatchBoth(const std::vector<Subscription>& subs,
                                       const Event& event) {
   Index index;
@@ -230,6 +191,7 @@ std::vector<SubscriptionId> MatchBoth(const std::vector<Subscription>& subs,
   }
   std::vector<SubscriptionId> got = MatchOne(index, event);
   EXPECT_EQ(got, reference.Match(event)) << FormatEvent(event);
+  EXPECT_EQ(MatchOneEvent(index, event), got) << FormatEvent(event);
   return got;
 }
 
@@ -310,6 +272,8 @@ TEST(Index, RemoveThenReAddKeepsIdsAndResults) {
   ASSERT_TRUE(index.Add(7, {{{0, Op::kEq, 2, 0}}}).ok());
   EXPECT_EQ(MatchOne(index, {{0, 1}}), std::vector<SubscriptionId>{8});
   EXPECT_EQ(MatchOne(index, {{0, 2}}), std::vector<SubscriptionId>{7});
+  EXPECT_EQ(MatchOneEvent(index, {{0, 1}}), std::vector<SubscriptionId>{8});
+  EXPECT_EQ(MatchOneEvent(index, {{0, 2}}), std::vector<SubscriptionId>{7});
   EXPECT_EQ(index.size(), 2u);
 }
 
@@ -331,6 +295,7 @@ TEST(Index, CompactionKeepsSurvivorsFindable) {
   for (int64_t v = 0; v < 50; v += 7) {
     const Event e = {{0, 1}, {1, v}};
     EXPECT_EQ(MatchOne(index, e), reference.Match(e));
+    EXPECT_EQ(MatchOneEvent(index, e), reference.Match(e));
   }
   // Every survivor can still be removed (its location was kept current).
   for (SubscriptionId id = 0; id < 2000; id += 7) {
@@ -344,8 +309,11 @@ TEST(Index, CompactionKeepsSurvivorsFindable) {
 TEST(Index, EmptyEventAndEmptyIndexMatchNothing) {
   Index index;
   EXPECT_TRUE(MatchOne(index, {{0, 1}}).empty());
+  EXPECT_TRUE(MatchOneEvent(index, {{0, 1}}).empty());
   ASSERT_TRUE(index.Add(1, {{{0, Op::kGe, kMin, 0}}}).ok());
   EXPECT_TRUE(MatchOne(index, {}).empty());
+  EXPECT_TRUE(MatchOneEvent(index, {}).empty());
+  EXPECT_EQ(MatchOneEvent(index, {{0, 1}}), std::vector<SubscriptionId>{1});
   std::vector<std::vector<SubscriptionId>> out = {{99}};
   index.MatchCohort({}, &out);
   EXPECT_TRUE(out.empty());

@@ -233,52 +233,141 @@ void PredicateTable::MarkTouched(Group& g, uint32_t begin, uint32_t end) {
   g.touched_end = std::max(g.touched_end, end);
 }
 
-void PredicateTable::ScanGroup(Group& g, int64_t v, uint64_t bit) {
-  if (g.size() == 0) return;
+PredicateTable::Run PredicateTable::SortedRun(const Group& g, int64_t v) {
   const int64_t* key = g.key.data();
-  uint64_t* mask = g.mask.data();
   const uint32_t sorted = g.sorted;
-  uint32_t begin = 0;
-  uint32_t end = sorted;
+  Run run{0, sorted};
   switch (g.kind) {
     case Kind::kLow:  // v <= hi: the suffix with key >= v
-      begin =
+      run.begin =
           static_cast<uint32_t>(std::lower_bound(key, key + sorted, v) - key);
-      for (uint32_t i = begin; i < end; ++i) mask[i] |= bit;
-      for (uint32_t i = sorted; i < g.size(); ++i) {
-        mask[i] |= key[i] >= v ? bit : 0;
-      }
       break;
     case Kind::kHigh:  // lo <= v: the prefix with key <= v
-      end = static_cast<uint32_t>(std::upper_bound(key, key + sorted, v) - key);
-      for (uint32_t i = begin; i < end; ++i) mask[i] |= bit;
-      for (uint32_t i = sorted; i < g.size(); ++i) {
-        mask[i] |= key[i] <= v ? bit : 0;
-      }
+      run.end =
+          static_cast<uint32_t>(std::upper_bound(key, key + sorted, v) - key);
       break;
-    default: {  // lo <= v <= hi, and lo >= v - max_width
-      const int64_t* hi = g.hi.data();
+    default: {  // lo <= v, and lo >= v - max_width (hi >= v is left to check)
       const uint64_t span =
           static_cast<uint64_t>(v) - static_cast<uint64_t>(kMin);
       if (span > g.max_width) {
         const int64_t from =
             static_cast<int64_t>(static_cast<uint64_t>(v) - g.max_width);
-        begin = static_cast<uint32_t>(
+        run.begin = static_cast<uint32_t>(
             std::lower_bound(key, key + sorted, from) - key);
       }
-      end = static_cast<uint32_t>(
-          std::upper_bound(key + begin, key + sorted, v) - key);
-      for (uint32_t i = begin; i < end; ++i) mask[i] |= hi[i] >= v ? bit : 0;
+      run.end = static_cast<uint32_t>(
+          std::upper_bound(key + run.begin, key + sorted, v) - key);
+      break;
+    }
+  }
+  return run;
+}
+
+void PredicateTable::ScanGroup(Group& g, int64_t v, uint64_t bit) {
+  if (g.size() == 0) return;
+  const int64_t* key = g.key.data();
+  uint64_t* mask = g.mask.data();
+  const uint32_t sorted = g.sorted;
+  const Run run = SortedRun(g, v);
+  switch (g.kind) {
+    case Kind::kLow:
+      for (uint32_t i = run.begin; i < run.end; ++i) mask[i] |= bit;
+      for (uint32_t i = sorted; i < g.size(); ++i) {
+        mask[i] |= key[i] >= v ? bit : 0;
+      }
+      break;
+    case Kind::kHigh:
+      for (uint32_t i = run.begin; i < run.end; ++i) mask[i] |= bit;
+      for (uint32_t i = sorted; i < g.size(); ++i) {
+        mask[i] |= key[i] <= v ? bit : 0;
+      }
+      break;
+    default: {
+      const int64_t* hi = g.hi.data();
+      for (uint32_t i = run.begin; i < run.end; ++i) {
+        mask[i] |= hi[i] >= v ? bit : 0;
+      }
       for (uint32_t i = sorted; i < g.size(); ++i) {
         mask[i] |= (key[i] <= v && hi[i] >= v) ? bit : 0;
       }
       break;
     }
   }
-  if (begin < end) MarkTouched(g, begin, end);
+  if (run.begin < run.end) MarkTouched(g, run.begin, run.end);
   if (sorted < g.size()) {
     MarkTouched(g, UINT32_MAX, 0);
     g.touched_tail = true;
+  }
+}
+
+// The per-event twin of ScanGroup: the same positions, reported one at a
+// time because their bits are scattered over the bit vector by predicate id.
+template <typename F>
+void PredicateTable::ForEachHolding(const Group& g, int64_t v, F&& f) {
+  if (g.size() == 0) return;
+  const int64_t* key = g.key.data();
+  const uint32_t sorted = g.sorted;
+  const Run run = SortedRun(g, v);
+  switch (g.kind) {
+    case Kind::kLow:
+      for (uint32_t i = run.begin; i < run.end; ++i) f(i);
+      for (uint32_t i = sorted; i < g.size(); ++i) {
+        if (key[i] >= v) f(i);
+      }
+      break;
+    case Kind::kHigh:
+      for (uint32_t i = run.begin; i < run.end; ++i) f(i);
+      for (uint32_t i = sorted; i < g.size(); ++i) {
+        if (key[i] <= v) f(i);
+      }
+      break;
+    default: {
+      const int64_t* hi = g.hi.data();
+      for (uint32_t i = run.begin; i < run.end; ++i) {
+        if (hi[i] >= v) f(i);
+      }
+      for (uint32_t i = sorted; i < g.size(); ++i) {
+        if (key[i] <= v && hi[i] >= v) f(i);
+      }
+      break;
+    }
+  }
+}
+
+void PredicateTable::MarkSatisfied(EventView event, PredicateBits* bits,
+                                   std::vector<uint32_t>* access_heads) const {
+  for (const AttributeValue& av : event) {
+    if (av.attribute >= attributes_.size()) continue;  // no predicates on it
+    // Never finds the false predicate: its kind is kFalse, not kEq.
+    auto it =
+        ids_.find(NormalPredicate{Kind::kEq, av.attribute, av.value, av.value});
+    if (it != ids_.end()) {
+      bits->Set(*it);
+      const uint32_t head = info_[*it].head;
+      if (head != kNoCluster) access_heads->push_back(head);
+    }
+    const AttributeGroups& groups = attributes_[av.attribute];
+    // A removed position keeps its place until Rebuild; its id is
+    // kFreePosition, the false predicate, whose bit must stay clear because
+    // it marks tombstoned rows.
+    auto mark = [bits](const Group& g) {
+      return [&g, bits](uint32_t i) {
+        if (g.pred[i] != kFreePosition) bits->Set(g.pred[i]);
+      };
+    };
+    ForEachHolding(groups.high, av.value, mark(groups.high));
+    ForEachHolding(groups.range, av.value, mark(groups.range));
+    // Of the range kinds only "present" (kLow with hi = INT64_MAX) can be an
+    // access predicate; it sorts last in the sorted part or sits in the tail
+    // (as ForEachTouchedAccess relies on), so only those heads are read.
+    const Group& low = groups.low;
+    ForEachHolding(low, av.value, [&](uint32_t i) {
+      if (low.pred[i] == kFreePosition) return;
+      bits->Set(low.pred[i]);
+      if (i + 1 >= low.sorted && low.head[i] != kNoCluster) {
+        access_heads->push_back(low.head[i]);
+      }
+    });
   }
 }
 

@@ -20,8 +20,15 @@
 // per-id word for equalities). Masks are cleared after the cohort
 // (`EndCohort`), touching only the words that were set.
 //
+// The per-event path (`MarkSatisfied`) is the classic Fabret phase 1: it
+// sets the bits of the satisfied predicates in a caller-owned PredicateBits,
+// indexed by predicate id, and writes nothing in the table.
+//
 // Stage: owned by one partition; single-threaded by contract.
-// Thread safety: none. All methods must be called from the owning thread.
+// Thread safety: const methods (`MarkSatisfied` included) only read the
+// table, so any number of threads may call them at once, provided no thread
+// calls a non-const method meanwhile (the caller's readers/writer lock).
+// Non-const methods (`AddEvent` and `EndCohort` too) need exclusive access.
 // Invariants:
 //   - Between cohorts every mask is zero.
 //   - *mask_pointers()[id] is the cohort mask of predicate id (always zero
@@ -54,6 +61,40 @@ inline constexpr uint32_t kNoCluster = UINT32_MAX;
 inline constexpr size_t kMaxCohortChunk = 64;
 
 enum class Kind : uint8_t { kFree, kFalse, kEq, kLow, kHigh, kRange };
+
+// One bit per predicate id: the predicates one event satisfies, for the
+// per-event path. Remembers which words it set, so `Clear` touches only
+// those (the vector is cleared lazily, not zeroed whole per event).
+// Thread safety: none; each thread owns its own.
+// Invariant: words_[w] != 0 implies w is in dirty_.
+class PredicateBits {
+ public:
+  // Makes room for ids below `limit`. REQUIRES: no bit is set.
+  void Resize(size_t limit) {
+    const size_t words = (limit + 63) / 64;
+    if (words > words_.size()) words_.resize(words, 0);
+  }
+  // REQUIRES: id is below a limit passed to Resize.
+  void Set(PredicateId id) {
+    uint64_t& word = words_[id >> 6];
+    if (word == 0) dirty_.push_back(id >> 6);
+    word |= uint64_t{1} << (id & 63);
+  }
+  // Clears every bit set since the last call.
+  void Clear() {
+    for (uint32_t w : dirty_) words_[w] = 0;
+    dirty_.clear();
+  }
+  const uint64_t* words() const { return words_.data(); }
+  size_t MemoryBytes() const {
+    return words_.capacity() * sizeof(uint64_t) +
+           dirty_.capacity() * sizeof(uint32_t);
+  }
+
+ private:
+  std::vector<uint64_t> words_;
+  std::vector<uint32_t> dirty_;  // indices of the non-zero words
+};
 
 // A normalised predicate: the interval [lo, hi] of its attribute (for kEq,
 // lo == hi).
@@ -101,6 +142,19 @@ class PredicateTable {
 
   // Pointers to the cohort masks, indexed by predicate id, for phase 2.
   const uint64_t* const* mask_pointers() const { return mask_ptr_.data(); }
+
+  // One more than the largest predicate id issued: a PredicateBits resized
+  // to this can hold every id a cluster entry names.
+  size_t id_limit() const { return info_.size(); }
+
+  // Phase 1 of the per-event path: sets in `bits` the bit of every predicate
+  // `event` satisfies (the same predicates AddEvent marks), and appends to
+  // `access_heads` the access cluster list head of each of them that heads
+  // one. Writes nothing in the table.
+  // REQUIRES: bits was resized to id_limit(); event's attributes are
+  // distinct.
+  void MarkSatisfied(EventView event, PredicateBits* bits,
+                     std::vector<uint32_t>* access_heads) const;
 
   // Phase 1: sets bit `bit` in the mask of every predicate `event` satisfies.
   void AddEvent(EventView event, uint64_t bit);
@@ -169,6 +223,19 @@ class PredicateTable {
   void Rebuild(Group& g);
   void MarkTouched(Group& g, uint32_t begin, uint32_t end);
   void ScanGroup(Group& g, int64_t v, uint64_t bit);
+
+  // Positions [begin, end) of a group's sorted part that may hold for a
+  // value: all of them hold for kLow and kHigh; for kRange each must still
+  // pass hi >= value.
+  struct Run {
+    uint32_t begin = 0;
+    uint32_t end = 0;
+  };
+  static Run SortedRun(const Group& g, int64_t v);
+  // Calls `f(position)` for each position of `g` whose predicate holds for
+  // `v`, removed positions (pred == kFreePosition) included.
+  template <typename F>
+  static void ForEachHolding(const Group& g, int64_t v, F&& f);
 
   // Hashes and compares predicate ids by the predicate they stand for, and
   // looks up a NormalPredicate directly, so the set holds 4-byte ids only.

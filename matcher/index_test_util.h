@@ -1,0 +1,97 @@
+// Random workloads for the index's tests: a deterministic generator, random
+// predicates, subscriptions and events over a small value domain (plus the
+// int64 extremes), and text forms for reproducers. Shared by index_test and
+// match_event_test so both run the same workloads.
+//
+// Test-only. Thread safety: Rng is not synchronised; use one per thread.
+#ifndef COHORT_MATCHER_INDEX_TEST_UTIL_H_
+#define COHORT_MATCHER_INDEX_TEST_UTIL_H_
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "matcher/types.h"
+
+namespace cohort {
+namespace matcher {
+namespace test_util {
+
+using Subscription = std::vector<Predicate>;
+using Event = std::vector<AttributeValue>;
+
+// splitmix64: tiny, deterministic, good enough for test data.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  uint64_t Uniform(uint64_t n) { return Next() % n; }
+  bool Chance(int percent) {
+    return Uniform(100) < static_cast<uint64_t>(percent);
+  }
+
+ private:
+  uint64_t state_;
+};
+
+// Values cluster in a small domain so predicates often hold, plus the int64
+// extremes and their neighbours.
+inline int64_t RandomValue(Rng& rng, int64_t domain) {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  static constexpr int64_t kEdges[] = {kMin, kMin + 1, kMax - 1, kMax, 0, -1};
+  if (rng.Chance(8)) return kEdges[rng.Uniform(6)];
+  return static_cast<int64_t>(rng.Uniform(2 * domain + 1)) - domain;
+}
+
+inline Predicate RandomPredicate(Rng& rng, uint32_t attributes,
+                                 int64_t domain) {
+  Predicate p;
+  p.attribute = static_cast<AttributeId>(rng.Uniform(attributes));
+  p.op = static_cast<Op>(1 + rng.Uniform(7));
+  p.value = RandomValue(rng, domain);
+  if (p.op == Op::kBetween) {
+    int64_t upper = rng.Chance(15) ? p.value : RandomValue(rng, domain);
+    if (upper < p.value) std::swap(upper, p.value);
+    p.upper = upper;
+  }
+  return p;
+}
+
+inline Event RandomEvent(Rng& rng, uint32_t attributes, int64_t domain) {
+  Event e;
+  for (uint32_t a = 0; a < attributes; ++a) {
+    if (rng.Chance(60)) e.push_back({a, RandomValue(rng, domain)});
+  }
+  // Attribute order must not matter.
+  for (size_t i = e.size(); i > 1; --i) std::swap(e[i - 1], e[rng.Uniform(i)]);
+  return e;
+}
+
+inline std::string FormatSubscription(const Subscription& s) {
+  std::string out = absl::StrCat("S ", s.size());
+  for (const Predicate& p : s) absl::StrAppend(&out, " ", DebugString(p));
+  return out;
+}
+
+inline std::string FormatEvent(const Event& e) {
+  std::string out = absl::StrCat("E ", e.size());
+  for (const AttributeValue& av : e) {
+    absl::StrAppend(&out, " a", av.attribute, " ", av.value);
+  }
+  return out;
+}
+
+}  // namespace test_util
+}  // namespace matcher
+}  // namespace cohort
+
+#endif  // COHORT_MATCHER_INDEX_TEST_UTIL_H_

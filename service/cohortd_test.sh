@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Checks the cohortd binary as an operator runs it: --help documents every
+# flag with its default, bad flags exit 2 with a message naming the flag, the
+# server prints its ports, serves Prometheus metrics, and on SIGTERM shuts
+# down in order and exits 0.
+set -uo pipefail
+readonly COHORTD="$1"
+failures=0
+check() {  # check DESCRIPTION COMMAND...
+  local description=$1
+  shift
+  if "$@"; then
+    echo "ok: ${description}"
+  else
+    echo "FAILED: ${description}"
+    failures=$((failures + 1))
+  fi
+}
+
+help=$("${COHORTD}" --help 2>&1)
+for flag in listen mode partitions pin_cores cohort_max cohort_wait_us \
+  queue_limit threads listener_queue_limit slow_listener max_predicates \
+  max_event_attributes max_payload_bytes max_batch max_streams stream_window \
+  max_message_bytes max_attributes max_subscribers metrics_port metrics_host; do
+  check "--help documents --${flag} with a default" \
+    grep -qzE -- "--${flag} \([^)]*(\([^)]*\)[^)]*)*\);[[:space:]]+default:" <<<"${help}"
+done
+
+out=$("${COHORTD}" --slow_listener=maybe 2>&1)
+check "bad --slow_listener exits 2" test $? -eq 2
+check "bad --slow_listener names the flag" grep -q -- "--slow_listener" <<<"${out}"
+out=$("${COHORTD}" --mode=fast --listen=127.0.0.1:0 2>&1)
+check "bad --mode exits 1" test $? -eq 1
+check "bad --mode names the flag" grep -q -- "--mode" <<<"${out}"
+
+log=$(mktemp)
+"${COHORTD}" --listen=127.0.0.1:0 --metrics_port=0 --partitions=2 >"${log}" 2>&1 &
+pid=$!
+for _ in $(seq 100); do
+  grep -q "metrics on" "${log}" && break
+  sleep 0.1
+done
+metrics_port=$(sed -n 's|.*metrics on http://127.0.0.1:\([0-9]*\)/metrics|\1|p' "${log}")
+check "prints the gRPC port" grep -q "serving on port [1-9]" "${log}"
+check "prints the metrics port" test -n "${metrics_port}"
+if [[ -n "${metrics_port}" ]]; then
+  exec 3<>"/dev/tcp/127.0.0.1/${metrics_port}"
+  printf 'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n' >&3
+  body=$(cat <&3)
+  exec 3<&-
+  check "metrics endpoint answers 200" grep -q "HTTP/1.1 200" <<<"${body}"
+  check "metrics show 2 partitions" grep -q "^cohort_partitions 2" <<<"${body}"
+fi
+kill -TERM "${pid}"
+wait "${pid}"
+check "SIGTERM exits 0" test $? -eq 0
+check "SIGTERM shuts down in order" grep -q "SIGTERM received; shutting down" "${log}"
+check "reports it stopped" grep -q "cohortd: stopped" "${log}"
+rm -f "${log}"
+echo "cohortd_test: ${failures} failed"
+((failures == 0))
