@@ -263,8 +263,18 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& target) {
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   // Responses with return_ids can exceed gRPC's 4 MiB default.
   args.SetMaxReceiveMessageSize(-1);
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
-                                   args);
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
+      target, grpc::InsecureChannelCredentials(), args);
+  // Channels live until the process exits. A callback-API call's context
+  // holds a channel reference and is destroyed on gRPC's callback thread;
+  // if that were the last reference, gRPC would tear down its callback
+  // completion queue from that very thread and crash (seen at the end of a
+  // load phase). Intentionally leaked.
+  static absl::Mutex* keep_mu = new absl::Mutex;
+  static auto* keep = new std::vector<std::shared_ptr<grpc::Channel>>;
+  absl::MutexLock lock(keep_mu);
+  keep->push_back(channel);
+  return channel;
 }
 
 // ---------------------------------------------------------------------------

@@ -140,6 +140,10 @@ uint64_t Engine::FinishEvent(PublishJob* job, size_t i,
   }
   state.partials.clear();
   state.partials.shrink_to_fit();
+  // Counted before the reply goes out, so a GetStats that follows the reply
+  // includes this event.
+  profile->AddEvents(1);
+  profile->AddMatches(count);
   if (job->events_left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     job->done(absl::OkStatus());  // may delete job
   }

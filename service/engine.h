@@ -150,8 +150,9 @@ class Engine {
   virtual void AddStageStats(v1::Stats* stats) const = 0;
 
   // Merges the partials of event `i` into its EventResult, delivers it to
-  // listeners, and completes the job if it was the last event. Returns the
-  // event's match count. Called by the stage that finishes events.
+  // listeners, counts it in `profile`, and completes the job if it was the
+  // last event. Returns the event's match count. Called by the stage that
+  // finishes events.
   uint64_t FinishEvent(PublishJob* job, size_t i, StageProfile* profile);
 
   // Held shared by every call that may queue work, exclusively by Shutdown

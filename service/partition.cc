@@ -163,13 +163,15 @@ void Partition::RunCohort(const std::vector<PartitionItem>& cohort) {
     views_.push_back(item.job->events[item.event]);
   }
   shard_.MatchCohort(views_, &matches_);
+  // Counted before the events are handed on, so a GetStats that follows a
+  // reply includes them.
   uint64_t matched = 0;
-  for (size_t k = 0; k < cohort.size(); ++k) {
-    matched += matches_[k].size();
-    Report(cohort[k].job, cohort[k].event, &matches_[k]);
-  }
+  for (size_t k = 0; k < cohort.size(); ++k) matched += matches_[k].size();
   profile_.AddEvents(cohort.size());
   profile_.AddMatches(matched);
+  for (size_t k = 0; k < cohort.size(); ++k) {
+    Report(cohort[k].job, cohort[k].event, &matches_[k]);
+  }
 }
 
 void Partition::Report(PublishJob* job, uint32_t event,

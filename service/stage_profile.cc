@@ -164,8 +164,12 @@ void StageProfile::ToProto(cohort::v1::StageStats* out) const {
   out->set_queue_length_max(queue_length_max_);
   wait_.ToProto(out->mutable_wait());
   service_.ToProto(out->mutable_service());
-  for (size_t i = 0; i < kNumBatchBuckets; ++i) {
-    if (batch_buckets_[i] == 0) continue;
+  // Every bucket up to the last non-empty one is listed, empty ones too: a
+  // bucket's lower bound is the previous bucket's upper bound, so leaving
+  // one out would make its neighbour appear to cover its range.
+  size_t last = kNumBatchBuckets;
+  while (last > 0 && batch_buckets_[last - 1] == 0) --last;
+  for (size_t i = 0; i < last; ++i) {
     cohort::v1::HistogramBucket* bucket = out->add_batch_sizes();
     bucket->set_upper_bound(i < kBatchSizeBucketBounds.size()
                                 ? kBatchSizeBucketBounds[i]

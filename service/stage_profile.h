@@ -166,7 +166,9 @@ class StageProfile {
   uint64_t queue_limit() const { return queue_limit_; }
 
   // ToProto overwrites every field of `out` with a snapshot of this profile.
-  // batch_sizes lists only non-empty buckets, by ascending upper bound.
+  // batch_sizes lists the buckets by ascending upper bound, up to the last
+  // non-empty one (empty ones before it included, so that each bucket's
+  // range starts after the previous bucket's upper bound).
   void ToProto(cohort::v1::StageStats* out) const;
 
  private:

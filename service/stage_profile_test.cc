@@ -165,7 +165,9 @@ TEST(LatencyHistogram, ToProtoIsInMicroseconds) {
   EXPECT_DOUBLE_EQ(proto.max_us(), 3.0);
 }
 
-TEST(StageProfile, BatchSizesListOnlyNonEmptyBucketsAscending) {
+// Empty buckets below the largest non-empty one are listed too, so each
+// bucket's range starts right after the previous bucket's upper bound.
+TEST(StageProfile, BatchSizesListEveryBucketUpToTheLastNonEmptyOne) {
   StageProfile profile("partition/2", "partition", 2, 100);
   for (size_t size : {1, 1, 2, 3, 4, 5, 100, 4096, 4097, 100000}) {
     profile.RecordBatch(size, size, 1000);
@@ -177,7 +179,9 @@ TEST(StageProfile, BatchSizesListOnlyNonEmptyBucketsAscending) {
     buckets.emplace_back(b.upper_bound(), b.count());
   }
   const std::vector<std::pair<uint64_t, uint64_t>> expected = {
-      {1, 2}, {2, 1}, {4, 2}, {8, 1}, {128, 1}, {4096, 1}, {UINT64_MAX, 2}};
+      {1, 2},   {2, 1},   {4, 2},   {8, 1},    {16, 0},
+      {32, 0},  {64, 0},  {128, 1}, {256, 0},  {512, 0},
+      {1024, 0}, {2048, 0}, {4096, 1}, {UINT64_MAX, 2}};
   EXPECT_EQ(buckets, expected);
   EXPECT_EQ(stats.batches(), 10u);
 }
@@ -212,9 +216,11 @@ TEST(StageProfile, ToProtoFillsEveryField) {
   EXPECT_EQ(stats.service().count(), 2u);
   EXPECT_DOUBLE_EQ(stats.service().mean_us(), 3.0);
   EXPECT_DOUBLE_EQ(stats.service().max_us(), 4.0);
-  ASSERT_EQ(stats.batch_sizes_size(), 2);
-  EXPECT_EQ(stats.batch_sizes(0).upper_bound(), 4u);
-  EXPECT_EQ(stats.batch_sizes(1).upper_bound(), 8u);
+  ASSERT_EQ(stats.batch_sizes_size(), 4);  // 1, 2 and 4 (1 batch), 8
+  EXPECT_EQ(stats.batch_sizes(0).count(), 0u);
+  EXPECT_EQ(stats.batch_sizes(2).upper_bound(), 4u);
+  EXPECT_EQ(stats.batch_sizes(2).count(), 1u);
+  EXPECT_EQ(stats.batch_sizes(3).upper_bound(), 8u);
   EXPECT_EQ(stats.batches(), 2u);
   EXPECT_EQ(stats.events(), 12u);
   EXPECT_EQ(stats.matches(), 34u);

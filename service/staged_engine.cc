@@ -58,13 +58,10 @@ void StagedEngine::RunReply() {
     }
     const int64_t start = NowNanos();
     waits.clear();
-    uint64_t matches = 0;
     for (const ReadyEvent& ready : batch) {
       waits.push_back(start - ready.ready_ns);
-      matches += FinishEvent(ready.job, ready.event, &reply_profile_);
+      FinishEvent(ready.job, ready.event, &reply_profile_);
     }
-    reply_profile_.AddEvents(batch.size());
-    reply_profile_.AddMatches(matches);
     reply_profile_.RecordWaits(waits);
     reply_profile_.RecordBatch(batch.size(), batch.size(), NowNanos() - start);
     const size_t n = batch.size();

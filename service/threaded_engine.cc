@@ -40,12 +40,9 @@ void ThreadedEngine::RunWorker() {
     workers_profile_.RecordWait(start - queued.enqueue_ns);
     const size_t n = queued.job->events.size();
     Match(queued.job, &scratch, &local);
-    uint64_t matches = 0;
     for (size_t i = 0; i < n; ++i) {
-      matches += FinishEvent(queued.job, i, &workers_profile_);  // may free job
+      FinishEvent(queued.job, i, &workers_profile_);  // may free job
     }
-    workers_profile_.AddEvents(n);
-    workers_profile_.AddMatches(matches);
     workers_profile_.RecordBatch(queue_length, n, NowNanos() - start);
     admission_.Release(n);
   }
