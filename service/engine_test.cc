@@ -102,16 +102,8 @@ class Harness {
   std::unique_ptr<Engine> engine_;
 };
 
-struct Config {
-  std::string mode;
-  uint32_t partitions;
-  uint32_t cohort_max;
-};
-
-std::string ConfigName(const ::testing::TestParamInfo<Config>& info) {
-  return absl::StrCat(info.param.mode, "_p", info.param.partitions, "_c",
-                      info.param.cohort_max);
-}
+using testing::Config;
+using testing::ConfigName;
 
 class EngineDifferentialTest : public ::testing::TestWithParam<Config> {};
 

@@ -252,7 +252,9 @@ TEST(ServerOverload, ExcessPublishesAreRejectedAndTheServerRecovers) {
     threads.emplace_back([&, i] {
       v1::PublishResponse response;
       statuses[i] = client.Publish(testing::KeyEvent(1), &response);
-      if (statuses[i].ok()) EXPECT_EQ(response.results(0).match_count(), 1u);
+      if (statuses[i].ok()) {
+        EXPECT_EQ(response.results(0).match_count(), 1u);
+      }
     });
   }
   for (std::thread& t : threads) t.join();
@@ -313,82 +315,92 @@ TEST(ServerOverload, StreamsWaitForRoomInsteadOfFailing) {
   }
 }
 
-// Publishes `n` events with a 32 KiB payload that match subscriber "slow".
-void FloodSlowListener(testing::Client& client, int n) {
-  for (int i = 0; i < n; ++i) {
-    v1::PublishResponse response;
-    ASSERT_TRUE(client
-                    .Publish(testing::KeyEvent(42, std::string(32 << 10, 'x')),
-                             &response)
-                    .ok());
+// A server whose listener queues hold 4 deliveries, a subscription of
+// subscriber "slow" to key 42, and a Listen stream for "slow" that is not
+// read until StartReading().
+class SlowListenerTest : public ::testing::Test {
+ protected:
+  void Start(SlowListenerPolicy policy) {
+    ServerOptions options = testing::LocalServerOptions();
+    options.streams.listener_queue_limit = 4;
+    options.streams.slow_listener = policy;
+    auto server = CohortServer::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    client_ = std::make_unique<testing::Client>(server_->port());
+    v1::SubscribeRequest request = testing::KeySubscription(42);
+    request.mutable_subscriptions(0)->set_subscriber("slow");
+    v1::SubscribeResponse ids;
+    ASSERT_TRUE(client_->Subscribe(request, &ids).ok());
+    listener_ = std::make_unique<testing::Listener>(server_->port(), "slow",
+                                                    /*start_reading=*/false);
+    ASSERT_TRUE(client_->WaitForListeners(1));
   }
-}
 
-v1::SubscribeRequest SlowSubscription() {
-  v1::SubscribeRequest request = testing::KeySubscription(42);
-  request.mutable_subscriptions(0)->set_subscriber("slow");
-  return request;
-}
+  // Publishes `n` events with a 32 KiB payload that match "slow"; every
+  // publish must succeed however slow the listener is.
+  void Flood(int n) {
+    for (int i = 0; i < n; ++i) {
+      v1::PublishResponse response;
+      ASSERT_TRUE(client_
+                      ->Publish(testing::KeyEvent(42, std::string(32 << 10, 'x')),
+                                &response)
+                      .ok());
+    }
+  }
+
+  // The reply stage's profile (the last stage).
+  v1::StageStats ReplyStats() {
+    const v1::Stats stats = client_->Stats();
+    return stats.stages(stats.stages_size() - 1);
+  }
+
+  std::unique_ptr<CohortServer> server_;
+  std::unique_ptr<testing::Client> client_;
+  std::unique_ptr<testing::Listener> listener_;
+};
+
+// 400 deliveries of 32 KiB (12.5 MiB) are more than gRPC buffers hold.
+constexpr int kFloodEvents = 400;
 
 // Property: with --slow_listener=drop a listener that does not read loses
 // deliveries (counted, visible as sequence gaps) while publishers are never
 // stalled; what it does receive is in order.
-TEST(ServerSlowListener, DropPolicyDropsAndCountsWithoutStallingPublishers) {
-  ServerOptions options = testing::LocalServerOptions();
-  options.streams.listener_queue_limit = 4;
-  options.streams.slow_listener = SlowListenerPolicy::kDrop;
-  auto server = CohortServer::Start(options);
-  ASSERT_TRUE(server.ok()) << server.status();
-  testing::Client client((*server)->port());
-  v1::SubscribeResponse ids;
-  ASSERT_TRUE(client.Subscribe(SlowSubscription(), &ids).ok());
-  testing::Listener listener((*server)->port(), "slow",
-                             /*start_reading=*/false);
-  ASSERT_TRUE(client.WaitForListeners(1));
-  constexpr int kEvents = 400;  // 12.5 MiB: more than gRPC buffers
-  FloodSlowListener(client, kEvents);
-  const v1::Stats stats = client.Stats();
-  const uint64_t dropped = stats.stages(stats.stages_size() - 1).dropped_deliveries();
+TEST_F(SlowListenerTest, DropPolicyDropsAndCountsWithoutStallingPublishers) {
+  Start(SlowListenerPolicy::kDrop);
+  Flood(kFloodEvents);
+  const uint64_t dropped = ReplyStats().dropped_deliveries();
   EXPECT_GT(dropped, 0u);
-  listener.StartReading();
-  std::vector<v1::Delivery> deliveries = listener.WaitFor(kEvents - dropped);
-  EXPECT_EQ(deliveries.size(), kEvents - dropped);
+  listener_->StartReading();
+  std::vector<v1::Delivery> deliveries =
+      listener_->WaitFor(kFloodEvents - dropped);
+  EXPECT_EQ(deliveries.size(), kFloodEvents - dropped);
   // Once the listener reads again, it gets new deliveries; the dropped ones
   // show as a gap before them.
-  FloodSlowListener(client, 1);
-  deliveries = listener.WaitFor(kEvents - dropped + 1);
-  ASSERT_EQ(deliveries.size(), kEvents - dropped + 1);
+  Flood(1);
+  deliveries = listener_->WaitFor(kFloodEvents - dropped + 1);
+  ASSERT_EQ(deliveries.size(), kFloodEvents - dropped + 1);
   uint64_t previous = 0;
   for (const v1::Delivery& delivery : deliveries) {
     EXPECT_GT(delivery.sequence(), previous);
     previous = delivery.sequence();
   }
-  EXPECT_EQ(deliveries.back().sequence(), static_cast<uint64_t>(kEvents + 1));
+  EXPECT_EQ(deliveries.back().sequence(),
+            static_cast<uint64_t>(kFloodEvents + 1));
 }
 
 // Property: with --slow_listener=disconnect the same listener is ended with
 // RESOURCE_EXHAUSTED naming the flag, counted, and publishers are unaffected.
-TEST(ServerSlowListener, DisconnectPolicyEndsTheStream) {
-  ServerOptions options = testing::LocalServerOptions();
-  options.streams.listener_queue_limit = 4;
-  options.streams.slow_listener = SlowListenerPolicy::kDisconnect;
-  auto server = CohortServer::Start(options);
-  ASSERT_TRUE(server.ok()) << server.status();
-  testing::Client client((*server)->port());
-  v1::SubscribeResponse ids;
-  ASSERT_TRUE(client.Subscribe(SlowSubscription(), &ids).ok());
-  testing::Listener listener((*server)->port(), "slow",
-                             /*start_reading=*/false);
-  ASSERT_TRUE(client.WaitForListeners(1));
-  FloodSlowListener(client, 400);
-  listener.StartReading();
-  grpc::Status status = listener.Finish();
+TEST_F(SlowListenerTest, DisconnectPolicyEndsTheStream) {
+  Start(SlowListenerPolicy::kDisconnect);
+  Flood(kFloodEvents);
+  listener_->StartReading();
+  grpc::Status status = listener_->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_NE(status.error_message().find("--listener_queue_limit"),
             std::string::npos);
-  const v1::Stats stats = client.Stats();
-  EXPECT_EQ(stats.stages(stats.stages_size() - 1).disconnected_listeners(), 1u);
-  EXPECT_TRUE(client.WaitForListeners(0));
+  EXPECT_EQ(ReplyStats().disconnected_listeners(), 1u);
+  EXPECT_TRUE(client_->WaitForListeners(0));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 #include "proto/cohort/v1/pubsub.pb.h"
 
 namespace cohort {
@@ -19,6 +20,18 @@ namespace service {
 namespace testing {
 
 using Rng = std::mt19937_64;
+
+// One engine/server configuration of a parameterised test.
+struct Config {
+  std::string mode;  // "staged" or "threaded"
+  uint32_t partitions;
+  uint32_t cohort_max;
+};
+
+inline std::string ConfigName(const ::testing::TestParamInfo<Config>& info) {
+  return absl::StrCat(info.param.mode, "_p", info.param.partitions, "_c",
+                      info.param.cohort_max);
+}
 
 // Values from a small domain, so that predicates are often satisfied, plus
 // the int64 extremes now and then.
