@@ -18,7 +18,7 @@ absl::Status Admission::TooLarge(uint64_t n) const {
 absl::Status Admission::TryAcquire(uint64_t n) {
   if (n > limit_) return TooLarge(n);
   std::lock_guard<std::mutex> lock(mu_);
-  if (shutdown_) return absl::UnavailableError("the server is shutting down");
+  if (shutdown_) return ShuttingDownError();
   if (!waiters_.empty() || in_flight_ + n > limit_) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "overloaded: ", in_flight_, " of ", limit_,
@@ -37,7 +37,7 @@ void Admission::AcquireOrWait(uint64_t n, Callback done) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (shutdown_) {
-      status = absl::UnavailableError("the server is shutting down");
+      status = ShuttingDownError();
     } else if (waiters_.empty() && in_flight_ + n <= limit_) {
       in_flight_ += n;
     } else {
@@ -70,7 +70,7 @@ void Admission::Shutdown() {
     waiters.swap(waiters_);
   }
   for (Waiter& w : waiters) {
-    w.done(absl::UnavailableError("the server is shutting down"));
+    w.done(ShuttingDownError());
   }
 }
 

@@ -30,6 +30,11 @@
 namespace cohort {
 namespace service {
 
+// The status every stage returns once shutdown has begun.
+inline absl::Status ShuttingDownError() {
+  return absl::UnavailableError("the server is shutting down");
+}
+
 class Admission {
  public:
   // Called once with OK when the events were admitted, or with the reason

@@ -53,7 +53,7 @@ void Engine::Admit(PublishJob* job, int64_t start_ns) {
 absl::Status Engine::Publish(PublishJob* job) {
   const int64_t start = NowNanos();
   std::shared_lock<std::shared_mutex> gate(gate_);
-  if (closing_) return absl::UnavailableError("the server is shutting down");
+  if (closing_) return ShuttingDownError();
   absl::Status status = admission_.TryAcquire(job->events.size());
   if (!status.ok()) {
     if (absl::IsResourceExhausted(status)) front_.AddRejections(1);
@@ -77,7 +77,7 @@ void Engine::PublishWhenAdmitted(PublishJob* job,
         std::shared_lock<std::shared_mutex> gate(gate_);
         if (closing_) {
           admission_.Release(n);
-          on_admission(absl::UnavailableError("the server is shutting down"));
+          on_admission(ShuttingDownError());
           return;
         }
         on_admission(absl::OkStatus());
@@ -92,7 +92,7 @@ void Engine::Shutdown() {
     closing_ = true;
   }
   admission_.Shutdown();
-  listeners_.CloseAll(absl::UnavailableError("the server is shutting down"));
+  listeners_.CloseAll(ShuttingDownError());
   StopStages();
 }
 
@@ -148,6 +148,29 @@ uint64_t Engine::FinishEvent(PublishJob* job, size_t i,
     job->done(absl::OkStatus());  // may delete job
   }
   return count;
+}
+
+void FillPartial(const SubscriptionDirectory& directory,
+                 const ListenerRegistry& listeners, uint32_t partition,
+                 bool return_ids, const std::vector<uint32_t>& subscriber_of,
+                 std::vector<matcher::SubscriptionId>* local,
+                 PublishJob::Partial* partial) {
+  partial->count = local->size();
+  if (return_ids) {
+    // Local ids ascending give global ids ascending within a partition.
+    std::sort(local->begin(), local->end());
+    partial->ids.reserve(local->size());
+    for (matcher::SubscriptionId id : *local) {
+      partial->ids.push_back(directory.GlobalId(partition, id));
+    }
+  }
+  for (matcher::SubscriptionId id : *local) {
+    const uint32_t subscriber = subscriber_of[id];
+    if (listeners.HasListeners(subscriber)) {
+      partial->deliveries.emplace_back(subscriber,
+                                       directory.GlobalId(partition, id));
+    }
+  }
 }
 
 void Engine::FillStats(v1::Stats* stats) const {

@@ -98,6 +98,16 @@ struct PublishJob {
   std::atomic<size_t> events_left{0};
 };
 
+// Turns the local ids one partition (or the threaded worker) matched for one
+// event into its partial result: the count, the global ids ascending if
+// `return_ids`, and (subscriber, global id) for matched subscribers that have
+// listeners. Sorts *local. `subscriber_of` maps local id -> subscriber id.
+void FillPartial(const SubscriptionDirectory& directory,
+                 const ListenerRegistry& listeners, uint32_t partition,
+                 bool return_ids, const std::vector<uint32_t>& subscriber_of,
+                 std::vector<matcher::SubscriptionId>* local,
+                 PublishJob::Partial* partial);
+
 using SubscribeCallback =
     std::function<void(absl::StatusOr<std::vector<uint64_t>>)>;
 using StatusCallback = std::function<void(absl::Status)>;

@@ -176,23 +176,8 @@ void Partition::RunCohort(const std::vector<PartitionItem>& cohort) {
 
 void Partition::Report(PublishJob* job, uint32_t event,
                        std::vector<matcher::SubscriptionId>* local) {
-  PublishJob::Partial& partial = job->state[event].partials[index_];
-  partial.count = local->size();
-  if (job->request->return_ids()) {
-    // Local ids ascending give global ids ascending within a partition.
-    std::sort(local->begin(), local->end());
-    partial.ids.reserve(local->size());
-    for (matcher::SubscriptionId id : *local) {
-      partial.ids.push_back(directory_->GlobalId(index_, id));
-    }
-  }
-  for (matcher::SubscriptionId id : *local) {
-    const uint32_t subscriber = subscriber_of_[id];
-    if (listeners_->HasListeners(subscriber)) {
-      partial.deliveries.emplace_back(subscriber,
-                                      directory_->GlobalId(index_, id));
-    }
-  }
+  FillPartial(*directory_, *listeners_, index_, job->request->return_ids(),
+              subscriber_of_, local, &job->state[event].partials[index_]);
   if (job->state[event].pending.fetch_sub(1, std::memory_order_acq_rel) ==
       1) {
     ready_(job, event);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "service/admission.h"
 #include "service/prometheus.h"
 
 namespace cohort {
@@ -91,7 +92,7 @@ void CohortServer::Shutdown(int64_t grace_ms) {
   // Listen streams never end on their own; end them first so that the
   // server's shutdown only waits for requests that will finish.
   engine_->listeners().CloseAll(
-      absl::UnavailableError("the server is shutting down"));
+      ShuttingDownError());
   server_->Shutdown(std::chrono::system_clock::now() +
                     std::chrono::milliseconds(grace_ms));
   engine_->Shutdown();

@@ -124,7 +124,7 @@ void StagedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,
   }
   std::shared_lock<std::shared_mutex> gate(gate_);
   if (closing_) {
-    done(absl::UnavailableError("the server is shutting down"));
+    done(ShuttingDownError());
     return;
   }
   absl::StatusOr<uint64_t> first = directory_.Assign(subscriptions.size());
@@ -153,7 +153,7 @@ void StagedEngine::Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) {
   }
   std::shared_lock<std::shared_mutex> gate(gate_);
   if (closing_) {
-    done(absl::UnavailableError("the server is shutting down"));
+    done(ShuttingDownError());
     return;
   }
   absl::Status status = directory_.Kill(ids);

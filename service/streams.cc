@@ -7,6 +7,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "service/admission.h"
 #include "service/pubsub_service.h"
 
 namespace cohort {
@@ -224,7 +225,7 @@ class ListenReactor final : public grpc::ServerWriteReactor<v1::Delivery> {
       : service_(service), subscriber_(subscriber) {
     sink_ = std::make_shared<ListenSink>(this, service->stream_options());
     if (!service_->engine()->listeners().Register(subscriber_, sink_)) {
-      sink_->Close(absl::UnavailableError("the server is shutting down"));
+      sink_->Close(ShuttingDownError());
     }
   }
   void OnWriteDone(bool ok) override { sink_->OnWriteDone(ok); }

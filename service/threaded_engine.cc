@@ -54,21 +54,8 @@ void ThreadedEngine::Match(PublishJob* job, matcher::MatchScratch* scratch,
   std::shared_lock<std::shared_mutex> lock(index_mu_);
   for (size_t i = 0; i < job->events.size(); ++i) {
     index_.MatchEvent(job->events[i], scratch, local);
-    PublishJob::Partial& partial = job->state[i].partials[0];
-    partial.count = local->size();
-    if (return_ids) {
-      std::sort(local->begin(), local->end());
-      partial.ids.reserve(local->size());
-      for (matcher::SubscriptionId id : *local) {
-        partial.ids.push_back(directory_.GlobalId(0, id));
-      }
-    }
-    for (matcher::SubscriptionId id : *local) {
-      const uint32_t subscriber = subscriber_of_[id];
-      if (listeners_.HasListeners(subscriber)) {
-        partial.deliveries.emplace_back(subscriber, directory_.GlobalId(0, id));
-      }
-    }
+    FillPartial(directory_, listeners_, /*partition=*/0, return_ids,
+                subscriber_of_, local, &job->state[i].partials[0]);
   }
 }
 
@@ -79,7 +66,7 @@ void ThreadedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,
   {
     std::shared_lock<std::shared_mutex> gate(gate_);
     if (closing_) {
-      done(absl::UnavailableError("the server is shutting down"));
+      done(ShuttingDownError());
       return;
     }
     if (subscriptions.empty()) {
@@ -122,7 +109,7 @@ void ThreadedEngine::Unsubscribe(std::vector<uint64_t> ids,
   {
     std::shared_lock<std::shared_mutex> gate(gate_);
     if (closing_) {
-      done(absl::UnavailableError("the server is shutting down"));
+      done(ShuttingDownError());
       return;
     }
     status = directory_.Kill(ids);
