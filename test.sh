@@ -53,7 +53,7 @@ run_tests default //...
 
 # The sanitizer run covers the packages that exist (they are added over time).
 asan_patterns=()
-for dir in matcher bench service; do
+for dir in matcher bench service client; do
   if [[ -f "${dir}/BUILD.bazel" || -f "${dir}/BUILD" ]]; then
     asan_patterns+=("//${dir}/...")
   fi

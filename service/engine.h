@@ -135,6 +135,11 @@ class Engine {
   // with OK (then job->done follows later) or the error that prevents it.
   void PublishWhenAdmitted(PublishJob* job, StatusCallback on_admission);
 
+  // Lets admitted work finish without waiting for cohorts to fill (the
+  // first step of shutdown, while the RPC layer still waits for calls in
+  // progress). Admission goes on.
+  virtual void Flush() {}
+
   // Stops admitting (UNAVAILABLE), closes listeners, finishes admitted work
   // and joins engine threads. Idempotent.
   void Shutdown();

@@ -39,9 +39,16 @@ void PartitionQueue::PushUpdate(UpdateBatch* update, int64_t now_ns) {
   WakeIfReady(/*was_empty=*/items_.size() == 1);
 }
 
+void PartitionQueue::Flush() {
+  std::lock_guard<std::mutex> lock(mu_);
+  flushing_ = true;
+  cv_.notify_one();
+}
+
 void PartitionQueue::Close() {
   std::lock_guard<std::mutex> lock(mu_);
   closed_ = true;
+  flushing_ = true;
   cv_.notify_one();
 }
 
@@ -83,7 +90,7 @@ bool PartitionQueue::Pop(std::vector<PartitionItem>* out,
     }
     const size_t ready = LeadingEvents();
     const int64_t deadline = items_.front().enqueue_ns + cohort_wait_ns_;
-    if (ready >= cohort_max_ || ready < items_.size() || closed_ ||
+    if (ready >= cohort_max_ || ready < items_.size() || flushing_ ||
         Now() >= deadline) {
       const size_t take = std::min<size_t>(ready, cohort_max_);
       out->assign(items_.begin(), items_.begin() + take);

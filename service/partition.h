@@ -73,7 +73,10 @@ class PartitionQueue {
 
   void PushEvents(PublishJob* job, int64_t now_ns);
   void PushUpdate(UpdateBatch* update, int64_t now_ns);
-  // After Close, Pop returns false once the queue is empty.
+  // From now on cohorts run as soon as events are queued, without waiting
+  // for the wait limit (shutdown: admitted work finishes promptly).
+  void Flush();
+  // After Close, Pop returns false once the queue is empty. Implies Flush.
   void Close();
 
   // Blocks until a batch is ready and moves it to *out: one change, or a
@@ -92,6 +95,7 @@ class PartitionQueue {
   std::deque<PartitionItem> items_ ABSL_GUARDED_BY(mu_);
   size_t updates_ ABSL_GUARDED_BY(mu_) = 0;  // non-event items in items_
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool flushing_ ABSL_GUARDED_BY(mu_) = false;
   bool sleeping_ ABSL_GUARDED_BY(mu_) = false;
 };
 

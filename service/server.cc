@@ -93,6 +93,8 @@ void CohortServer::Shutdown(int64_t grace_ms) {
   // server's shutdown only waits for requests that will finish.
   engine_->listeners().CloseAll(
       ShuttingDownError());
+  // Calls in progress must not wait out --cohort_wait_us for company.
+  engine_->Flush();
   server_->Shutdown(std::chrono::system_clock::now() +
                     std::chrono::milliseconds(grace_ms));
   engine_->Shutdown();

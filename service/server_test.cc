@@ -246,6 +246,31 @@ TEST(ServerShutdown, FinishesAdmittedWorkAndEndsListeners) {
   EXPECT_EQ(listener.Finish().error_code(), grpc::UNAVAILABLE);
 }
 
+// Property: shutdown does not wait out --cohort_wait_us: an event parked in
+// a partition queue waiting for company is matched and answered at once.
+TEST(ServerShutdown, DoesNotWaitForCohortsToFill) {
+  ServerOptions options = OptionsFor(Config{"staged", 2, 0});
+  options.engine.cohort_wait_us = 60'000'000;  // a minute
+  auto server = CohortServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  testing::Client client((*server)->port());
+  v1::SubscribeResponse ids;
+  ASSERT_TRUE(client.Subscribe(testing::KeySubscription(4), &ids).ok());
+  grpc::Status status;
+  v1::PublishResponse response;
+  std::thread publisher(
+      [&] { status = client.Publish(testing::KeyEvent(4), &response); });
+  while (client.Stats().events_published() == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  (*server)->Shutdown();
+  publisher.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.results(0).match_count(), 1u);
+}
+
 }  // namespace
 }  // namespace service
 }  // namespace cohort

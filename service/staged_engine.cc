@@ -172,6 +172,10 @@ void StagedEngine::Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) {
   Route(job.release());
 }
 
+void StagedEngine::Flush() {
+  for (auto& partition : partitions_list_) partition->queue().Flush();
+}
+
 void StagedEngine::StopStages() {
   if (stopped_) return;
   stopped_ = true;

@@ -45,6 +45,7 @@ class StagedEngine : public Engine {
   void Subscribe(std::vector<SubscriptionInput> subscriptions,
                  SubscribeCallback done) override;
   void Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) override;
+  void Flush() override;
 
  protected:
   void Dispatch(PublishJob* job) override;

@@ -1,0 +1,535 @@
+#include "client/client.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/cohort/v1/pubsub.grpc.pb.h"
+#include "proto/cohort/v1/pubsub.pb.h"
+
+namespace cohort {
+namespace client {
+namespace {
+
+// Stats is retried on UNAVAILABLE: three attempts ride out a server that is
+// briefly unreachable (a restart, a dropped connection) without making a
+// caller that cannot reach the server wait long.
+constexpr int kStatsAttempts = 3;
+// Pause before the first retry, doubled for the next: short, since Stats is
+// interactive (the CLI) and the whole call stays within the deadline.
+constexpr absl::Duration kStatsBackoff = absl::Milliseconds(50);
+
+void SetDeadline(absl::Time deadline, grpc::ClientContext* context) {
+  context->set_deadline(absl::ToChronoTime(deadline));
+}
+
+absl::Status CheckOptions(const ClientOptions& options) {
+  if (options.target.empty()) {
+    return absl::InvalidArgumentError("ClientOptions.target is empty");
+  }
+  if (options.deadline <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("ClientOptions.deadline must be > 0");
+  }
+  if (options.subscribe_batch < 1) {
+    return absl::InvalidArgumentError(
+        "ClientOptions.subscribe_batch must be >= 1");
+  }
+  if (options.max_in_flight < 1) {
+    return absl::InvalidArgumentError(
+        "ClientOptions.max_in_flight must be >= 1");
+  }
+  return absl::OkStatus();
+}
+
+// WaitForReady() drives `channel` to READY. A failed attempt puts the channel
+// in TRANSIENT_FAILURE, where gRPC would retry only after its reconnection
+// backoff (a second or more); a CLI or a test wants the answer now.
+absl::Status WaitForReady(grpc::Channel* channel, const std::string& target,
+                          absl::Duration timeout) {
+  const auto deadline = absl::ToChronoTime(absl::Now() + timeout);
+  for (;;) {
+    const grpc_connectivity_state state =
+        channel->GetState(/*try_to_connect=*/true);
+    if (state == GRPC_CHANNEL_READY) return absl::OkStatus();
+    if (state == GRPC_CHANNEL_TRANSIENT_FAILURE ||
+        state == GRPC_CHANNEL_SHUTDOWN) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot connect to ", target, ": connection failed"));
+    }
+    if (!channel->WaitForStateChange(state, deadline)) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot connect to ", target, ": not ready within ",
+                       absl::FormatDuration(timeout)));
+    }
+  }
+}
+
+// BatchError() explains the failure `error` of request `index` (0-based) of
+// `count` sent by `rpc`, which carried `noun` [first, last); `earlier` says
+// what the earlier requests did (it stays done).
+absl::Status BatchError(const absl::Status& error, absl::string_view rpc,
+                        absl::string_view noun, size_t index, size_t count,
+                        size_t first, size_t last, absl::string_view earlier) {
+  return absl::Status(
+      error.code(), absl::StrCat(rpc, " request ", index + 1, " of ", count,
+                                 " (", noun, " ", first, " to ", last - 1,
+                                 ") failed; ", earlier, ": ", error.message()));
+}
+
+// StreamPublisher: Client::Publisher on the callback API.
+//
+// Writes: gRPC allows one outstanding write, so accepted requests wait in
+// `unsent_` and each write's completion starts the next; the half-close goes
+// after the last. Reads: one read is always outstanding; each response
+// answers the oldest entry of `unanswered_` (responses come in request order).
+//
+// Lifetime: a hold keeps the call from finishing while a caller's thread may
+// still start an operation on it. It is released once no caller will (after
+// the half-close, once the stream broke, or in the destructor) and no caller
+// is between choosing an operation and starting it (`user_starts_`). gRPC may
+// run a reaction inline inside a Start* call, so none is called under `mu_`.
+// The destructor waits for OnDone, whose last action is `finished_.Notify()`.
+class StreamPublisher final
+    : public Client::Publisher,
+      public grpc::ClientBidiReactor<v1::PublishRequest, v1::PublishResponse> {
+ public:
+  StreamPublisher(std::shared_ptr<grpc::Channel> channel, int max_in_flight)
+      : channel_(std::move(channel)),
+        max_in_flight_(static_cast<size_t>(max_in_flight)) {}
+  ~StreamPublisher() override;
+
+  // Start() opens the stream; called once, before anything else.
+  void Start(v1::PubSub::Stub* stub);
+
+  absl::Status Publish(v1::PublishRequest request, DoneCallback done) override;
+  absl::Status Finish() override;
+
+  void OnWriteDone(bool ok) override;
+  void OnReadDone(bool ok) override;
+  void OnDone(const grpc::Status& status) override;
+
+ private:
+  enum class Op { kNone, kWrite, kWritesDone };
+
+  // NextOpLocked() picks the write operation to start now, if any, and
+  // records it as started.
+  Op NextOpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StartOp(Op op);
+  // StartOpFromCaller() starts `op`, counted in user_starts_ by the caller,
+  // on a caller's thread.
+  void StartOpFromCaller(Op op);
+  // ReleaseHoldLocked() is true if the caller must now call RemoveHold().
+  bool ReleaseHoldLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // MarkBroken() records that no further operation may be started.
+  void MarkBroken();
+
+  // Keeps the channel referenced at least as long as the call's context.
+  const std::shared_ptr<grpc::Channel> channel_;
+  const size_t max_in_flight_;
+  grpc::ClientContext context_;
+  // The outstanding write; set under mu_ when writing_ becomes true, then
+  // read by gRPC until OnWriteDone.
+  v1::PublishRequest write_;
+  // The outstanding read; touched by reactions only.
+  v1::PublishResponse response_;
+  // The stream's final status: written by OnDone before finished_ is
+  // notified, read only after.
+  grpc::Status status_;
+  absl::Notification finished_;
+
+  absl::Mutex mu_;
+  std::deque<v1::PublishRequest> unsent_ ABSL_GUARDED_BY(mu_);
+  // One entry per accepted request not yet answered, in request order.
+  std::deque<DoneCallback> unanswered_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;      // a write is outstanding
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;      // Finish() was called
+  bool writes_done_ ABSL_GUARDED_BY(mu_) = false;  // half-close started
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;       // an op failed, or ended
+  bool abandoned_ ABSL_GUARDED_BY(mu_) = false;    // being destroyed
+  bool hold_released_ ABSL_GUARDED_BY(mu_) = false;
+  int user_starts_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+void StreamPublisher::Start(v1::PubSub::Stub* stub) {
+  stub->async()->PublishStream(&context_, this);
+  AddHold();
+  StartRead(&response_);
+  StartCall();
+}
+
+StreamPublisher::~StreamPublisher() {
+  bool release;
+  {
+    absl::MutexLock lock(&mu_);
+    closing_ = true;
+    abandoned_ = true;
+    release = ReleaseHoldLocked();
+  }
+  if (!finished_.HasBeenNotified()) context_.TryCancel();
+  if (release) RemoveHold();
+  finished_.WaitForNotification();
+}
+
+StreamPublisher::Op StreamPublisher::NextOpLocked() {
+  if (writing_ || broken_ || abandoned_) return Op::kNone;
+  if (!unsent_.empty()) {
+    write_ = std::move(unsent_.front());
+    unsent_.pop_front();
+    writing_ = true;
+    return Op::kWrite;
+  }
+  if (closing_ && !writes_done_) {
+    writes_done_ = true;
+    return Op::kWritesDone;
+  }
+  return Op::kNone;
+}
+
+void StreamPublisher::StartOp(Op op) {
+  if (op == Op::kWrite) StartWrite(&write_);
+  if (op == Op::kWritesDone) StartWritesDone();
+}
+
+void StreamPublisher::StartOpFromCaller(Op op) {
+  StartOp(op);
+  bool release;
+  {
+    absl::MutexLock lock(&mu_);
+    --user_starts_;
+    release = ReleaseHoldLocked();
+  }
+  if (release) RemoveHold();
+}
+
+bool StreamPublisher::ReleaseHoldLocked() {
+  if (hold_released_ || user_starts_ > 0) return false;
+  if (!broken_ && !writes_done_ && !abandoned_) return false;
+  hold_released_ = true;
+  return true;
+}
+
+void StreamPublisher::MarkBroken() {
+  bool release;
+  {
+    absl::MutexLock lock(&mu_);
+    broken_ = true;
+    release = ReleaseHoldLocked();
+  }
+  if (release) RemoveHold();
+}
+
+absl::Status StreamPublisher::Publish(v1::PublishRequest request,
+                                      DoneCallback done) {
+  bool ended;
+  Op op = Op::kNone;
+  {
+    absl::MutexLock lock(&mu_);
+    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return unanswered_.size() < max_in_flight_ || broken_ || closing_;
+    };
+    mu_.Await(absl::Condition(&ready));
+    if (closing_) {
+      return absl::FailedPreconditionError(
+          "Publisher::Publish called after Finish");
+    }
+    ended = broken_;
+    if (!ended) {
+      unsent_.push_back(std::move(request));
+      unanswered_.push_back(std::move(done));
+      op = NextOpLocked();
+      if (op != Op::kNone) ++user_starts_;
+    }
+  }
+  if (ended) {
+    // The status follows promptly: the hold is released once broken.
+    finished_.WaitForNotification();
+    return status_.ok() ? absl::InternalError(
+                              "PublishStream ended before Finish was called")
+                        : FromGrpc(status_);
+  }
+  if (op != Op::kNone) StartOpFromCaller(op);
+  return absl::OkStatus();
+}
+
+absl::Status StreamPublisher::Finish() {
+  Op op;
+  {
+    absl::MutexLock lock(&mu_);
+    closing_ = true;
+    // With a write outstanding, OnWriteDone half-closes after the last one.
+    op = NextOpLocked();
+    if (op != Op::kNone) ++user_starts_;
+  }
+  if (op != Op::kNone) StartOpFromCaller(op);
+  finished_.WaitForNotification();
+  return FromGrpc(status_);
+}
+
+void StreamPublisher::OnWriteDone(bool ok) {
+  Op op;
+  bool release;
+  {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    if (!ok) broken_ = true;
+    op = NextOpLocked();
+    release = ReleaseHoldLocked();
+  }
+  // A reaction may start operations whether or not the hold is still held.
+  StartOp(op);
+  if (release) RemoveHold();
+}
+
+void StreamPublisher::OnReadDone(bool ok) {
+  if (!ok) {  // the server ended the stream; OnDone follows
+    MarkBroken();
+    return;
+  }
+  DoneCallback done;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!unanswered_.empty()) {  // else the server answered too often
+      done = std::move(unanswered_.front());
+      unanswered_.pop_front();
+    }
+  }
+  // `done` runs before the next read is started, so the callbacks of one
+  // stream never overlap and keep request order.
+  if (done) done(std::move(response_));
+  response_.Clear();
+  StartRead(&response_);
+}
+
+void StreamPublisher::OnDone(const grpc::Status& status) {
+  status_ = status;
+  std::deque<DoneCallback> orphans;
+  {
+    absl::MutexLock lock(&mu_);
+    broken_ = true;
+    orphans.swap(unanswered_);
+    unsent_.clear();
+  }
+  const absl::Status error =
+      status.ok() ? absl::InternalError(
+                        "PublishStream ended without answering this request")
+                  : FromGrpc(status);
+  for (DoneCallback& done : orphans) {
+    if (done) done(error);
+  }
+  orphans.clear();
+  finished_.Notify();  // the last touch of *this: it may be destroyed now
+}
+
+// StreamListening: Client::Listening on the callback API. One read is
+// outstanding at a time and `on_delivery` runs before the next is started,
+// so deliveries are handled one at a time, in order. Operations are started
+// only by reactions (and before StartCall), so no hold is needed.
+class StreamListening final : public Client::Listening,
+                              public grpc::ClientReadReactor<v1::Delivery> {
+ public:
+  StreamListening(std::shared_ptr<grpc::Channel> channel,
+                  const std::string& subscriber,
+                  std::function<void(const v1::Delivery&)> on_delivery)
+      : channel_(std::move(channel)), on_delivery_(std::move(on_delivery)) {
+    request_.set_subscriber(subscriber);
+  }
+  ~StreamListening() override {
+    context_.TryCancel();
+    finished_.WaitForNotification();
+  }
+
+  // Start() opens the stream; called once, before anything else.
+  void Start(v1::PubSub::Stub* stub) {
+    stub->async()->Listen(&context_, &request_, this);
+    StartRead(&delivery_);
+    StartCall();
+  }
+
+  void Stop() override { context_.TryCancel(); }
+  absl::Status Wait() override {
+    finished_.WaitForNotification();
+    return FromGrpc(status_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // the stream ended; OnDone follows
+    if (on_delivery_) on_delivery_(delivery_);
+    delivery_.Clear();
+    StartRead(&delivery_);
+  }
+  void OnDone(const grpc::Status& status) override {
+    status_ = status;
+    finished_.Notify();  // the last touch of *this: it may be destroyed now
+  }
+
+ private:
+  // Keeps the channel referenced at least as long as the call's context.
+  const std::shared_ptr<grpc::Channel> channel_;
+  const std::function<void(const v1::Delivery&)> on_delivery_;
+  grpc::ClientContext context_;
+  v1::ListenRequest request_;
+  v1::Delivery delivery_;  // the outstanding read; reactions only
+  // Written by OnDone before finished_ is notified, read only after.
+  grpc::Status status_;
+  absl::Notification finished_;
+};
+
+}  // namespace
+
+absl::Status FromGrpc(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+}
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
+    const ClientOptions& options) {
+  if (absl::Status status = CheckOptions(options); !status.ok()) {
+    return status;
+  }
+  grpc::ChannelArguments args;
+  // Responses with return_ids can exceed gRPC's 4 MiB default.
+  args.SetMaxReceiveMessageSize(-1);
+  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
+      options.target, grpc::InsecureChannelCredentials(), args);
+  if (absl::Status status =
+          WaitForReady(channel.get(), options.target, options.deadline);
+      !status.ok()) {
+    return status;
+  }
+  return std::unique_ptr<Client>(new Client(options, std::move(channel)));
+}
+
+Client::Client(const ClientOptions& options,
+               std::shared_ptr<grpc::Channel> channel)
+    : options_(options),
+      channel_(std::move(channel)),
+      stub_(v1::PubSub::NewStub(channel_)) {}
+
+Client::~Client() = default;
+
+absl::StatusOr<std::vector<uint64_t>> Client::Subscribe(
+    absl::Span<const v1::SubscriptionSpec> specs) {
+  const size_t batch = options_.subscribe_batch;
+  const size_t count = (specs.size() + batch - 1) / batch;
+  std::vector<uint64_t> ids;
+  ids.reserve(specs.size());
+  for (size_t i = 0; i < count; ++i) {
+    const absl::Span<const v1::SubscriptionSpec> part =
+        specs.subspan(i * batch, batch);
+    v1::SubscribeRequest request;
+    request.mutable_subscriptions()->Reserve(static_cast<int>(part.size()));
+    for (const v1::SubscriptionSpec& spec : part) {
+      *request.add_subscriptions() = spec;
+    }
+    v1::SubscribeResponse response;
+    grpc::ClientContext context;
+    SetDeadline(absl::Now() + options_.deadline, &context);
+    absl::Status status =
+        FromGrpc(stub_->Subscribe(&context, request, &response));
+    if (status.ok() &&
+        static_cast<size_t>(response.subscription_ids_size()) != part.size()) {
+      status = absl::InternalError(
+          absl::StrCat("Subscribe answered ", response.subscription_ids_size(),
+                       " ids for ", part.size(), " specs"));
+    }
+    if (!status.ok()) {
+      if (count == 1) return status;
+      return BatchError(
+          status, "Subscribe", "specs", i, count, i * batch,
+          i * batch + part.size(),
+          absl::StrCat(ids.size(),
+                       " subscriptions created by earlier requests remain"));
+    }
+    ids.insert(ids.end(), response.subscription_ids().begin(),
+               response.subscription_ids().end());
+  }
+  return ids;
+}
+
+absl::Status Client::Unsubscribe(absl::Span<const uint64_t> ids) {
+  const size_t batch = options_.subscribe_batch;
+  const size_t count = (ids.size() + batch - 1) / batch;
+  for (size_t i = 0; i < count; ++i) {
+    const absl::Span<const uint64_t> part = ids.subspan(i * batch, batch);
+    v1::UnsubscribeRequest request;
+    request.mutable_subscription_ids()->Add(part.begin(), part.end());
+    v1::UnsubscribeResponse response;
+    grpc::ClientContext context;
+    SetDeadline(absl::Now() + options_.deadline, &context);
+    const absl::Status status =
+        FromGrpc(stub_->Unsubscribe(&context, request, &response));
+    if (!status.ok()) {
+      if (count == 1) return status;
+      return BatchError(
+          status, "Unsubscribe", "ids", i, count, i * batch,
+          i * batch + part.size(),
+          absl::StrCat(i * batch,
+                       " subscriptions removed by earlier requests stay "
+                       "removed"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::PublishResponse> Client::Publish(
+    const v1::PublishRequest& request) {
+  grpc::ClientContext context;
+  SetDeadline(absl::Now() + options_.deadline, &context);
+  v1::PublishResponse response;
+  const grpc::Status status = stub_->Publish(&context, request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response;
+}
+
+absl::StatusOr<v1::Stats> Client::Stats() {
+  const absl::Time deadline = absl::Now() + options_.deadline;
+  absl::Duration backoff = kStatsBackoff;
+  for (int attempt = 1;; ++attempt) {
+    grpc::ClientContext context;
+    SetDeadline(deadline, &context);
+    v1::Stats stats;
+    const absl::Status status =
+        FromGrpc(stub_->GetStats(&context, v1::GetStatsRequest(), &stats));
+    if (status.ok()) return stats;
+    if (status.code() != absl::StatusCode::kUnavailable ||
+        attempt == kStatsAttempts || absl::Now() + backoff >= deadline) {
+      return status;
+    }
+    absl::SleepFor(backoff);
+    backoff *= 2;
+  }
+}
+
+std::unique_ptr<Client::Publisher> Client::OpenPublisher() {
+  auto publisher =
+      std::make_unique<StreamPublisher>(channel_, options_.max_in_flight);
+  publisher->Start(stub_.get());
+  return publisher;
+}
+
+std::unique_ptr<Client::Listening> Client::Listen(
+    const std::string& subscriber,
+    std::function<void(const v1::Delivery&)> on_delivery) {
+  auto listening = std::make_unique<StreamListening>(channel_, subscriber,
+                                                     std::move(on_delivery));
+  listening->Start(stub_.get());
+  return listening;
+}
+
+}  // namespace client
+}  // namespace cohort

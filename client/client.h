@@ -1,0 +1,191 @@
+// The C++ client library for cohort.v1.PubSub (proto/cohort/v1/pubsub.proto):
+// what applications and the `cohort` CLI use to talk to cohortd.
+//
+// A Client owns one gRPC channel to one server and offers blocking calls
+// (Subscribe, Unsubscribe, Publish, Stats) plus two long-lived streams: a
+// Publisher (PublishStream, with a bounded number of requests outstanding)
+// and a Listening (Listen, delivering events to a callback). Errors are the
+// server's gRPC status converted to absl::Status with the same code and
+// message (see the error list at the top of pubsub.proto).
+//
+// Deadlines and retries: every blocking call carries ClientOptions::deadline.
+// Only Stats, which changes nothing, is retried (on UNAVAILABLE, a few times
+// with a short backoff); Subscribe, Unsubscribe and Publish are never
+// retried, since a call that timed out may still have been applied.
+//
+//   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect({});
+//   if (!client.ok()) return client.status();
+//   absl::StatusOr<std::vector<uint64_t>> ids = (*client)->Subscribe(specs);
+//   absl::StatusOr<v1::PublishResponse> r = (*client)->Publish(request);
+//
+// Thread safety: a Client may be used by several threads at once. A
+// Publisher's Publish and Finish may be called from any threads; a
+// Listening's Stop and Wait too. Callbacks (a Publisher's `done`, a
+// Listening's `on_delivery`) run on gRPC's threads (rarely inline, inside
+// the stream's own Publish or Finish), one at a time per stream; they must
+// not block, must not call that stream's Publish, Finish or Wait,
+// and must not destroy the stream, the Client, or any other Publisher or
+// Listening of it. Calls on the Client from a callback would block a gRPC
+// thread: avoid them too.
+//
+// Lifetime: the Client must outlive every Publisher and Listening it opened.
+// Destroy those, and the Client, on the application's own threads (never in
+// a callback): the channel's last reference must not be dropped on a gRPC
+// callback thread.
+#ifndef COHORT_CLIENT_CLIENT_H_
+#define COHORT_CLIENT_CLIENT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/cohort/v1/pubsub.grpc.pb.h"
+#include "proto/cohort/v1/pubsub.pb.h"
+
+namespace cohort {
+namespace client {
+
+struct ClientOptions {
+  // The server's address, host:port (any gRPC target string).
+  std::string target = "127.0.0.1:50051";
+  // Deadline of each blocking call, and how long Connect waits. > 0.
+  absl::Duration deadline = absl::Seconds(10);
+  // Specs per Subscribe request and ids per Unsubscribe request; at most the
+  // server's --max_batch (default 10000). >= 1.
+  size_t subscribe_batch = 5000;
+  // Publisher: requests sent on its stream and not yet answered. >= 1.
+  int max_in_flight = 8;
+};
+
+// FromGrpc() converts a gRPC status to an absl::Status with the same code
+// (gRPC and Abseil number their codes alike) and message.
+absl::Status FromGrpc(const grpc::Status& status);
+
+class Client {
+ public:
+  // Connect() checks `options`, creates the channel and waits for it to be
+  // ready. Returns INVALID_ARGUMENT for bad options, and UNAVAILABLE naming
+  // the target if the channel is not ready within options.deadline, or as
+  // soon as the connection attempt fails (e.g. refused): it does not wait
+  // for gRPC's reconnection backoff.
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(
+      const ClientOptions& options);
+
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+  ~Client();
+
+  // Subscribe() adds `specs` in requests of options.subscribe_batch specs,
+  // one after another; each request is all-or-nothing on the server. Returns
+  // the new ids, one per spec, in order. When a request fails, returns its
+  // error; if `specs` needed more than one request, the message says which
+  // request failed (the server's field indexes count from that request's
+  // first spec) and how many subscriptions the earlier requests created:
+  // those stay. An empty `specs` sends nothing.
+  absl::StatusOr<std::vector<uint64_t>> Subscribe(
+      absl::Span<const v1::SubscriptionSpec> specs);
+
+  // Unsubscribe() removes the subscriptions `ids`, in requests of
+  // options.subscribe_batch ids (each all-or-nothing). An unknown id fails
+  // its request with NOT_FOUND; errors are reported as for Subscribe
+  // (removals by earlier requests stay).
+  absl::Status Unsubscribe(absl::Span<const uint64_t> ids);
+
+  // Publish() matches and publishes `request` with one unary call.
+  absl::StatusOr<v1::PublishResponse> Publish(
+      const v1::PublishRequest& request);
+
+  // Stats() returns the server's counters and stage profile. Retried (up to
+  // 3 attempts, short backoff) on UNAVAILABLE, all within options.deadline.
+  absl::StatusOr<v1::Stats> Stats();
+
+  // A stream of PublishRequests (rpc PublishStream). Obtain with
+  // OpenPublisher(); the Client must outlive it.
+  class Publisher {
+   public:
+    using DoneCallback =
+        std::function<void(absl::StatusOr<v1::PublishResponse>)>;
+
+    // Destroying a Publisher that was not finished cancels its stream; the
+    // `done` callbacks of unanswered requests are called (with CANCELLED)
+    // before the destructor returns.
+    virtual ~Publisher() = default;
+
+    // Publish() sends `request` and returns at once, unless max_in_flight
+    // requests are unanswered: then it blocks until one is answered. On OK,
+    // `done` (may be empty) is called exactly once, on a gRPC thread, with
+    // the response, or with the stream's error if the stream ends before the
+    // answer (INTERNAL if it ended with OK); calls to `done` follow request
+    // order. On error `done` is never called: FAILED_PRECONDITION after
+    // Finish(), or the stream's final status once it has ended.
+    virtual absl::Status Publish(v1::PublishRequest request,
+                                 DoneCallback done) = 0;
+
+    // Finish() half-closes the stream after the requests already accepted,
+    // waits until every `done` has been called and the stream has ended, and
+    // returns its final status (INVALID_ARGUMENT for an invalid request, see
+    // PublishStream in pubsub.proto). May be called more than once.
+    virtual absl::Status Finish() = 0;
+  };
+
+  // OpenPublisher() opens a PublishStream (no deadline: it lives until
+  // Finish). Never null; a stream that cannot be opened reports its error
+  // from Publish and Finish.
+  std::unique_ptr<Publisher> OpenPublisher();
+
+  // An open Listen stream. Obtain with Listen(); the Client must outlive it.
+  class Listening {
+   public:
+    // Destroying a Listening cancels the stream and waits until it has
+    // ended; no `on_delivery` call runs after the destructor returns.
+    virtual ~Listening() = default;
+
+    // Stop() cancels the stream (non-blocking; may be called again, and
+    // from `on_delivery`).
+    virtual void Stop() = 0;
+
+    // Wait() blocks until the stream has ended and every `on_delivery` call
+    // has returned, and returns its final status: CANCELLED after Stop(),
+    // UNAVAILABLE when the server shuts down, RESOURCE_EXHAUSTED for a
+    // listener disconnected for falling behind, INVALID_ARGUMENT for a bad
+    // subscriber name.
+    virtual absl::Status Wait() = 0;
+  };
+
+  // Listen() opens a Listen stream for `subscriber` (no deadline: it lives
+  // until stopped). `on_delivery` is called for each Delivery, one at a time
+  // on gRPC threads, in stream order. Deliveries are at most once and start
+  // once the server has registered the stream (Stats().listeners() counts
+  // it); events published before are not delivered. Never null; errors are
+  // reported by Wait().
+  std::unique_ptr<Listening> Listen(
+      const std::string& subscriber,
+      std::function<void(const v1::Delivery&)> on_delivery);
+
+  const ClientOptions& options() const { return options_; }
+  // The generated stub on this Client's channel, for calls not wrapped
+  // here. Valid while the Client lives.
+  v1::PubSub::Stub* stub() { return stub_.get(); }
+
+ private:
+  Client(const ClientOptions& options, std::shared_ptr<grpc::Channel> channel);
+
+  const ClientOptions options_;
+  // Kept here for as long as the Client lives: Publishers and Listenings
+  // rely on it so that no channel is released on a gRPC callback thread.
+  const std::shared_ptr<grpc::Channel> channel_;
+  const std::unique_ptr<v1::PubSub::Stub> stub_;
+};
+
+}  // namespace client
+}  // namespace cohort
+
+#endif  // COHORT_CLIENT_CLIENT_H_
