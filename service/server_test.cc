@@ -215,11 +215,11 @@ TEST(ServerIntrospection, HealthStatsAndMetrics) {
   EXPECT_NE(metrics.find("cohort_events_published_total 1"), std::string::npos);
 }
 
-// Property: Shutdown answers admitted requests, ends Listen streams with
-// UNAVAILABLE, and reports NOT_SERVING before it stops accepting.
+// Property: Shutdown answers every admitted request, ends Listen streams
+// with UNAVAILABLE, and then refuses new calls.
 TEST(ServerShutdown, FinishesAdmittedWorkAndEndsListeners) {
   ServerOptions options = OptionsFor(Config{"staged", 2, 64});
-  options.engine.cohort_wait_us = 20000;  // keep publishes in flight
+  options.engine.cohort_wait_us = 200000;  // keep publishes queued
   auto server = CohortServer::Start(options);
   ASSERT_TRUE(server.ok()) << server.status();
   testing::Client client((*server)->port());
@@ -227,23 +227,29 @@ TEST(ServerShutdown, FinishesAdmittedWorkAndEndsListeners) {
   ASSERT_TRUE(client.Subscribe(testing::KeySubscription(9), &ids).ok());
   testing::Listener listener((*server)->port(), "subscriber");
   ASSERT_TRUE(client.WaitForListeners(1));
+  constexpr int kPublishers = 8;
   std::vector<std::thread> publishers;
-  std::vector<grpc::Status> statuses(8);
-  for (int i = 0; i < 8; ++i) {
+  std::vector<grpc::Status> statuses(kPublishers);
+  std::vector<v1::PublishResponse> responses(kPublishers);
+  for (int i = 0; i < kPublishers; ++i) {
     publishers.emplace_back([&, i] {
-      v1::PublishResponse response;
-      statuses[i] = client.Publish(testing::KeyEvent(9), &response);
+      statuses[i] = client.Publish(testing::KeyEvent(9), &responses[i]);
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // Shut down once all are admitted (they wait in the partition queues).
+  while (client.Stats().events_published() < kPublishers) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
   (*server)->Shutdown();
   for (std::thread& t : publishers) t.join();
-  for (const grpc::Status& status : statuses) {
-    // Admitted before shutdown: answered; arrived after: refused cleanly.
-    EXPECT_TRUE(status.ok() || status.error_code() == grpc::UNAVAILABLE)
-        << status.error_code() << " " << status.error_message();
+  for (int i = 0; i < kPublishers; ++i) {
+    ASSERT_TRUE(statuses[i].ok()) << statuses[i].error_message();
+    EXPECT_EQ(responses[i].results(0).match_count(), 1u);
   }
   EXPECT_EQ(listener.Finish().error_code(), grpc::UNAVAILABLE);
+  v1::PublishResponse response;
+  EXPECT_EQ(client.Publish(testing::KeyEvent(9), &response).error_code(),
+            grpc::UNAVAILABLE);
 }
 
 // Property: shutdown does not wait out --cohort_wait_us: an event parked in
