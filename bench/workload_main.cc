@@ -8,7 +8,6 @@
 // "<preset>+custom" (the knobs line always records every value). The report
 // goes to stdout when --out is given, else to stderr (the file goes to
 // stdout). The SHA-256 in the report is over exactly the bytes written.
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -18,8 +17,8 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
-#include "bench/sha256.h"
 #include "bench/workload.h"
+#include "bench/workload_file.h"
 
 ABSL_FLAG(std::string, preset, "fabret-1m",
           "Workload preset: fabret-1m or fabret-uniform.");
@@ -57,11 +56,6 @@ ABSL_FLAG(std::string, report_format, "text", "Report format: text or json.");
 namespace cohort {
 namespace bench {
 namespace {
-
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-      .count();
-}
 
 template <typename T>
 void Override(const absl::Flag<std::optional<T>>& flag, T* knob,
@@ -107,33 +101,6 @@ std::string OutputPath() {
   return path;
 }
 
-// Writes `workload` to `path` (stdout if empty); returns the SHA-256 of the
-// bytes written and their count, or an error.
-absl::Status WriteFile(const Workload& workload, const std::string& path,
-                       std::string* sha256, int64_t* bytes) {
-  FILE* file = path.empty() ? stdout : std::fopen(path.c_str(), "wb");
-  if (file == nullptr) {
-    return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  }
-  Sha256 hash;
-  bool write_failed = false;
-  WriteWorkloadChunks(workload, [&](absl::string_view chunk) {
-    hash.Update(chunk);
-    if (std::fwrite(chunk.data(), 1, chunk.size(), file) != chunk.size()) {
-      write_failed = true;
-    }
-  });
-  const bool close_failed =
-      path.empty() ? std::fflush(file) != 0 : std::fclose(file) != 0;
-  if (write_failed || close_failed) {
-    return absl::DataLossError(
-        absl::StrCat("write failed: ", path.empty() ? "<stdout>" : path));
-  }
-  *bytes = static_cast<int64_t>(hash.bytes());
-  *sha256 = hash.HexFinal();
-  return absl::OkStatus();
-}
-
 int Run() {
   const std::string format = absl::GetFlag(FLAGS_report_format);
   const int64_t sample = absl::GetFlag(FLAGS_report_sample);
@@ -148,28 +115,15 @@ int Run() {
     std::fprintf(stderr, "%s\n", options.status().ToString().c_str());
     return 2;
   }
-  auto start = std::chrono::steady_clock::now();
-  const Workload workload = Generate(*options);
-  const double generate_seconds = SecondsSince(start);
-
   const std::string path = OutputPath();
-  std::string sha256;
-  int64_t bytes = 0;
-  start = std::chrono::steady_clock::now();
-  if (absl::Status status = WriteFile(workload, path, &sha256, &bytes);
-      !status.ok()) {
-    std::fprintf(stderr, "%s\n", status.ToString().c_str());
+  absl::StatusOr<WorkloadReport> report =
+      GenerateWorkloadFile(*options, path, static_cast<size_t>(sample));
+  if (!report.ok()) {
+    std::fprintf(stderr, "%s\n", report.status().ToString().c_str());
     return 1;
   }
-  const double write_seconds = SecondsSince(start);
-
-  WorkloadReport report =
-      Summarize(workload, sha256, static_cast<size_t>(sample));
-  report.text_bytes = bytes;
-  report.generate_seconds = generate_seconds;
-  report.write_seconds = write_seconds;
-  const std::string text = format == "json" ? FormatReportJson(report) + "\n"
-                                            : FormatReportText(report);
+  const std::string text = format == "json" ? FormatReportJson(*report) + "\n"
+                                            : FormatReportText(*report);
   std::fputs(text.c_str(), path.empty() ? stderr : stdout);
   return 0;
 }

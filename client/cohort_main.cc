@@ -5,15 +5,25 @@
 //   cohort publish 'price=420 kind=7' [--payload=@file | --payload=text] [--ids]
 //   cohort listen --subscriber=alice [--count=N]
 //   cohort stats [--json]
+//   cohort workload --preset=fabret-1m [--subscriptions=N] [--events=N]
+//       --out=FILE                          (writes FILE, prints its report)
+//   cohort load --workload=FILE|--preset=fabret-1m --clients=N [--rate=R]
+//       [--duration=D] [--out=FILE.json|FILE.csv]
+//
+// absl flags are global, so one flag serves every command that needs it;
+// each flag's help says which commands read it.
 //
 // Exit status: 0 on success, 1 when the server answers with an error (the
 // gRPC status is printed), 2 for a usage error (a parse error points at the
 // offending token).
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
-#include <mutex>
 #include <iostream>
+#include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -22,27 +32,80 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "bench/workload.h"
+#include "bench/workload_file.h"
 #include "client/client.h"
+#include "client/load.h"
 #include "client/parse.h"
 #include "google/protobuf/util/json_util.h"
 
-ABSL_FLAG(std::string, server, "127.0.0.1:50051", "cohortd address, host:port.");
+ABSL_FLAG(std::string, server, "127.0.0.1:50051",
+          "cohortd address, host:port (every command but workload).");
 ABSL_FLAG(int64_t, deadline_ms, 10000,
-          "Deadline of each call in milliseconds (not of listen).");
+          "Deadline of each call in milliseconds (not of listen; load: of "
+          "connecting and of GetStats, its publish calls have none).");
 ABSL_FLAG(std::string, subscriber, "",
           "subscribe, listen: the subscriber name (required).");
 ABSL_FLAG(std::string, payload, "",
           "publish: the event's payload; @FILE reads it from FILE.");
 ABSL_FLAG(bool, ids, false,
-          "publish: list the matched subscription ids, not only the count.");
+          "publish: list the matched subscription ids, not only the count; "
+          "load: ask for the ids (PublishRequest.return_ids).");
 ABSL_FLAG(int64_t, count, 0,
           "listen: stop after this many deliveries (0 = until interrupted).");
-ABSL_FLAG(bool, json, false, "stats: print the Stats message as JSON.");
+ABSL_FLAG(bool, json, false,
+          "stats: print the Stats message as JSON; workload: print the report "
+          "as JSON.");
+ABSL_FLAG(std::string, workload, "",
+          "load: read the workload from this file (written by cohort "
+          "workload) instead of generating --preset.");
+ABSL_FLAG(std::string, preset, "fabret-1m",
+          "workload, load: the workload preset, fabret-1m or fabret-uniform "
+          "(load: ignored with --workload).");
+ABSL_FLAG(int64_t, subscriptions, -1,
+          "workload, load: subscriptions in the preset's workload (-1 = the "
+          "preset's 1,000,000; load: ignored with --workload).");
+ABSL_FLAG(int64_t, events, -1,
+          "workload, load: events in the preset's workload (-1 = the "
+          "preset's 100,000; load: ignored with --workload).");
+ABSL_FLAG(std::optional<uint64_t>, seed, std::nullopt,
+          "workload: the random seed (default: the preset's).");
+ABSL_FLAG(std::string, out, "",
+          "workload: write the workload file here (default: stdout, and the "
+          "report to stderr); load: write the report here, as JSON if FILE "
+          "ends in .json, as CSV if it ends in .csv.");
+ABSL_FLAG(int, clients, 1,
+          "load: concurrent publishers, each with its own connection.");
+ABSL_FLAG(double, rate, 0,
+          "load: 0 = closed loop (each client sends its next request when the "
+          "previous one returns); > 0 = open loop at this many events/s in "
+          "total, latency measured from each request's intended send time "
+          "(--mode=unary only).");
+ABSL_FLAG(double, duration, 10,
+          "load: the measured publish interval, in seconds.");
+ABSL_FLAG(double, warmup, 1,
+          "load: seconds of publishing before the measured interval (not "
+          "counted).");
+ABSL_FLAG(std::string, mode, "unary",
+          "load: unary (Publish calls, closed or open loop), stream "
+          "(PublishStream with --window requests in flight per client) or "
+          "none (subscribe only).");
+ABSL_FLAG(int, batch, 1, "load: events per PublishRequest.");
+ABSL_FLAG(int, window, 4,
+          "load, --mode=stream: requests a stream may have sent and not yet "
+          "had answered.");
+ABSL_FLAG(int, subscribe_batch, 5000,
+          "load: subscriptions per Subscribe request (at most the server's "
+          "--max_batch).");
+ABSL_FLAG(bool, skip_load, false,
+          "load: do not subscribe; publish against the subscriptions the "
+          "server already holds.");
 
 namespace cohort {
 namespace client {
@@ -239,6 +302,173 @@ int Stats() {
   return 0;
 }
 
+// ---------------------------------------------------------------------------
+// workload and load.
+
+// The preset's options with --subscriptions, --events and --seed applied.
+// As //bench:workload does, a preset whose counts were changed is recorded
+// as "<preset>+custom" (another seed is still the same preset).
+absl::StatusOr<bench::WorkloadOptions> WorkloadOptionsFromFlags() {
+  absl::StatusOr<bench::WorkloadOptions> options =
+      bench::PresetOptions(absl::GetFlag(FLAGS_preset));
+  if (!options.ok()) return options.status();
+  bench::WorkloadOptions& o = *options;
+  bool changed = false;
+  for (auto [flag, knob] :
+       {std::pair(absl::GetFlag(FLAGS_subscriptions), &o.subscriptions),
+        std::pair(absl::GetFlag(FLAGS_events), &o.events)}) {
+    if (flag < 0) continue;
+    changed = changed || flag != *knob;
+    *knob = flag;
+  }
+  if (std::optional<uint64_t> seed = absl::GetFlag(FLAGS_seed)) o.seed = *seed;
+  if (changed) o.preset = absl::StrCat(o.preset, "+custom");
+  if (absl::Status status = bench::Validate(o); !status.ok()) return status;
+  return options;
+}
+
+int Workload() {
+  absl::StatusOr<bench::WorkloadOptions> options = WorkloadOptionsFromFlags();
+  if (!options.ok()) return Usage(std::string(options.status().message()));
+  const std::string path = absl::GetFlag(FLAGS_out);
+  absl::StatusOr<bench::WorkloadReport> report =
+      bench::GenerateWorkloadFile(*options, path, bench::kDefaultReportSample);
+  if (!report.ok()) {
+    std::fprintf(stderr, "cohort: %s\n",
+                 std::string(report.status().message()).c_str());
+    return kServerError;
+  }
+  const std::string text = absl::GetFlag(FLAGS_json)
+                               ? bench::FormatReportJson(*report) + "\n"
+                               : bench::FormatReportText(*report);
+  std::fputs(text.c_str(), path.empty() ? stderr : stdout);
+  return 0;
+}
+
+// "1h02m", "3m05s", "42s".
+std::string FormatEta(double seconds) {
+  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  if (s >= 3600) return absl::StrFormat("%dh%02dm", s / 3600, s % 3600 / 60);
+  if (s >= 60) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  return absl::StrFormat("%ds", s);
+}
+
+// ProgressPrinter: the subscribe phase's progress on stdout. On a terminal,
+// one line rewritten in place (percent, subscriptions/s, ETA); otherwise,
+// for logs, a plain line each time another tenth is done.
+class ProgressPrinter {
+ public:
+  ProgressPrinter() : terminal_(isatty(STDOUT_FILENO) == 1) {}
+
+  void operator()(const SubscribeProgress& p) {
+    const int percent =
+        p.total == 0 ? 100 : static_cast<int>(100 * p.done / p.total);
+    const double rate = p.seconds > 0 ? p.done / p.seconds : 0;
+    const std::string eta =
+        rate > 0 ? FormatEta((p.total - p.done) / rate) : std::string("?");
+    if (terminal_) {
+      // \r returns to the line's start; \033[K clears what a longer line
+      // left behind.
+      std::printf(
+          "\rsubscribing %3d%%  %llu/%llu  %.0f subscriptions/s  "
+          "ETA %s\033[K",
+          percent, static_cast<unsigned long long>(p.done),
+          static_cast<unsigned long long>(p.total), rate, eta.c_str());
+      if (p.done >= p.total) std::printf("\n");
+    } else if (percent / 10 > last_tenth_ || (p.done >= p.total && !ended_)) {
+      last_tenth_ = percent / 10;
+      std::printf(
+          "subscribing: %d%% (%llu of %llu), %.0f subscriptions/s, "
+          "ETA %s\n",
+          percent, static_cast<unsigned long long>(p.done),
+          static_cast<unsigned long long>(p.total), rate, eta.c_str());
+    }
+    ended_ = ended_ || p.done >= p.total;
+    std::fflush(stdout);
+  }
+
+ private:
+  const bool terminal_;
+  int last_tenth_ = 0;
+  bool ended_ = false;
+};
+
+absl::StatusOr<LoadOptions> LoadOptionsFromFlags() {
+  LoadOptions o;
+  o.server = absl::GetFlag(FLAGS_server);
+  o.control_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
+  absl::StatusOr<PublishMode> mode =
+      ParsePublishMode(absl::GetFlag(FLAGS_mode));
+  if (!mode.ok()) {
+    return absl::InvalidArgumentError("--mode must be unary, stream or none");
+  }
+  o.mode = *mode;
+  o.subscribe = !absl::GetFlag(FLAGS_skip_load);
+  o.subscribe_batch = absl::GetFlag(FLAGS_subscribe_batch);
+  o.clients = absl::GetFlag(FLAGS_clients);
+  o.batch = absl::GetFlag(FLAGS_batch);
+  o.window = absl::GetFlag(FLAGS_window);
+  o.rate = absl::GetFlag(FLAGS_rate);
+  o.warmup_s = absl::GetFlag(FLAGS_warmup);
+  o.duration_s = absl::GetFlag(FLAGS_duration);
+  o.return_ids = absl::GetFlag(FLAGS_ids);
+  if (o.rate > 0 && o.mode != PublishMode::kUnary) {
+    return absl::InvalidArgumentError("--rate needs --mode=unary");
+  }
+  // Checked here to name the flags, which the library's fields are not.
+  if (!(o.duration_s > 0)) {
+    return absl::InvalidArgumentError("--duration must be > 0");
+  }
+  if (!(o.warmup_s >= 0) || !(o.rate >= 0)) {
+    return absl::InvalidArgumentError("--warmup and --rate must be >= 0");
+  }
+  if (o.control_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--deadline_ms must be > 0");
+  }
+  // What remains is named like its flag (clients, batch, window, ...).
+  if (absl::Status status = ValidateLoadOptions(o); !status.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", status.message()));
+  }
+  return o;
+}
+
+int Load() {
+  absl::StatusOr<LoadOptions> options = LoadOptionsFromFlags();
+  if (!options.ok()) return Usage(std::string(options.status().message()));
+  const std::string out = absl::GetFlag(FLAGS_out);
+  if (!out.empty() && !absl::EndsWith(out, ".json") &&
+      !absl::EndsWith(out, ".csv")) {
+    return Usage("load: --out must end in .json or .csv");
+  }
+  absl::StatusOr<bench::Workload> workload = bench::LoadOrGenerate(
+      absl::GetFlag(FLAGS_workload), absl::GetFlag(FLAGS_preset),
+      absl::GetFlag(FLAGS_subscriptions), absl::GetFlag(FLAGS_events));
+  if (!workload.ok()) return Usage(std::string(workload.status().message()));
+  LoadCallbacks callbacks;
+  callbacks.on_progress = ProgressPrinter();
+  callbacks.on_subscribed = [](const LoadReport& report) {
+    std::fputs(FormatSubscribeText(report.subscribe).c_str(), stdout);
+    std::fflush(stdout);
+  };
+  absl::StatusOr<LoadReport> report = RunLoad(*workload, *options, callbacks);
+  if (!report.ok()) return Fail(report.status());
+  if (report->published) {
+    std::fputs(FormatPublishText(*report).c_str(), stdout);
+    std::fputs(FormatServerText(*report).c_str(), stdout);
+  }
+  std::fflush(stdout);
+  if (!out.empty()) {
+    if (absl::Status status = WriteLoadReport(*report, out); !status.ok()) {
+      return Fail(status);
+    }
+  }
+  if (report->subscribe.failed > 0) {
+    return Fail(absl::DataLossError(absl::StrCat(
+        report->subscribe.failed, " subscriptions could not be loaded")));
+  }
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "the Cohort command-line client.\n"
@@ -247,8 +477,19 @@ int Main(int argc, char** argv) {
       "  cohort publish 'price=420 kind=7' ... [--payload=TEXT|@FILE] [--ids]\n"
       "  cohort listen --subscriber=NAME [--count=N]\n"
       "  cohort stats [--json]\n"
+      "  cohort workload --preset=fabret-1m [--subscriptions=N] [--events=N] "
+      "[--seed=S] --out=FILE [--json]\n"
+      "  cohort load --workload=FILE|--preset=fabret-1m [--clients=N] "
+      "[--rate=EVENTS_PER_S] [--duration=SECONDS] [--out=FILE.json|FILE.csv]\n"
+      "      [--mode=unary|stream|none] [--batch=N] [--window=N] [--ids] "
+      "[--skip_load]\n"
       "Predicates: = == != <> < <= > >= (or eq ne lt le gt ge), "
       "'x between 1 and 5', 'x in [1, 5]', joined by 'and'.\n"
+      "load subscribes the workload (batched Subscribe), then publishes its "
+      "events from --clients clients: closed loop, or open loop at --rate "
+      "events/s in total (latency from the intended send time), and reports "
+      "events/s, matches/event, latency p50/p90/p99/p99.9/max, errors and "
+      "rejections.\n"
       "Exit status: 0 ok, 1 the server returned an error, 2 usage error.");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() < 2) return Usage("missing command");
@@ -259,6 +500,12 @@ int Main(int argc, char** argv) {
   if (command == "publish") return Publish(args);
   if (command == "listen") return args.empty() ? Listen() : Usage("listen takes no arguments");
   if (command == "stats") return args.empty() ? Stats() : Usage("stats takes no arguments");
+  if (command == "workload") {
+    return args.empty() ? Workload() : Usage("workload takes no arguments");
+  }
+  if (command == "load") {
+    return args.empty() ? Load() : Usage("load takes no arguments");
+  }
   return Usage(absl::StrCat("unknown command \"", command, "\""));
 }
 

@@ -1,0 +1,41 @@
+// Writing a workload file (bench/workload.h's text format) with the SHA-256
+// of its bytes, and the whole generate -> write -> summarize run that
+// //bench:workload and `cohort workload` share.
+//
+// Stage: tools only; single-threaded.
+#ifndef COHORT_BENCH_WORKLOAD_FILE_H_
+#define COHORT_BENCH_WORKLOAD_FILE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "bench/workload.h"
+
+namespace cohort {
+namespace bench {
+
+struct WrittenFile {
+  std::string sha256;  // lowercase hex, over exactly the bytes written
+  int64_t bytes = 0;
+};
+
+// WriteWorkloadFile() writes `workload` to `path`, or to stdout if `path` is
+// empty. Errors: NotFound if the file cannot be opened, DataLoss if a write
+// or the close fails.
+absl::StatusOr<WrittenFile> WriteWorkloadFile(const Workload& workload,
+                                              const std::string& path);
+
+// GenerateWorkloadFile() generates the workload `options` describe, writes
+// it as WriteWorkloadFile does, and summarizes it over `report_sample`
+// events (0 skips matching). The report's text_bytes, generate_seconds and
+// write_seconds are set. REQUIRES: Validate(options).ok().
+absl::StatusOr<WorkloadReport> GenerateWorkloadFile(
+    const WorkloadOptions& options, const std::string& path,
+    size_t report_sample);
+
+}  // namespace bench
+}  // namespace cohort
+
+#endif  // COHORT_BENCH_WORKLOAD_FILE_H_
