@@ -25,7 +25,7 @@ done
 ((${#configs[@]} > 0)) || configs=("--partitions=2" "--partitions=1")
 
 tools/setup.sh
-bazel build -c opt //service:cohortd //bench:cohort_load
+bazel build -c opt //service:cohortd //client:cohort
 readonly BIN=.bazel/out/k8-opt/bin
 readonly OUT="results/latency/$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "${OUT}"
@@ -50,13 +50,13 @@ for config in "${configs[@]}"; do
     >"${OUT}/cohortd_${n}.log" 2>&1 &
   server_pid=$!
   sleep 1
-  "${BIN}/bench/cohort_load" --server="127.0.0.1:${port}" --preset=fabret-1m \
+  "${BIN}/client/cohort" load --server="127.0.0.1:${port}" --preset=fabret-1m \
     --mode=none >/dev/null
   for rate in ${rates//,/ }; do
     json="${OUT}/config${n}_rate${rate}.json"
-    "${BIN}/bench/cohort_load" --server="127.0.0.1:${port}" --preset=fabret-1m \
+    "${BIN}/client/cohort" load --server="127.0.0.1:${port}" --preset=fabret-1m \
       --skip_load --mode=unary --batch=1 --clients=2 --rate="${rate}" \
-      --duration_s="${duration}" --json="${json}" >/dev/null
+      --warmup=2 --duration="${duration}" --out="${json}" >/dev/null
     python3 - "${json}" "${config}" "${rate}" >>"${OUT}/summary.md" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

@@ -5,7 +5,7 @@
 #   bench/service_bench.sh [--quick] [--partitions=N] [--extra="--flag=v ..."]
 #
 # For each mode (staged, threaded) it starts cohortd on 127.0.0.1, loads the
-# subscriptions with cohort_load, measures PublishStream throughput three
+# subscriptions with `cohort load`, measures PublishStream throughput three
 # times (batches of 64 events, 4 requests in flight), then the latency of
 # single-event unary Publish calls in open loop at 50% and 80% of the
 # median stream throughput. The matcher benchmark runs first, on the same
@@ -32,12 +32,12 @@ else
 fi
 
 tools/setup.sh
-bazel build -c opt //service:cohortd //bench:cohort_load //bench:matcher_bench
+bazel build -c opt //service:cohortd //client:cohort //bench:matcher_bench
 readonly BIN=.bazel/out/k8-opt/bin
 readonly OUT="results/service/$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "${OUT}"
-load=("${BIN}/bench/cohort_load" --preset=fabret-1m --subscriptions="${subs}"
-  --events="${events}")
+load=("${BIN}/client/cohort" load --preset=fabret-1m --subscriptions="${subs}"
+  --events="${events}" --warmup=2)
 
 echo "==> matcher alone"
 "${BIN}/bench/matcher_bench" --preset=fabret-1m --subscriptions="${subs}" \
@@ -63,11 +63,11 @@ for mode in staged threaded; do
   server_pid=$!
   sleep 1
   "${load[@]}" --server="127.0.0.1:${port}" --mode=none \
-    --json="${OUT}/${mode}_load.json"
+    --out="${OUT}/${mode}_load.json"
   for run in 1 2 3; do
     "${load[@]}" --server="127.0.0.1:${port}" --skip_load --mode=stream \
-      --batch=64 --window=4 --duration_s="${duration}" \
-      --json="${OUT}/${mode}_stream_${run}.json"
+      --batch=64 --window=4 --duration="${duration}" \
+      --out="${OUT}/${mode}_stream_${run}.json"
   done
   rate=$(python3 -c 'import json,sys,statistics
 print(int(statistics.median(json.load(open(f))["events_per_s"] for f in sys.argv[1:])))' \
@@ -75,7 +75,7 @@ print(int(statistics.median(json.load(open(f))["events_per_s"] for f in sys.argv
   for percent in 50 80; do
     "${load[@]}" --server="127.0.0.1:${port}" --skip_load --mode=unary \
       --batch=1 --clients=2 --rate=$((rate * percent / 100)) \
-      --duration_s="${duration}" --json="${OUT}/${mode}_unary_${percent}.json"
+      --duration="${duration}" --out="${OUT}/${mode}_unary_${percent}.json"
   done
   stop_server
 done

@@ -1,4 +1,4 @@
-// The load driver behind `cohort load` and //bench:cohort_load: loads a
+// The load driver behind `cohort load`: loads a
 // Fabret workload's subscriptions into a running cohortd with batched
 // Subscribe calls, publishes the workload's events for a fixed time from N
 // concurrent clients, and reports throughput, matches per event, latency
