@@ -6,17 +6,7 @@
 set -uo pipefail
 readonly COHORTD=$1
 readonly COHORT=$2
-failures=0
-check() {  # check DESCRIPTION COMMAND...
-  local description=$1
-  shift
-  if "$@"; then
-    echo "ok: ${description}"
-  else
-    echo "FAILED: ${description}"
-    failures=$((failures + 1))
-  fi
-}
+source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/testing/checks.sh"
 
 log=$(mktemp)
 "${COHORTD}" --listen=127.0.0.1:0 --partitions=2 >"${log}" 2>&1 &
@@ -73,5 +63,4 @@ out=$("${COHORT}" --server=127.0.0.1:1 --deadline_ms=500 stats 2>&1)
 check "unreachable server exits 1" test $? -eq 1
 check "... naming the target" grep -q "127.0.0.1:1" <<<"${out}"
 
-echo "cohort_cli_test: ${failures} failed"
-((failures == 0))
+finish_checks cohort_cli_test

@@ -7,17 +7,7 @@ set -uo pipefail
 readonly COHORTD=$1
 readonly COHORT=$2
 readonly TMP=${TEST_TMPDIR:-$(mktemp -d)}
-failures=0
-check() {  # check DESCRIPTION COMMAND...
-  local description=$1
-  shift
-  if "$@"; then
-    echo "ok: ${description}"
-  else
-    echo "FAILED: ${description}"
-    failures=$((failures + 1))
-  fi
-}
+source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/testing/checks.sh"
 
 out=$("${COHORT}" workload --preset=fabret-1m --subscriptions=2000 --events=200 \
   --out="${TMP}/w.txt")
@@ -90,5 +80,4 @@ check "... naming the target" grep -q "127.0.0.1:1" <<<"${out}"
 out=$("${COHORT}" workload --preset=nope 2>&1)
 check "workload with an unknown preset exits 2" test $? -eq 2
 
-echo "cohort_load_test: ${failures} failed"
-((failures == 0))
+finish_checks cohort_load_test

@@ -5,17 +5,7 @@
 # down in order and exits 0.
 set -uo pipefail
 readonly COHORTD="$1"
-failures=0
-check() {  # check DESCRIPTION COMMAND...
-  local description=$1
-  shift
-  if "$@"; then
-    echo "ok: ${description}"
-  else
-    echo "FAILED: ${description}"
-    failures=$((failures + 1))
-  fi
-}
+source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/testing/checks.sh"
 
 help=$("${COHORTD}" --help 2>&1)
 for flag in listen mode partitions pin_cores cohort_max cohort_wait_us \
@@ -57,5 +47,4 @@ check "SIGTERM exits 0" test $? -eq 0
 check "SIGTERM shuts down in order" grep -q "SIGTERM received; shutting down" "${log}"
 check "reports it stopped" grep -q "cohortd: stopped" "${log}"
 rm -f "${log}"
-echo "cohortd_test: ${failures} failed"
-((failures == 0))
+finish_checks cohortd_test
