@@ -96,7 +96,7 @@ void Engine::Shutdown() {
   StopStages();
 }
 
-uint64_t Engine::FinishEvent(PublishJob* job, size_t i,
+void Engine::FinishEvent(PublishJob* job, size_t i,
                              StageProfile* profile) {
   PublishJob::EventState& state = job->state[i];
   v1::EventResult* result = job->response->mutable_results(static_cast<int>(i));
@@ -147,7 +147,6 @@ uint64_t Engine::FinishEvent(PublishJob* job, size_t i,
   if (job->events_left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     job->done(absl::OkStatus());  // may delete job
   }
-  return count;
 }
 
 void FillPartial(const SubscriptionDirectory& directory,

@@ -166,9 +166,8 @@ class Engine {
 
   // Merges the partials of event `i` into its EventResult, delivers it to
   // listeners, counts it in `profile`, and completes the job if it was the
-  // last event. Returns the event's match count. Called by the stage that
-  // finishes events.
-  uint64_t FinishEvent(PublishJob* job, size_t i, StageProfile* profile);
+  // last event. Called by the stage that finishes events.
+  void FinishEvent(PublishJob* job, size_t i, StageProfile* profile);
 
   // Held shared by every call that may queue work, exclusively by Shutdown
   // while it sets closing_, so no work is queued after the stages stop.

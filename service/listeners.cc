@@ -8,20 +8,14 @@ namespace service {
 
 ListenerRegistry::ListenerRegistry(uint32_t max_subscribers)
     : max_subscribers_(max_subscribers),
-      pages_(new std::atomic<std::atomic<uint32_t>*>
-                 [(static_cast<uint64_t>(max_subscribers) + kPageSize - 1) >>
-                  kPageBits]) {
-  const uint64_t pages =
-      (static_cast<uint64_t>(max_subscribers) + kPageSize - 1) >> kPageBits;
-  for (uint64_t i = 0; i < pages; ++i) {
+      pages_(new std::atomic<std::atomic<uint32_t>*>[PageCount()]) {
+  for (uint64_t i = 0; i < PageCount(); ++i) {
     pages_[i].store(nullptr, std::memory_order_relaxed);
   }
 }
 
 ListenerRegistry::~ListenerRegistry() {
-  const uint64_t pages =
-      (static_cast<uint64_t>(max_subscribers_) + kPageSize - 1) >> kPageBits;
-  for (uint64_t i = 0; i < pages; ++i) {
+  for (uint64_t i = 0; i < PageCount(); ++i) {
     delete[] pages_[i].load(std::memory_order_relaxed);
   }
 }

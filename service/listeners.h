@@ -100,6 +100,10 @@ class ListenerRegistry {
   static constexpr uint32_t kPageSize = 1u << kPageBits;
 
   std::atomic<uint32_t>* Counter(uint32_t subscriber) const;
+  uint64_t PageCount() const {
+    return (static_cast<uint64_t>(max_subscribers_) + kPageSize - 1) >>
+           kPageBits;
+  }
 
   const uint32_t max_subscribers_;
   // Page table; pages are created under mu_ and never freed before the
