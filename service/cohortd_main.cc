@@ -28,6 +28,13 @@ ABSL_FLAG(std::string, mode, "staged",
 ABSL_FLAG(uint32_t, partitions, 0,
           "Partition stages in staged mode, each owning a disjoint shard of "
           "the index and one thread. 0 = one per CPU this process may use.");
+ABSL_FLAG(std::string, index, "partitioned",
+          "Index layout in staged mode. partitioned: each partition owns a "
+          "disjoint shard and sees every event. replicated: each partition "
+          "holds the whole index and matches every P-th event (P times the "
+          "memory and subscribe work); the paper's staged server without "
+          "partitioning, for the locality experiment in "
+          "bench/experiment.sh.");
 ABSL_FLAG(bool, pin_cores, true,
           "Pin partition p to the p-th usable CPU. Takes effect only when "
           "there are at least as many usable CPUs as partitions.");
@@ -101,6 +108,10 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   const uint32_t cpus = UsableCpus();
   o.engine.partitions = absl::GetFlag(FLAGS_partitions);
   if (o.engine.partitions == 0) o.engine.partitions = cpus;
+  absl::StatusOr<IndexLayout> layout =
+      ParseIndexLayout(absl::GetFlag(FLAGS_index));
+  if (!layout.ok()) return layout.status();
+  o.engine.index_layout = *layout;
   o.engine.pin_cores = absl::GetFlag(FLAGS_pin_cores);
   o.engine.cohort_max = absl::GetFlag(FLAGS_cohort_max);
   o.engine.cohort_wait_us = absl::GetFlag(FLAGS_cohort_wait_us);
@@ -172,10 +183,14 @@ int Main(int argc, char** argv) {
                  std::string(server.status().message()).c_str());
     return 1;
   }
-  std::printf("cohortd: serving on port %d (mode %s, %u partitions, "
+  const bool replicated =
+      options->mode == "staged" &&
+      options->engine.index_layout == IndexLayout::kReplicated;
+  std::printf("cohortd: serving on port %d (mode %s, %u partitions%s, "
               "cohort_max %u, cohort_wait_us %lld)\n",
               (*server)->port(), options->mode.c_str(),
               options->mode == "staged" ? options->engine.partitions : 0,
+              replicated ? " replicating the index" : "",
               options->engine.cohort_max,
               static_cast<long long>(options->engine.cohort_wait_us));
   if ((*server)->metrics_port() >= 0) {

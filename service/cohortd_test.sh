@@ -8,7 +8,7 @@ readonly COHORTD="$1"
 source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/testing/checks.sh"
 
 help=$("${COHORTD}" --help 2>&1)
-for flag in listen mode partitions pin_cores cohort_max cohort_wait_us \
+for flag in listen mode partitions index pin_cores cohort_max cohort_wait_us \
   queue_limit threads listener_queue_limit slow_listener max_predicates \
   max_event_attributes max_payload_bytes max_batch max_streams stream_window \
   max_message_bytes max_attributes max_subscribers metrics_port metrics_host; do
@@ -19,6 +19,10 @@ done
 out=$("${COHORTD}" --slow_listener=maybe 2>&1)
 check "bad --slow_listener exits 2" test $? -eq 2
 check "bad --slow_listener names the flag" grep -q -- "--slow_listener" <<<"${out}"
+out=$("${COHORTD}" --index=shared 2>&1)
+check "bad --index exits 2" test $? -eq 2
+check "bad --index names the flag and the choices" \
+  grep -q -- "--index: unknown layout \"shared\"; use partitioned or replicated" <<<"${out}"
 out=$("${COHORTD}" --mode=fast --listen=127.0.0.1:0 2>&1)
 check "bad --mode exits 1" test $? -eq 1
 check "bad --mode names the flag" grep -q -- "--mode" <<<"${out}"

@@ -11,10 +11,22 @@
 namespace cohort {
 namespace service {
 
-Engine::Engine(const EngineOptions& options, uint32_t partitions)
+absl::StatusOr<IndexLayout> ParseIndexLayout(absl::string_view name) {
+  if (name == "partitioned") return IndexLayout::kPartitioned;
+  if (name == "replicated") return IndexLayout::kReplicated;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--index: unknown layout \"", name,
+                   "\"; use partitioned or replicated"));
+}
+
+absl::string_view IndexLayoutName(IndexLayout layout) {
+  return layout == IndexLayout::kReplicated ? "replicated" : "partitioned";
+}
+
+Engine::Engine(const EngineOptions& options, uint32_t shards)
     : options_(options),
-      partitions_(partitions),
-      directory_(partitions, matcher::kMaxSubscriptionId),
+      shards_(shards),
+      directory_(shards, matcher::kMaxSubscriptionId),
       listeners_(options.max_subscribers),
       admission_(options.queue_limit),
       front_("front", "front", std::nullopt, 0),
@@ -26,8 +38,8 @@ void Engine::Prepare(PublishJob* job) {
   const size_t n = job->events.size();
   job->state.reset(new PublishJob::EventState[n]);
   for (size_t i = 0; i < n; ++i) {
-    job->state[i].pending.store(partitions_, std::memory_order_relaxed);
-    job->state[i].partials.resize(partitions_);
+    job->state[i].pending.store(shards_, std::memory_order_relaxed);
+    job->state[i].partials.resize(shards_);
   }
   job->events_left.store(n, std::memory_order_relaxed);
   auto* results = job->response->mutable_results();

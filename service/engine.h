@@ -41,6 +41,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "matcher/types.h"
 #include "proto/cohort/v1/pubsub.pb.h"
@@ -53,9 +54,26 @@
 namespace cohort {
 namespace service {
 
+// How the staged engine lays the index out over its partition stages.
+enum class IndexLayout {
+  // Each partition owns a disjoint shard (subscription n goes to partition
+  // n % P) and sees every event: the design, and the default.
+  kPartitioned,
+  // Each partition holds a replica of the whole index and matches every P-th
+  // event: the paper's "staged server without partitioning", kept for the
+  // locality experiment (bench/experiment.sh). P times the memory, and every
+  // Subscribe is applied P times.
+  kReplicated,
+};
+
+// "partitioned" or "replicated" (--index).
+absl::StatusOr<IndexLayout> ParseIndexLayout(absl::string_view name);
+absl::string_view IndexLayoutName(IndexLayout layout);
+
 struct EngineOptions {
   // Partition stages (staged mode). >= 1.
   uint32_t partitions = 1;
+  IndexLayout index_layout = IndexLayout::kPartitioned;
   // Pin partition p to the p-th CPU this process may run on (only if there
   // are at least as many CPUs as partitions).
   bool pin_cores = false;
@@ -93,7 +111,8 @@ struct PublishJob {
   // Called once: OK after `response` holds one result per event.
   std::function<void(absl::Status)> done;
 
-  // Engine state.
+  // Engine state. `state[i].partials` has one entry per index shard: P for
+  // the partitioned layout, 1 for the replicated one and the threaded engine.
   std::unique_ptr<EventState[]> state;
   std::atomic<size_t> events_left{0};
 };
@@ -114,7 +133,9 @@ using StatusCallback = std::function<void(absl::Status)>;
 
 class Engine {
  public:
-  explicit Engine(const EngineOptions& options, uint32_t partitions);
+  // `shards`: how many partials each event gets (the id directory's
+  // partitions): P for the partitioned layout, else 1.
+  explicit Engine(const EngineOptions& options, uint32_t shards);
   virtual ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -175,7 +196,7 @@ class Engine {
   bool closing_ ABSL_GUARDED_BY(gate_) = false;
 
   const EngineOptions options_;
-  const uint32_t partitions_;
+  const uint32_t shards_;
   SubscriptionDirectory directory_;
   ListenerRegistry listeners_;
   Admission admission_;

@@ -115,6 +115,7 @@ TEST_P(EngineDifferentialTest, ResultsAndDeliveriesEqualTheOracle) {
   EngineOptions options;
   options.partitions = GetParam().partitions;
   options.cohort_max = GetParam().cohort_max;
+  if (GetParam().replicated) options.index_layout = IndexLayout::kReplicated;
   options.cohort_wait_us = 200;
   options.threads = 3;
   Harness h(GetParam().mode, options);
@@ -197,6 +198,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Config{"staged", 1, 1}, Config{"staged", 1, 64},
                       Config{"staged", 2, 1}, Config{"staged", 2, 64},
                       Config{"staged", 3, 1}, Config{"staged", 3, 64},
+                      Config{"staged", 2, 64, true},
+                      Config{"staged", 3, 1, true},
                       Config{"threaded", 0, 0}),
     ConfigName);
 
@@ -209,6 +212,7 @@ TEST_P(EngineOrderingTest, ChangesAreVisibleToEventsPublishedAfterThem) {
   EngineOptions options;
   options.partitions = GetParam().partitions;
   options.cohort_max = GetParam().cohort_max;
+  if (GetParam().replicated) options.index_layout = IndexLayout::kReplicated;
   options.cohort_wait_us = 100;
   options.threads = 2;
   Harness h(GetParam().mode, options);
@@ -252,6 +256,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, EngineOrderingTest,
                          ::testing::Values(Config{"staged", 1, 64},
                                            Config{"staged", 3, 64},
                                            Config{"staged", 2, 1},
+                                           Config{"staged", 3, 64, true},
                                            Config{"threaded", 0, 0}),
                          ConfigName);
 

@@ -32,6 +32,18 @@ void PartitionQueue::PushEvents(PublishJob* job, int64_t now_ns) {
   WakeIfReady(was_empty);
 }
 
+void PartitionQueue::PushEvents(PublishJob* job,
+                                absl::Span<const uint32_t> events,
+                                int64_t now_ns) {
+  if (events.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  const bool was_empty = items_.empty();
+  for (uint32_t i : events) {
+    items_.push_back(PartitionItem{job, i, nullptr, now_ns});
+  }
+  WakeIfReady(was_empty);
+}
+
 void PartitionQueue::PushUpdate(UpdateBatch* update, int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
   items_.push_back(PartitionItem{nullptr, 0, update, now_ns});
@@ -108,6 +120,7 @@ Partition::Partition(uint32_t index, const EngineOptions& options,
                      const SubscriptionDirectory* directory,
                      const ListenerRegistry* listeners, ReadyFn ready)
     : index_(index),
+      shard_id_(options.index_layout == IndexLayout::kReplicated ? 0 : index),
       options_(options),
       directory_(directory),
       listeners_(listeners),
@@ -183,8 +196,8 @@ void Partition::RunCohort(const std::vector<PartitionItem>& cohort) {
 
 void Partition::Report(PublishJob* job, uint32_t event,
                        std::vector<matcher::SubscriptionId>* local) {
-  FillPartial(*directory_, *listeners_, index_, job->request->return_ids(),
-              subscriber_of_, local, &job->state[event].partials[index_]);
+  FillPartial(*directory_, *listeners_, shard_id_, job->request->return_ids(),
+              subscriber_of_, local, &job->state[event].partials[shard_id_]);
   if (job->state[event].pending.fetch_sub(1, std::memory_order_acq_rel) ==
       1) {
     ready_(job, event);

@@ -11,8 +11,11 @@
 // makes "published after Subscribe returned" imply "matched against it".
 //
 // For each event of a cohort the partition writes its partial result into
-// the job (PublishJob::partials[partition]) and, if it is the last partition
-// to do so, hands the event to the reply stage.
+// the job (PublishJob::partials[shard]) and, if it is the last partition
+// to do so, hands the event to the reply stage. With the partitioned layout
+// partition p owns shard p; with the replicated layout (engine.h
+// IndexLayout) every partition holds the whole index as shard 0, receives
+// only the events routed to it, and so is the only one reporting them.
 //
 // Thread safety: Push* may be called from any thread; everything else about
 // the index is confined to the partition thread. The shard (matcher::Index
@@ -31,6 +34,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "matcher/index.h"
 #include "service/engine.h"
 #include "service/listeners.h"
@@ -72,6 +76,9 @@ class PartitionQueue {
         cohort_wait_ns_(cohort_wait_ns) {}
 
   void PushEvents(PublishJob* job, int64_t now_ns);
+  // Queues only the events of `job` numbered in `events`.
+  void PushEvents(PublishJob* job, absl::Span<const uint32_t> events,
+                  int64_t now_ns);
   void PushUpdate(UpdateBatch* update, int64_t now_ns);
   // From now on cohorts run as soon as events are queued, without waiting
   // for the wait limit (shutdown: admitted work finishes promptly).
@@ -125,6 +132,7 @@ class Partition {
               std::vector<matcher::SubscriptionId>* local);
 
   const uint32_t index_;
+  const uint32_t shard_id_;  // which partial it writes; see the file comment
   const EngineOptions options_;
   const SubscriptionDirectory* const directory_;
   const ListenerRegistry* const listeners_;

@@ -32,6 +32,9 @@ ServerOptions OptionsFor(const Config& config) {
   options.mode = config.mode;
   options.engine.partitions = config.partitions;
   options.engine.cohort_max = config.cohort_max;
+  if (config.replicated) {
+    options.engine.index_layout = IndexLayout::kReplicated;
+  }
   options.engine.threads = 3;
   return options;
 }
@@ -145,6 +148,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Config{"staged", 1, 1}, Config{"staged", 1, 64},
                       Config{"staged", 2, 1}, Config{"staged", 2, 64},
                       Config{"staged", 3, 1}, Config{"staged", 3, 64},
+                      Config{"staged", 3, 64, true},
                       Config{"threaded", 0, 0}),
     ConfigName);
 

@@ -19,7 +19,9 @@ struct StagedEngine::UpdateJob {
 };
 
 StagedEngine::StagedEngine(const EngineOptions& options)
-    : Engine(options, options.partitions),
+    : Engine(options, options.index_layout == IndexLayout::kReplicated
+                          ? 1
+                          : options.partitions),
       reply_profile_("reply", "reply", std::nullopt, options.queue_limit) {
   for (uint32_t p = 0; p < options.partitions; ++p) {
     partitions_list_.push_back(std::make_unique<Partition>(
@@ -34,8 +36,24 @@ StagedEngine::~StagedEngine() { Shutdown(); }
 
 void StagedEngine::Dispatch(PublishJob* job) {
   const int64_t now = NowNanos();
-  for (auto& partition : partitions_list_) {
-    partition->queue().PushEvents(job, now);
+  if (options_.index_layout == IndexLayout::kPartitioned) {
+    for (auto& partition : partitions_list_) {
+      partition->queue().PushEvents(job, now);
+    }
+    return;
+  }
+  // Replicated: event k overall goes to partition k % P.
+  const uint32_t p_count = static_cast<uint32_t>(partitions_list_.size());
+  const uint32_t n = static_cast<uint32_t>(job->events.size());
+  const uint64_t base = next_event_.fetch_add(n, std::memory_order_relaxed);
+  std::vector<uint32_t> mine;
+  mine.reserve(n / p_count + 1);
+  for (uint32_t p = 0; p < p_count; ++p) {
+    const uint32_t first = static_cast<uint32_t>(
+        (p_count - (base % p_count) + p) % p_count);  // (base + first) % P == p
+    mine.clear();
+    for (uint32_t i = first; i < n; i += p_count) mine.push_back(i);
+    partitions_list_[p]->queue().PushEvents(job, mine, now);
   }
 }
 
@@ -134,14 +152,19 @@ void StagedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,
   }
   auto job = std::make_unique<UpdateJob>();
   job->inputs = std::move(subscriptions);
-  job->batches.resize(partitions_);
+  job->batches.resize(partitions_list_.size());
   job->subscribed = std::move(done);
+  const bool replicated = options_.index_layout == IndexLayout::kReplicated;
   for (size_t i = 0; i < job->inputs.size(); ++i) {
     const uint64_t id = *first + i;
     const Placement place = directory_.Place(id);
     job->ids.push_back(id);
-    job->batches[place.partition].adds.push_back(
-        UpdateBatch::Add{place.local_id, &job->inputs[i]});
+    const UpdateBatch::Add add{place.local_id, &job->inputs[i]};
+    if (replicated) {
+      for (UpdateBatch& batch : job->batches) batch.adds.push_back(add);
+    } else {
+      job->batches[place.partition].adds.push_back(add);
+    }
   }
   Route(job.release());
 }
@@ -162,11 +185,18 @@ void StagedEngine::Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) {
     return;
   }
   auto job = std::make_unique<UpdateJob>();
-  job->batches.resize(partitions_);
+  job->batches.resize(partitions_list_.size());
   job->unsubscribed = std::move(done);
+  const bool replicated = options_.index_layout == IndexLayout::kReplicated;
   for (uint64_t id : ids) {
     const Placement place = directory_.Place(id);
-    job->batches[place.partition].removes.push_back(place.local_id);
+    if (replicated) {
+      for (UpdateBatch& batch : job->batches) {
+        batch.removes.push_back(place.local_id);
+      }
+    } else {
+      job->batches[place.partition].removes.push_back(place.local_id);
+    }
   }
   job->ids = std::move(ids);
   Route(job.release());
@@ -192,7 +222,7 @@ void StagedEngine::StopStages() {
 
 void StagedEngine::AddStageStats(v1::Stats* stats) const {
   stats->set_mode("staged");
-  stats->set_partitions(partitions_);
+  stats->set_partitions(static_cast<uint32_t>(partitions_list_.size()));
   for (const auto& partition : partitions_list_) {
     partition->profile().ToProto(stats->add_stages());
   }

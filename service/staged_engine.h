@@ -2,7 +2,9 @@
 // -> reply stage.
 //
 //   - Front stage: the caller's thread (a gRPC handler). It admits a publish
-//     (Admission), then pushes every event to every partition's queue, and
+//     (Admission), then pushes every event to every partition's queue (with
+//     the replicated layout, engine.h IndexLayout: to one partition, round
+//     robin, and every change to every partition), and
 //     routes subscription changes to their owning partitions through the
 //     same queues. It never waits for matching.
 //   - Partition stages (partition.h): one thread each, matching cohorts.
@@ -76,6 +78,7 @@ class StagedEngine : public Engine {
   std::vector<ReadyEvent> reply_queue_ ABSL_GUARDED_BY(reply_mu_);
   bool reply_closed_ ABSL_GUARDED_BY(reply_mu_) = false;
   bool stopped_ = false;  // only touched by the thread calling Shutdown
+  std::atomic<uint64_t> next_event_{0};  // replicated layout: round robin
 };
 
 }  // namespace service

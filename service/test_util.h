@@ -26,11 +26,13 @@ struct Config {
   std::string mode;  // "staged" or "threaded"
   uint32_t partitions;
   uint32_t cohort_max;
+  bool replicated = false;  // staged: IndexLayout::kReplicated
 };
 
 inline std::string ConfigName(const ::testing::TestParamInfo<Config>& info) {
   return absl::StrCat(info.param.mode, "_p", info.param.partitions, "_c",
-                      info.param.cohort_max);
+                      info.param.cohort_max,
+                      info.param.replicated ? "_replicated" : "");
 }
 
 // Values from a small domain, so that predicates are often satisfied, plus

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build needs, if any are missing.
 #
+#   tools/setup.sh               what building and testing need
+#   tools/setup.sh experiment    also valgrind and gnuplot, for
+#                                bench/experiment.sh
+#
 # Checks each package with dpkg first and calls apt-get only when something is
 # absent, so a repeated run takes well under a second. Uses sudo when not root.
 # See third_party/usr.BUILD for what each library provides to Bazel, and
@@ -25,9 +29,21 @@ readonly PACKAGES=(
   libnuma-dev
   numactl
 )
+readonly EXPERIMENT_PACKAGES=(
+  valgrind     # cachegrind, experiment 4
+  gnuplot-nox  # the report's PNG plots (pngcairo)
+)
+
+packages=("${PACKAGES[@]}")
+for group in "$@"; do
+  case "${group}" in
+    experiment) packages+=("${EXPERIMENT_PACKAGES[@]}") ;;
+    *) echo "setup.sh: unknown group ${group} (known: experiment)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
-for package in "${PACKAGES[@]}"; do
+for package in "${packages[@]}"; do
   if ! dpkg -s "${package}" 2>/dev/null | grep -q '^Status: install ok installed'; then
     missing+=("${package}")
   fi

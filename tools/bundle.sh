@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Packs cohortd, cohort and locality_probe (built -c opt) with every shared
+# library they load, the dynamic loader included, into a self-contained
+# folder for a machine without Bazel or the Debian packages:
+#
+#   tools/bundle.sh [DIR]      # default dist/bundle (git-ignored)
+#   bench/experiment.sh --bin=DIR/bin ...
+#
+# DIR/bin holds one wrapper script per binary that starts it through the
+# bundled loader with --library-path DIR/lib, so neither the other machine's
+# libc nor LD_LIBRARY_PATH matters.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+readonly DIR="${1:-dist/bundle}"
+readonly TARGETS=(//service:cohortd //client:cohort //bench:locality_probe)
+readonly BINARIES=(service/cohortd client/cohort bench/locality_probe)
+
+tools/setup.sh
+bazel build -c opt "${TARGETS[@]}"
+rm -rf "${DIR}"
+mkdir -p "${DIR}/bin" "${DIR}/libexec" "${DIR}/lib"
+for binary in "${BINARIES[@]}"; do
+  cp ".bazel/out/k8-opt/bin/${binary}" "${DIR}/libexec/"
+  ldd ".bazel/out/k8-opt/bin/${binary}" |
+    awk '/=> \// {print $3} /^\t\/.*ld-linux/ {print $1}' |
+    while read -r lib; do cp -L "${lib}" "${DIR}/lib/"; done
+  name=$(basename "${binary}")
+  cat >"${DIR}/bin/${name}" <<WRAPPER
+#!/bin/sh
+here=\$(dirname "\$0")/..
+exec "\${here}/lib/ld-linux-x86-64.so.2" --library-path "\${here}/lib" \\
+  "\${here}/libexec/${name}" "\$@"
+WRAPPER
+  chmod +x "${DIR}/bin/${name}" "${DIR}/libexec/${name}"
+done
+du -sh "${DIR}"
