@@ -1,14 +1,56 @@
 #!/usr/bin/env bash
-# Runs the matcher benchmark on the Fabret workload with 1M subscriptions,
-# without and with cohort matching (cohort size 1 and 64), and prints a text
-# table. Extra arguments go to the benchmark (later flags win), e.g.
-#   ./run.sh --cohort_max=1,16,64,256
+# The server end to end on the Fabret workload: builds cohortd and the cohort
+# CLI (-c opt), starts cohortd on 127.0.0.1 (a free port, default flags),
+# loads fabret-1m's 1,000,000 subscriptions with batched Subscribe, publishes
+# its events for 10 s from 4 PublishStreams (32 events per request, 8 requests
+# in flight each), prints the load report and the server's stage profile
+# (`cohort stats`), and stops the server (SIGTERM).
+#
+#   ./run.sh [cohort load flags]   # later flags win, e.g.
+#   ./run.sh --mode=unary --clients=16      # closed loop, 16 clients
+#   ./run.sh --subscriptions=100000 --duration=3
+#   COHORTD_FLAGS="--cohort_max=1" ./run.sh # server flags
+#
+# The matcher alone: bazel run -c opt //bench:matcher_bench -- --help.
+# The paper's experiments: bench/experiment.sh [--quick].
 set -euo pipefail
 cd "$(dirname "$0")"
 
 tools/setup.sh
+bazel build -c opt //service:cohortd //client:cohort
+readonly BIN=.bazel/out/k8-opt/bin
+log=$(mktemp)
+server_pid=""
+cleanup() {
+  if [[ -n "${server_pid}" ]]; then
+    kill -TERM "${server_pid}" 2>/dev/null || true
+    wait "${server_pid}" 2>/dev/null || true
+    echo "run.sh: $(tail -1 "${log}")"
+  fi
+  rm -f "${log}"
+}
+trap cleanup EXIT
 
-cmd=(bazel run -c opt //bench:matcher_bench --
-  --preset=fabret-1m --cohort_max=1,64 --format=text "$@")
+# shellcheck disable=SC2086  # COHORTD_FLAGS holds several flags
+"${BIN}/service/cohortd" --listen=127.0.0.1:0 ${COHORTD_FLAGS:-} >"${log}" 2>&1 &
+server_pid=$!
+port=""
+for _ in $(seq 100); do
+  port=$(sed -n 's/^cohortd: serving on port \([0-9]*\).*/\1/p' "${log}")
+  [[ -n "${port}" ]] && break
+  kill -0 "${server_pid}" 2>/dev/null || break
+  sleep 0.1
+done
+if [[ -z "${port}" ]]; then
+  cat "${log}" >&2
+  server_pid=""
+  exit 1
+fi
+head -1 "${log}"
+
+cmd=("${BIN}/client/cohort" load --server="127.0.0.1:${port}" --preset=fabret-1m
+  --mode=stream --clients=4 --batch=32 --window=8 --warmup=2 --duration=10 "$@")
 echo "run.sh: ${cmd[*]}" >&2
-exec "${cmd[@]}"
+"${cmd[@]}"
+echo
+"${BIN}/client/cohort" stats --server="127.0.0.1:${port}"

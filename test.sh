@@ -9,6 +9,10 @@
 # the gRPC reactors are therefore covered by asan and the end-to-end tests,
 # not by tsan.
 #
+# Then it smoke-tests ./run.sh and bench/experiment.sh --quick on small
+# workloads (tools/testing/scripts_test.sh; they build with -c opt and
+# install valgrind and gnuplot through tools/setup.sh experiment).
+#
 # Prints a line per test target and ends with exactly one line
 #   tests: N passed, M failed
 # counting test cases across both runs (see tools/test_summary.py for the
@@ -72,6 +76,17 @@ readonly TSAN_TARGETS=(
   //service:stage_profile_test
 )
 run_tests tsan --config=tsan --build_tests_only "${TSAN_TARGETS[@]}"
+
+# The top-level scripts (./run.sh, bench/experiment.sh) call bazel, so they
+# are checked here, not as Bazel tests; each check counts as one test case.
+echo "==> [scripts] tools/testing/scripts_test.sh"
+SCRIPTS_TEST_OUT="${RESULTS}/scripts" tools/testing/scripts_test.sh |
+  tee "${RESULTS}/scripts.log"
+read -r passed failed < <(sed -n 's/^scripts: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' \
+  "${RESULTS}/scripts.log")
+if [[ -z "${passed:-}" ]]; then passed=0 failed=1; fi
+total_passed=$((total_passed + passed))
+total_failed=$((total_failed + failed))
 
 bazel shutdown >/dev/null 2>&1
 

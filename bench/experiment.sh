@@ -104,7 +104,8 @@ client_run=()
 [[ -n "${client_cpus}" ]] && client_run=(taskset -c "${client_cpus}")
 
 if [[ -z "${out}" ]]; then
-  out="results/$(date -u +%Y-%m-%d)$( ((quick)) && echo -quick)"
+  out="results/$(date -u +%Y-%m-%d)"
+  ((quick)) && out+="-quick"
   base="${out}" n=1
   while [[ -e "${out}" ]]; do
     n=$((n + 1))

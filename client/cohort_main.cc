@@ -267,10 +267,12 @@ void PrintStatsTable(const v1::Stats& s) {
               "svc p99", "batches", "batch", "events", "matches", "reject",
               "drop");
   for (const v1::StageStats& st : s.stages()) {
+    // Events per batch: a partition's mean cohort size (changes are not
+    // batches), the front's mean events per Publish request.
     const double mean_batch =
-        st.batches() == 0 ? 0.0
-                          : static_cast<double>(st.events() + st.updates()) /
-                                st.batches();
+        st.batches() == 0
+            ? 0.0
+            : static_cast<double>(st.events()) / st.batches();
     std::printf(
         "%-12s %9.1f %7llu %7.0fus %7.0fus %7.0fus %7.0fus %9llu %7.1f %10llu "
         "%12llu %7llu %7llu\n",

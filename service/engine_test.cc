@@ -203,6 +203,48 @@ INSTANTIATE_TEST_SUITE_P(
                       Config{"threaded", 0, 0}),
     ConfigName);
 
+// Property: a partition's batches are its cohorts. Subscription changes are
+// counted as updates, not batches, so `events / batches` in GetStats (what
+// `cohort stats` prints as "batch") is the mean cohort size.
+TEST(EngineStatsTest, PartitionBatchesCountCohortsOnly) {
+  EngineOptions options;
+  options.partitions = 2;
+  options.cohort_max = 1;
+  Harness h("staged", options);
+  Rng rng(7);
+  for (int i = 0; i < 5; ++i) {
+    v1::SubscribeRequest request;
+    for (int k = 0; k < 4; ++k) {
+      *request.add_subscriptions() = testing::RandomSpec(rng, "s", 3, 8);
+    }
+    ASSERT_TRUE(h.Subscribe(request).ok());
+  }
+  constexpr int kEvents = 3;
+  for (int e = 0; e < kEvents; ++e) {
+    v1::PublishRequest request;
+    *request.add_events() = testing::RandomEvent(rng, 3, 8, "p");
+    v1::PublishResponse response;
+    ASSERT_TRUE(h.Publish(request, &response).ok());
+  }
+  v1::Stats stats;
+  h.engine().FillStats(&stats);
+  uint64_t updates = 0;
+  int partitions = 0;
+  for (const v1::StageStats& stage : stats.stages()) {
+    if (stage.stage() != "partition") continue;
+    ++partitions;
+    updates += stage.updates();
+    EXPECT_EQ(stage.events(), kEvents) << stage.name();
+    EXPECT_EQ(stage.batches(), kEvents) << stage.name();  // cohorts of 1
+    uint64_t in_buckets = 0;
+    for (const auto& bucket : stage.batch_sizes()) in_buckets += bucket.count();
+    EXPECT_EQ(in_buckets, stage.batches()) << stage.name();
+    EXPECT_EQ(stage.service().count(), stage.batches()) << stage.name();
+  }
+  EXPECT_EQ(partitions, 2);
+  EXPECT_EQ(updates, 20u);
+}
+
 class EngineOrderingTest : public ::testing::TestWithParam<Config> {};
 
 // Property: an event published after Subscribe returned matches the new

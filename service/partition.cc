@@ -169,11 +169,13 @@ void Partition::Run() {
       }
       RunCohort(batch);
       profile_.RecordWaits(waits_);
+      profile_.RecordBatch(queue_length, batch.size(), Now() - start);
     } else {
+      // A change is counted in `updates`, not as a batch: batches, their
+      // sizes and service times describe cohorts only (pubsub.proto).
       profile_.RecordWait(start - batch.front().enqueue_ns);
       ApplyUpdate(batch.front().update);
     }
-    profile_.RecordBatch(queue_length, batch.size(), Now() - start);
   }
 }
 

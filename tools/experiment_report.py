@@ -396,6 +396,7 @@ plot "fig_locality.dat" u 0:2:xtic(1) w boxes t "throughput", \
      "" u 0:2:3:4 w yerrorbars pt 0 lc rgb "black" t ""
 set xlabel "partitions"
 set xtics auto
+set offsets graph 0.05, graph 0.05, 0, 0
 plot "fig_scaling.dat" u 1:2:3:4 w yerrorlines lw 2 pt 7 t "partitioned"
 unset multiplot
 """, cap)

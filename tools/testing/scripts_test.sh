@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Smoke test of the documented top-level commands that Bazel cannot run as
+# tests (they call bazel themselves): ./run.sh and bench/experiment.sh, each
+# on a small workload. Run by ./test.sh from the workspace root; prints one
+# "ok:"/"FAILED:" line per check and, last, "scripts: P passed, F failed".
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+source tools/testing/checks.sh
+passed_checks() { grep -c '^ok:' "$1"; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "${tmp}"' EXIT
+{
+  # ./run.sh: build, start, load, publish, report, stats, stop.
+  ./run.sh --subscriptions=20000 --events=2000 --warmup=0 --duration=1 \
+    >"${tmp}/run.out" 2>"${tmp}/run.err"
+  check "./run.sh exits 0" test $? -eq 0
+  check "./run.sh starts cohortd" grep -q "^cohortd: serving on port" "${tmp}/run.out"
+  check "./run.sh loads the subscriptions" \
+    grep -q "20000 subscriptions in" "${tmp}/run.out" "${tmp}/run.err"
+  check "./run.sh reports events/s" grep -q "events/s" "${tmp}/run.out"
+  check "./run.sh prints the stage profile" grep -q "^partition/0 " "${tmp}/run.out"
+  check "./run.sh stops the server" grep -q "^run.sh: cohortd: " "${tmp}/run.out"
+
+  # bench/experiment.sh: all four experiments, tiny, with the report.
+  # Kept after the test (./test.sh's results/tests/), for diagnosis.
+  out="${SCRIPTS_TEST_OUT:-${tmp}}/experiment"
+  rm -rf "${out}"
+  bench/experiment.sh --quick --reps=1 --duration=1 --out="${out}" \
+    >"${tmp}/experiment.log" 2>&1
+  check "experiment.sh --quick exits 0" test $? -eq 0
+  for section in "## 1. Response time" "## 2. Cohort limit" "## 3. Locality" \
+    "## 4. Simulated caches"; do
+    check "report has '${section}'" grep -q "^${section}" "${out}/report.md"
+  done
+  for file in clients.csv cohort.csv locality.csv scaling.csv cache.csv \
+    fig_clients.png fig_cohort.png fig_locality.png fig_cache.png; do
+    check "experiment wrote ${file}" test -s "${out}/${file}"
+  done
+  check "every figure names the workload checksum" \
+    test "$(grep -c '^\*machine: .*sha256 [0-9a-f]\{64\}' "${out}/report.md")" -eq 4
+  # Every publish run of every experiment: no failed or unanswered request.
+  python3 - "${out}" >"${tmp}/errors" <<'PY'
+import csv, json, os, sys
+with open(os.path.join(sys.argv[1], "runs.csv")) as f:
+    for row in csv.DictReader(f):
+        if row["experiment"] == "cache":
+            continue
+        with open(os.path.join(sys.argv[1], row["file"])) as g:
+            run = json.load(g)
+        if run.get("errors") or run.get("unanswered"):
+            print(row["file"], "errors", run.get("errors"),
+                  "unanswered", run.get("unanswered"))
+PY
+  check "no publish run had errors or unanswered requests" test ! -s "${tmp}/errors"
+  cat "${tmp}/errors"
+  # 10 (clients) + 6 (cohort) + 6 (locality) + 2 (scaling) + 4 (cache) runs.
+  check "runs.csv lists 28 runs" test "$(tail -n +2 "${out}/runs.csv" | wc -l)" -eq 28
+
+  bench/experiment.sh --bogus >/dev/null 2>"${tmp}/bogus.err"
+  check "experiment.sh rejects an unknown argument with 2" test $? -eq 2
+  check "experiment.sh names the bad argument" grep -q -- "--bogus" "${tmp}/bogus.err"
+  check "experiment.sh --help documents --quick" \
+    grep -q -- "--quick" <(bench/experiment.sh --help)
+} | tee "${tmp}/checks"
+failed=$(grep -c '^FAILED:' "${tmp}/checks")
+echo "scripts: $(passed_checks "${tmp}/checks") passed, ${failed} failed"
+((failed == 0))
