@@ -253,9 +253,12 @@ int Listen() {
 }
 
 void PrintStatsTable(const v1::Stats& s) {
-  std::printf("mode %s, %u partitions, cohort_max %u, cohort_wait_us %llu, "
+  const std::string layout = s.index_layout() == "replicated"
+                                 ? " replicating the index"
+                                 : "";
+  std::printf("mode %s, %u partitions%s, cohort_max %u, cohort_wait_us %llu, "
               "uptime %.1f s\n",
-              s.mode().c_str(), s.partitions(), s.cohort_max(),
+              s.mode().c_str(), s.partitions(), layout.c_str(), s.cohort_max(),
               static_cast<unsigned long long>(s.cohort_wait_us()),
               s.uptime_us() / 1e6);
   std::printf("%llu subscriptions, %llu events published, %llu listeners\n\n",

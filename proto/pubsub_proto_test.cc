@@ -83,6 +83,7 @@ const PinnedField kPinnedFields[] = {
     {"Delivery", "sequence", 3, kUint64, false, ""},
     {"Stats", "subscriptions", 1, kUint64, false, ""},
     {"Stats", "events_published", 2, kUint64, false, ""},
+    {"Stats", "index_layout", 10, kString, false, ""},
 };
 
 TEST(PubSubProto, PinnedFieldsKeepNameNumberAndType) {

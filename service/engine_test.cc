@@ -243,6 +243,31 @@ TEST(EngineStatsTest, PartitionBatchesCountCohortsOnly) {
   }
   EXPECT_EQ(partitions, 2);
   EXPECT_EQ(updates, 20u);
+  EXPECT_EQ(stats.index_layout(), "partitioned");
+}
+
+// Property: GetStats names the index layout (and a replicated engine applies
+// every change in every partition).
+TEST(EngineStatsTest, ReplicatedLayoutIsReported) {
+  EngineOptions options;
+  options.partitions = 3;
+  options.index_layout = IndexLayout::kReplicated;
+  Harness h("staged", options);
+  Rng rng(8);
+  v1::SubscribeRequest request;
+  for (int k = 0; k < 4; ++k) {
+    *request.add_subscriptions() = testing::RandomSpec(rng, "s", 3, 8);
+  }
+  ASSERT_TRUE(h.Subscribe(request).ok());
+  v1::Stats stats;
+  h.engine().FillStats(&stats);
+  EXPECT_EQ(stats.index_layout(), "replicated");
+  EXPECT_EQ(stats.partitions(), 3u);
+  for (const v1::StageStats& stage : stats.stages()) {
+    if (stage.stage() == "partition") {
+      EXPECT_EQ(stage.updates(), 4u) << stage.name();
+    }
+  }
 }
 
 class EngineOrderingTest : public ::testing::TestWithParam<Config> {};

@@ -1,5 +1,6 @@
 #include "service/staged_engine.h"
 
+#include <string>
 #include <utility>
 
 namespace cohort {
@@ -222,6 +223,7 @@ void StagedEngine::StopStages() {
 
 void StagedEngine::AddStageStats(v1::Stats* stats) const {
   stats->set_mode("staged");
+  stats->set_index_layout(std::string(IndexLayoutName(options_.index_layout)));
   stats->set_partitions(static_cast<uint32_t>(partitions_list_.size()));
   for (const auto& partition : partitions_list_) {
     partition->profile().ToProto(stats->add_stages());
