@@ -71,6 +71,7 @@ fi
 readonly TSAN_TARGETS=(
   //matcher:match_event_test
   //service:engine_test
+  //service:journal_test
   //service:interner_test
   //service:metrics_http_test
   //service:stage_profile_test

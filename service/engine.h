@@ -173,11 +173,7 @@ class Engine {
   uint64_t subscriptions() const { return directory_.live(); }
 
  protected:
-  static int64_t NowNanos() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
+  static int64_t NowNanos() { return MonotonicNanos(); }
 
   // Queues an admitted job for matching.
   virtual void Dispatch(PublishJob* job) = 0;

@@ -13,16 +13,6 @@
 
 namespace cohort {
 namespace service {
-namespace {
-
-int64_t Now() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
 void PartitionQueue::PushEvents(PublishJob* job, int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
   const bool was_empty = items_.empty();
@@ -103,7 +93,7 @@ bool PartitionQueue::Pop(std::vector<PartitionItem>* out,
     const size_t ready = LeadingEvents();
     const int64_t deadline = items_.front().enqueue_ns + cohort_wait_ns_;
     if (ready >= cohort_max_ || ready < items_.size() || flushing_ ||
-        Now() >= deadline) {
+        MonotonicNanos() >= deadline) {
       const size_t take = std::min<size_t>(ready, cohort_max_);
       out->assign(items_.begin(), items_.begin() + take);
       items_.erase(items_.begin(), items_.begin() + take);
@@ -161,7 +151,7 @@ void Partition::Run() {
   std::vector<PartitionItem> batch;
   size_t queue_length = 0;
   while (queue_.Pop(&batch, &queue_length)) {
-    const int64_t start = Now();
+    const int64_t start = MonotonicNanos();
     if (batch.front().is_event()) {
       waits_.clear();
       for (const PartitionItem& item : batch) {
@@ -169,7 +159,8 @@ void Partition::Run() {
       }
       RunCohort(batch);
       profile_.RecordWaits(waits_);
-      profile_.RecordBatch(queue_length, batch.size(), Now() - start);
+      profile_.RecordBatch(queue_length, batch.size(),
+                           MonotonicNanos() - start);
     } else {
       // A change is counted in `updates`, not as a batch: batches, their
       // sizes and service times describe cohorts only (pubsub.proto).

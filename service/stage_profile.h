@@ -30,6 +30,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -43,6 +44,14 @@
 
 namespace cohort {
 namespace service {
+
+// Nanoseconds on the monotonic clock: the time base of every enqueue, wait
+// and service time the stages record.
+inline int64_t MonotonicNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 // Inclusive upper bounds of the batch-size (cohort-size) histogram buckets,
 // ascending, not counting the final overflow bucket (upper bound
