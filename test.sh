@@ -72,6 +72,7 @@ readonly TSAN_TARGETS=(
   //matcher:match_event_test
   //service:engine_test
   //service:journal_test
+  //service:durability_test
   //service:interner_test
   //service:metrics_http_test
   //service:stage_profile_test

@@ -69,6 +69,7 @@ absl::StatusOr<std::unique_ptr<Journal>> Journal::Open(
 
 Journal::Journal(const JournalOptions& options, int fd, uint64_t offset)
     : options_(options),
+      path_(options.path),
       fd_(fd),
       profile_("journal", "journal", std::nullopt, 0),
       durable_bytes_(offset),
@@ -88,6 +89,14 @@ Journal::~Journal() {
 }
 
 void Journal::Append(uint8_t type, std::string payload, Done done) {
+  Enqueue(Pending{type, std::move(payload), std::move(done), 0, ""});
+}
+
+void Journal::Rotate(std::string path, Done done) {
+  Enqueue(Pending{0, "", std::move(done), 0, std::move(path)});
+}
+
+void Journal::Enqueue(Pending item) {
   absl::Status refused;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -97,15 +106,15 @@ void Journal::Append(uint8_t type, std::string payload, Done done) {
     } else if (!failed_.ok()) {
       refused = failed_;
     } else {
-      pending_.push_back(Pending{type, std::move(payload), std::move(done),
-                                 MonotonicNanos()});
+      item.enqueue_ns = MonotonicNanos();
+      pending_.push_back(std::move(item));
       if (pending_.size() == 1 || pending_.size() >= options_.group_max) {
         cv_.notify_one();
       }
       return;
     }
   }
-  done(refused);
+  item.done(refused);
 }
 
 void Journal::Close() {
@@ -130,6 +139,19 @@ void Journal::Run() {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return !pending_.empty() || closed_; });
       if (pending_.empty()) return;  // closed and drained
+      if (!pending_.front().rotate_to.empty()) {
+        Pending marker = std::move(pending_.front());
+        pending_.pop_front();
+        absl::Status status = failed_;
+        lock.unlock();
+        if (status.ok()) status = SwitchFile(marker.rotate_to);
+        lock.lock();
+        if (!status.ok() && failed_.ok()) failed_ = status;
+        if (status.ok()) durable_bytes_ = 0;
+        lock.unlock();
+        marker.done(status);
+        continue;
+      }
       if (options_.group_wait_us > 0 && !closed_ &&
           pending_.size() < options_.group_max) {
         const auto deadline = std::chrono::steady_clock::time_point(
@@ -140,9 +162,11 @@ void Journal::Run() {
         });
       }
       queue_length = pending_.size();
-      const size_t take = std::min<size_t>(pending_.size(), options_.group_max);
       group_.clear();
-      for (size_t i = 0; i < take; ++i) {
+      // A group ends before a Rotate marker: later records go to the next
+      // file.
+      while (!pending_.empty() && group_.size() < options_.group_max &&
+             pending_.front().rotate_to.empty()) {
         group_.push_back(std::move(pending_.front()));
         pending_.pop_front();
       }
@@ -172,9 +196,37 @@ void Journal::Run() {
 }
 
 absl::Status Journal::Failure(const char* what, int error) const {
-  return absl::DataLossError(absl::StrCat("journal ", options_.path, ": ",
+  return absl::DataLossError(absl::StrCat("journal ", path_, ": ",
                                           what, " failed: ",
                                           std::strerror(error)));
+}
+
+absl::Status Journal::SwitchFile(const std::string& path) {
+  const int fd =
+      open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return ErrnoStatus(errno, absl::StrCat("journal: cannot create ", path));
+  }
+  if (options_.fsync) {
+    // The new file's directory entry must be durable before records in it
+    // are acknowledged.
+    const size_t slash = path.find_last_of('/');
+    const std::string dir =
+        slash == std::string::npos ? "." : path.substr(0, slash + 1);
+    const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const int rc = dir_fd < 0 ? -1 : fsync(dir_fd);
+    const int error = errno;
+    if (dir_fd >= 0) close(dir_fd);
+    if (rc != 0) {
+      close(fd);
+      return ErrnoStatus(error, absl::StrCat("journal: cannot sync ", dir));
+    }
+  }
+  close(fd_);
+  fd_ = fd;
+  path_ = path;
+  offset_ = 0;
+  return absl::OkStatus();
 }
 
 absl::Status Journal::WriteGroup() {

@@ -80,6 +80,13 @@ class Journal {
   // the journal has failed, `done` gets the error at once on this thread.
   void Append(uint8_t type, std::string payload, Done done);
 
+  // Switches to a new file: records appended before this call go to the
+  // current file, later ones to `path` (created empty, or truncated), which
+  // is opened, and its directory synced, only after every earlier record is
+  // durable, so the new file never holds a record whose predecessors are
+  // not on disk. `done` gets the outcome; a failure fails the journal.
+  void Rotate(std::string path, Done done);
+
   // Writes every record appended before the call, then stops the thread and
   // closes the file. Later appends get FAILED_PRECONDITION. Idempotent.
   void Close();
@@ -98,18 +105,22 @@ class Journal {
     std::string payload;
     Done done;
     int64_t enqueue_ns;
+    std::string rotate_to;  // non-empty: a Rotate marker, not a record
   };
 
   Journal(const JournalOptions& options, int fd, uint64_t offset);
+  void Enqueue(Pending item);
   void Run();
   // Writes buffer_ at offset_ (and syncs); advances offset_ on success.
   absl::Status WriteGroup();
   absl::Status WriteWithRing();
   absl::Status WriteWithPwrite();
   absl::Status Failure(const char* what, int error) const;
+  absl::Status SwitchFile(const std::string& path);
 
   const JournalOptions options_;
-  const int fd_;
+  std::string path_;  // the current file; journal thread (and Open) only
+  int fd_;            // journal thread only, once it runs
   StageProfile profile_;
   bool ring_ok_ = false;
   struct RingHolder;

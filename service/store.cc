@@ -298,7 +298,7 @@ std::string JournalName(uint64_t generation) {
   return absl::StrCat("journal-", generation);
 }
 
-absl::StatusOr<Recovery> Recover(const std::string& dir) {
+absl::StatusOr<Recovery> Recover(const std::string& dir, uint64_t below) {
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) {
     return ErrnoStatus(errno, absl::StrCat("cannot read directory ", dir));
@@ -310,9 +310,9 @@ absl::StatusOr<Recovery> Recover(const std::string& dir) {
     if (absl::EndsWith(name, ".tmp")) {
       temporary.emplace_back(name);
     } else if (const uint64_t s = Generation(name, "snapshot-"); s > 0) {
-      snapshots.push_back(s);
+      if (s <= below) snapshots.push_back(s);
     } else if (const uint64_t j = Generation(name, "journal-"); j > 0) {
-      journals.push_back(j);
+      if (j < below) journals.push_back(j);
     }
   }
   closedir(d);
@@ -388,6 +388,39 @@ absl::StatusOr<Recovery> Recover(const std::string& dir) {
     }
   }
   return r;
+}
+
+absl::StatusOr<uint64_t> TakeSnapshot(const std::string& dir,
+                                      uint64_t generation) {
+  absl::StatusOr<Recovery> folded = Recover(dir, generation);
+  if (!folded.ok()) return folded.status();
+  if (folded->bytes_discarded > 0) {
+    // A journal that is no longer appended to ends in a damaged frame: keep
+    // the files for an operator rather than fold the damage away.
+    return absl::DataLossError(absl::StrCat(
+        dir, "/", JournalName(folded->journal_generation), ": ",
+        folded->tail, " frame at byte ", folded->journal_bytes,
+        "; not folding it into ", SnapshotName(generation)));
+  }
+  if (folded->snapshot_generation != generation) {
+    if (absl::Status s = WriteFileAtomically(dir, SnapshotName(generation),
+                                             EncodeSnapshot(folded->state));
+        !s.ok()) {
+      return s;
+    }
+  }
+  // Everything older is now redundant: the snapshot just written holds it.
+  for (const std::string& path : folded->obsolete) unlink(path.c_str());
+  if (folded->snapshot_generation > 0 &&
+      folded->snapshot_generation < generation) {
+    unlink(absl::StrCat(dir, "/", SnapshotName(folded->snapshot_generation))
+               .c_str());
+  }
+  for (uint64_t g = std::max<uint64_t>(folded->snapshot_generation, 1);
+       g < generation; ++g) {
+    unlink(absl::StrCat(dir, "/", JournalName(g)).c_str());
+  }
+  return folded->state.live.size();
 }
 
 }  // namespace service

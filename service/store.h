@@ -91,9 +91,20 @@ struct Recovery {
 };
 
 // Reads `dir` (which must exist): the newest snapshot, then the journals
-// from its generation on. NOT_FOUND if `dir` is missing, PERMISSION_DENIED
-// if unreadable, DATA_LOSS as described above.
-absl::StatusOr<Recovery> Recover(const std::string& dir);
+// from its generation on, up to but excluding generation `below` (for
+// folding journals that are no longer appended to while a newer one is).
+// NOT_FOUND if `dir` is missing, PERMISSION_DENIED if unreadable, DATA_LOSS
+// as described above.
+absl::StatusOr<Recovery> Recover(const std::string& dir,
+                                 uint64_t below = UINT64_MAX);
+
+// Folds the newest snapshot and the journals before `generation` into
+// snapshot-<generation> (written atomically), then deletes the snapshots
+// and journals of older generations. REQUIRES: nothing appends to a journal
+// older than `generation` any more (Journal::Rotate has completed).
+// Returns the number of live subscriptions written.
+absl::StatusOr<uint64_t> TakeSnapshot(const std::string& dir,
+                                      uint64_t generation);
 
 }  // namespace service
 }  // namespace cohort

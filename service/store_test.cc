@@ -279,6 +279,54 @@ TEST(RecoverTest, DamageIsAClearError) {
   }
 }
 
+// Property: folding journals 1..g-1 into snapshot-<g> while journal-<g>
+// exists changes nothing a recovery sees, and removes the folded files.
+TEST(TakeSnapshotTest, FoldsOlderGenerationsAndKeepsTheState) {
+  const History h = RandomHistory(21, 150);
+  const std::string dir = NewDir("fold");
+  std::string j1, j2, j3;
+  for (size_t i = 0; i < h.frames.size(); ++i) {
+    (i < 50 ? j1 : i < 100 ? j2 : j3) += h.frames[i];
+  }
+  WriteFile(dir + "/" + JournalName(1), j1);
+  WriteFile(dir + "/" + JournalName(2), j2);
+  WriteFile(dir + "/" + JournalName(3), j3);
+  absl::StatusOr<uint64_t> written = TakeSnapshot(dir, 3);
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(access((dir + "/" + JournalName(1)).c_str(), F_OK), -1);
+  EXPECT_EQ(access((dir + "/" + JournalName(2)).c_str(), F_OK), -1);
+  EXPECT_EQ(access((dir + "/" + SnapshotName(3)).c_str(), F_OK), 0);
+  absl::StatusOr<Recovery> r = Recover(dir);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectSameState(r->state, h.state);
+  EXPECT_EQ(r->snapshot_generation, 3u);
+  EXPECT_EQ(r->records_replayed, h.frames.size() - 100);
+
+  // Folding again at the next generation, with journal-4 not yet created.
+  written = TakeSnapshot(dir, 4);
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(*written, h.state.live.size());
+  EXPECT_EQ(access((dir + "/" + SnapshotName(3)).c_str(), F_OK), -1);
+  EXPECT_EQ(access((dir + "/" + JournalName(3)).c_str(), F_OK), -1);
+  r = Recover(dir);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectSameState(r->state, h.state);
+  EXPECT_EQ(r->journal_generation, 4u);
+  EXPECT_EQ(r->journal_bytes, 0u);
+}
+
+TEST(TakeSnapshotTest, RefusesToFoldADamagedJournal) {
+  const std::string dir = NewDir("fold_damaged");
+  const History h = RandomHistory(4, 20);
+  std::string j1;
+  for (const std::string& f : h.frames) j1 += f;
+  WriteFile(dir + "/" + JournalName(1), j1 + "torn");
+  absl::StatusOr<uint64_t> written = TakeSnapshot(dir, 2);
+  EXPECT_TRUE(absl::IsDataLoss(written.status())) << written.status();
+  EXPECT_THAT(written.status().message(), HasSubstr("not folding"));
+  EXPECT_EQ(access((dir + "/" + JournalName(1)).c_str(), F_OK), 0);
+}
+
 TEST(WriteFileAtomicallyTest, WritesWholeFilesAndNamesFailures) {
   const std::string dir = NewDir("atomic");
   ASSERT_TRUE(WriteFileAtomically(dir, "f", "hello").ok());
