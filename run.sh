@@ -19,12 +19,12 @@ cd "$(dirname "$0")"
 tools/setup.sh
 bazel build -c opt //service:cohortd //client:cohort
 readonly BIN=.bazel/out/k8-opt/bin
+source tools/testing/cohortd.sh
 log=$(mktemp)
 server_pid=""
 cleanup() {
   if [[ -n "${server_pid}" ]]; then
-    kill -TERM "${server_pid}" 2>/dev/null || true
-    wait "${server_pid}" 2>/dev/null || true
+    stop_cohortd "${server_pid}"
     echo "run.sh: $(tail -1 "${log}")"
   fi
   rm -f "${log}"
@@ -32,20 +32,10 @@ cleanup() {
 trap cleanup EXIT
 
 # shellcheck disable=SC2086  # COHORTD_FLAGS holds several flags
-"${BIN}/service/cohortd" --listen=127.0.0.1:0 ${COHORTD_FLAGS:-} >"${log}" 2>&1 &
-server_pid=$!
-port=""
-for _ in $(seq 100); do
-  port=$(sed -n 's/^cohortd: serving on port \([0-9]*\).*/\1/p' "${log}")
-  [[ -n "${port}" ]] && break
-  kill -0 "${server_pid}" 2>/dev/null || break
-  sleep 0.1
-done
-if [[ -z "${port}" ]]; then
-  cat "${log}" >&2
-  server_pid=""
-  exit 1
-fi
+start_cohortd "${log}" "${BIN}/service/cohortd" --listen=127.0.0.1:0 \
+  ${COHORTD_FLAGS:-} || exit 1
+server_pid=${COHORTD_PID}
+port=${COHORTD_PORT}
 head -1 "${log}"
 
 cmd=("${BIN}/client/cohort" load --server="127.0.0.1:${port}" --preset=fabret-1m

@@ -151,10 +151,12 @@ echo "experiment,load_flags" >"${OUT}/loads.csv"
 # --- servers --------------------------------------------------------------
 declare -A port_of=()
 server_pids=()
+source tools/testing/cohortd.sh
 stop_servers() {
   local pid
+  # All signalled first, so that they shut down side by side.
   for pid in "${server_pids[@]}"; do kill -TERM "${pid}" 2>/dev/null || true; done
-  for pid in "${server_pids[@]}"; do wait "${pid}" 2>/dev/null || true; done
+  for pid in "${server_pids[@]}"; do stop_cohortd "${pid}"; done
   server_pids=()
   port_of=()
 }
@@ -163,26 +165,17 @@ trap stop_servers EXIT
 # start_server NAME FLAGS...: starts cohortd with FLAGS on a free port and
 # subscribes the workload.
 start_server() {
-  local name=$1 log="${OUT}/logs/$1.log" port="" i
+  local name=$1 log="${OUT}/logs/$1.log" port=""
   shift
   local flags=("$@")
   if ((partitions > 0)) && [[ " ${flags[*]} " != *" --partitions="* ]]; then
     flags+=(--partitions="${partitions}" --threads="${partitions}")
   fi
   echo "${name},${flags[*]}" >>"${OUT}/servers.csv"
-  "${server_run[@]}" "${COHORTD}" --listen=127.0.0.1:0 "${flags[@]}" >"${log}" 2>&1 &
-  server_pids+=($!)
-  for i in $(seq 300); do
-    port=$(sed -n 's/^cohortd: serving on port \([0-9]*\).*/\1/p' "${log}")
-    [[ -n "${port}" ]] && break
-    kill -0 "${server_pids[-1]}" 2>/dev/null || break
-    sleep 0.1
-  done
-  if [[ -z "${port}" ]]; then
-    echo "experiment: cohortd ${name} did not start:" >&2
-    cat "${log}" >&2
-    exit 1
-  fi
+  start_cohortd "${log}" "${server_run[@]}" "${COHORTD}" \
+    --listen=127.0.0.1:0 "${flags[@]}" || exit 1
+  server_pids+=("${COHORTD_PID}")
+  port=${COHORTD_PORT}
   port_of[${name}]=${port}
   echo "experiment: ${name} ($(head -1 "${log}")), subscribing ${subs}"
   "${client_run[@]}" "${COHORT}" load --server="127.0.0.1:${port}" "${workload[@]}" \

@@ -29,12 +29,12 @@ bazel build -c opt //service:cohortd //client:cohort
 readonly BIN=.bazel/out/k8-opt/bin
 readonly OUT="results/latency/$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "${OUT}"
-port=$((20000 + RANDOM % 20000))
+source tools/testing/cohortd.sh
+port=""
 server_pid=""
 stop_server() {
   if [[ -n "${server_pid}" ]]; then
-    kill -TERM "${server_pid}" 2>/dev/null || true
-    wait "${server_pid}" || true
+    stop_cohortd "${server_pid}"
     server_pid=""
   fi
 }
@@ -46,10 +46,10 @@ n=0
 for config in "${configs[@]}"; do
   n=$((n + 1))
   # shellcheck disable=SC2086  # ${config} holds several flags
-  "${BIN}/service/cohortd" --listen="127.0.0.1:${port}" ${config} \
-    >"${OUT}/cohortd_${n}.log" 2>&1 &
-  server_pid=$!
-  sleep 1
+  start_cohortd "${OUT}/cohortd_${n}.log" "${BIN}/service/cohortd" \
+    --listen=127.0.0.1:0 ${config} || exit 1
+  server_pid=${COHORTD_PID}
+  port=${COHORTD_PORT}
   "${BIN}/client/cohort" load --server="127.0.0.1:${port}" --preset=fabret-1m \
     --mode=none >/dev/null
   for rate in ${rates//,/ }; do

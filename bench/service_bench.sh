@@ -44,12 +44,12 @@ echo "==> matcher alone"
   --events="${matcher_events}" --cohort_max=1,64 --repetitions=3 \
   --format=json >"${OUT}/matcher.json"
 
-port=$((20000 + RANDOM % 20000))
+source tools/testing/cohortd.sh
+port=""
 server_pid=""
 stop_server() {
   if [[ -n "${server_pid}" ]]; then
-    kill -TERM "${server_pid}" 2>/dev/null || true
-    wait "${server_pid}" || true
+    stop_cohortd "${server_pid}"
     server_pid=""
   fi
 }
@@ -58,10 +58,11 @@ trap stop_server EXIT
 for mode in staged threaded; do
   echo "==> ${mode}"
   # shellcheck disable=SC2086  # ${extra} holds several flags
-  "${BIN}/service/cohortd" --listen="127.0.0.1:${port}" --mode="${mode}" \
-    --partitions="${partitions}" ${extra} >"${OUT}/${mode}_cohortd.log" 2>&1 &
-  server_pid=$!
-  sleep 1
+  start_cohortd "${OUT}/${mode}_cohortd.log" "${BIN}/service/cohortd" \
+    --listen=127.0.0.1:0 --mode="${mode}" --partitions="${partitions}" \
+    ${extra} || exit 1
+  server_pid=${COHORTD_PID}
+  port=${COHORTD_PORT}
   "${load[@]}" --server="127.0.0.1:${port}" --mode=none \
     --out="${OUT}/${mode}_load.json"
   for run in 1 2 3; do

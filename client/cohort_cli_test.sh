@@ -7,16 +7,13 @@ set -uo pipefail
 readonly COHORTD=$1
 readonly COHORT=$2
 source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/testing/checks.sh"
+source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/testing/cohortd.sh"
 
 log=$(mktemp)
-"${COHORTD}" --listen=127.0.0.1:0 --partitions=2 >"${log}" 2>&1 &
-pid=$!
+start_cohortd "${log}" "${COHORTD}" --listen=127.0.0.1:0 --partitions=2
+pid=${COHORTD_PID}
+port=${COHORTD_PORT}
 trap 'kill -TERM ${pid} 2>/dev/null; rm -f "${log}"' EXIT
-for _ in $(seq 100); do
-  grep -q "serving on port" "${log}" && break
-  sleep 0.1
-done
-port=$(sed -n 's/.*serving on port \([0-9]*\).*/\1/p' "${log}")
 cohort() { "${COHORT}" --server="127.0.0.1:${port}" "$@"; }
 
 out=$(cohort subscribe --subscriber=alice 'price <= 500 and kind = 7' 'price between 100 and 200')

@@ -8,6 +8,7 @@ readonly COHORTD=$1
 readonly COHORT=$2
 readonly TMP=${TEST_TMPDIR:-$(mktemp -d)}
 source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/testing/checks.sh"
+source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/testing/cohortd.sh"
 
 out=$("${COHORT}" workload --preset=fabret-1m --subscriptions=2000 --events=200 \
   --out="${TMP}/w.txt")
@@ -21,14 +22,10 @@ check "workload file has 2000 subscriptions" \
 check "workload file has 200 events" test "$(grep -c '^E ' "${TMP}/w.txt")" -eq 200
 
 log="${TMP}/cohortd.log"
-"${COHORTD}" --listen=127.0.0.1:0 --partitions=2 >"${log}" 2>&1 &
-pid=$!
+start_cohortd "${log}" "${COHORTD}" --listen=127.0.0.1:0 --partitions=2
+pid=${COHORTD_PID}
+port=${COHORTD_PORT}
 trap 'kill -TERM ${pid} 2>/dev/null' EXIT
-for _ in $(seq 100); do
-  grep -q "serving on port" "${log}" && break
-  sleep 0.1
-done
-port=$(sed -n 's/.*serving on port \([0-9]*\).*/\1/p' "${log}")
 cohort() { "${COHORT}" --server="127.0.0.1:${port}" "$@"; }
 
 # json_field FILE EXPRESSION: prints EXPRESSION evaluated on the JSON as `d`.

@@ -1,0 +1,41 @@
+# Starting and stopping cohortd from shell scripts (sourced, not run): the
+# shell tests, ./run.sh and the bench/ drivers all start servers on port 0
+# and need the port it printed.
+#
+#   source tools/testing/cohortd.sh
+#   start_cohortd "${log}" "${COHORTD}" --listen=127.0.0.1:0 ... || exit 1
+#   ... 127.0.0.1:${COHORTD_PORT} ...
+#   stop_cohortd "${COHORTD_PID}"
+
+# start_cohortd LOG COMMAND...: runs COMMAND (cohortd, possibly behind
+# taskset) in the background with its output in LOG, waits up to 30 s for
+# its "cohortd: serving on port N" line, and sets COHORTD_PID and
+# COHORTD_PORT. If it exits or never serves, prints LOG to stderr and
+# returns 1.
+start_cohortd() {
+  local log=$1
+  shift
+  # Removed first: the background redirection truncates LOG only later, and
+  # a port left in it by an earlier server must not be read meanwhile.
+  rm -f "${log}"
+  "$@" >"${log}" 2>&1 &
+  COHORTD_PID=$!
+  COHORTD_PORT=""
+  for _ in $(seq 300); do
+    COHORTD_PORT=$(sed -n 's/^cohortd: serving on port \([0-9]*\).*/\1/p' \
+      "${log}" 2>/dev/null || true)
+    [[ -n "${COHORTD_PORT}" ]] && return 0
+    kill -0 "${COHORTD_PID}" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "cohortd did not start ($*):" >&2
+  cat "${log}" >&2
+  return 1
+}
+
+# stop_cohortd PID: SIGTERM, then waits for it to exit. Never fails (safe
+# under set -e): the server may have exited already.
+stop_cohortd() {
+  kill -TERM "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
