@@ -19,16 +19,6 @@ constexpr std::array<uint32_t, 256> MakeCrcTable() {
 }
 constexpr std::array<uint32_t, 256> kCrcTable = MakeCrcTable();
 
-uint32_t Load32(const char* p) {
-  const auto* b = reinterpret_cast<const unsigned char*>(p);
-  return uint32_t{b[0]} | uint32_t{b[1]} << 8 | uint32_t{b[2]} << 16 |
-         uint32_t{b[3]} << 24;
-}
-
-void Store32(char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
-
 }  // namespace
 
 uint32_t Crc32c(absl::string_view data, uint32_t crc) {
@@ -43,11 +33,9 @@ void AppendFrame(uint8_t type, absl::string_view payload, std::string* out) {
   const char type_byte = static_cast<char>(type);
   uint32_t crc = Crc32c(absl::string_view(&type_byte, 1));
   crc = Crc32c(payload, crc);
-  char header[kFrameHeaderBytes];
-  Store32(header, static_cast<uint32_t>(payload.size()));
-  Store32(header + 4, MaskCrc(crc));
-  header[8] = type_byte;
-  out->append(header, kFrameHeaderBytes);
+  PutFixed32(static_cast<uint32_t>(payload.size()), out);
+  PutFixed32(MaskCrc(crc), out);
+  out->push_back(type_byte);
   out->append(payload.data(), payload.size());
 }
 
@@ -63,7 +51,7 @@ bool FrameReader::Next(Frame* frame) {
     return false;
   }
   const char* header = data_.data() + pos_;
-  const uint32_t length = Load32(header);
+  const uint32_t length = static_cast<uint32_t>(LoadFixed(header, 4));
   if (length > kMaxFramePayload) {
     stop_ = Stop::kCorrupt;
     return false;
@@ -75,7 +63,7 @@ bool FrameReader::Next(Frame* frame) {
   const absl::string_view payload(header + kFrameHeaderBytes, length);
   uint32_t crc = Crc32c(absl::string_view(header + 8, 1));
   crc = Crc32c(payload, crc);
-  if (MaskCrc(crc) != Load32(header + 4)) {
+  if (MaskCrc(crc) != LoadFixed(header + 4, 4)) {
     stop_ = Stop::kCorrupt;
     return false;
   }

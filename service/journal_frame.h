@@ -45,6 +45,24 @@ inline uint32_t UnmaskCrc(uint32_t masked) {
   return (rot >> 17) | (rot << 15);
 }
 
+// Little-endian fixed-width integers: the encoding of every integer in
+// frame headers, journal records and snapshots.
+inline void PutFixed(uint64_t v, int bytes, std::string* out) {
+  for (int i = 0; i < bytes; ++i) {
+    out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  }
+}
+inline void PutFixed32(uint32_t v, std::string* out) { PutFixed(v, 4, out); }
+inline void PutFixed64(uint64_t v, std::string* out) { PutFixed(v, 8, out); }
+// Reads `bytes` (at most 8) bytes at p. REQUIRES: they exist.
+inline uint64_t LoadFixed(const char* p, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) {
+    v |= uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
+  }
+  return v;
+}
+
 // Appends one frame to *out. REQUIRES: payload.size() <= kMaxFramePayload.
 void AppendFrame(uint8_t type, absl::string_view payload, std::string* out);
 

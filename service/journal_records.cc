@@ -2,17 +2,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "matcher/types.h"
+#include "service/journal_frame.h"
 
 namespace cohort {
 namespace service {
 namespace {
-
-void Put32(uint32_t v, std::string* out) {
-  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
-}
-void Put64(uint64_t v, std::string* out) {
-  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
-}
 
 // Reads little-endian values from a payload; once a read runs past the end
 // every later read fails too, so callers check ok() once per record.
@@ -25,10 +19,7 @@ class Cursor {
       ok_ = false;
       return 0;
     }
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; ++i) {
-      v |= uint64_t{static_cast<unsigned char>(data_[pos_ + i])} << (8 * i);
-    }
+    const uint64_t v = LoadFixed(data_.data() + pos_, bytes);
     pos_ += bytes;
     return v;
   }
@@ -83,8 +74,8 @@ std::string RecordTypeName(uint8_t type) {
 std::string EncodeName(uint32_t id, absl::string_view name) {
   std::string out;
   out.reserve(8 + name.size());
-  Put32(id, &out);
-  Put32(static_cast<uint32_t>(name.size()), &out);
+  PutFixed32(id, &out);
+  PutFixed32(static_cast<uint32_t>(name.size()), &out);
   out.append(name.data(), name.size());
   return out;
 }
@@ -97,16 +88,16 @@ std::string EncodeSubscribe(uint64_t first_id,
     size += 8 + s.predicates.size() * kPredicateBytes;
   }
   out.reserve(size);
-  Put64(first_id, &out);
-  Put32(static_cast<uint32_t>(subscriptions.size()), &out);
+  PutFixed64(first_id, &out);
+  PutFixed32(static_cast<uint32_t>(subscriptions.size()), &out);
   for (const SubscriptionInput& s : subscriptions) {
-    Put32(s.subscriber, &out);
-    Put32(static_cast<uint32_t>(s.predicates.size()), &out);
+    PutFixed32(s.subscriber, &out);
+    PutFixed32(static_cast<uint32_t>(s.predicates.size()), &out);
     for (const matcher::Predicate& p : s.predicates) {
-      Put32(p.attribute, &out);
+      PutFixed32(p.attribute, &out);
       out.push_back(static_cast<char>(p.op));
-      Put64(static_cast<uint64_t>(p.value), &out);
-      Put64(static_cast<uint64_t>(p.upper), &out);
+      PutFixed64(static_cast<uint64_t>(p.value), &out);
+      PutFixed64(static_cast<uint64_t>(p.upper), &out);
     }
   }
   return out;
@@ -115,8 +106,8 @@ std::string EncodeSubscribe(uint64_t first_id,
 std::string EncodeUnsubscribe(absl::Span<const uint64_t> ids) {
   std::string out;
   out.reserve(4 + 8 * ids.size());
-  Put32(static_cast<uint32_t>(ids.size()), &out);
-  for (uint64_t id : ids) Put64(id, &out);
+  PutFixed32(static_cast<uint32_t>(ids.size()), &out);
+  for (uint64_t id : ids) PutFixed64(id, &out);
   return out;
 }
 

@@ -25,19 +25,6 @@ namespace {
 constexpr uint32_t kSnapshotVersion = 1;
 constexpr size_t kSnapshotChunk = 4096;  // subscriptions per frame at most
 
-void Put32(uint32_t v, std::string* out) {
-  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
-}
-void Put64(uint64_t v, std::string* out) {
-  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
-}
-uint64_t Get(absl::string_view data, size_t at, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) {
-    v |= uint64_t{static_cast<unsigned char>(data[at + i])} << (8 * i);
-  }
-  return v;
-}
 
 absl::Status Lost(absl::string_view what) {
   return absl::DataLossError(std::string(what));
@@ -151,8 +138,8 @@ absl::Status StoreState::Apply(const Frame& frame) {
 std::string EncodeSnapshot(const StoreState& state) {
   std::string out;
   std::string header;
-  Put32(kSnapshotVersion, &header);
-  Put64(state.next_id, &header);
+  PutFixed32(kSnapshotVersion, &header);
+  PutFixed64(state.next_id, &header);
   AppendFrame(kSnapshotHeader, header, &out);
   for (size_t id = 0; id < state.attributes.size(); ++id) {
     AppendFrame(kAttributeName,
@@ -182,7 +169,7 @@ std::string EncodeSnapshot(const StoreState& state) {
   }
   flush();
   std::string end;
-  Put64(state.live.size(), &end);
+  PutFixed64(state.live.size(), &end);
   AppendFrame(kSnapshotEnd, end, &out);
   return out;
 }
@@ -195,12 +182,12 @@ absl::Status DecodeSnapshot(absl::string_view data, StoreState* state) {
       frame.payload.size() != 12) {
     return Lost("snapshot: no header (not a snapshot, or truncated)");
   }
-  const uint32_t version = static_cast<uint32_t>(Get(frame.payload, 0, 4));
+  const uint32_t version = static_cast<uint32_t>(LoadFixed(frame.payload.data(), 4));
   if (version != kSnapshotVersion) {
     return Lost(absl::StrCat("snapshot: format version ", version,
                              " (this build reads ", kSnapshotVersion, ")"));
   }
-  const uint64_t next_id = Get(frame.payload, 4, 8);
+  const uint64_t next_id = LoadFixed(frame.payload.data() + 4, 8);
   bool ended = false;
   while (!ended && reader.Next(&frame)) {
     switch (frame.type) {
@@ -223,7 +210,7 @@ absl::Status DecodeSnapshot(absl::string_view data, StoreState* state) {
       }
       case kSnapshotEnd:
         if (frame.payload.size() != 8 ||
-            Get(frame.payload, 0, 8) != state->live.size()) {
+            LoadFixed(frame.payload.data(), 8) != state->live.size()) {
           return Lost(absl::StrCat("snapshot: end frame does not match the ",
                                    state->live.size(),
                                    " subscriptions read"));
