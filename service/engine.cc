@@ -30,7 +30,7 @@ Engine::Engine(const EngineOptions& options, uint32_t shards)
       listeners_(options.max_subscribers),
       admission_(options.queue_limit),
       front_("front", "front", std::nullopt, 0),
-      start_ns_(NowNanos()) {}
+      start_ns_(MonotonicNanos()) {}
 
 Engine::~Engine() = default;
 
@@ -59,11 +59,11 @@ void Engine::Admit(PublishJob* job, int64_t start_ns) {
   events_published_.fetch_add(n, std::memory_order_relaxed);
   front_.AddEvents(n);
   Dispatch(job);
-  front_.RecordBatch(0, n, NowNanos() - start_ns);
+  front_.RecordBatch(0, n, MonotonicNanos() - start_ns);
 }
 
 absl::Status Engine::Publish(PublishJob* job) {
-  const int64_t start = NowNanos();
+  const int64_t start = MonotonicNanos();
   std::shared_lock<std::shared_mutex> gate(gate_);
   if (closing_) return ShuttingDownError();
   absl::Status status = admission_.TryAcquire(job->events.size());
@@ -85,7 +85,7 @@ void Engine::PublishWhenAdmitted(PublishJob* job,
           on_admission(status);
           return;
         }
-        const int64_t start = NowNanos();
+        const int64_t start = MonotonicNanos();
         std::shared_lock<std::shared_mutex> gate(gate_);
         if (closing_) {
           admission_.Release(n);
@@ -187,7 +187,7 @@ void FillPartial(const SubscriptionDirectory& directory,
 void Engine::FillStats(v1::Stats* stats) const {
   stats->set_subscriptions(directory_.live());
   stats->set_events_published(events_published_.load(std::memory_order_relaxed));
-  stats->set_uptime_us(static_cast<uint64_t>((NowNanos() - start_ns_) / 1000));
+  stats->set_uptime_us(static_cast<uint64_t>((MonotonicNanos() - start_ns_) / 1000));
   stats->set_cohort_max(options_.cohort_max);
   stats->set_cohort_wait_us(static_cast<uint64_t>(options_.cohort_wait_us));
   stats->set_listeners(listeners_.size());

@@ -29,7 +29,6 @@
 #define COHORT_SERVICE_ENGINE_H_
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -173,8 +172,6 @@ class Engine {
   uint64_t subscriptions() const { return directory_.live(); }
 
  protected:
-  static int64_t NowNanos() { return MonotonicNanos(); }
-
   // Queues an admitted job for matching.
   virtual void Dispatch(PublishJob* job) = 0;
   // Finishes admitted work and joins threads (after admission is shut).

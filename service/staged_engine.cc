@@ -36,7 +36,7 @@ StagedEngine::StagedEngine(const EngineOptions& options)
 StagedEngine::~StagedEngine() { Shutdown(); }
 
 void StagedEngine::Dispatch(PublishJob* job) {
-  const int64_t now = NowNanos();
+  const int64_t now = MonotonicNanos();
   if (options_.index_layout == IndexLayout::kPartitioned) {
     for (auto& partition : partitions_list_) {
       partition->queue().PushEvents(job, now);
@@ -60,7 +60,7 @@ void StagedEngine::Dispatch(PublishJob* job) {
 
 void StagedEngine::OnReady(PublishJob* job, uint32_t event) {
   std::lock_guard<std::mutex> lock(reply_mu_);
-  reply_queue_.push_back(ReadyEvent{job, event, NowNanos()});
+  reply_queue_.push_back(ReadyEvent{job, event, MonotonicNanos()});
   if (reply_queue_.size() == 1) reply_cv_.notify_one();
 }
 
@@ -75,14 +75,14 @@ void StagedEngine::RunReply() {
       if (reply_queue_.empty()) return;  // closed and drained
       batch.swap(reply_queue_);
     }
-    const int64_t start = NowNanos();
+    const int64_t start = MonotonicNanos();
     waits.clear();
     for (const ReadyEvent& ready : batch) {
       waits.push_back(start - ready.ready_ns);
       FinishEvent(ready.job, ready.event, &reply_profile_);
     }
     reply_profile_.RecordWaits(waits);
-    reply_profile_.RecordBatch(batch.size(), batch.size(), NowNanos() - start);
+    reply_profile_.RecordBatch(batch.size(), batch.size(), MonotonicNanos() - start);
     const size_t n = batch.size();
     batch.clear();
     // Returning the events last lets waiting streams in only once these
@@ -103,7 +103,7 @@ void StagedEngine::Route(UpdateJob* job) {
   }
   job->pending.store(static_cast<uint32_t>(involved.size()),
                      std::memory_order_relaxed);
-  const int64_t now = NowNanos();
+  const int64_t now = MonotonicNanos();
   for (const auto& [p, batch] : involved) {
     partitions_list_[p]->queue().PushUpdate(batch, now);
   }

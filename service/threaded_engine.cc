@@ -18,7 +18,7 @@ ThreadedEngine::~ThreadedEngine() { Shutdown(); }
 
 void ThreadedEngine::Dispatch(PublishJob* job) {
   std::lock_guard<std::mutex> lock(queue_mu_);
-  queue_.push_back(QueuedJob{job, NowNanos()});
+  queue_.push_back(QueuedJob{job, MonotonicNanos()});
   queue_cv_.notify_one();
 }
 
@@ -36,14 +36,14 @@ void ThreadedEngine::RunWorker() {
       queued = queue_.front();
       queue_.pop_front();
     }
-    const int64_t start = NowNanos();
+    const int64_t start = MonotonicNanos();
     workers_profile_.RecordWait(start - queued.enqueue_ns);
     const size_t n = queued.job->events.size();
     Match(queued.job, &scratch, &local);
     for (size_t i = 0; i < n; ++i) {
       FinishEvent(queued.job, i, &workers_profile_);  // may free job
     }
-    workers_profile_.RecordBatch(queue_length, n, NowNanos() - start);
+    workers_profile_.RecordBatch(queue_length, n, MonotonicNanos() - start);
     admission_.Release(n);
   }
 }
