@@ -153,14 +153,7 @@ void Partition::Run() {
   while (queue_.Pop(&batch, &queue_length)) {
     const int64_t start = MonotonicNanos();
     if (batch.front().is_event()) {
-      waits_.clear();
-      for (const PartitionItem& item : batch) {
-        waits_.push_back(start - item.enqueue_ns);
-      }
-      RunCohort(batch);
-      profile_.RecordWaits(waits_);
-      profile_.RecordBatch(queue_length, batch.size(),
-                           MonotonicNanos() - start);
+      RunCohort(batch, start, queue_length);
     } else {
       // A change is counted in `updates`, not as a batch: batches, their
       // sizes and service times describe cohorts only (pubsub.proto).
@@ -170,30 +163,35 @@ void Partition::Run() {
   }
 }
 
-void Partition::RunCohort(const std::vector<PartitionItem>& cohort) {
+void Partition::RunCohort(const std::vector<PartitionItem>& cohort,
+                          int64_t start_ns, size_t queue_length) {
+  waits_.clear();
   views_.clear();
   for (const PartitionItem& item : cohort) {
+    waits_.push_back(start_ns - item.enqueue_ns);
     views_.push_back(item.job->events[item.event]);
   }
   shard_.MatchCohort(views_, &matches_);
-  // Counted before the events are handed on, so a GetStats that follows a
-  // reply includes them.
   uint64_t matched = 0;
-  for (size_t k = 0; k < cohort.size(); ++k) matched += matches_[k].size();
+  for (size_t k = 0; k < cohort.size(); ++k) {
+    matched += matches_[k].size();
+    const PartitionItem& item = cohort[k];
+    FillPartial(*directory_, *listeners_, shard_id_,
+                item.job->request->return_ids(), subscriber_of_, &matches_[k],
+                &item.job->state[item.event].partials[shard_id_]);
+  }
+  // Everything is recorded before the events are handed on, so a GetStats
+  // that follows a reply includes this cohort.
   profile_.AddEvents(cohort.size());
   profile_.AddMatches(matched);
-  for (size_t k = 0; k < cohort.size(); ++k) {
-    Report(cohort[k].job, cohort[k].event, &matches_[k]);
-  }
-}
-
-void Partition::Report(PublishJob* job, uint32_t event,
-                       std::vector<matcher::SubscriptionId>* local) {
-  FillPartial(*directory_, *listeners_, shard_id_, job->request->return_ids(),
-              subscriber_of_, local, &job->state[event].partials[shard_id_]);
-  if (job->state[event].pending.fetch_sub(1, std::memory_order_acq_rel) ==
-      1) {
-    ready_(job, event);
+  profile_.RecordWaits(waits_);
+  profile_.RecordBatch(queue_length, cohort.size(),
+                       MonotonicNanos() - start_ns);
+  for (const PartitionItem& item : cohort) {
+    if (item.job->state[item.event].pending.fetch_sub(
+            1, std::memory_order_acq_rel) == 1) {
+      ready_(item.job, item.event);
+    }
   }
 }
 

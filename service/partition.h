@@ -126,10 +126,12 @@ class Partition {
  private:
   void Run();
   void Pin();
-  void RunCohort(const std::vector<PartitionItem>& cohort);
+  // Matches a cohort taken at `start_ns` from a queue of `queue_length`,
+  // fills each event's partial, records the cohort in the profile, then
+  // hands each event whose partials are all written to the reply stage.
+  void RunCohort(const std::vector<PartitionItem>& cohort, int64_t start_ns,
+                 size_t queue_length);
   void ApplyUpdate(UpdateBatch* update);
-  void Report(PublishJob* job, uint32_t event,
-              std::vector<matcher::SubscriptionId>* local);
 
   const uint32_t index_;
   const uint32_t shard_id_;  // which partial it writes; see the file comment
