@@ -32,7 +32,8 @@
 // lifetime.
 //
 // Threads. RunLoad blocks its caller. Each publishing client has its own
-// thread and its own channel (its own TCP connection); gRPC's callback
+// thread and its own channel (its own TCP connection, connected, waiting at
+// most control_timeout, before it publishes); gRPC's callback
 // threads run every completion. `LoadCallbacks` run on the caller's thread.
 // Channels (and the unary clients whose completions use them) are kept until
 // the process exits: a callback-API call's context holds a channel reference

@@ -428,8 +428,14 @@ void UnaryClient::RunOpenLoop(Clock::duration offset, Clock::duration interval,
 // RunClient() runs publisher `c` of `o.clients` on its own channel.
 void RunClient(const LoadOptions& o, int c, const RequestPool& pool,
                const Schedule& schedule, PublishRecorder* recorder) {
-  std::unique_ptr<v1::PubSub::Stub> stub =
-      v1::PubSub::NewStub(NewChannel(o.server));
+  std::shared_ptr<grpc::Channel> channel = NewChannel(o.server);
+  // Connect before the first publish (at most control_timeout): a fresh
+  // channel whose first connection attempt fails (a burst of new
+  // connections to a busy server) fails its calls at once with UNAVAILABLE
+  // until it reconnects, which a load run would count as errors.
+  channel->WaitForConnected(std::chrono::system_clock::now() +
+                            absl::ToChronoMilliseconds(o.control_timeout));
+  std::unique_ptr<v1::PubSub::Stub> stub = v1::PubSub::NewStub(channel);
   // Clients start at different points of the pool so that they do not
   // publish the same events at the same moment.
   const size_t first = pool.size() * c / o.clients;
