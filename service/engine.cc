@@ -105,6 +105,11 @@ void Engine::Shutdown() {
   }
   admission_.Shutdown();
   listeners_.CloseAll(ShuttingDownError());
+  // The journal's last callbacks queue changes into the stages, so it is
+  // drained (and folded into a snapshot) before they stop.
+  if (options_.durability != nullptr) {
+    durability_status_ = options_.durability->Close();
+  }
   StopStages();
 }
 
