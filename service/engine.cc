@@ -198,6 +198,9 @@ void Engine::FillStats(v1::Stats* stats) const {
   stats->set_listeners(listeners_.size());
   front_.ToProto(stats->add_stages());
   AddStageStats(stats);
+  if (options_.durability != nullptr) {
+    options_.durability->journal_profile().ToProto(stats->add_stages());
+  }
 }
 
 absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
