@@ -87,6 +87,26 @@ ABSL_FLAG(int32_t, metrics_port, -1,
           "off, 0 = any free port (printed at start).");
 ABSL_FLAG(std::string, metrics_host, "127.0.0.1",
           "Address the metrics endpoint listens on.");
+ABSL_FLAG(std::string, data_dir, "",
+          "Directory for the journal and snapshots (created if absent; its "
+          "parent must exist). Set: subscriptions survive restarts, and "
+          "Subscribe/Unsubscribe answer only once their record is durable. "
+          "Empty: nothing is stored.");
+ABSL_FLAG(std::string, fsync, "always",
+          "With --data_dir: always (fdatasync each journal group before "
+          "answering) or none (answer once the kernel has the bytes: UNSAFE, "
+          "a machine crash loses acknowledged changes; a process crash does "
+          "not).");
+ABSL_FLAG(uint64_t, snapshot_every, 1000000,
+          "With --data_dir: journal records between snapshots (each also "
+          "taken on a clean shutdown); 0 = only at shutdown.");
+ABSL_FLAG(uint32_t, journal_group_max, 1024,
+          "With --data_dir: most records written and synced as one group.");
+ABSL_FLAG(uint32_t, journal_group_wait_us, 0,
+          "With --data_dir: how long a group smaller than "
+          "--journal_group_max waits for more records, in microseconds; 0 "
+          "writes at once (groups still form while the previous one is "
+          "being synced).");
 
 namespace cohort {
 namespace service {
@@ -139,6 +159,20 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   o.max_attributes = absl::GetFlag(FLAGS_max_attributes);
   o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   o.metrics_host = absl::GetFlag(FLAGS_metrics_host);
+  o.durability.data_dir = absl::GetFlag(FLAGS_data_dir);
+  const std::string fsync = absl::GetFlag(FLAGS_fsync);
+  if (fsync == "always" || fsync == "none") {
+    o.durability.fsync = fsync == "always";
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--fsync: \"", fsync, "\" is not always or none"));
+  }
+  o.durability.snapshot_every = absl::GetFlag(FLAGS_snapshot_every);
+  o.durability.group_max = absl::GetFlag(FLAGS_journal_group_max);
+  o.durability.group_wait_us = absl::GetFlag(FLAGS_journal_group_wait_us);
+  if (o.durability.group_max == 0) {
+    return absl::InvalidArgumentError("--journal_group_max must be at least 1");
+  }
   if (o.streams.listener_queue_limit == 0 || o.streams.stream_window == 0 ||
       o.limits.max_predicates == 0 || o.limits.max_event_attributes == 0 ||
       o.limits.max_batch == 0 || o.max_attributes == 0 ||
@@ -183,6 +217,9 @@ int Main(int argc, char** argv) {
                  std::string(server.status().message()).c_str());
     return 1;
   }
+  if (!(*server)->recovery_summary().empty()) {
+    std::printf("cohortd: %s\n", (*server)->recovery_summary().c_str());
+  }
   const bool replicated =
       options->mode == "staged" &&
       options->engine.index_layout == IndexLayout::kReplicated;
@@ -204,8 +241,13 @@ int Main(int argc, char** argv) {
               signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
   std::fflush(stdout);
   (*server)->Shutdown();
+  const absl::Status stored = (*server)->engine()->durability_status();
+  if (!stored.ok()) {
+    std::fprintf(stderr, "cohortd: final snapshot failed: %s\n",
+                 std::string(stored.message()).c_str());
+  }
   std::printf("cohortd: stopped\n");
-  return 0;
+  return stored.ok() ? 0 : 1;
 }
 
 }  // namespace

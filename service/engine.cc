@@ -105,6 +105,11 @@ void Engine::Shutdown() {
   }
   admission_.Shutdown();
   listeners_.CloseAll(ShuttingDownError());
+  // The journal's last callbacks queue changes into the stages, so it is
+  // drained (and folded into a snapshot) before they stop.
+  if (options_.durability != nullptr) {
+    durability_status_ = options_.durability->Close();
+  }
   StopStages();
 }
 
@@ -193,6 +198,9 @@ void Engine::FillStats(v1::Stats* stats) const {
   stats->set_listeners(listeners_.size());
   front_.ToProto(stats->add_stages());
   AddStageStats(stats);
+  if (options_.durability != nullptr) {
+    options_.durability->journal_profile().ToProto(stats->add_stages());
+  }
 }
 
 absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(

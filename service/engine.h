@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <utility>
@@ -45,6 +46,7 @@
 #include "matcher/types.h"
 #include "proto/cohort/v1/pubsub.pb.h"
 #include "service/admission.h"
+#include "service/durability.h"
 #include "service/listeners.h"
 #include "service/stage_profile.h"
 #include "service/subscription_directory.h"
@@ -86,6 +88,11 @@ struct EngineOptions {
   uint32_t threads = 1;
   // Size of the subscriber dictionary (bounds subscriber ids).
   uint32_t max_subscribers = 1u << 24;
+  // Not owned; null: nothing is journaled. With it, every change is logged
+  // (ids assigned and records appended under one lock, so the journal's
+  // order is the ids' order) and applied and acknowledged only once
+  // durable; Shutdown closes it after the last change is applied.
+  Durability* durability = nullptr;
 };
 
 // One Publish request in flight.
@@ -155,6 +162,15 @@ class Engine {
   // with OK (then job->done follows later) or the error that prevents it.
   void PublishWhenAdmitted(PublishJob* job, StatusCallback on_admission);
 
+  // Recovery, before serving: makes the directory and the index hold
+  // exactly `state`'s live subscriptions under their ids, and returns once
+  // they are applied. INVALID_ARGUMENT if the state is impossible (see
+  // SubscriptionDirectory::Restore). REQUIRES: nothing subscribed yet.
+  virtual absl::Status Restore(const StoreState& state) = 0;
+
+  // The status of closing options().durability in Shutdown (OK if none).
+  absl::Status durability_status() const { return durability_status_; }
+
   // Lets admitted work finish without waiting for cohorts to fill (the
   // first step of shutdown, while the RPC layer still waits for calls in
   // progress). Admission goes on.
@@ -190,6 +206,10 @@ class Engine {
 
   const EngineOptions options_;
   const uint32_t shards_;
+  // Held while assigning ids (or killing them) and appending the record,
+  // when durable: the journal's order is then the directory's.
+  std::mutex order_mu_;
+  absl::Status durability_status_;
   SubscriptionDirectory directory_;
   ListenerRegistry listeners_;
   Admission admission_;

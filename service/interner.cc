@@ -34,6 +34,7 @@ absl::StatusOr<uint32_t> Interner::Intern(absl::string_view name) {
   const uint32_t id = static_cast<uint32_t>(names_.size());
   names_.emplace_back(name);
   ids_.emplace(names_.back(), id);
+  if (on_new_name_) on_new_name_(id, names_.back());
   return id;
 }
 

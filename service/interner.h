@@ -19,9 +19,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <shared_mutex>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -74,8 +76,17 @@ class Interner {
   // The most names this dictionary will hold.
   size_t max_size() const { return max_size_; }
 
+  // Calls `hook(id, name)` each time Intern adds a name, under the
+  // exclusive lock, so calls come in id order (the journal relies on it).
+  // The hook must not block or call back into this Interner.
+  // REQUIRES: called before the Interner is shared between threads.
+  void SetOnNewName(std::function<void(uint32_t, absl::string_view)> hook) {
+    on_new_name_ = std::move(hook);
+  }
+
  private:
   const size_t max_size_;
+  std::function<void(uint32_t, absl::string_view)> on_new_name_;
 
   mutable std::shared_mutex mu_;
   // names_[id] is the name with that id. A deque, so that appending never

@@ -156,6 +156,34 @@ TEST(Interner, ConcurrentInternGivesEachNameOneDenseId) {
   }
 }
 
+// Property: with 4 threads interning overlapping names, the hook sees each
+// new name exactly once, in id order (what replaying a journal needs).
+TEST(InternerTest, OnNewNameSeesEachNewNameOnceInIdOrder) {
+  Interner interner(1000);
+  std::vector<std::pair<uint32_t, std::string>> seen;  // under the lock
+  interner.SetOnNewName([&seen](uint32_t id, absl::string_view name) {
+    seen.emplace_back(id, std::string(name));
+  });
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&interner, t] {
+      for (int n = 0; n < 200; ++n) {
+        ASSERT_TRUE(interner.Intern(absl::StrCat("n", (n * (t + 1)) % 300))
+                        .ok());
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  ASSERT_EQ(seen.size(), interner.size());
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].first, i);
+    EXPECT_EQ(interner.Name(seen[i].first), seen[i].second);
+  }
+  const size_t before = seen.size();
+  ASSERT_TRUE(interner.Intern("n0").ok());  // known: no call
+  EXPECT_EQ(seen.size(), before);
+}
+
 }  // namespace
 }  // namespace service
 }  // namespace cohort

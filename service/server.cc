@@ -1,9 +1,11 @@
 #include "service/server.h"
 
 #include <chrono>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "service/admission.h"
@@ -25,10 +27,67 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
   server->attributes_ = std::make_unique<Interner>(options.max_attributes);
   server->subscribers_ =
       std::make_unique<Interner>(options.engine.max_subscribers);
+  EngineOptions engine_options = options.engine;
+  Recovery recovered;
+  const int64_t recovery_start = MonotonicNanos();
+  if (!options.durability.data_dir.empty()) {
+    absl::StatusOr<std::unique_ptr<Durability>> durability =
+        Durability::Open(options.durability, &recovered);
+    if (!durability.ok()) {
+      return absl::Status(durability.status().code(),
+                          absl::StrCat("--data_dir: ",
+                                       durability.status().message()));
+    }
+    server->durability_ = std::move(*durability);
+    // Names first, in id order, so that they get their old ids; only then
+    // are new names journaled.
+    for (const auto& [names, dictionary, what] :
+         {std::make_tuple(&recovered.state.attributes,
+                          server->attributes_.get(), "attribute"),
+          std::make_tuple(&recovered.state.subscribers,
+                          server->subscribers_.get(), "subscriber")}) {
+      for (size_t id = 0; id < names->size(); ++id) {
+        absl::StatusOr<uint32_t> got = dictionary->Intern((*names)[id]);
+        if (!got.ok() || *got != id) {
+          return absl::DataLossError(absl::StrCat(
+              "--data_dir: ", what, " name \"", (*names)[id], "\" (id ", id,
+              ") cannot be restored: ",
+              got.ok() ? absl::StrCat("it became id ", *got)
+                       : std::string(got.status().message())));
+        }
+      }
+    }
+    Durability* log = server->durability_.get();
+    server->attributes_->SetOnNewName(
+        [log](uint32_t id, absl::string_view name) {
+          log->LogName(kAttributeName, id, name);
+        });
+    server->subscribers_->SetOnNewName(
+        [log](uint32_t id, absl::string_view name) {
+          log->LogName(kSubscriberName, id, name);
+        });
+    engine_options.durability = log;
+  }
   absl::StatusOr<std::unique_ptr<Engine>> engine =
-      CreateEngine(options.mode, options.engine);
+      CreateEngine(options.mode, engine_options);
   if (!engine.ok()) return engine.status();
   server->engine_ = std::move(*engine);
+  if (server->durability_ != nullptr) {
+    if (absl::Status s = server->engine_->Restore(recovered.state); !s.ok()) {
+      server->engine_->Shutdown();
+      return absl::DataLossError(
+          absl::StrCat("--data_dir: cannot restore: ", s.message()));
+    }
+    server->recovery_summary_ = absl::StrFormat(
+        "recovered %d subscriptions from %s in %.2f s (snapshot-%d, %d "
+        "journal records replayed, journal tail %s, %d bytes discarded; "
+        "journal written with %s)",
+        recovered.state.live.size(), options.durability.data_dir,
+        (MonotonicNanos() - recovery_start) / 1e9,
+        recovered.snapshot_generation, recovered.records_replayed,
+        recovered.tail, recovered.bytes_discarded,
+        server->durability_->backend());
+  }
   server->service_ = std::make_unique<PubSubService>(
       server->engine_.get(), server->attributes_.get(),
       server->subscribers_.get(), options.limits, options.streams);

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
+#include "service/durability.h"
 #include "service/engine.h"
 #include "service/interner.h"
 #include "service/metrics_http.h"
@@ -40,6 +41,10 @@ struct ServerOptions {
   // Prometheus text endpoint: host and port; port -1 = off, 0 = any.
   std::string metrics_host = "127.0.0.1";
   int metrics_port = -1;
+  // Durability: off while durability.data_dir is empty. Set, Start recovers
+  // the directory before serving and every change is journaled
+  // (durability.h); engine.durability is then set by Start.
+  DurabilityOptions durability;
 };
 
 class CohortServer {
@@ -59,6 +64,8 @@ class CohortServer {
   void Shutdown(int64_t grace_ms = 10000);
 
   Engine* engine() { return engine_.get(); }
+  // What Start recovered, for the operator: "" without --data_dir.
+  const std::string& recovery_summary() const { return recovery_summary_; }
   // Stats as GetStats returns them (for the metrics endpoint).
   void FillStats(v1::Stats* stats) const { engine_->FillStats(stats); }
 
@@ -68,6 +75,9 @@ class CohortServer {
   ServerOptions options_;
   std::unique_ptr<Interner> attributes_;
   std::unique_ptr<Interner> subscribers_;
+  // Before engine_: the engine uses it until it is destroyed.
+  std::unique_ptr<Durability> durability_;
+  std::string recovery_summary_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<PubSubService> service_;
   std::unique_ptr<grpc::Server> server_;

@@ -1,7 +1,10 @@
 #include "service/staged_engine.h"
 
+#include <future>
 #include <string>
 #include <utility>
+
+#include "absl/strings/str_cat.h"
 
 namespace cohort {
 namespace service {
@@ -135,6 +138,35 @@ void StagedEngine::OnApplied(UpdateJob* job, const absl::Status& status) {
   delete job;
 }
 
+void StagedEngine::QueueAdds(UpdateJob* job) {
+  job->batches.resize(partitions_list_.size());
+  const bool replicated = options_.index_layout == IndexLayout::kReplicated;
+  for (size_t i = 0; i < job->inputs.size(); ++i) {
+    const Placement place = directory_.Place(job->ids[i]);
+    const UpdateBatch::Add add{place.local_id, &job->inputs[i]};
+    if (replicated) {
+      for (UpdateBatch& batch : job->batches) batch.adds.push_back(add);
+    } else {
+      job->batches[place.partition].adds.push_back(add);
+    }
+  }
+}
+
+void StagedEngine::QueueRemoves(UpdateJob* job) {
+  job->batches.resize(partitions_list_.size());
+  const bool replicated = options_.index_layout == IndexLayout::kReplicated;
+  for (uint64_t id : job->ids) {
+    const Placement place = directory_.Place(id);
+    if (replicated) {
+      for (UpdateBatch& batch : job->batches) {
+        batch.removes.push_back(place.local_id);
+      }
+    } else {
+      job->batches[place.partition].removes.push_back(place.local_id);
+    }
+  }
+}
+
 void StagedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,
                              SubscribeCallback done) {
   if (subscriptions.empty()) {
@@ -146,28 +178,35 @@ void StagedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,
     done(ShuttingDownError());
     return;
   }
+  Durability* const durability = options_.durability;
+  std::unique_lock<std::mutex> order(order_mu_, std::defer_lock);
+  if (durability != nullptr) order.lock();
   absl::StatusOr<uint64_t> first = directory_.Assign(subscriptions.size());
   if (!first.ok()) {
+    if (order.owns_lock()) order.unlock();
     done(first.status());
     return;
   }
   auto job = std::make_unique<UpdateJob>();
   job->inputs = std::move(subscriptions);
-  job->batches.resize(partitions_list_.size());
   job->subscribed = std::move(done);
-  const bool replicated = options_.index_layout == IndexLayout::kReplicated;
-  for (size_t i = 0; i < job->inputs.size(); ++i) {
-    const uint64_t id = *first + i;
-    const Placement place = directory_.Place(id);
-    job->ids.push_back(id);
-    const UpdateBatch::Add add{place.local_id, &job->inputs[i]};
-    if (replicated) {
-      for (UpdateBatch& batch : job->batches) batch.adds.push_back(add);
-    } else {
-      job->batches[place.partition].adds.push_back(add);
-    }
+  for (size_t i = 0; i < job->inputs.size(); ++i) job->ids.push_back(*first + i);
+  QueueAdds(job.get());
+  if (durability == nullptr) {
+    Route(job.release());
+    return;
   }
-  Route(job.release());
+  UpdateJob* raw = job.release();
+  durability->LogSubscribe(*first, raw->inputs, [this, raw](absl::Status s) {
+    if (s.ok()) {
+      Route(raw);
+      return;
+    }
+    for (uint64_t id : raw->ids) directory_.Forget(id);
+    raw->subscribed(absl::UnavailableError(
+        absl::StrCat("subscriptions not stored: ", s.message())));
+    delete raw;
+  });
 }
 
 void StagedEngine::Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) {
@@ -180,27 +219,57 @@ void StagedEngine::Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) {
     done(ShuttingDownError());
     return;
   }
+  Durability* const durability = options_.durability;
+  std::unique_lock<std::mutex> order(order_mu_, std::defer_lock);
+  if (durability != nullptr) order.lock();
   absl::Status status = directory_.Kill(ids);
   if (!status.ok()) {
+    if (order.owns_lock()) order.unlock();
     done(status);
     return;
   }
   auto job = std::make_unique<UpdateJob>();
-  job->batches.resize(partitions_list_.size());
   job->unsubscribed = std::move(done);
-  const bool replicated = options_.index_layout == IndexLayout::kReplicated;
-  for (uint64_t id : ids) {
-    const Placement place = directory_.Place(id);
-    if (replicated) {
-      for (UpdateBatch& batch : job->batches) {
-        batch.removes.push_back(place.local_id);
-      }
-    } else {
-      job->batches[place.partition].removes.push_back(place.local_id);
-    }
-  }
   job->ids = std::move(ids);
+  QueueRemoves(job.get());
+  if (durability == nullptr) {
+    Route(job.release());
+    return;
+  }
+  UpdateJob* raw = job.release();
+  durability->LogUnsubscribe(raw->ids, [this, raw](absl::Status s) {
+    if (s.ok()) {
+      Route(raw);
+      return;
+    }
+    // The ids stay dead in the directory but matched by the partitions
+    // until a restart recovers the durable state; the journal has failed,
+    // so every later change fails too.
+    raw->unsubscribed(absl::UnavailableError(
+        absl::StrCat("unsubscription not stored: ", s.message())));
+    delete raw;
+  });
+}
+
+absl::Status StagedEngine::Restore(const StoreState& state) {
+  auto job = std::make_unique<UpdateJob>();
+  job->ids.reserve(state.live.size());
+  job->inputs.reserve(state.live.size());
+  for (const auto& [id, input] : state.live) {
+    job->ids.push_back(id);
+    job->inputs.push_back(input);
+  }
+  if (absl::Status s = directory_.Restore(state.next_id, job->ids); !s.ok()) {
+    return s;
+  }
+  if (job->ids.empty()) return absl::OkStatus();
+  std::promise<absl::Status> applied;
+  job->subscribed = [&applied](absl::StatusOr<std::vector<uint64_t>> ids) {
+    applied.set_value(ids.status());
+  };
+  QueueAdds(job.get());
   Route(job.release());
+  return applied.get_future().get();
 }
 
 void StagedEngine::Flush() {

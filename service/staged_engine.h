@@ -47,6 +47,7 @@ class StagedEngine : public Engine {
   void Subscribe(std::vector<SubscriptionInput> subscriptions,
                  SubscribeCallback done) override;
   void Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) override;
+  absl::Status Restore(const StoreState& state) override;
   void Flush() override;
 
  protected:
@@ -64,7 +65,11 @@ class StagedEngine : public Engine {
 
   void OnReady(PublishJob* job, uint32_t event);
   void RunReply();
-  // Splits `job`'s changes by partition and queues them.
+  // Fill job->batches from job->ids (and job->inputs): by owning partition,
+  // or every partition when replicated.
+  void QueueAdds(UpdateJob* job);
+  void QueueRemoves(UpdateJob* job);
+  // Queues `job`'s batches to their partitions.
   void Route(UpdateJob* job);
   // Called by each partition that applied its batch of `job`; the last one
   // answers and deletes the job.

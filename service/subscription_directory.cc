@@ -26,6 +26,39 @@ absl::StatusOr<uint64_t> SubscriptionDirectory::Assign(uint64_t n) {
   return first;
 }
 
+absl::Status SubscriptionDirectory::Restore(
+    uint64_t next_id, absl::Span<const uint64_t> live_ids) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (assigned_ != 0) {
+    return absl::InvalidArgumentError(
+        "subscription directory: restore after ids were assigned");
+  }
+  if (next_id == 0 || next_id - 1 > max_ids_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "subscription directory: next id ", next_id, " outside 1..",
+        max_ids_ + 1));
+  }
+  std::vector<uint64_t> bits((next_id - 1 + 63) / 64, 0);
+  for (uint64_t id : live_ids) {
+    if (id == 0 || id >= next_id) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "subscription directory: live id ", id, " not below next id ",
+          next_id));
+    }
+    uint64_t& word = bits[(id - 1) / 64];
+    const uint64_t bit = uint64_t{1} << ((id - 1) % 64);
+    if (word & bit) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("subscription directory: live id ", id, " twice"));
+    }
+    word |= bit;
+  }
+  assigned_ = next_id - 1;
+  live_bits_ = std::move(bits);
+  live_ = live_ids.size();
+  return absl::OkStatus();
+}
+
 bool SubscriptionDirectory::IsLive(uint64_t id) const {
   if (id == 0 || id > assigned_) return false;
   return (live_bits_[(id - 1) / 64] >> ((id - 1) % 64)) & 1;

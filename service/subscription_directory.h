@@ -47,6 +47,12 @@ class SubscriptionDirectory {
   // first id that is not (nothing changes).
   absl::Status Kill(absl::Span<const uint64_t> ids);
 
+  // Recovery: makes the directory what it was (ids below `next_id` have
+  // been assigned; exactly `live_ids` are live). INVALID_ARGUMENT if an id
+  // was assigned already, a live id is 0 or not below next_id, or next_id
+  // exceeds the id space. REQUIRES: nothing assigned yet.
+  absl::Status Restore(uint64_t next_id, absl::Span<const uint64_t> live_ids);
+
   // Marks a live id dead again (used when a partition could not apply an
   // assigned subscription).
   void Forget(uint64_t id);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 namespace cohort {
 namespace service {
 
@@ -59,70 +61,127 @@ void ThreadedEngine::Match(PublishJob* job, matcher::MatchScratch* scratch,
   }
 }
 
+absl::StatusOr<std::vector<uint64_t>> ThreadedEngine::Apply(
+    absl::Span<const uint64_t> ids,
+    absl::Span<const SubscriptionInput> subscriptions) {
+  std::vector<uint64_t> applied;
+  absl::Status status;
+  std::unique_lock<std::shared_mutex> lock(index_mu_);
+  for (size_t i = 0; i < subscriptions.size(); ++i) {
+    const uint64_t id = ids[i];
+    const uint32_t local_id = directory_.Place(id).local_id;
+    absl::Status s = index_.Add(local_id, subscriptions[i].predicates);
+    if (!s.ok()) {
+      // Validated input cannot fail here; if it does, report it and keep
+      // the id out of the directory so nothing half-applied is visible.
+      directory_.Forget(id);
+      if (status.ok()) status = absl::InternalError(s.ToString());
+      continue;
+    }
+    if (subscriber_of_.size() <= local_id) subscriber_of_.resize(local_id + 1);
+    subscriber_of_[local_id] = subscriptions[i].subscriber;
+    applied.push_back(id);
+  }
+  workers_profile_.AddUpdates(subscriptions.size());
+  if (!status.ok()) return status;
+  return applied;
+}
+
+absl::Status ThreadedEngine::Remove(absl::Span<const uint64_t> ids) {
+  absl::Status status;
+  std::unique_lock<std::shared_mutex> lock(index_mu_);
+  for (uint64_t id : ids) {
+    absl::Status s = index_.Remove(directory_.Place(id).local_id);
+    if (!s.ok() && status.ok()) status = absl::InternalError(s.ToString());
+  }
+  workers_profile_.AddUpdates(ids.size());
+  return status;
+}
+
 void ThreadedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,
                                SubscribeCallback done) {
-  std::vector<uint64_t> ids;
-  absl::Status status;
-  {
-    std::shared_lock<std::shared_mutex> gate(gate_);
-    if (closing_) {
-      done(ShuttingDownError());
-      return;
-    }
-    if (subscriptions.empty()) {
-      done(std::move(ids));
-      return;
-    }
-    absl::StatusOr<uint64_t> first = directory_.Assign(subscriptions.size());
-    if (!first.ok()) {
-      done(first.status());
-      return;
-    }
-    std::unique_lock<std::shared_mutex> lock(index_mu_);
-    for (size_t i = 0; i < subscriptions.size(); ++i) {
-      const uint64_t id = *first + i;
-      const uint32_t local_id = directory_.Place(id).local_id;
-      absl::Status s = index_.Add(local_id, subscriptions[i].predicates);
-      if (!s.ok()) {
-        // Validated input cannot fail here; if it does, report it and keep
-        // the id out of the directory so nothing half-applied is visible.
-        directory_.Forget(id);
-        if (status.ok()) status = absl::InternalError(s.ToString());
-        continue;
-      }
-      if (subscriber_of_.size() <= local_id) subscriber_of_.resize(local_id + 1);
-      subscriber_of_[local_id] = subscriptions[i].subscriber;
-      ids.push_back(id);
-    }
-    workers_profile_.AddUpdates(subscriptions.size());
-  }
-  if (!status.ok()) {
-    done(status);
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  if (closing_) {
+    done(ShuttingDownError());
     return;
   }
-  done(std::move(ids));
+  if (subscriptions.empty()) {
+    done(std::vector<uint64_t>());
+    return;
+  }
+  Durability* const durability = options_.durability;
+  std::unique_lock<std::mutex> order(order_mu_, std::defer_lock);
+  if (durability != nullptr) order.lock();
+  absl::StatusOr<uint64_t> first = directory_.Assign(subscriptions.size());
+  if (!first.ok()) {
+    if (order.owns_lock()) order.unlock();
+    done(first.status());
+    return;
+  }
+  std::vector<uint64_t> ids;
+  for (size_t i = 0; i < subscriptions.size(); ++i) ids.push_back(*first + i);
+  if (durability == nullptr) {
+    done(Apply(ids, subscriptions));
+    return;
+  }
+  // The record is encoded by LogSubscribe before it returns, so the
+  // subscriptions can move into the callback afterwards.
+  auto owned = std::make_shared<std::vector<SubscriptionInput>>(
+      std::move(subscriptions));
+  durability->LogSubscribe(
+      *first, *owned,
+      [this, owned, ids = std::move(ids), done = std::move(done)](
+          absl::Status s) mutable {
+        if (s.ok()) {
+          done(Apply(ids, *owned));
+          return;
+        }
+        for (uint64_t id : ids) directory_.Forget(id);
+        done(absl::UnavailableError(
+            absl::StrCat("subscriptions not stored: ", s.message())));
+      });
 }
 
 void ThreadedEngine::Unsubscribe(std::vector<uint64_t> ids,
                                  StatusCallback done) {
-  absl::Status status;
-  {
-    std::shared_lock<std::shared_mutex> gate(gate_);
-    if (closing_) {
-      done(ShuttingDownError());
-      return;
-    }
-    status = directory_.Kill(ids);
-    if (status.ok()) {
-      std::unique_lock<std::shared_mutex> lock(index_mu_);
-      for (uint64_t id : ids) {
-        absl::Status s = index_.Remove(directory_.Place(id).local_id);
-        if (!s.ok() && status.ok()) status = absl::InternalError(s.ToString());
-      }
-      workers_profile_.AddUpdates(ids.size());
-    }
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  if (closing_) {
+    done(ShuttingDownError());
+    return;
   }
-  done(status);
+  Durability* const durability = options_.durability;
+  std::unique_lock<std::mutex> order(order_mu_, std::defer_lock);
+  if (durability != nullptr) order.lock();
+  absl::Status status = directory_.Kill(ids);
+  if (!status.ok() || durability == nullptr) {
+    if (order.owns_lock()) order.unlock();
+    done(status.ok() ? Remove(ids) : status);
+    return;
+  }
+  durability->LogUnsubscribe(
+      ids, [this, ids, done = std::move(done)](absl::Status s) mutable {
+        if (s.ok()) {
+          done(Remove(ids));
+          return;
+        }
+        done(absl::UnavailableError(
+            absl::StrCat("unsubscription not stored: ", s.message())));
+      });
+}
+
+absl::Status ThreadedEngine::Restore(const StoreState& state) {
+  std::vector<uint64_t> ids;
+  std::vector<SubscriptionInput> inputs;
+  ids.reserve(state.live.size());
+  inputs.reserve(state.live.size());
+  for (const auto& [id, input] : state.live) {
+    ids.push_back(id);
+    inputs.push_back(input);
+  }
+  if (absl::Status s = directory_.Restore(state.next_id, ids); !s.ok()) {
+    return s;
+  }
+  return Apply(ids, inputs).status();
 }
 
 void ThreadedEngine::StopStages() {

@@ -36,6 +36,7 @@ class ThreadedEngine : public Engine {
 
   void Subscribe(std::vector<SubscriptionInput> subscriptions,
                  SubscribeCallback done) override;
+  absl::Status Restore(const StoreState& state) override;
   void Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) override;
 
  protected:
@@ -50,6 +51,12 @@ class ThreadedEngine : public Engine {
   };
 
   void RunWorker();
+  // Adds subscriptions[i] under ids[i] to the index (under the writer
+  // lock); returns the ids applied.
+  absl::StatusOr<std::vector<uint64_t>> Apply(
+      absl::Span<const uint64_t> ids,
+      absl::Span<const SubscriptionInput> subscriptions);
+  absl::Status Remove(absl::Span<const uint64_t> ids);
   void Match(PublishJob* job, matcher::MatchScratch* scratch,
              std::vector<matcher::SubscriptionId>* local);
 
