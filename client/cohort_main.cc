@@ -103,6 +103,9 @@ ABSL_FLAG(int, window, 4,
 ABSL_FLAG(int, subscribe_batch, 5000,
           "load: subscriptions per Subscribe request (at most the server's "
           "--max_batch).");
+ABSL_FLAG(int, subscribe_in_flight, 4,
+          "load: Subscribe requests in flight at once (concurrent "
+          "subscribers, as the server sees them).");
 ABSL_FLAG(bool, skip_load, false,
           "load: do not subscribe; publish against the subscriptions the "
           "server already holds.");
@@ -288,6 +291,17 @@ void PrintStatsTable(const v1::Stats& s) {
         static_cast<unsigned long long>(st.rejections()),
         static_cast<unsigned long long>(st.dropped_deliveries()));
   }
+  // Where the partitions run (--pin_cores, --numa), if they are pinned.
+  std::vector<std::string> placement;
+  for (const v1::StageStats& st : s.stages()) {
+    if (!st.has_cpu()) continue;
+    placement.push_back(absl::StrCat(
+        st.name(), " cpu ", st.cpu(),
+        st.has_numa_node() ? absl::StrCat(" node ", st.numa_node()) : ""));
+  }
+  if (!placement.empty()) {
+    std::printf("\nplacement: %s\n", absl::StrJoin(placement, ", ").c_str());
+  }
 }
 
 int Stats() {
@@ -410,6 +424,7 @@ absl::StatusOr<LoadOptions> LoadOptionsFromFlags() {
   o.mode = *mode;
   o.subscribe = !absl::GetFlag(FLAGS_skip_load);
   o.subscribe_batch = absl::GetFlag(FLAGS_subscribe_batch);
+  o.subscribe_in_flight = absl::GetFlag(FLAGS_subscribe_in_flight);
   o.clients = absl::GetFlag(FLAGS_clients);
   o.batch = absl::GetFlag(FLAGS_batch);
   o.window = absl::GetFlag(FLAGS_window);

@@ -93,10 +93,6 @@ RequestPool BuildRequestPool(const bench::Workload& w, int batch,
 
 namespace {
 
-// The subscribe phase keeps this many Subscribe batches in flight: enough to
-// hide the round trip without queueing much more than one batch per
-// partition.
-constexpr int kLoadBatchesInFlight = 4;
 // A Subscribe batch refused with RESOURCE_EXHAUSTED is retried up to this
 // many times, after kRetryBackoff doubled per attempt (the API asks clients
 // to back off).
@@ -118,14 +114,17 @@ void FillSubscription(const bench::Workload& w, size_t i,
 }
 
 // SubscribeLoader: sends the workload's subscriptions in batches with at most
-// kLoadBatchesInFlight in flight, retrying batches refused as overloaded.
+// `in_flight` in flight, retrying batches refused as overloaded.
 // Run() is called once, from one thread, which also runs the progress
 // callback; completions run on gRPC threads.
 class SubscribeLoader {
  public:
   SubscribeLoader(v1::PubSub::Stub* stub, const bench::Workload& workload,
-                  int batch)
-      : stub_(stub), workload_(workload), batch_(batch) {}
+                  int batch, int in_flight)
+      : stub_(stub),
+        workload_(workload),
+        batch_(batch),
+        max_in_flight_(in_flight) {}
 
   SubscribeResult Run(
       const std::function<void(const SubscribeProgress&)>& on_progress);
@@ -148,6 +147,7 @@ class SubscribeLoader {
   v1::PubSub::Stub* const stub_;
   const bench::Workload& workload_;
   const int batch_;
+  const int max_in_flight_;
   size_t next_ = 0;  // next subscription to send; Run()'s thread only
   absl::Mutex mu_;
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
@@ -161,7 +161,7 @@ std::unique_ptr<SubscribeLoader::Call> SubscribeLoader::NextCall() {
   {
     absl::MutexLock lock(&mu_);
     auto ready = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return in_flight_ < kLoadBatchesInFlight &&
+      return in_flight_ < max_in_flight_ &&
              (!retries_.empty() || next_ < n || in_flight_ == 0);
     };
     mu_.Await(absl::Condition(&ready));
@@ -282,6 +282,7 @@ absl::Status ValidateLoadOptions(const LoadOptions& o) {
       {"batch", o.batch},
       {"window", o.window},
       {"subscribe_batch", o.subscribe_batch},
+      {"subscribe_in_flight", o.subscribe_in_flight},
       {"max_outstanding", o.max_outstanding},
   };
   for (const auto& [name, value] : at_least_one) {
@@ -324,7 +325,8 @@ absl::StatusOr<LoadReport> RunLoad(const bench::Workload& workload,
   report.options = options;
   if (options.subscribe) {
     report.subscribe = internal::SubscribeLoader(control->stub(), workload,
-                                                 options.subscribe_batch)
+                                                 options.subscribe_batch,
+                                                 options.subscribe_in_flight)
                            .Run(callbacks.on_progress);
     report.subscribed = true;
     if (callbacks.on_subscribed) callbacks.on_subscribed(report);

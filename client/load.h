@@ -77,6 +77,11 @@ struct LoadOptions {
   bool subscribe = true;
   // Subscriptions per Subscribe request (at most the server's --max_batch).
   int subscribe_batch = 5000;
+  // Subscribe requests in flight at once. The default hides the round trip
+  // without queueing much more than a batch per partition; more, with small
+  // batches, is how many concurrent subscribers the server sees (e.g. how
+  // the journal's group commit gathers them).
+  int subscribe_in_flight = 4;
   PublishMode mode = PublishMode::kStream;
   // Concurrent publishers: streams, closed-loop callers or open-loop pacers.
   int clients = 1;
@@ -99,7 +104,8 @@ struct LoadOptions {
 };
 
 // ValidateLoadOptions() returns InvalidArgument naming the first bad field:
-// clients, batch, window, subscribe_batch, max_outstanding must be >= 1,
+// clients, batch, window, subscribe_batch, subscribe_in_flight,
+// max_outstanding must be >= 1,
 // duration_s > 0, warmup_s, drain_s and rate >= 0, control_timeout > 0.
 absl::Status ValidateLoadOptions(const LoadOptions& options);
 

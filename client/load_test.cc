@@ -339,6 +339,10 @@ TEST(LoadOptions, ValidationNamesTheBadField) {
   o.clients = 0;
   EXPECT_THAT(ValidateLoadOptions(o).message(), HasSubstr("clients (0)"));
   o = LoadOptions();
+  o.subscribe_in_flight = 0;
+  EXPECT_THAT(ValidateLoadOptions(o).message(),
+              HasSubstr("subscribe_in_flight (0)"));
+  o = LoadOptions();
   o.duration_s = 0;
   EXPECT_THAT(ValidateLoadOptions(o).message(), HasSubstr("duration_s"));
   o = LoadOptions();

@@ -11,11 +11,14 @@
 #include <cstdio>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "service/numa.h"
 #include "service/server.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -38,6 +41,10 @@ ABSL_FLAG(std::string, index, "partitioned",
 ABSL_FLAG(bool, pin_cores, true,
           "Pin partition p to the p-th usable CPU. Takes effect only when "
           "there are at least as many usable CPUs as partitions.");
+ABSL_FLAG(std::string, numa, "auto",
+          "auto: each pinned partition allocates its index memory on its "
+          "CPU's NUMA node (libnuma; a no-op on a one-node machine, and "
+          "without --pin_cores); off: leave placement to the kernel.");
 ABSL_FLAG(uint32_t, cohort_max, 64,
           "Cohort size limit: a partition runs a cohort as soon as this many "
           "events wait. 1 turns cohort scheduling off; 0 = no limit. 64 is "
@@ -98,8 +105,10 @@ ABSL_FLAG(std::string, fsync, "always",
           "a machine crash loses acknowledged changes; a process crash does "
           "not).");
 ABSL_FLAG(uint64_t, snapshot_every, 1000000,
-          "With --data_dir: journal records between snapshots (each also "
-          "taken on a clean shutdown); 0 = only at shutdown.");
+          "With --data_dir: subscription changes journaled between "
+          "snapshots (each subscription of a batched Subscribe counts; a "
+          "snapshot is also taken on a clean shutdown); 0 = only at "
+          "shutdown.");
 ABSL_FLAG(uint32_t, journal_group_max, 1024,
           "With --data_dir: most records written and synced as one group.");
 ABSL_FLAG(uint32_t, journal_group_wait_us, 0,
@@ -133,6 +142,12 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   if (!layout.ok()) return layout.status();
   o.engine.index_layout = *layout;
   o.engine.pin_cores = absl::GetFlag(FLAGS_pin_cores);
+  const std::string numa = absl::GetFlag(FLAGS_numa);
+  if (numa != "auto" && numa != "off") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--numa: \"", numa, "\" is not auto or off"));
+  }
+  o.engine.numa = numa == "auto";
   o.engine.cohort_max = absl::GetFlag(FLAGS_cohort_max);
   o.engine.cohort_wait_us = absl::GetFlag(FLAGS_cohort_wait_us);
   o.engine.queue_limit = absl::GetFlag(FLAGS_queue_limit);
@@ -230,6 +245,24 @@ int Main(int argc, char** argv) {
               replicated ? " replicating the index" : "",
               options->engine.cohort_max,
               static_cast<long long>(options->engine.cohort_wait_us));
+  if (options->mode == "staged") {
+    // Where the partitions run, as their stats report it.
+    v1::Stats stats;
+    (*server)->FillStats(&stats);
+    std::vector<std::string> cpus, nodes;
+    for (const v1::StageStats& stage : stats.stages()) {
+      if (stage.stage() != "partition") continue;
+      cpus.push_back(stage.has_cpu() ? absl::StrCat(stage.cpu()) : "-");
+      nodes.push_back(stage.has_numa_node() ? absl::StrCat(stage.numa_node())
+                                            : "-");
+    }
+    std::printf("cohortd: partitions on cpus %s, memory on nodes %s "
+                "(--pin_cores=%s --numa=%s; NUMA: %s)\n",
+                absl::StrJoin(cpus, ",").c_str(),
+                absl::StrJoin(nodes, ",").c_str(),
+                options->engine.pin_cores ? "true" : "false",
+                options->engine.numa ? "auto" : "off", NumaSummary().c_str());
+  }
   if ((*server)->metrics_port() >= 0) {
     std::printf("cohortd: metrics on http://%s:%d/metrics\n",
                 options->metrics_host.c_str(), (*server)->metrics_port());

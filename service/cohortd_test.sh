@@ -12,7 +12,7 @@ for flag in listen mode partitions index pin_cores cohort_max cohort_wait_us \
   queue_limit threads listener_queue_limit slow_listener max_predicates \
   max_event_attributes max_payload_bytes max_batch max_streams stream_window \
   max_message_bytes max_attributes max_subscribers metrics_port metrics_host \
-  data_dir fsync snapshot_every journal_group_max journal_group_wait_us; do
+  data_dir fsync snapshot_every journal_group_max journal_group_wait_us numa; do
   check "--help documents --${flag} with a default" \
     grep -qzE -- "--${flag} \([^)]*(\([^)]*\)[^)]*)*\);[[:space:]]+default:" <<<"${help}"
 done
@@ -24,6 +24,10 @@ out=$("${COHORTD}" --index=shared 2>&1)
 check "bad --index exits 2" test $? -eq 2
 check "bad --index names the flag and the choices" \
   grep -q -- "--index: unknown layout \"shared\"; use partitioned or replicated" <<<"${out}"
+out=$("${COHORTD}" --numa=on 2>&1)
+check "bad --numa exits 2" test $? -eq 2
+check "bad --numa names the flag and the choices" \
+  grep -q -- '--numa: "on" is not auto or off' <<<"${out}"
 out=$("${COHORTD}" --mode=fast --listen=127.0.0.1:0 2>&1)
 check "bad --mode exits 1" test $? -eq 1
 check "bad --mode names the flag" grep -q -- "--mode" <<<"${out}"
@@ -38,6 +42,10 @@ done
 metrics_port=$(sed -n 's|.*metrics on http://127.0.0.1:\([0-9]*\)/metrics|\1|p' "${log}")
 check "prints the gRPC port" grep -q "serving on port [1-9]" "${log}"
 check "prints the metrics port" test -n "${metrics_port}"
+# Two partitions on this (at least 2-CPU) machine: pinned, and with the
+# default --numa=auto their memory placed on their CPUs' nodes.
+check "prints where the partitions run: $(grep 'partitions on' "${log}")" \
+  grep -qE "partitions on cpus [0-9]+,[0-9]+, memory on nodes [0-9]+,[0-9]+ \(--pin_cores=true --numa=auto; NUMA: [1-9][0-9]* nodes? " "${log}"
 if [[ -n "${metrics_port}" ]]; then
   exec 3<>"/dev/tcp/127.0.0.1/${metrics_port}"
   printf 'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n' >&3

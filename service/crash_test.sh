@@ -25,8 +25,10 @@ for arg in "$@"; do
 done
 if [[ -n "${TEST_SRCDIR:-}" ]]; then
   source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/testing/checks.sh"
+  source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/testing/cohortd.sh"
 else
   source "$(dirname "$0")/../tools/testing/checks.sh"
+  source "$(dirname "$0")/../tools/testing/cohortd.sh"
 fi
 
 work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/crash.XXXXXX")
@@ -41,22 +43,10 @@ attempts="${work}/attempts"  # "T <k>": a request for k, k+1, k+2 was sent
 server_pid=""
 port=""
 start_server() {
-  local log="${work}/cohortd.log"
-  # Removed first: the background redirection truncates it only later, and
-  # the previous server's port must not be read from it meanwhile.
-  rm -f "${log}"
-  "${COHORTD}" --listen=127.0.0.1:0 --data_dir="${data}" --partitions=2 \
-    --snapshot_every=40 >"${log}" 2>&1 &
-  server_pid=$!
-  port=""
-  for _ in $(seq 200); do
-    port=$(sed -n 's/^cohortd: serving on port \([0-9]*\).*/\1/p' "${log}")
-    [[ -n "${port}" ]] && return 0
-    kill -0 "${server_pid}" 2>/dev/null || break
-    sleep 0.05
-  done
-  echo "cohortd did not start:"; cat "${log}"
-  return 1
+  start_cohortd "${work}/cohortd.log" "${COHORTD}" --listen=127.0.0.1:0 \
+    --data_dir="${data}" --partitions=2 --snapshot_every=40 || return 1
+  server_pid="${COHORTD_PID}"
+  port="${COHORTD_PORT}"
 }
 
 # client N CYCLE: subscribes 3 at a time and unsubscribes some, recording
@@ -166,7 +156,7 @@ for cycle in $(seq "${cycles}"); do
   check "cycle ${cycle}: $(head -1 "${work}/cohortd.log" | cut -c10-90)" verify
   # Whether or not an in-flight unsubscribe landed, it is settled now:
   # forget those ids for the next cycles.
-  kill -TERM "${server_pid}"; wait "${server_pid}" 2>/dev/null
+  stop_cohortd "${server_pid}"
   python3 - "${acked}" "${inflight}" <<'PY'
 import sys
 acked, inflight = sys.argv[1:3]

@@ -19,7 +19,7 @@ absl::StatusOr<std::unique_ptr<Durability>> Durability::Open(
     return absl::InvalidArgumentError("--data_dir is empty");
   }
   if (mkdir(options.data_dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return ErrnoStatus(errno, absl::StrCat("--data_dir: cannot create ",
+    return ErrnoStatus(errno, absl::StrCat("cannot create ",
                                            options.data_dir));
   }
   absl::StatusOr<Recovery> r = Recover(options.data_dir);
@@ -47,32 +47,39 @@ Durability::Durability(const DurabilityOptions& options, uint64_t generation,
   folder_ = std::thread([this] { RunFolds(); });
 }
 
-Durability::~Durability() { Close(); }
+Durability::~Durability() {
+  // Owners that care about the outcome call Close themselves (Engine does);
+  // a second Close returns the same status.
+  Close().IgnoreError();
+}
 
 void Durability::LogName(RecordType type, uint32_t id,
                          absl::string_view name) {
-  Log(type, EncodeName(id, name), [](absl::Status) {});
+  Log(type, EncodeName(id, name), 1, [](absl::Status) {});
 }
 
 void Durability::LogSubscribe(uint64_t first_id,
                               absl::Span<const SubscriptionInput> subscriptions,
                               Journal::Done done) {
-  Log(kSubscribe, EncodeSubscribe(first_id, subscriptions), std::move(done));
+  Log(kSubscribe, EncodeSubscribe(first_id, subscriptions),
+      subscriptions.size(), std::move(done));
 }
 
 void Durability::LogUnsubscribe(absl::Span<const uint64_t> ids,
                                 Journal::Done done) {
-  Log(kUnsubscribe, EncodeUnsubscribe(ids), std::move(done));
+  Log(kUnsubscribe, EncodeUnsubscribe(ids), ids.size(), std::move(done));
 }
 
-void Durability::Log(uint8_t type, std::string payload, Journal::Done done) {
+void Durability::Log(uint8_t type, std::string payload, uint64_t changes,
+                     Journal::Done done) {
   std::lock_guard<std::mutex> lock(log_mu_);
   journal_->Append(type, std::move(payload), std::move(done));
+  changes_since_rotation_ += changes;
   if (options_.snapshot_every == 0 ||
-      ++records_since_rotation_ < options_.snapshot_every) {
+      changes_since_rotation_ < options_.snapshot_every) {
     return;
   }
-  records_since_rotation_ = 0;
+  changes_since_rotation_ = 0;
   const uint64_t next = ++generation_;
   journal_->Rotate(
       absl::StrCat(options_.data_dir, "/", JournalName(next)),

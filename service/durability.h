@@ -8,9 +8,11 @@
 //   durability->LogSubscribe(first_id, inputs, [](absl::Status s) {...});
 //   durability->Close();  // drain, then fold everything into a snapshot
 //
-// Files and their crash safety: store.h. Every `snapshot_every` records the
-// journal rotates to the next generation (Journal::Rotate, a barrier in the
-// journal's own order), and a background thread folds the older generations
+// Files and their crash safety: store.h. Every `snapshot_every` changes (a
+// subscription subscribed or unsubscribed, or a new name; a batched
+// request's record counts each subscription in it, so the bound on journal
+// length holds whatever the batch size) the journal rotates to the next
+// generation (Journal::Rotate, a barrier in the journal's own order), and a background thread folds the older generations
 // into a snapshot and deletes them (TakeSnapshot). A failed fold is counted
 // and reported on stderr; the files stay and the next fold includes them.
 //
@@ -45,7 +47,8 @@ namespace service {
 struct DurabilityOptions {
   std::string data_dir;  // created (one level) if absent
   bool fsync = true;     // --fsync=always (true) or none
-  // Records between snapshots; 0 = snapshot only at Close.
+  // Changes between snapshots (see the file comment); 0 = snapshot only at
+  // Close.
   uint64_t snapshot_every = 0;
   uint32_t group_max = 1024;   // JournalOptions
   int64_t group_wait_us = 0;   // JournalOptions
@@ -88,12 +91,13 @@ class Durability {
  private:
   Durability(const DurabilityOptions& options, uint64_t generation,
              std::unique_ptr<Journal> journal);
-  void Log(uint8_t type, std::string payload, Journal::Done done);
+  // Appends one record carrying `changes` changes (for snapshot_every).
+  void Log(uint8_t type, std::string payload, uint64_t changes,
+           Journal::Done done);
   void RunFolds();
 
   const DurabilityOptions options_;
   std::unique_ptr<Journal> journal_;
-  std::atomic<uint64_t> records_since_rotation_{0};
   std::atomic<uint64_t> snapshots_taken_{0};
   std::atomic<uint64_t> snapshot_failures_{0};
 
@@ -101,6 +105,7 @@ class Durability {
   // record goes to is the one counted.
   std::mutex log_mu_;
   uint64_t generation_ ABSL_GUARDED_BY(log_mu_);
+  uint64_t changes_since_rotation_ ABSL_GUARDED_BY(log_mu_) = 0;
 
   std::mutex fold_mu_;
   std::condition_variable fold_cv_;

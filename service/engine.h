@@ -78,6 +78,9 @@ struct EngineOptions {
   // Pin partition p to the p-th CPU this process may run on (only if there
   // are at least as many CPUs as partitions).
   bool pin_cores = false;
+  // Allocate each pinned partition's memory on its CPU's NUMA node
+  // (numa.h). No effect on unpinned partitions or in threaded mode.
+  bool numa = false;
   // Cohort activation thresholds: run a cohort when `cohort_max` events wait
   // (0 = no limit) or the oldest has waited `cohort_wait_us`.
   uint32_t cohort_max = 64;

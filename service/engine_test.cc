@@ -4,6 +4,9 @@
 // overload, and shutdown. They also run under ThreadSanitizer (./test.sh).
 #include "service/engine.h"
 
+#include <numa.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <future>
@@ -252,6 +255,47 @@ TEST(EngineStatsTest, PartitionBatchesCountCohortsOnly) {
 
 // Property: GetStats names the index layout (and a replicated engine applies
 // every change in every partition).
+// Pinned partitions report their CPU (the p-th usable one) and, with numa,
+// the node of that CPU their memory was placed on; without pinning or numa
+// there is nothing to report.
+TEST(EngineStatsTest, PartitionsReportTheirCpuAndNumaNode) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  }
+  const bool kernel_numa = numa_available() >= 0;
+  for (const bool pin : {true, false}) {
+    for (const bool numa : {true, false}) {
+      SCOPED_TRACE(absl::StrCat("pin ", pin, ", numa ", numa));
+      EngineOptions options;
+      options.partitions = std::min<uint32_t>(2, cpus.size());
+      options.pin_cores = pin;
+      options.numa = numa;
+      Harness h("staged", options);
+      v1::Stats stats;
+      h.engine().FillStats(&stats);
+      uint32_t p = 0;
+      for (const v1::StageStats& stage : stats.stages()) {
+        if (stage.stage() != "partition") continue;
+        ASSERT_EQ(stage.has_cpu(), pin) << stage.name();
+        if (pin) {
+          EXPECT_EQ(stage.cpu(), cpus[p]) << stage.name();
+        }
+        ASSERT_EQ(stage.has_numa_node(), pin && numa && kernel_numa)
+            << stage.name();
+        if (stage.has_numa_node()) {
+          EXPECT_EQ(stage.numa_node(), numa_node_of_cpu(stage.cpu()));
+        }
+        ++p;
+      }
+      EXPECT_EQ(p, options.partitions);
+    }
+  }
+}
+
 TEST(EngineStatsTest, ReplicatedLayoutIsReported) {
   EngineOptions options;
   options.partitions = 3;

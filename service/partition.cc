@@ -6,10 +6,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <future>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "service/numa.h"
 
 namespace cohort {
 namespace service {
@@ -121,33 +124,62 @@ Partition::Partition(uint32_t index, const EngineOptions& options,
 
 Partition::~Partition() { Stop(); }
 
-void Partition::Start() { thread_ = std::thread([this] { Run(); }); }
+void Partition::Start() {
+  std::promise<void> placed;
+  std::future<void> done = placed.get_future();
+  thread_ = std::thread([this, &placed] {
+    Place();
+    placed.set_value();
+    Run();
+  });
+  done.wait();
+}
 
 void Partition::Stop() {
   queue_.Close();
   if (thread_.joinable()) thread_.join();
 }
 
-void Partition::Pin() {
+int Partition::Pin() {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return -1;
   std::vector<int> cpus;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
     if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
   }
-  if (cpus.size() < options_.partitions) return;
+  if (cpus.size() < options_.partitions) return -1;
   cpu_set_t mine;
   CPU_ZERO(&mine);
   CPU_SET(cpus[index_], &mine);
   if (pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine) != 0) {
     std::fprintf(stderr, "cohortd: could not pin partition %u to CPU %d\n",
                  index_, cpus[index_]);
+    return -1;
   }
+  return cpus[index_];
+}
+
+void Partition::Place() {
+  std::optional<uint32_t> cpu, node;
+  if (options_.pin_cores) {
+    if (const int pinned = Pin(); pinned >= 0) cpu = pinned;
+  }
+  if (options_.numa && cpu.has_value()) {
+    // Before the first allocation of the index: every page this thread
+    // faults in from here on comes from the node of its CPU.
+    absl::StatusOr<int> preferred = PreferNodeOfCpu(static_cast<int>(*cpu));
+    if (preferred.ok()) {
+      node = static_cast<uint32_t>(*preferred);
+    } else {
+      std::fprintf(stderr, "cohortd: partition %u: --numa: %s\n", index_,
+                   std::string(preferred.status().message()).c_str());
+    }
+  }
+  profile_.SetPlacement(cpu, node);
 }
 
 void Partition::Run() {
-  if (options_.pin_cores) Pin();
   std::vector<PartitionItem> batch;
   size_t queue_length = 0;
   while (queue_.Pop(&batch, &queue_length)) {

@@ -116,6 +116,8 @@ class Partition {
             const ListenerRegistry* listeners, ReadyFn ready);
   ~Partition();
 
+  // Starts the thread and waits until it has been pinned and placed (so
+  // its profile's cpu and numa_node are set before Start returns).
   void Start();
   // Drains the queue, then joins the thread.
   void Stop();
@@ -125,7 +127,12 @@ class Partition {
 
  private:
   void Run();
-  void Pin();
+  // Pins the calling thread to its CPU; returns the CPU, or -1 if it is not
+  // pinned.
+  int Pin();
+  // Pins (--pin_cores) and places memory (--numa) for the calling thread,
+  // recording both in the profile.
+  void Place();
   // Matches a cohort taken at `start_ns` from a queue of `queue_length`,
   // fills each event's partial, records the cohort in the profile, then
   // hands each event whose partials are all written to the reply stage.

@@ -142,6 +142,23 @@ uint64_t StageProfile::batches() const {
   return batches_;
 }
 
+void StageProfile::SetPlacement(std::optional<uint32_t> cpu,
+                                std::optional<uint32_t> numa_node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cpu_ = cpu;
+  numa_node_ = numa_node;
+}
+
+std::optional<uint32_t> StageProfile::cpu() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cpu_;
+}
+
+std::optional<uint32_t> StageProfile::numa_node() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return numa_node_;
+}
+
 void StageProfile::ToProto(cohort::v1::StageStats* out) const {
   out->Clear();
   out->set_name(name_);
@@ -154,6 +171,12 @@ void StageProfile::ToProto(cohort::v1::StageStats* out) const {
   out->set_rejections(rejections());
   out->set_dropped_deliveries(dropped_deliveries());
   out->set_disconnected_listeners(disconnected_listeners());
+  if (const std::optional<uint32_t> cpu = this->cpu(); cpu.has_value()) {
+    out->set_cpu(*cpu);
+  }
+  if (const std::optional<uint32_t> node = numa_node(); node.has_value()) {
+    out->set_numa_node(*node);
+  }
 
   std::lock_guard<std::mutex> lock(mu_);
   out->set_batches(batches_);

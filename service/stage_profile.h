@@ -169,6 +169,14 @@ class StageProfile {
   // Batches recorded so far (takes the lock).
   uint64_t batches() const;
 
+  // Where a partition thread runs: its CPU (nullopt: not pinned) and the
+  // NUMA node of its memory (nullopt: not placed). Set once, by the
+  // partition thread before it serves (under the lock).
+  void SetPlacement(std::optional<uint32_t> cpu,
+                    std::optional<uint32_t> numa_node);
+  std::optional<uint32_t> cpu() const;
+  std::optional<uint32_t> numa_node() const;
+
   const std::string& name() const { return name_; }
   const std::string& stage() const { return stage_; }
   std::optional<uint32_t> partition() const { return partition_; }
@@ -197,6 +205,8 @@ class StageProfile {
   const uint64_t queue_limit_;
 
   mutable std::mutex mu_;
+  std::optional<uint32_t> cpu_ ABSL_GUARDED_BY(mu_);
+  std::optional<uint32_t> numa_node_ ABSL_GUARDED_BY(mu_);
   LatencyHistogram wait_ ABSL_GUARDED_BY(mu_);
   LatencyHistogram service_ ABSL_GUARDED_BY(mu_);
   std::array<uint64_t, kNumBatchBuckets> batch_buckets_ ABSL_GUARDED_BY(mu_){};

@@ -338,6 +338,13 @@ absl::StatusOr<Recovery> Recover(const std::string& dir, uint64_t below) {
           JournalName(replay[i - 1]), " and ", JournalName(replay[i])));
     }
   }
+  // journal-<g> for g > 1 continues snapshot-<g>: without that snapshot
+  // the records before it are gone.
+  if (!replay.empty() && r.snapshot_generation == 0 && replay.front() != 1) {
+    return absl::DataLossError(absl::StrCat(
+        dir, ": ", SnapshotName(replay.front()), " is missing before ",
+        JournalName(replay.front())));
+  }
   if (!replay.empty() && r.snapshot_generation > 0 &&
       replay.front() != r.snapshot_generation) {
     return absl::DataLossError(absl::StrCat(

@@ -277,6 +277,14 @@ TEST(RecoverTest, DamageIsAClearError) {
     EXPECT_TRUE(absl::IsDataLoss(r.status()));
     EXPECT_THAT(r.status().message(), HasSubstr("journal-2 is missing"));
   }
+  {  // A journal of a later generation without the snapshot it continues.
+    const std::string dir = NewDir("no_snapshot");
+    WriteFile(dir + "/" + JournalName(2), all);
+    absl::StatusOr<Recovery> r = Recover(dir);
+    EXPECT_TRUE(absl::IsDataLoss(r.status())) << r.status();
+    EXPECT_THAT(r.status().message(),
+                HasSubstr("snapshot-2 is missing before journal-2"));
+  }
 }
 
 // Property: folding journals 1..g-1 into snapshot-<g> while journal-<g>

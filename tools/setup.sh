@@ -17,6 +17,8 @@ readonly PACKAGES=(
   g++
   pkg-config
   python3           # ./test.sh's result summary
+  python3-yaml      # deploy/check.sh parses the manifests
+  python3-venv      # deploy/check.sh's schema validator (kubernetes-validate)
   libabsl-dev
   libprotobuf-dev
   protobuf-compiler
