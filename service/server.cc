@@ -1,5 +1,7 @@
 #include "service/server.h"
 
+#include <malloc.h>
+
 #include <chrono>
 #include <tuple>
 #include <utility>
@@ -87,6 +89,10 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
         recovered.snapshot_generation, recovered.records_replayed,
         recovered.tail, recovered.bytes_discarded,
         server->durability_->backend());
+    // The recovered state (a few hundred bytes per subscription, more than
+    // the index) is garbage now; hand its pages back to the kernel.
+    recovered = Recovery();
+    malloc_trim(0);
   }
   server->service_ = std::make_unique<PubSubService>(
       server->engine_.get(), server->attributes_.get(),

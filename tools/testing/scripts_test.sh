@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Smoke test of the documented top-level commands that Bazel cannot run as
-# tests (they call bazel themselves): ./run.sh and bench/experiment.sh, each
-# on a small workload. Run by ./test.sh from the workspace root; prints one
+# tests (they call bazel themselves): ./run.sh, bench/experiment.sh and
+# bench/durability.sh, each on a small workload, and deploy/check.sh. Run by ./test.sh from the workspace root; prints one
 # "ok:"/"FAILED:" line per check and, last, "scripts: P passed, F failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -62,6 +62,33 @@ PY
   check "experiment.sh names the bad argument" grep -q -- "--bogus" "${tmp}/bogus.err"
   check "experiment.sh --help documents --quick" \
     grep -q -- "--quick" <(bench/experiment.sh --help)
+
+  # bench/durability.sh: all three parts, tiny, with the report.
+  out="${SCRIPTS_TEST_OUT:-${tmp}}/durability"
+  rm -rf "${out}"
+  bench/durability.sh --quick --out="${out}" >"${tmp}/durability.log" 2>&1
+  check "durability.sh --quick exits 0" test $? -eq 0
+  for section in "## 1. Subscribe throughput" "## 2. Group commit" \
+    "## 3. Recovery"; do
+    check "durability report has '${section}'" \
+      grep -q "^${section}" "${out}/report.md"
+  done
+  # Every load subscribed everything, and every recovery got it all back.
+  check "durability: every load subscribed everything" python3 -c '
+import glob, json, sys
+runs = glob.glob(sys.argv[1] + "/runs/*[0-9].json")
+sys.exit(not runs or any(json.load(open(f))["load"]["failed"] for f in runs))
+' "${out}"
+  for how in journal snapshot; do
+    check "durability: recovery from the ${how} got all 100000 subscriptions" \
+      grep -q "^| ${how} (100000 subscriptions) |" "${out}/report.md"
+  done
+
+  # deploy/: the manifests, unit and Dockerfile (schemas, fields).
+  deploy/check.sh >"${tmp}/deploy.log" 2>&1
+  deploy_status=$?
+  cat "${tmp}/deploy.log"
+  check "deploy/check.sh exits 0" test "${deploy_status}" -eq 0
 } | tee "${tmp}/checks"
 failed=$(grep -c '^FAILED:' "${tmp}/checks")
 echo "scripts: $(passed_checks "${tmp}/checks") passed, ${failed} failed"

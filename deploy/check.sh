@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Checks deploy/ without building, running or deploying anything.
+#
+#   deploy/check.sh                          # from anywhere in the checkout
+#   DEPLOY_CHECK_OFFLINE=1 deploy/check.sh   # never touch the network
+#
+# Prints one line per check,
+#   deploy check: <name> ok
+#   deploy check: <name> FAILED: <reason>
+#   deploy check: <name> skipped: <reason>   (a tool is unavailable)
+# and exits 1 if any check FAILED (skipped checks do not fail it).
+#
+# Checks:
+#   build.sh syntax  bash -n deploy/build.sh and deploy/check.sh
+#   systemd unit     systemd-analyze verify on a copy of the unit whose
+#                    ExecStart is /bin/true (the real binary need not be
+#                    installed); any warning fails. Without systemd-analyze,
+#                    a Key=value syntax check of the unit.
+#   k8s schema       kubernetes-validate --strict (PyPI; it bundles the
+#                    Kubernetes OpenAPI schemas, so validation itself is
+#                    offline) against KUBE_VERSIONS. The package is installed
+#                    once into a venv at ${DEPLOY_CHECK_VENV}; skipped if
+#                    that install fails (no network) or DEPLOY_CHECK_OFFLINE=1.
+#   dockerfile, systemd fields, k8s fields, data dir
+#                    deploy/check_fields.py: the files agree with each other
+#                    and with the server's flags and health service name.
+# After the first run (about 20 s for the venv) it takes about a second.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+# Kubernetes versions to validate against: 1.27, where gRPC probes became
+# GA (the oldest version deploy/k8s/ targets), and 1.30.
+readonly KUBE_VERSIONS=(1.27.0 1.30.0)
+# Pinned so that a run validates against the same schemas every time; it
+# ships schemas for Kubernetes 1.25 to 1.37.
+readonly KUBERNETES_VALIDATE=kubernetes-validate==1.37.0
+readonly VENV=${DEPLOY_CHECK_VENV:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/cohort/deploy-check-venv}
+
+status=0
+ok() { echo "deploy check: $1 ok${2:+ $2}"; }
+failed() { echo "deploy check: $1 FAILED: $2"; status=1; }
+skipped() { echo "deploy check: $1 skipped: $2"; }
+
+# --- build.sh syntax
+if errors=$(bash -n deploy/build.sh 2>&1 && bash -n deploy/check.sh 2>&1); then
+  ok "build.sh syntax"
+else
+  failed "build.sh syntax" "$(echo "${errors}" | head -3 | tr '\n' ' ')"
+fi
+
+# --- systemd unit
+unit_syntax() {  # Key=value lines in known sections; continuations allowed
+  awk '
+    /^[ \t]*([#;].*)?$/ { next }
+    continued { continued = /\\$/; next }
+    /^\[(Unit|Service|Install)\]$/ { section = 1; next }
+    /^\[/ { print "line " NR ": unknown section " $0; exit 1 }
+    !section { print "line " NR ": outside a section"; exit 1 }
+    /^[A-Za-z][A-Za-z0-9]*=/ { continued = /\\$/; next }
+    { print "line " NR ": not Key=value: " $0; exit 1 }
+  ' "$1"
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "${tmp}"' EXIT
+if command -v systemd-analyze >/dev/null; then
+  sed 's#^ExecStart=[^ ]*#ExecStart=/bin/true#' deploy/systemd/cohortd.service \
+    >"${tmp}/cohortd.service"
+  if out=$(SYSTEMD_LOG_COLOR=0 systemd-analyze verify "${tmp}/cohortd.service" 2>&1) &&
+    [[ -z "${out}" ]]; then
+    ok "systemd unit"
+  else
+    failed "systemd unit" "systemd-analyze verify: $(echo "${out}" | head -3 | tr '\n' ' ')"
+  fi
+elif out=$(unit_syntax deploy/systemd/cohortd.service); then
+  ok "systemd unit"
+  echo "deploy check: (systemd-analyze not installed; checked Key=value syntax only)"
+else
+  failed "systemd unit" "${out}"
+fi
+
+# --- k8s schema
+venv_python=""
+install_validator() {  # creates ${VENV} once; serialised between runs
+  mkdir -p "$(dirname "${VENV}")" || return 1
+  (
+    flock 9 2>/dev/null || true  # flock(1) is util-linux; without it, no lock
+    if [[ "$("${VENV}/bin/python" -c 'import importlib.metadata as m
+print(m.version("kubernetes-validate"))' 2>/dev/null)" == "${KUBERNETES_VALIDATE##*==}" ]]; then
+      exit 0
+    fi
+    rm -rf "${VENV}"
+    python3 -m venv "${VENV}" &&
+      PIP_DISABLE_PIP_VERSION_CHECK=1 "${VENV}/bin/python" -m pip install \
+        --quiet --retries 1 --timeout 20 "${KUBERNETES_VALIDATE}" ||
+      { rm -rf "${VENV}"; exit 1; }
+  ) 9>"${VENV}.lock" >"${tmp}/pip.log" 2>&1
+}
+if [[ "${DEPLOY_CHECK_OFFLINE:-0}" == 1 ]]; then
+  skipped "k8s schema" "DEPLOY_CHECK_OFFLINE=1"
+elif ! install_validator; then
+  skipped "k8s schema" "cannot install ${KUBERNETES_VALIDATE} into ${VENV} (offline?): $(tail -1 "${tmp}/pip.log")"
+else
+  venv_python="${VENV}/bin/python"
+  schema_errors=""
+  for version in "${KUBE_VERSIONS[@]}"; do
+    if ! out=$("${venv_python}" -m kubernetes_validate --strict --quiet \
+      -k "${version}" deploy/k8s/*.yaml 2>&1); then
+      schema_errors+="${version}: $(echo "${out}" | grep -v '^$' | head -3 | tr '\n' ' ')"
+    fi
+  done
+  if [[ -z "${schema_errors}" ]]; then
+    ok "k8s schema" "(${KUBERNETES_VALIDATE} --strict, Kubernetes ${KUBE_VERSIONS[*]})"
+  else
+    failed "k8s schema" "${schema_errors}"
+  fi
+fi
+
+# --- field checks (need PyYAML: the venv has it; else Debian's python3-yaml)
+python=""
+for candidate in ${venv_python} python3 /usr/bin/python3; do
+  if "${candidate}" -c 'import yaml' 2>/dev/null; then
+    python=${candidate}
+    break
+  fi
+done
+if [[ -z "${python}" ]]; then
+  failed "fields" "no python3 with PyYAML (apt-get install python3-yaml)"
+else
+  "${python}" deploy/check_fields.py || status=1
+fi
+
+exit "${status}"
