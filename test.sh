@@ -9,9 +9,12 @@
 # the gRPC reactors are therefore covered by asan and the end-to-end tests,
 # not by tsan.
 #
-# Then it smoke-tests ./run.sh and bench/experiment.sh --quick on small
-# workloads (tools/testing/scripts_test.sh; they build with -c opt and
-# install valgrind and gnuplot through tools/setup.sh experiment).
+# Then it smoke-tests ./run.sh, bench/experiment.sh --quick,
+# bench/durability.sh --quick and bench/partition_work.sh --quick on small
+# workloads and runs deploy/check.sh (tools/testing/scripts_test.sh; they
+# build with -c opt and install valgrind and gnuplot through tools/setup.sh
+# experiment; deploy/check.sh installs kubernetes-validate from PyPI into a
+# cache venv, and skips the schema check if it cannot).
 #
 # Prints a line per test target and ends with exactly one line
 #   tests: N passed, M failed

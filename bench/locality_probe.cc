@@ -19,8 +19,11 @@
 // experiment runs each configuration twice, with --match and --nomatch, and
 // takes the difference: the cost of matching alone. The probe prints one
 // JSON object; `cores_per_event` (P for partitioned, else 1) turns core 0's
-// cost per event it matched into the machine's cost per published event.
+// cost per event it matched into the machine's cost per published event, and
+// `match_seconds` is the wall time of the matching loop (outside cachegrind:
+// one core's share of the work, for bench/partition_work.sh).
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -111,6 +114,7 @@ int Run() {
   }
 
   uint64_t matches = 0;
+  const auto match_start = std::chrono::steady_clock::now();
   if (absl::GetFlag(FLAGS_match)) {
     if (layout == "threaded") {
       matcher::MatchScratch scratch;
@@ -128,14 +132,19 @@ int Run() {
       }
     }
   }
+  const double match_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                    match_start)
+          .count();
   std::printf(
       "{\"layout\": \"%s\", \"partitions\": %u, \"core\": %u, "
       "\"cohort_max\": %u, \"match\": %s, \"subscriptions\": %zu, \"events\": %zu, "
-      "\"matches\": %llu, \"cores_per_event\": %u, \"index_bytes\": %zu}\n",
+      "\"matches\": %llu, \"cores_per_event\": %u, \"index_bytes\": %zu, "
+      "\"match_seconds\": %.6f}\n",
       layout.c_str(), p, core, layout == "threaded" ? 1 : cohort_max,
       absl::GetFlag(FLAGS_match) ? "true" : "false", index.size(),
       events.size(), static_cast<unsigned long long>(matches),
-      partitioned ? p : 1, index.MemoryBytes());
+      partitioned ? p : 1, index.MemoryBytes(), match_seconds);
   return 0;
 }
 

@@ -35,6 +35,8 @@ check "partitioned core 0 indexes a third" \
   test "$(field subscriptions <<<"${out}")" = 1000
 check "partitioned: each event costs 3 cores" \
   test "$(field cores_per_event <<<"${out}")" = 3
+check "--nomatch takes no matching time" \
+  python3 -c 'import json, sys; sys.exit(json.loads(sys.argv[1])["match_seconds"] > 0.01)' "${out}"
 out=$("${PROBE}" "${small[@]}" --layout=threaded --nomatch)
 check "threaded core 0 matches a third of the events" \
   test "$(field events <<<"${out}")" = 67

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Smoke test of the documented top-level commands that Bazel cannot run as
-# tests (they call bazel themselves): ./run.sh, bench/experiment.sh and
-# bench/durability.sh, each on a small workload, and deploy/check.sh. Run by ./test.sh from the workspace root; prints one
+# tests (they call bazel themselves): ./run.sh, bench/experiment.sh,
+# bench/durability.sh and bench/partition_work.sh, each on a small workload,
+# and deploy/check.sh. Run by ./test.sh from the workspace root; prints one
 # "ok:"/"FAILED:" line per check and, last, "scripts: P passed, F failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -83,6 +84,19 @@ sys.exit(not runs or any(json.load(open(f))["load"]["failed"] for f in runs))
     check "durability: recovery from the ${how} got all 100000 subscriptions" \
       grep -q "^| ${how} (100000 subscriptions) |" "${out}/report.md"
   done
+
+  # bench/partition_work.sh: the per-core work model, tiny.
+  out="${SCRIPTS_TEST_OUT:-${tmp}}/partition_work"
+  rm -rf "${out}"
+  bench/partition_work.sh --quick --out="${out}" >"${tmp}/partition_work.log" 2>&1
+  check "partition_work.sh --quick exits 0" test $? -eq 0
+  # 5 partition counts x 2 layouts, and the P=1 rows are the baseline.
+  check "partition_work: 10 rows, P=1 at 1.00x" python3 -c '
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1] + "/work.csv")))
+ok = len(rows) == 10 and all(float(r["speedup_bound"]) == 1.0
+                             for r in rows if r["partitions"] == "1")
+sys.exit(not ok)' "${out}"
 
   # deploy/: the manifests, unit and Dockerfile (schemas, fields).
   deploy/check.sh >"${tmp}/deploy.log" 2>&1
