@@ -224,5 +224,47 @@ absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
       "--mode: unknown mode \"", mode, "\"; use staged or threaded"));
 }
 
+std::unique_lock<std::mutex> Engine::LockOrderIfJournaled() {
+  if (options_.durability == nullptr) return std::unique_lock<std::mutex>();
+  return std::unique_lock<std::mutex>(order_mu_);
+}
+
+void Engine::JournalSubscribe(uint64_t first,
+                              absl::Span<const SubscriptionInput> subscriptions,
+                              std::function<void(absl::Status)> durable) {
+  if (options_.durability == nullptr) {
+    durable(absl::OkStatus());
+    return;
+  }
+  const size_t count = subscriptions.size();
+  options_.durability->LogSubscribe(
+      first, subscriptions,
+      [this, first, count, durable = std::move(durable)](absl::Status s) {
+        if (s.ok()) {
+          durable(s);
+          return;
+        }
+        for (uint64_t id = first; id < first + count; ++id) {
+          directory_.Forget(id);
+        }
+        durable(absl::UnavailableError(
+            absl::StrCat("subscriptions not stored: ", s.message())));
+      });
+}
+
+void Engine::JournalUnsubscribe(absl::Span<const uint64_t> ids,
+                                std::function<void(absl::Status)> durable) {
+  if (options_.durability == nullptr) {
+    durable(absl::OkStatus());
+    return;
+  }
+  options_.durability->LogUnsubscribe(
+      ids, [durable = std::move(durable)](absl::Status s) {
+        durable(s.ok() ? s
+                       : absl::UnavailableError(absl::StrCat(
+                             "unsubscription not stored: ", s.message())));
+      });
+}
+
 }  // namespace service
 }  // namespace cohort

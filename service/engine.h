@@ -202,6 +202,24 @@ class Engine {
   // last event. Called by the stage that finishes events.
   void FinishEvent(PublishJob* job, size_t i, StageProfile* profile);
 
+  // Subscribe and Unsubscribe, when journaled, hold order_mu_ from
+  // assigning (or killing) ids until the record is appended, so the
+  // journal's order is the directory's. Returns that lock, or an empty one
+  // without durability.
+  std::unique_lock<std::mutex> LockOrderIfJournaled();
+  // Journals the subscriptions just assigned ids first, first + 1, ... and
+  // calls `durable` once the record is durable: OK, or UNAVAILABLE after
+  // forgetting the ids. Without durability, calls durable(OK) at once.
+  // REQUIRES: the lock from LockOrderIfJournaled is held.
+  void JournalSubscribe(uint64_t first,
+                        absl::Span<const SubscriptionInput> subscriptions,
+                        std::function<void(absl::Status)> durable);
+  // The same for ids just killed. On failure they stay dead in the
+  // directory but are still matched until a restart recovers the durable
+  // state; the journal has failed, so every later change fails too.
+  void JournalUnsubscribe(absl::Span<const uint64_t> ids,
+                          std::function<void(absl::Status)> durable);
+
   // Held shared by every call that may queue work, exclusively by Shutdown
   // while it sets closing_, so no work is queued after the stages stop.
   mutable std::shared_mutex gate_;

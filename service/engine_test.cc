@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "service/durability.h"
 #include "service/interner.h"
@@ -322,23 +323,44 @@ TEST(EngineStatsTest, ReplicatedLayoutIsReported) {
 // a second engine restored from the data directory (names re-interned in
 // journal order, so with the same ids) answers every event exactly like the
 // oracle over the acknowledged subscriptions, under the same ids.
-class EngineDurabilityTest : public ::testing::TestWithParam<Config> {};
+class EngineDurabilityTest : public ::testing::TestWithParam<Config> {
+ protected:
+  // A data directory of its own, removed first: <TEST_TMPDIR>/<prefix><config>.
+  std::string FreshDir(absl::string_view prefix) {
+    const char* tmp = std::getenv("TEST_TMPDIR");
+    const std::string dir =
+        absl::StrCat(tmp ? tmp : "/tmp", "/", prefix,
+                     testing::ConfigName(::testing::TestParamInfo<Config>(
+                         GetParam(), 0)));
+    EXPECT_EQ(std::system(absl::StrCat("rm -rf '", dir, "'").c_str()), 0);
+    return dir;
+  }
+  EngineOptions Options() {
+    EngineOptions options;
+    options.partitions = GetParam().partitions;
+    options.cohort_max = GetParam().cohort_max;
+    options.threads = 2;
+    if (GetParam().replicated) {
+      options.index_layout = IndexLayout::kReplicated;
+    }
+    return options;
+  }
+  // Journals the harness's new names, as the server does.
+  static void JournalNames(Harness& h, Durability* log) {
+    h.attributes().SetOnNewName([log](uint32_t id, absl::string_view name) {
+      log->LogName(kAttributeName, id, name);
+    });
+    h.subscribers().SetOnNewName([log](uint32_t id, absl::string_view name) {
+      log->LogName(kSubscriberName, id, name);
+    });
+  }
+};
 
 TEST_P(EngineDurabilityTest, RestartRecoversEveryAcknowledgedChange) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string dir =
-      absl::StrCat(tmp ? tmp : "/tmp", "/engine_durability_",
-                   testing::ConfigName(::testing::TestParamInfo<Config>(
-                       GetParam(), 0)));
-  ASSERT_EQ(std::system(absl::StrCat("rm -rf '", dir, "'").c_str()), 0);
   DurabilityOptions durable;
-  durable.data_dir = dir;
+  durable.data_dir = FreshDir("engine_durability_");
   durable.snapshot_every = 5;  // rotations and folds while subscribing
-  EngineOptions options;
-  options.partitions = GetParam().partitions;
-  options.cohort_max = GetParam().cohort_max;
-  options.threads = 2;
-  if (GetParam().replicated) options.index_layout = IndexLayout::kReplicated;
+  EngineOptions options = Options();
   constexpr int kAttributes = 4;
   constexpr int kDomain = 6;
   std::map<uint64_t, v1::SubscriptionSpec> live;  // acknowledged
@@ -348,13 +370,7 @@ TEST_P(EngineDurabilityTest, RestartRecoversEveryAcknowledgedChange) {
     ASSERT_TRUE(d.ok()) << d.status();
     options.durability = d->get();
     Harness h(GetParam().mode, options);
-    Durability* log = d->get();
-    h.attributes().SetOnNewName([log](uint32_t id, absl::string_view name) {
-      log->LogName(kAttributeName, id, name);
-    });
-    h.subscribers().SetOnNewName([log](uint32_t id, absl::string_view name) {
-      log->LogName(kSubscriberName, id, name);
-    });
+    JournalNames(h, d->get());
     std::mutex mu;
     std::vector<std::thread> threads;
     for (int t = 0; t < 3; ++t) {
@@ -428,6 +444,37 @@ TEST_P(EngineDurabilityTest, RestartRecoversEveryAcknowledgedChange) {
   auto ids = h.Subscribe(more);
   ASSERT_TRUE(ids.ok());
   EXPECT_GT((*ids)[0], live.empty() ? 0 : live.rbegin()->first);
+  h.engine().Shutdown();
+}
+
+// A change whose record cannot be stored is refused with UNAVAILABLE and
+// changes nothing: refused ids are forgotten, not left live.
+TEST_P(EngineDurabilityTest, ChangesTheJournalRefusesAreUnavailable) {
+  DurabilityOptions durable;
+  durable.data_dir = FreshDir("engine_refused_");
+  Recovery recovered;
+  auto d = Durability::Open(durable, &recovered);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EngineOptions options = Options();
+  options.durability = d->get();
+  Harness h(GetParam().mode, options);
+  JournalNames(h, d->get());
+  Rng rng(5);
+  v1::SubscribeRequest request;
+  *request.add_subscriptions() = testing::RandomSpec(rng, "s", 3, 8);
+  auto stored = h.Subscribe(request);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  ASSERT_TRUE((*d)->Close().ok());  // later appends are refused
+
+  auto refused = h.Subscribe(request);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(refused.status().message()),
+              ::testing::HasSubstr("subscriptions not stored"));
+  EXPECT_EQ(h.engine().subscriptions(), 1u);
+  absl::Status unsubscribed = h.Unsubscribe(*stored);
+  EXPECT_EQ(unsubscribed.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(unsubscribed.message()),
+              ::testing::HasSubstr("unsubscription not stored"));
   h.engine().Shutdown();
 }
 

@@ -178,9 +178,7 @@ void StagedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,
     done(ShuttingDownError());
     return;
   }
-  Durability* const durability = options_.durability;
-  std::unique_lock<std::mutex> order(order_mu_, std::defer_lock);
-  if (durability != nullptr) order.lock();
+  std::unique_lock<std::mutex> order = LockOrderIfJournaled();
   absl::StatusOr<uint64_t> first = directory_.Assign(subscriptions.size());
   if (!first.ok()) {
     if (order.owns_lock()) order.unlock();
@@ -192,19 +190,13 @@ void StagedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,
   job->subscribed = std::move(done);
   for (size_t i = 0; i < job->inputs.size(); ++i) job->ids.push_back(*first + i);
   QueueAdds(job.get());
-  if (durability == nullptr) {
-    Route(job.release());
-    return;
-  }
   UpdateJob* raw = job.release();
-  durability->LogSubscribe(*first, raw->inputs, [this, raw](absl::Status s) {
+  JournalSubscribe(*first, raw->inputs, [this, raw](absl::Status s) {
     if (s.ok()) {
       Route(raw);
       return;
     }
-    for (uint64_t id : raw->ids) directory_.Forget(id);
-    raw->subscribed(absl::UnavailableError(
-        absl::StrCat("subscriptions not stored: ", s.message())));
+    raw->subscribed(s);
     delete raw;
   });
 }
@@ -219,9 +211,7 @@ void StagedEngine::Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) {
     done(ShuttingDownError());
     return;
   }
-  Durability* const durability = options_.durability;
-  std::unique_lock<std::mutex> order(order_mu_, std::defer_lock);
-  if (durability != nullptr) order.lock();
+  std::unique_lock<std::mutex> order = LockOrderIfJournaled();
   absl::Status status = directory_.Kill(ids);
   if (!status.ok()) {
     if (order.owns_lock()) order.unlock();
@@ -232,21 +222,13 @@ void StagedEngine::Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) {
   job->unsubscribed = std::move(done);
   job->ids = std::move(ids);
   QueueRemoves(job.get());
-  if (durability == nullptr) {
-    Route(job.release());
-    return;
-  }
   UpdateJob* raw = job.release();
-  durability->LogUnsubscribe(raw->ids, [this, raw](absl::Status s) {
+  JournalUnsubscribe(raw->ids, [this, raw](absl::Status s) {
     if (s.ok()) {
       Route(raw);
       return;
     }
-    // The ids stay dead in the directory but matched by the partitions
-    // until a restart recovers the durable state; the journal has failed,
-    // so every later change fails too.
-    raw->unsubscribed(absl::UnavailableError(
-        absl::StrCat("unsubscription not stored: ", s.message())));
+    raw->unsubscribed(s);
     delete raw;
   });
 }

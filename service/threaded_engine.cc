@@ -109,9 +109,7 @@ void ThreadedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,
     done(std::vector<uint64_t>());
     return;
   }
-  Durability* const durability = options_.durability;
-  std::unique_lock<std::mutex> order(order_mu_, std::defer_lock);
-  if (durability != nullptr) order.lock();
+  std::unique_lock<std::mutex> order = LockOrderIfJournaled();
   absl::StatusOr<uint64_t> first = directory_.Assign(subscriptions.size());
   if (!first.ok()) {
     if (order.owns_lock()) order.unlock();
@@ -120,25 +118,13 @@ void ThreadedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,
   }
   std::vector<uint64_t> ids;
   for (size_t i = 0; i < subscriptions.size(); ++i) ids.push_back(*first + i);
-  if (durability == nullptr) {
-    done(Apply(ids, subscriptions));
-    return;
-  }
-  // The record is encoded by LogSubscribe before it returns, so the
-  // subscriptions can move into the callback afterwards.
   auto owned = std::make_shared<std::vector<SubscriptionInput>>(
       std::move(subscriptions));
-  durability->LogSubscribe(
+  JournalSubscribe(
       *first, *owned,
       [this, owned, ids = std::move(ids), done = std::move(done)](
           absl::Status s) mutable {
-        if (s.ok()) {
-          done(Apply(ids, *owned));
-          return;
-        }
-        for (uint64_t id : ids) directory_.Forget(id);
-        done(absl::UnavailableError(
-            absl::StrCat("subscriptions not stored: ", s.message())));
+        done(s.ok() ? Apply(ids, *owned) : s);
       });
 }
 
@@ -149,23 +135,16 @@ void ThreadedEngine::Unsubscribe(std::vector<uint64_t> ids,
     done(ShuttingDownError());
     return;
   }
-  Durability* const durability = options_.durability;
-  std::unique_lock<std::mutex> order(order_mu_, std::defer_lock);
-  if (durability != nullptr) order.lock();
+  std::unique_lock<std::mutex> order = LockOrderIfJournaled();
   absl::Status status = directory_.Kill(ids);
-  if (!status.ok() || durability == nullptr) {
+  if (!status.ok()) {
     if (order.owns_lock()) order.unlock();
-    done(status.ok() ? Remove(ids) : status);
+    done(status);
     return;
   }
-  durability->LogUnsubscribe(
+  JournalUnsubscribe(
       ids, [this, ids, done = std::move(done)](absl::Status s) mutable {
-        if (s.ok()) {
-          done(Remove(ids));
-          return;
-        }
-        done(absl::UnavailableError(
-            absl::StrCat("unsubscription not stored: ", s.message())));
+        done(s.ok() ? Remove(ids) : s);
       });
 }
 
