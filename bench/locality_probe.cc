@@ -21,11 +21,16 @@
 // JSON object; `cores_per_event` (P for partitioned, else 1) turns core 0's
 // cost per event it matched into the machine's cost per published event, and
 // `match_seconds` is the wall time of the matching loop (outside cachegrind:
-// one core's share of the work, for bench/partition_work.sh).
+// one core's share of the work, for bench/partition_work.sh, which also runs
+// P probes at once, one per core, their loops started together through
+// --ready_file and --go_file).
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -52,6 +57,12 @@ ABSL_FLAG(std::string, layout, "partitioned",
           "partitioned, replicated or threaded (see the file comment).");
 ABSL_FLAG(uint32_t, cohort_max, 64,
           "Events per MatchCohort call (partitioned and replicated).");
+ABSL_FLAG(std::string, ready_file, "",
+          "Create this file once the index is built (before matching).");
+ABSL_FLAG(std::string, go_file, "",
+          "Wait until this file exists before matching: with --ready_file, "
+          "lets a script start the matching loops of P probes together "
+          "(bench/partition_work.sh --concurrent).");
 ABSL_FLAG(bool, match, true,
           "Match the events; --nomatch builds everything and stops, the "
           "baseline to subtract.");
@@ -66,13 +77,16 @@ int Run() {
   const uint32_t cohort_max = absl::GetFlag(FLAGS_cohort_max);
   const uint32_t core = absl::GetFlag(FLAGS_core);
   if (p == 0 || cohort_max == 0) {
-    std::fprintf(stderr, "locality_probe: --partitions and --cohort_max must "
-                         "be at least 1\n");
+    std::fprintf(stderr,
+                 "locality_probe: --partitions and --cohort_max must "
+                 "be at least 1\n");
     return 2;
   }
   if (core >= p) {
-    std::fprintf(stderr, "locality_probe: --core must be below --partitions "
-                         "(%u)\n", p);
+    std::fprintf(stderr,
+                 "locality_probe: --core must be below --partitions "
+                 "(%u)\n",
+                 p);
     return 2;
   }
   if (layout != "partitioned" && layout != "replicated" &&
@@ -113,6 +127,32 @@ int Run() {
     events.push_back(workload->events[k]);
   }
 
+  if (const std::string ready = absl::GetFlag(FLAGS_ready_file);
+      !ready.empty()) {
+    std::FILE* f = std::fopen(ready.c_str(), "w");
+    if (f == nullptr || std::fclose(f) != 0) {
+      std::fprintf(stderr, "locality_probe: --ready_file: cannot create %s\n",
+                   ready.c_str());
+      return 1;
+    }
+  }
+  if (const std::string go = absl::GetFlag(FLAGS_go_file); !go.empty()) {
+    // Polling keeps the probe dependency-free; 1 ms is far below the
+    // matching loop's length. Give up after 10 minutes (a dead script).
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::minutes(10);
+    while (access(go.c_str(), F_OK) != 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        std::fprintf(stderr,
+                     "locality_probe: --go_file: %s did not appear "
+                     "within 10 minutes\n",
+                     go.c_str());
+        return 1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+
   uint64_t matches = 0;
   const auto match_start = std::chrono::steady_clock::now();
   if (absl::GetFlag(FLAGS_match)) {
@@ -138,7 +178,8 @@ int Run() {
           .count();
   std::printf(
       "{\"layout\": \"%s\", \"partitions\": %u, \"core\": %u, "
-      "\"cohort_max\": %u, \"match\": %s, \"subscriptions\": %zu, \"events\": %zu, "
+      "\"cohort_max\": %u, \"match\": %s, \"subscriptions\": %zu, \"events\": "
+      "%zu, "
       "\"matches\": %llu, \"cores_per_event\": %u, \"index_bytes\": %zu, "
       "\"match_seconds\": %.6f}\n",
       layout.c_str(), p, core, layout == "threaded" ? 1 : cohort_max,

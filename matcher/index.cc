@@ -313,9 +313,7 @@ void Index::MatchCohort(absl::Span<const EventView> events,
 
 void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
                        std::vector<std::vector<SubscriptionId>>* matches) {
-  for (size_t i = 0; i < events.size(); ++i) {
-    table_.AddEvent(events[i], uint64_t{1} << i);
-  }
+  table_.AddCohort(events);
   const uint64_t* const* masks = table_.mask_pointers();
   std::vector<SubscriptionId>* out = matches->data() + base;
   uint64_t rows = 0, lists = 0, visited = 0, found = 0;

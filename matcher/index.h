@@ -11,10 +11,11 @@
 // access predicate is "attribute present", and that entry leads its columns.
 //
 // `MatchCohort` matches a batch of events: phase 1 computes a cohort mask
-// per satisfied predicate, phase 2 visits each cluster whose access
-// predicate some event satisfied once for all events of the batch. A cohort
-// of one event is the per-event path. Batches over 64 events are matched in
-// chunks of 64.
+// per satisfied predicate (PredicateTable::AddCohort: one walk of each
+// range group for the whole batch, not one run per event), phase 2 visits
+// each cluster whose access predicate some event satisfied once for all
+// events of the batch. A cohort of one event is the per-event path.
+// Batches over 64 events are matched in chunks of 64.
 //
 // `MatchEvent` is the classic Fabret per-event path, kept for the threaded
 // baseline: phase 1 sets the satisfied predicates' bits in a predicate bit

@@ -23,6 +23,25 @@ constexpr uint32_t kTailDivisor = 16;
 // stored in a group, so id 0 is free to mean "nothing here").
 constexpr PredicateId kFreePosition = kFalsePredicate;
 
+// The lo-order walk of AddCohort shared by kHigh and kRange groups: for each
+// position i of a sorted part (keys ascending) whose key is at most the
+// largest value, calls apply(i, the bits of the values >= key[i]), the
+// count of values below key[i] only growing along the walk. Returns the end
+// of those positions. `values` ascending, prefix as for WalkLow.
+template <typename Apply>
+uint32_t WalkKeysUpToLargest(const int64_t* key, uint32_t sorted,
+                             absl::Span<const int64_t> values,
+                             const uint64_t* prefix, Apply apply) {
+  const uint64_t all = prefix[values.size()];
+  const uint32_t end = static_cast<uint32_t>(
+      std::upper_bound(key, key + sorted, values.back()) - key);
+  for (uint32_t i = 0, j = 0; i < end; ++i) {
+    while (values[j] < key[i]) ++j;  // stops at the largest value at least
+    apply(i, all ^ prefix[j]);
+  }
+  return end;
+}
+
 }  // namespace
 
 NormalPredicate FromInterval(AttributeId attribute, int64_t lo, int64_t hi) {
@@ -218,10 +237,26 @@ void PredicateTable::Rebuild(Group& g) {
     }
   }
   rebuilt.mask.assign(n, 0);
+  if (has_hi) {
+    rebuilt.by_hi.resize(n);
+    for (uint32_t i = 0; i < n; ++i) rebuilt.by_hi[i] = i;
+    std::sort(
+        rebuilt.by_hi.begin(), rebuilt.by_hi.end(),
+        [&](uint32_t a, uint32_t b) { return rebuilt.hi[a] < rebuilt.hi[b]; });
+    rebuilt.hi_sorted.reserve(n);
+    for (uint32_t i : rebuilt.by_hi) rebuilt.hi_sorted.push_back(rebuilt.hi[i]);
+  }
   rebuilt.sorted = static_cast<uint32_t>(n);
   g = std::move(rebuilt);
   for (uint32_t i = 0; i < n; ++i) info_[g.pred[i]].pos = i;
   RefreshPointers(g);
+}
+
+void PredicateTable::MarkTail(Group& g) {
+  if (g.sorted < g.size()) {
+    MarkTouched(g, UINT32_MAX, 0);
+    g.touched_tail = true;
+  }
 }
 
 void PredicateTable::MarkTouched(Group& g, uint32_t begin, uint32_t end) {
@@ -294,10 +329,7 @@ void PredicateTable::ScanGroup(Group& g, int64_t v, uint64_t bit) {
     }
   }
   if (run.begin < run.end) MarkTouched(g, run.begin, run.end);
-  if (sorted < g.size()) {
-    MarkTouched(g, UINT32_MAX, 0);
-    g.touched_tail = true;
-  }
+  MarkTail(g);
 }
 
 // The per-event twin of ScanGroup: the same positions, reported one at a
@@ -339,11 +371,9 @@ void PredicateTable::MarkSatisfied(EventView event, PredicateBits* bits,
   for (const AttributeValue& av : event) {
     if (av.attribute >= attributes_.size()) continue;  // no predicates on it
     // Never finds the false predicate: its kind is kFalse, not kEq.
-    auto it =
-        ids_.find(NormalPredicate{Kind::kEq, av.attribute, av.value, av.value});
-    if (it != ids_.end()) {
-      bits->Set(*it);
-      const uint32_t head = info_[*it].head;
+    if (const PredicateId* id = FindEq(av.attribute, av.value)) {
+      bits->Set(*id);
+      const uint32_t head = info_[*id].head;
       if (head != kNoCluster) access_heads->push_back(head);
     }
     const AttributeGroups& groups = attributes_[av.attribute];
@@ -374,11 +404,9 @@ void PredicateTable::MarkSatisfied(EventView event, PredicateBits* bits,
 void PredicateTable::AddEvent(EventView event, uint64_t bit) {
   for (const AttributeValue& av : event) {
     if (av.attribute >= attributes_.size()) continue;  // no predicates on it
-    auto it =
-        ids_.find(NormalPredicate{Kind::kEq, av.attribute, av.value, av.value});
-    if (it != ids_.end()) {
-      uint64_t& mask = eq_masks_[*it];
-      if (mask == 0) touched_eq_.push_back(*it);
+    if (const PredicateId* id = FindEq(av.attribute, av.value)) {
+      uint64_t& mask = eq_masks_[*id];
+      if (mask == 0) touched_eq_.push_back(*id);
       mask |= bit;
     }
     AttributeGroups& groups = attributes_[av.attribute];
@@ -386,6 +414,172 @@ void PredicateTable::AddEvent(EventView event, uint64_t bit) {
     ScanGroup(groups.high, av.value, bit);
     ScanGroup(groups.range, av.value, bit);
   }
+}
+
+void PredicateTable::AddCohort(absl::Span<const EventView> events) {
+  assert(events.size() <= kMaxCohortChunk);
+  if (events.size() == 1) {  // a walk is a run: skip the gathering
+    AddEvent(events[0], 1);
+    return;
+  }
+  if (cohort_values_.size() < attributes_.size()) {
+    cohort_values_.resize(attributes_.size());
+  }
+  for (size_t e = 0; e < events.size(); ++e) {
+    const uint64_t bit = uint64_t{1} << e;
+    for (const AttributeValue& av : events[e]) {
+      if (av.attribute >= attributes_.size()) continue;  // no predicates on it
+      if (const PredicateId* id = FindEq(av.attribute, av.value)) {
+        uint64_t& mask = eq_masks_[*id];
+        if (mask == 0) touched_eq_.push_back(*id);
+        mask |= bit;
+      }
+      std::vector<ValueBit>& values = cohort_values_[av.attribute];
+      if (values.empty()) cohort_attributes_.push_back(av.attribute);
+      values.push_back({av.value, bit});
+    }
+  }
+  for (AttributeId attribute : cohort_attributes_) {
+    std::vector<ValueBit>& values = cohort_values_[attribute];
+    AttributeGroups& groups = attributes_[attribute];
+    if (groups.low.size() + groups.high.size() + groups.range.size() > 0) {
+      std::sort(values.begin(), values.end(),
+                [](const ValueBit& a, const ValueBit& b) {
+                  return a.value < b.value;
+                });
+      walk_values_.clear();
+      walk_prefix_.assign(1, 0);
+      for (const ValueBit& vb : values) {
+        walk_values_.push_back(vb.value);
+        walk_prefix_.push_back(walk_prefix_.back() | vb.bit);
+      }
+      WalkLow(groups.low, walk_values_, walk_prefix_.data());
+      WalkHigh(groups.high, walk_values_, walk_prefix_.data());
+      if (RangeWalkPays(groups.range, walk_values_)) {
+        WalkRange(groups.range, walk_values_, walk_prefix_.data());
+      } else {
+        for (const ValueBit& vb : values) {
+          ScanGroup(groups.range, vb.value, vb.bit);
+        }
+      }
+    }
+    values.clear();
+  }
+  cohort_attributes_.clear();
+}
+
+// kLow (x <= key): position i holds for the values <= key[i], a prefix of
+// the sorted values, so its mask is prefix[count of values <= key[i]]; the
+// count only grows along the sorted part. Positions before the first key >=
+// the smallest value hold for no value and are not touched.
+void PredicateTable::WalkLow(Group& g, absl::Span<const int64_t> values,
+                             const uint64_t* prefix) {
+  if (g.size() == 0) return;
+  const int64_t* key = g.key.data();
+  uint64_t* mask = g.mask.data();
+  const uint32_t sorted = g.sorted;
+  const size_t k = values.size();
+  const uint32_t begin = static_cast<uint32_t>(
+      std::lower_bound(key, key + sorted, values[0]) - key);
+  uint32_t i = begin;
+  for (size_t j = 0; i < sorted && j < k; ++i) {
+    while (j < k && values[j] <= key[i]) ++j;
+    mask[i] |= prefix[j];
+  }
+  const uint64_t all = prefix[k];
+  for (; i < sorted; ++i) mask[i] |= all;
+  for (i = sorted; i < g.size(); ++i) {
+    mask[i] |= prefix[std::upper_bound(values.begin(), values.end(), key[i]) -
+                      values.begin()];
+  }
+  if (begin < sorted) MarkTouched(g, begin, sorted);
+  MarkTail(g);
+}
+
+// kHigh (x >= key): position i holds for the values >= key[i], a suffix of
+// the sorted values, so its mask is all bits but prefix[count of values <
+// key[i]]. Positions after the last key <= the largest value hold for none.
+void PredicateTable::WalkHigh(Group& g, absl::Span<const int64_t> values,
+                              const uint64_t* prefix) {
+  if (g.size() == 0) return;
+  const int64_t* key = g.key.data();
+  uint64_t* mask = g.mask.data();
+  const uint64_t all = prefix[values.size()];
+  const uint32_t end =
+      WalkKeysUpToLargest(key, g.sorted, values, prefix,
+                          [mask](uint32_t i, uint64_t m) { mask[i] |= m; });
+  for (uint32_t i = g.sorted; i < g.size(); ++i) {
+    mask[i] |=
+        all ^ prefix[std::lower_bound(values.begin(), values.end(), key[i]) -
+                     values.begin()];
+  }
+  if (end > 0) MarkTouched(g, 0, end);
+  MarkTail(g);
+}
+
+// A kRange walk visits about every position whose hi reaches the smallest
+// value (in hi order) and whose lo is at most the largest (in lo order); the
+// per-event runs visit, for each value v, the positions with lo in
+// [v - max_width, v]. Few or clustered values make the runs cheaper. A walk
+// step costs about half a run step (BM_Phase1 with the walk always or never
+// taken: at 16 events the walk won where weighing steps equally chose runs).
+bool PredicateTable::RangeWalkPays(const Group& g,
+                                   absl::Span<const int64_t> values) {
+  if (g.sorted == 0) return false;
+  const int64_t* hi_sorted = g.hi_sorted.data();
+  const int64_t* key = g.key.data();
+  const uint64_t walk =
+      (g.sorted -
+       (std::lower_bound(hi_sorted, hi_sorted + g.sorted, values.front()) -
+        hi_sorted)) +
+      (std::upper_bound(key, key + g.sorted, values.back()) - key);
+  uint64_t runs = 0;
+  for (int64_t v : values) {
+    const Run run = SortedRun(g, v);
+    runs += run.end - run.begin;
+    if (2 * runs > walk) return true;
+  }
+  return false;
+}
+
+// kRange (lo <= x <= hi): position i holds for the values in [lo, hi], so
+// its mask is prefix[count <= hi] & ~prefix[count < lo]. The first walk goes
+// through the sorted part in hi order (counts grow) and stores the hi half
+// in the masks of positions some value can reach (hi >= smallest value, lo
+// <= largest); the second walks in lo order over positions with lo <=
+// largest value and clears the bits of values below lo. The masks were zero
+// (each group is walked once per cohort), so positions the first walk
+// skipped stay zero.
+void PredicateTable::WalkRange(Group& g, absl::Span<const int64_t> values,
+                               const uint64_t* prefix) {
+  if (g.size() == 0) return;
+  const int64_t largest = values.back();
+  const uint32_t sorted = g.sorted;
+  const int64_t* hi_sorted = g.hi_sorted.data();
+  const uint32_t* by_hi = g.by_hi.data();
+  const int64_t* key = g.key.data();
+  uint64_t* mask = g.mask.data();
+  uint32_t q = static_cast<uint32_t>(
+      std::lower_bound(hi_sorted, hi_sorted + sorted, values.front()) -
+      hi_sorted);
+  for (size_t j = 0; q < sorted; ++q) {
+    while (j < values.size() && values[j] <= hi_sorted[q]) ++j;
+    const uint32_t i = by_hi[q];
+    if (key[i] <= largest) mask[i] = prefix[j];
+  }
+  const uint32_t end =
+      WalkKeysUpToLargest(key, sorted, values, prefix,
+                          [mask](uint32_t i, uint64_t m) { mask[i] &= m; });
+  const int64_t* hi = g.hi.data();
+  for (uint32_t i = sorted; i < g.size(); ++i) {
+    const size_t below =
+        std::lower_bound(values.begin(), values.end(), key[i]) - values.begin();
+    const size_t upto =
+        std::upper_bound(values.begin(), values.end(), hi[i]) - values.begin();
+    mask[i] |= below < upto ? prefix[upto] ^ prefix[below] : 0;
+  }
+  if (end > 0) MarkTouched(g, 0, end);
+  MarkTail(g);
 }
 
 template <typename F>
@@ -414,7 +608,13 @@ size_t PredicateTable::MemoryBytes() const {
                  eq_masks_.size() * sizeof(uint64_t) +
                  mask_ptr_.capacity() * sizeof(uint64_t*) +
                  free_ids_.capacity() * sizeof(PredicateId) +
-                 attributes_.capacity() * sizeof(AttributeGroups);
+                 attributes_.capacity() * sizeof(AttributeGroups) +
+                 cohort_attributes_.capacity() * sizeof(AttributeId) +
+                 walk_values_.capacity() * sizeof(int64_t) +
+                 walk_prefix_.capacity() * sizeof(uint64_t);
+  for (const std::vector<ValueBit>& v : cohort_values_) {
+    bytes += sizeof(v) + v.capacity() * sizeof(ValueBit);
+  }
   // flat_hash_set: one slot plus one control byte per bucket.
   bytes += ids_.capacity() * (sizeof(PredicateId) + 1);
   for (const AttributeGroups& a : attributes_) {
@@ -423,7 +623,9 @@ size_t PredicateTable::MemoryBytes() const {
                g->hi.capacity() * sizeof(int64_t) +
                g->pred.capacity() * sizeof(PredicateId) +
                g->head.capacity() * sizeof(uint32_t) +
-               g->mask.capacity() * sizeof(uint64_t);
+               g->mask.capacity() * sizeof(uint64_t) +
+               g->by_hi.capacity() * sizeof(uint32_t) +
+               g->hi_sorted.capacity() * sizeof(int64_t);
     }
   }
   return bytes;

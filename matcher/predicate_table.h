@@ -9,13 +9,24 @@
 // — and NE v becomes two entries: "present" and a *negated* reference to
 // EQ v. Identical predicates are stored once and shared.
 //
-// Phase 1 (`AddEvent`) computes, for a cohort of up to 64 events, one 64-bit
-// *cohort mask* per predicate: bit i is set iff the predicate holds for event
-// i. Equality predicates are found by hash lookup; each range kind lives in a
-// per-attribute group sorted by its bound, and its masks are stored in that
-// same order, so the predicates satisfied by a value form a contiguous run
-// (a suffix for kLow, a prefix for kHigh, a window for kRange) that phase 1
-// ORs with one linear pass. Phase 2 finds a predicate's mask word through a
+// Phase 1 (`AddCohort`, or `AddEvent` per event) computes, for a cohort of
+// up to 64 events, one 64-bit *cohort mask* per predicate: bit i is set iff
+// the predicate holds for event i. Equality predicates are found by hash
+// lookup; each range kind lives in a per-attribute group sorted by its bound,
+// and its masks are stored in that same order, so the predicates satisfied
+// by a value form a contiguous run (a suffix for kLow, a prefix for kHigh, a
+// window for kRange). `AddEvent` ORs one event's bit over its run. `AddCohort`
+// gathers the cohort's values per attribute, sorts them, and fills each group
+// with merge walks of its bounds against those values: every position is
+// written once per cohort, not once per event satisfying it, so a cohort of k
+// events costs a walk or two instead of k runs (runs average half a group,
+// and phase 1 dominated partitioned matching before this). A kLow or kHigh
+// mask is a prefix or suffix of the sorted values' bits; a kRange mask is
+// (values >= lo) & (values <= hi), the first from a walk in lo order, the
+// second from a walk in hi order (each kRange group keeps that order too);
+// when the cohort's values are few, the per-event runs are cheaper and are
+// used instead.
+// Phase 2 finds a predicate's mask word through a
 // table of pointers indexed by predicate id (into the group's array, or a
 // per-id word for equalities). Masks are cleared after the cohort
 // (`EndCohort`), touching only the words that were set.
@@ -43,6 +54,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/types/span.h"
 #include "matcher/types.h"
 
 namespace cohort {
@@ -156,8 +168,15 @@ class PredicateTable {
   void MarkSatisfied(EventView event, PredicateBits* bits,
                      std::vector<uint32_t>* access_heads) const;
 
-  // Phase 1: sets bit `bit` in the mask of every predicate `event` satisfies.
+  // Phase 1, one event: sets bit `bit` in the mask of every predicate `event`
+  // satisfies.
   void AddEvent(EventView event, uint64_t bit);
+
+  // Phase 1, a whole cohort: the same masks as AddEvent(events[i], 1 << i)
+  // for every i, computed with one walk per kLow and kHigh group (see the
+  // file comment). REQUIRES: events.size() <= kMaxCohortChunk; each event's
+  // attributes are distinct; the masks are clear (EndCohort was called).
+  void AddCohort(absl::Span<const EventView> events);
 
   // Calls `visit(head, mask)` for every predicate satisfied by some event of
   // the current cohort that heads an access cluster list.
@@ -196,6 +215,10 @@ class PredicateTable {
     std::vector<PredicateId> pred;  // kFreePosition where removed
     std::vector<uint32_t> head;     // access cluster list head
     std::vector<uint64_t> mask;
+    // kRange only: the sorted part's positions in order of hi, and their hi
+    // values in that order (AddCohort's second walk).
+    std::vector<uint32_t> by_hi;
+    std::vector<int64_t> hi_sorted;
     uint32_t sorted = 0;
     uint32_t dead = 0;
     uint64_t max_width = 0;  // kRange: max hi - lo over the sorted part
@@ -222,7 +245,20 @@ class PredicateTable {
   void RemoveFromGroup(PredicateId id);
   void Rebuild(Group& g);
   void MarkTouched(Group& g, uint32_t begin, uint32_t end);
+  // Marks the group's unsorted tail (if any) as holding masks to clear.
+  void MarkTail(Group& g);
   void ScanGroup(Group& g, int64_t v, uint64_t bit);
+  // AddCohort's walks over one group, given the cohort's values for its
+  // attribute sorted ascending and prefix[j] = OR of the bits of values
+  // [0, j) (so prefix[values.size()] holds every bit).
+  void WalkLow(Group& g, absl::Span<const int64_t> values,
+               const uint64_t* prefix);
+  void WalkHigh(Group& g, absl::Span<const int64_t> values,
+                const uint64_t* prefix);
+  void WalkRange(Group& g, absl::Span<const int64_t> values,
+                 const uint64_t* prefix);
+  // Whether WalkRange is cheaper than one ScanGroup per value.
+  static bool RangeWalkPays(const Group& g, absl::Span<const int64_t> values);
 
   // Positions [begin, end) of a group's sorted part that may hold for a
   // value: all of them hold for kLow and kHigh; for kRange each must still
@@ -263,9 +299,25 @@ class PredicateTable {
   std::vector<uint64_t*> mask_ptr_;  // by predicate id
   std::vector<PredicateId> free_ids_;
   absl::flat_hash_set<PredicateId, IdHash, IdEq> ids_;
+  // The id of the equality predicate `attribute == value`, if live.
+  const PredicateId* FindEq(AttributeId attribute, int64_t value) const {
+    auto it = ids_.find(NormalPredicate{Kind::kEq, attribute, value, value});
+    return it == ids_.end() ? nullptr : &*it;
+  }
   std::vector<AttributeGroups> attributes_;
   std::vector<PredicateId> touched_eq_;
   std::vector<Group*> touched_groups_;
+  // AddCohort scratch: the cohort's (value, bit) pairs by attribute, the
+  // attributes that have some, and one attribute's sorted values and
+  // prefix masks. Empty between calls (capacity kept).
+  struct ValueBit {
+    int64_t value;
+    uint64_t bit;
+  };
+  std::vector<std::vector<ValueBit>> cohort_values_;
+  std::vector<AttributeId> cohort_attributes_;
+  std::vector<int64_t> walk_values_;
+  std::vector<uint64_t> walk_prefix_;
   size_t live_ = 0;
 };
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Packs cohortd, cohort and locality_probe (built -c opt) with every shared
-# library they load, the dynamic loader included, into a self-contained
-# folder for a machine without Bazel or the Debian packages:
+# Packs cohortd, cohort and locality_probe (built -c opt), and numactl if it
+# is installed, with every shared library they load, the dynamic loader
+# included, into a self-contained folder for a machine without Bazel or the
+# Debian packages:
 #
 #   tools/bundle.sh [DIR]      # default dist/bundle (git-ignored)
 #   bench/experiment.sh --bin=DIR/bin ...
@@ -33,4 +34,19 @@ exec "\${here}/lib/ld-linux-x86-64.so.2" --library-path "\${here}/lib" \\
 WRAPPER
   chmod +x "${DIR}/bin/${name}" "${DIR}/libexec/${name}"
 done
+# numactl, when installed, so the other machine's NUMA layout can be read
+# (`numactl --hardware`) without its packages.
+if command -v numactl >/dev/null; then
+  cp "$(command -v numactl)" "${DIR}/libexec/"
+  ldd "$(command -v numactl)" |
+    awk '/=> \// {print $3}' |
+    while read -r lib; do cp -L "${lib}" "${DIR}/lib/"; done
+  cat >"${DIR}/bin/numactl" <<'WRAPPER'
+#!/bin/sh
+here=$(dirname "$0")/..
+exec "${here}/lib/ld-linux-x86-64.so.2" --library-path "${here}/lib" \
+  "${here}/libexec/numactl" "$@"
+WRAPPER
+  chmod +x "${DIR}/bin/numactl"
+fi
 du -sh "${DIR}"

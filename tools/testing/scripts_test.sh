@@ -94,9 +94,19 @@ sys.exit(not runs or any(json.load(open(f))["load"]["failed"] for f in runs))
   check "partition_work: 10 rows, P=1 at 1.00x" python3 -c '
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1] + "/work.csv")))
-ok = len(rows) == 10 and all(float(r["speedup_bound"]) == 1.0
+ok = len(rows) == 10 and all(float(r["speedup"]) == 1.0
                              for r in rows if r["partitions"] == "1")
 sys.exit(not ok)' "${out}"
+  # --concurrent: P probes at once, loops started together; the script
+  # itself fails unless the cores' matches add up to one total.
+  bench/partition_work.sh --quick --concurrent --partitions=1,2 \
+    --out="${out}-concurrent" >"${tmp}/partition_work_concurrent.log" 2>&1
+  check "partition_work.sh --quick --concurrent exits 0" test $? -eq 0
+  check "partition_work --concurrent: 4 rows, 2 cores' runs, matches add up" \
+    bash -c '[[ $(($(wc -l <"$1/work.csv") - 1)) == 4 ]] &&
+      [[ -s "$1/runs/partitioned-2-1-1.json" ]] &&
+      grep -q "matches add up to [0-9,]* for every P and layout" "$1/report.md"' \
+    _ "${out}-concurrent"
 
   # deploy/: the manifests, unit and Dockerfile (schemas, fields).
   deploy/check.sh >"${tmp}/deploy.log" 2>&1
