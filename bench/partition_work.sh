@@ -99,16 +99,15 @@ run_cores() {
       >"${out}/runs/${layout}-${p}-${rep}-${core}.json" &
     pids+=($!)
   done
-  # Start the loops together once every index is built.
+  # Start the loops together once every index is built. A probe only
+  # exits before the go file on an error.
   until (($(find "${sync_dir}" -name 'ready.*' | wc -l) == last + 1)); do
     for i in "${pids[@]}"; do
-      kill -0 "${i}" 2>/dev/null || { wait "${i}" || true; }
+      if ! kill -0 "${i}" 2>/dev/null; then
+        echo "partition_work.sh: a probe exited before it was ready" >&2
+        exit 1
+      fi
     done
-    if (($(jobs -rp | wc -l) < last + 1)) &&
-      (($(find "${sync_dir}" -name 'ready.*' | wc -l) < last + 1)); then
-      echo "partition_work.sh: a probe exited before it was ready" >&2
-      exit 1
-    fi
     sleep 0.05
   done
   touch "${sync_dir}/go"

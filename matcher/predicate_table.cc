@@ -300,10 +300,15 @@ PredicateTable::Run PredicateTable::SortedRun(const Group& g, int64_t v) {
 
 void PredicateTable::ScanGroup(Group& g, int64_t v, uint64_t bit) {
   if (g.size() == 0) return;
+  ScanRun(g, v, bit, SortedRun(g, v));
+}
+
+void PredicateTable::ScanRun(Group& g, int64_t v, uint64_t bit,
+                             const Run& run) {
+  if (g.size() == 0) return;
   const int64_t* key = g.key.data();
   uint64_t* mask = g.mask.data();
   const uint32_t sorted = g.sorted;
-  const Run run = SortedRun(g, v);
   switch (g.kind) {
     case Kind::kLow:
       for (uint32_t i = run.begin; i < run.end; ++i) mask[i] |= bit;
@@ -455,11 +460,12 @@ void PredicateTable::AddCohort(absl::Span<const EventView> events) {
       }
       WalkLow(groups.low, walk_values_, walk_prefix_.data());
       WalkHigh(groups.high, walk_values_, walk_prefix_.data());
-      if (RangeWalkPays(groups.range, walk_values_)) {
+      if (RangeWalkPays(groups.range, walk_values_, &walk_runs_)) {
         WalkRange(groups.range, walk_values_, walk_prefix_.data());
       } else {
-        for (const ValueBit& vb : values) {
-          ScanGroup(groups.range, vb.value, vb.bit);
+        // walk_runs_[i] is the run of values[i] (sorted alike).
+        for (size_t i = 0; i < values.size(); ++i) {
+          ScanRun(groups.range, values[i].value, values[i].bit, walk_runs_[i]);
         }
       }
     }
@@ -524,8 +530,9 @@ void PredicateTable::WalkHigh(Group& g, absl::Span<const int64_t> values,
 // step costs about half a run step (BM_Phase1 with the walk always or never
 // taken: at 16 events the walk won where weighing steps equally chose runs).
 bool PredicateTable::RangeWalkPays(const Group& g,
-                                   absl::Span<const int64_t> values) {
-  if (g.sorted == 0) return false;
+                                   absl::Span<const int64_t> values,
+                                   std::vector<Run>* runs) {
+  runs->clear();
   const int64_t* hi_sorted = g.hi_sorted.data();
   const int64_t* key = g.key.data();
   const uint64_t walk =
@@ -533,11 +540,11 @@ bool PredicateTable::RangeWalkPays(const Group& g,
        (std::lower_bound(hi_sorted, hi_sorted + g.sorted, values.front()) -
         hi_sorted)) +
       (std::upper_bound(key, key + g.sorted, values.back()) - key);
-  uint64_t runs = 0;
+  uint64_t run_steps = 0;
   for (int64_t v : values) {
-    const Run run = SortedRun(g, v);
-    runs += run.end - run.begin;
-    if (2 * runs > walk) return true;
+    runs->push_back(SortedRun(g, v));
+    run_steps += runs->back().end - runs->back().begin;
+    if (2 * run_steps > walk) return true;
   }
   return false;
 }
@@ -611,7 +618,8 @@ size_t PredicateTable::MemoryBytes() const {
                  attributes_.capacity() * sizeof(AttributeGroups) +
                  cohort_attributes_.capacity() * sizeof(AttributeId) +
                  walk_values_.capacity() * sizeof(int64_t) +
-                 walk_prefix_.capacity() * sizeof(uint64_t);
+                 walk_prefix_.capacity() * sizeof(uint64_t) +
+                 walk_runs_.capacity() * sizeof(Run);
   for (const std::vector<ValueBit>& v : cohort_values_) {
     bytes += sizeof(v) + v.capacity() * sizeof(ValueBit);
   }

@@ -247,7 +247,16 @@ class PredicateTable {
   void MarkTouched(Group& g, uint32_t begin, uint32_t end);
   // Marks the group's unsorted tail (if any) as holding masks to clear.
   void MarkTail(Group& g);
+  // Positions [begin, end) of a group's sorted part that may hold for a
+  // value: all of them hold for kLow and kHigh; for kRange each must still
+  // pass hi >= value.
+  struct Run {
+    uint32_t begin = 0;
+    uint32_t end = 0;
+  };
   void ScanGroup(Group& g, int64_t v, uint64_t bit);
+  // ScanGroup with the run already found (SortedRun(g, v)).
+  void ScanRun(Group& g, int64_t v, uint64_t bit, const Run& run);
   // AddCohort's walks over one group, given the cohort's values for its
   // attribute sorted ascending and prefix[j] = OR of the bits of values
   // [0, j) (so prefix[values.size()] holds every bit).
@@ -257,16 +266,11 @@ class PredicateTable {
                 const uint64_t* prefix);
   void WalkRange(Group& g, absl::Span<const int64_t> values,
                  const uint64_t* prefix);
-  // Whether WalkRange is cheaper than one ScanGroup per value.
-  static bool RangeWalkPays(const Group& g, absl::Span<const int64_t> values);
+  // Whether WalkRange is cheaper than one ScanGroup per value. When it
+  // returns false, (*runs)[i] is SortedRun(g, values[i]) for every i.
+  static bool RangeWalkPays(const Group& g, absl::Span<const int64_t> values,
+                            std::vector<Run>* runs);
 
-  // Positions [begin, end) of a group's sorted part that may hold for a
-  // value: all of them hold for kLow and kHigh; for kRange each must still
-  // pass hi >= value.
-  struct Run {
-    uint32_t begin = 0;
-    uint32_t end = 0;
-  };
   static Run SortedRun(const Group& g, int64_t v);
   // Calls `f(position)` for each position of `g` whose predicate holds for
   // `v`, removed positions (pred == kFreePosition) included.
@@ -318,6 +322,7 @@ class PredicateTable {
   std::vector<AttributeId> cohort_attributes_;
   std::vector<int64_t> walk_values_;
   std::vector<uint64_t> walk_prefix_;
+  std::vector<Run> walk_runs_;
   size_t live_ = 0;
 };
 
