@@ -224,9 +224,24 @@ absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
       "--mode: unknown mode \"", mode, "\"; use staged or threaded"));
 }
 
-std::unique_lock<std::mutex> Engine::LockOrderIfJournaled() {
-  if (options_.durability == nullptr) return std::unique_lock<std::mutex>();
-  return std::unique_lock<std::mutex>(order_mu_);
+absl::StatusOr<uint64_t> Engine::AssignIds(
+    size_t count, std::unique_lock<std::mutex>* order) {
+  if (options_.durability != nullptr) {
+    *order = std::unique_lock<std::mutex>(order_mu_);
+  }
+  absl::StatusOr<uint64_t> first = directory_.Assign(count);
+  if (!first.ok() && order->owns_lock()) order->unlock();
+  return first;
+}
+
+absl::Status Engine::KillIds(absl::Span<const uint64_t> ids,
+                             std::unique_lock<std::mutex>* order) {
+  if (options_.durability != nullptr) {
+    *order = std::unique_lock<std::mutex>(order_mu_);
+  }
+  absl::Status status = directory_.Kill(ids);
+  if (!status.ok() && order->owns_lock()) order->unlock();
+  return status;
 }
 
 void Engine::JournalSubscribe(uint64_t first,

@@ -204,17 +204,23 @@ class Engine {
 
   // Subscribe and Unsubscribe, when journaled, hold order_mu_ from
   // assigning (or killing) ids until the record is appended, so the
-  // journal's order is the directory's. Returns that lock, or an empty one
-  // without durability.
-  std::unique_lock<std::mutex> LockOrderIfJournaled();
+  // journal's order is the directory's. AssignIds assigns `count` ids (the
+  // first is returned) and KillIds kills `ids` with that lock taken into
+  // *order (left empty without durability). On error the lock is already
+  // released, so the caller answers without holding it.
+  absl::StatusOr<uint64_t> AssignIds(size_t count,
+                                     std::unique_lock<std::mutex>* order);
+  absl::Status KillIds(absl::Span<const uint64_t> ids,
+                       std::unique_lock<std::mutex>* order);
   // Journals the subscriptions just assigned ids first, first + 1, ... and
   // calls `durable` once the record is durable: OK, or UNAVAILABLE after
   // forgetting the ids. Without durability, calls durable(OK) at once.
-  // REQUIRES: the lock from LockOrderIfJournaled is held.
+  // REQUIRES: the lock from AssignIds is held.
   void JournalSubscribe(uint64_t first,
                         absl::Span<const SubscriptionInput> subscriptions,
                         std::function<void(absl::Status)> durable);
-  // The same for ids just killed. On failure they stay dead in the
+  // The same for ids just killed (REQUIRES: the lock from KillIds is
+  // held). On failure they stay dead in the
   // directory but are still matched until a restart recovers the durable
   // state; the journal has failed, so every later change fails too.
   void JournalUnsubscribe(absl::Span<const uint64_t> ids,

@@ -178,10 +178,9 @@ void StagedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,
     done(ShuttingDownError());
     return;
   }
-  std::unique_lock<std::mutex> order = LockOrderIfJournaled();
-  absl::StatusOr<uint64_t> first = directory_.Assign(subscriptions.size());
+  std::unique_lock<std::mutex> order;
+  absl::StatusOr<uint64_t> first = AssignIds(subscriptions.size(), &order);
   if (!first.ok()) {
-    if (order.owns_lock()) order.unlock();
     done(first.status());
     return;
   }
@@ -211,10 +210,8 @@ void StagedEngine::Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) {
     done(ShuttingDownError());
     return;
   }
-  std::unique_lock<std::mutex> order = LockOrderIfJournaled();
-  absl::Status status = directory_.Kill(ids);
-  if (!status.ok()) {
-    if (order.owns_lock()) order.unlock();
+  std::unique_lock<std::mutex> order;
+  if (absl::Status status = KillIds(ids, &order); !status.ok()) {
     done(status);
     return;
   }

@@ -109,10 +109,9 @@ void ThreadedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,
     done(std::vector<uint64_t>());
     return;
   }
-  std::unique_lock<std::mutex> order = LockOrderIfJournaled();
-  absl::StatusOr<uint64_t> first = directory_.Assign(subscriptions.size());
+  std::unique_lock<std::mutex> order;
+  absl::StatusOr<uint64_t> first = AssignIds(subscriptions.size(), &order);
   if (!first.ok()) {
-    if (order.owns_lock()) order.unlock();
     done(first.status());
     return;
   }
@@ -135,10 +134,8 @@ void ThreadedEngine::Unsubscribe(std::vector<uint64_t> ids,
     done(ShuttingDownError());
     return;
   }
-  std::unique_lock<std::mutex> order = LockOrderIfJournaled();
-  absl::Status status = directory_.Kill(ids);
-  if (!status.ok()) {
-    if (order.owns_lock()) order.unlock();
+  std::unique_lock<std::mutex> order;
+  if (absl::Status status = KillIds(ids, &order); !status.ok()) {
     done(status);
     return;
   }
