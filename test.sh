@@ -16,6 +16,11 @@
 # experiment; deploy/check.sh installs kubernetes-validate from PyPI into a
 # cache venv, and skips the schema check if it cannot).
 #
+# Then each libFuzzer target fuzzes for FUZZ_SECONDS from its seed corpus
+# (bench/fuzz.sh, built with clang; the corpora themselves are replayed by
+# the *_fuzzer tests in both Bazel runs above), and clang-tidy checks the C++
+# files changed by the newest commit (tools/tidy.sh).
+#
 # Prints a line per test target and ends with exactly one line
 #   tests: N passed, M failed
 # counting test cases across both runs (see tools/test_summary.py for the
@@ -32,6 +37,8 @@ done
 tools/setup.sh || { echo "tests: 0 passed, 1 failed"; exit 1; }
 
 readonly RESULTS=results/tests
+# Seconds each libFuzzer target runs (bench/fuzz.sh --minutes=N runs longer).
+readonly FUZZ_SECONDS=20
 rm -rf "${RESULTS}"
 mkdir -p "${RESULTS}"
 total_passed=0
@@ -52,6 +59,16 @@ run_tests() {
     echo "1 1" >"${out}/counts"  # Could not summarise: count it as a failure.
   local passed failed
   read -r passed failed <"${out}/counts"
+  total_passed=$((total_passed + passed))
+  total_failed=$((total_failed + failed))
+}
+
+# add_counts NAME LOG: adds the counts of LOG's "NAME: N passed, M failed"
+# line to the totals; a log without that line counts as one failure.
+add_counts() {
+  local passed failed
+  read -r passed failed < <(sed -n "s/^$1: \\([0-9]*\\) passed, \\([0-9]*\\) failed\$/\\1 \\2/p" "$2")
+  if [[ -z "${passed:-}" ]]; then passed=0 failed=1; fi
   total_passed=$((total_passed + passed))
   total_failed=$((total_failed + failed))
 }
@@ -87,11 +104,25 @@ run_tests tsan --config=tsan --build_tests_only "${TSAN_TARGETS[@]}"
 echo "==> [scripts] tools/testing/scripts_test.sh"
 SCRIPTS_TEST_OUT="${RESULTS}/scripts" tools/testing/scripts_test.sh |
   tee "${RESULTS}/scripts.log"
-read -r passed failed < <(sed -n 's/^scripts: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' \
-  "${RESULTS}/scripts.log")
-if [[ -z "${passed:-}" ]]; then passed=0 failed=1; fi
-total_passed=$((total_passed + passed))
-total_failed=$((total_failed + failed))
+add_counts scripts "${RESULTS}/scripts.log"
+
+# Fuzzing: the corpus replays ran above as tests (//...:*_fuzzer, plain
+# and under asan); here each libFuzzer target fuzzes for a short while from
+# its seeds (bench/fuzz.sh; clang, its own Bazel output base). Each target
+# counts as one test case.
+echo "==> [fuzz] bench/fuzz.sh --seconds=${FUZZ_SECONDS}"
+bench/fuzz.sh --seconds="${FUZZ_SECONDS}" --out="${RESULTS}/fuzz" |
+  tee "${RESULTS}/fuzz.log"
+add_counts fuzz "${RESULTS}/fuzz.log"
+
+# Static checks: clang-tidy (.clang-tidy) on the C++ files changed by the
+# newest commit and any uncommitted change (tools/tidy.sh). One test case.
+echo "==> [tidy] tools/tidy.sh"
+if tools/tidy.sh; then
+  total_passed=$((total_passed + 1))
+else
+  total_failed=$((total_failed + 1))
+fi
 
 bazel shutdown >/dev/null 2>&1
 

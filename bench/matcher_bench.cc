@@ -22,6 +22,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -129,7 +130,7 @@ std::string MachineDescription() {
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line, model = "unknown cpu";
   while (std::getline(cpuinfo, line)) {
-    if (line.rfind("model name", 0) == 0) {
+    if (absl::StartsWith(line, "model name")) {
       model = line.substr(line.find(':') + 2);
       break;
     }

@@ -18,6 +18,7 @@
 // offending token).
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -366,7 +367,7 @@ int Workload() {
 
 // "1h02m", "3m05s", "42s".
 std::string FormatEta(double seconds) {
-  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  const int64_t s = std::llround(seconds);
   if (s >= 3600) return absl::StrFormat("%dh%02dm", s / 3600, s % 3600 / 60);
   if (s >= 60) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
   return absl::StrFormat("%ds", s);

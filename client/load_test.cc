@@ -93,7 +93,7 @@ TEST(LatencyHistogram, MergeAddsCountsSumsAndMaximum) {
   EXPECT_EQ(a.count(), 100u);
   EXPECT_EQ(a.max(), 5000000u);
   EXPECT_EQ(a.Percentile(0.99), 10u);
-  EXPECT_NEAR(a.Percentile(1.0), 5000000, 5000000 / 64);
+  EXPECT_NEAR(a.Percentile(1.0), 5000000, 5000000 / 64.0);
   EXPECT_DOUBLE_EQ(a.Mean(), (99 * 10 + 5000000) / 100.0);
 }
 

@@ -157,7 +157,6 @@ class Index {
   std::vector<std::unique_ptr<internal::Location[]>> pages_;
   size_t allocated_pages_ = 0;
   size_t size_ = 0;
-  size_t never_matching_ = 0;
   IndexCounters counters_;
 };
 

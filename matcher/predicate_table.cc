@@ -621,7 +621,7 @@ size_t PredicateTable::MemoryBytes() const {
                  walk_prefix_.capacity() * sizeof(uint64_t) +
                  walk_runs_.capacity() * sizeof(Run);
   for (const std::vector<ValueBit>& v : cohort_values_) {
-    bytes += sizeof(v) + v.capacity() * sizeof(ValueBit);
+    bytes += sizeof(std::vector<ValueBit>) + v.capacity() * sizeof(ValueBit);
   }
   // flat_hash_set: one slot plus one control byte per bucket.
   bytes += ids_.capacity() * (sizeof(PredicateId) + 1);

@@ -8,8 +8,15 @@
 namespace cohort {
 namespace service {
 
+std::string ErrnoText(int error) {
+  // GNU strerror_r returns a pointer to the text, which is either a static
+  // string or written into `buffer`.
+  char buffer[256];
+  return strerror_r(error, buffer, sizeof(buffer));
+}
+
 absl::Status ErrnoStatus(int error, absl::string_view what) {
-  const std::string text = absl::StrCat(what, ": ", std::strerror(error));
+  const std::string text = absl::StrCat(what, ": ", ErrnoText(error));
   switch (error) {
     case EACCES:
     case EPERM:

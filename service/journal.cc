@@ -198,7 +198,7 @@ void Journal::Run() {
 absl::Status Journal::Failure(const char* what, int error) const {
   return absl::DataLossError(absl::StrCat("journal ", path_, ": ",
                                           what, " failed: ",
-                                          std::strerror(error)));
+                                          ErrnoText(error)));
 }
 
 absl::Status Journal::SwitchFile(const std::string& path) {

@@ -82,9 +82,13 @@ void ListenerRegistry::Deliver(uint32_t subscriber,
   for (size_t i = 0; i < sinks.size(); ++i) {
     PendingDelivery delivery;
     delivery.event = event;
+    // The last sink takes the ids; the others get copies. clang-tidy cannot
+    // see that the move happens on the last iteration only.
     if (i + 1 == sinks.size()) {
+      // NOLINTNEXTLINE(bugprone-use-after-move,clang-analyzer-cplusplus.Move)
       delivery.subscription_ids = std::move(subscription_ids);
     } else {
+      // NOLINTNEXTLINE(clang-analyzer-cplusplus.Move)
       delivery.subscription_ids = subscription_ids;
     }
     switch (sinks[i]->Offer(std::move(delivery))) {

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "service/errno_status.h"
 
 namespace cohort {
 namespace service {
@@ -23,7 +24,7 @@ absl::StatusOr<int> PreferNodeOfCpu(int cpu) {
   const int node = numa_node_of_cpu(cpu);
   if (node < 0) {
     return absl::InternalError(
-        absl::StrCat("libnuma: no node for CPU ", cpu, ": ", strerror(errno)));
+        absl::StrCat("libnuma: no node for CPU ", cpu, ": ", ErrnoText(errno)));
   }
   numa_set_preferred(node);
   // numa_set_preferred reports nothing; read the policy back.
@@ -34,7 +35,7 @@ absl::StatusOr<int> PreferNodeOfCpu(int cpu) {
   if (get_mempolicy(&mode, mask.data(), mask.size() * 8 * sizeof(unsigned long),
                     nullptr, 0) != 0) {
     return absl::InternalError(
-        absl::StrCat("get_mempolicy: ", strerror(errno)));
+        absl::StrCat("get_mempolicy: ", ErrnoText(errno)));
   }
   const size_t bits = 8 * sizeof(unsigned long);
   const bool has_node = (mask[node / bits] >> (node % bits)) & 1;

@@ -6,10 +6,12 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "service/errno_status.h"
 
 namespace cohort {
 namespace service {
@@ -26,7 +28,10 @@ TEST(NumaTest, PagesFaultedAfterwardsLieOnTheCpusNode) {
     ASSERT_TRUE(node.ok()) << node.status();
     EXPECT_EQ(*node, numa_node_of_cpu(cpu));
     constexpr size_t kBytes = 8 << 20;
-    char* block = static_cast<char*>(std::malloc(kBytes));
+    // Freed however the lambda returns (an ASSERT returns early).
+    std::unique_ptr<char, decltype(&std::free)> owner(
+        static_cast<char*>(std::malloc(kBytes)), &std::free);
+    char* block = owner.get();
     ASSERT_NE(block, nullptr);
     std::memset(block, 1, kBytes);
     for (size_t offset = 0; offset < kBytes; offset += 1 << 20) {
@@ -34,10 +39,9 @@ TEST(NumaTest, PagesFaultedAfterwardsLieOnTheCpusNode) {
       ASSERT_EQ(get_mempolicy(&page_node, nullptr, 0, block + offset,
                               MPOL_F_NODE | MPOL_F_ADDR),
                 0)
-          << strerror(errno);
+          << ErrnoText(errno);
       EXPECT_EQ(page_node, *node) << "offset " << offset;
     }
-    std::free(block);
   });
   thread.join();
 }

@@ -30,6 +30,9 @@ readonly PACKAGES=(
   liburing-dev
   libnuma-dev
   numactl
+  clang               # bench/fuzz.sh: the libFuzzer builds (--config=fuzz)
+  libclang-rt-14-dev  # libFuzzer and clang's sanitizer runtimes
+  clang-tidy          # tools/tidy.sh
 )
 readonly EXPERIMENT_PACKAGES=(
   valgrind     # cachegrind, experiment 4

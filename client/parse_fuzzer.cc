@@ -1,0 +1,130 @@
+// Fuzz target: the CLI's subscription and event parsers (parse.h) on
+// arbitrary text. The first byte picks the parser; the rest is the text.
+// Properties checked (a failure aborts):
+//   - an error is INVALID_ARGUMENT with the three-line message parse.h
+//     describes ("column N: ...", the input, the carets);
+//   - what parses is what the server accepts: the predicates (or attributes)
+//     pass the server's ValidateSubscribe (ValidatePublish) with limits
+//     large enough for their count — the parser applies the API's rules;
+//   - printing the result back in the grammar's canonical form and parsing
+//     it again gives the same messages.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/parse.h"
+#include "matcher/types.h"
+#include "proto/cohort/v1/pubsub.pb.h"
+#include "service/validation.h"
+#include "tools/fuzz/byte_reader.h"
+
+namespace cohort {
+namespace client {
+namespace {
+
+[[noreturn]] void Fail(const std::string& what, absl::string_view text) {
+  std::fprintf(stderr, "parse_fuzzer: %s\n  input: \"%s\"\n", what.c_str(),
+               absl::CHexEscape(text).c_str());
+  std::abort();
+}
+
+void CheckError(const absl::Status& status, absl::string_view text) {
+  const std::vector<absl::string_view> lines =
+      absl::StrSplit(status.message(), '\n');
+  if (status.code() != absl::StatusCode::kInvalidArgument ||
+      lines.size() != 3 || !absl::StartsWith(lines[0], "column ") ||
+      !absl::StartsWith(lines[1], "  ") ||
+      lines[2].find('^') == absl::string_view::npos) {
+    Fail(absl::StrCat("malformed error: ", status.ToString()), text);
+  }
+}
+
+// Parses `canonical` (the result printed back) with `parse` and checks it
+// gives the same messages as `parsed`.
+template <typename Message, typename Parser>
+void CheckReparse(const std::vector<Message>& parsed,
+                  const std::string& canonical, Parser parse,
+                  absl::string_view text) {
+  absl::StatusOr<std::vector<Message>> again = parse(canonical);
+  if (!again.ok() || again->size() != parsed.size()) {
+    Fail(absl::StrCat("canonical form does not parse: ", canonical), text);
+  }
+  for (size_t i = 0; i < parsed.size(); ++i) {
+    if ((*again)[i].SerializeAsString() != parsed[i].SerializeAsString()) {
+      Fail(absl::StrCat("canonical form parses differently: ", canonical),
+           text);
+    }
+  }
+}
+
+void CheckSubscription(absl::string_view text) {
+  absl::StatusOr<std::vector<v1::Predicate>> parsed = ParseSubscription(text);
+  if (!parsed.ok()) return CheckError(parsed.status(), text);
+  if (parsed->empty()) Fail("parsed no predicates", text);
+  v1::SubscribeRequest request;
+  v1::SubscriptionSpec* spec = request.add_subscriptions();
+  spec->set_subscriber("fuzz");
+  std::string canonical;
+  for (const v1::Predicate& p : *parsed) {
+    *spec->add_predicates() = p;
+    if (!canonical.empty()) canonical += " and ";
+    // The word operators (EQ, LE, BETWEEN, ...), which the parser accepts
+    // in any case.
+    absl::StrAppend(&canonical, p.attribute(), " ",
+                    matcher::OpName(static_cast<matcher::Op>(p.op())), " ",
+                    p.value());
+    if (p.op() == v1::OP_BETWEEN)
+      absl::StrAppend(&canonical, " and ", p.upper());
+  }
+  service::Limits limits;
+  limits.max_predicates = parsed->size();
+  if (absl::Status s = service::ValidateSubscribe(request, limits); !s.ok()) {
+    Fail(absl::StrCat("the server refuses what parsed: ", s.ToString()), text);
+  }
+  CheckReparse(*parsed, canonical, ParseSubscription, text);
+}
+
+void CheckEvent(absl::string_view text) {
+  absl::StatusOr<std::vector<v1::Attribute>> parsed = ParseEvent(text);
+  if (!parsed.ok()) return CheckError(parsed.status(), text);
+  if (parsed->empty()) Fail("parsed no attributes", text);
+  v1::PublishRequest request;
+  v1::Event* event = request.add_events();
+  std::string canonical;
+  for (const v1::Attribute& a : *parsed) {
+    *event->add_attributes() = a;
+    absl::StrAppend(&canonical, canonical.empty() ? "" : " ", a.name(), "=",
+                    a.value());
+  }
+  service::Limits limits;
+  limits.max_event_attributes = parsed->size();
+  if (absl::Status s = service::ValidatePublish(request, limits); !s.ok()) {
+    Fail(absl::StrCat("the server refuses what parsed: ", s.ToString()), text);
+  }
+  CheckReparse(*parsed, canonical, ParseEvent, text);
+}
+
+}  // namespace
+}  // namespace client
+}  // namespace cohort
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  cohort::fuzz::ByteReader in(data, size);
+  const bool event = in.Byte() % 2 == 1;
+  const absl::string_view text = in.Rest();
+  if (event) {
+    cohort::client::CheckEvent(text);
+  } else {
+    cohort::client::CheckSubscription(text);
+  }
+  return 0;
+}

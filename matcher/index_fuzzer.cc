@@ -1,0 +1,203 @@
+// Fuzz target: the index against the reference matcher. The input decodes
+// into a sequence of Add, Remove and MatchCohort calls (the format is below)
+// over a small attribute and value domain plus the int64 extremes, so that
+// predicates share bounds and events hit them; any difference between
+// Index and ReferenceMatcher — a status, a match set, MatchEvent against
+// MatchCohort, or the size — prints the step and aborts.
+//
+// Input format, repeated until the input ends (tools/fuzz/byte_reader.h):
+//   op byte % 4: 0, 1 Add; 2 Remove; 3 MatchCohort
+//   Add:    id, predicate count (0 to 4; 0 must be refused), per predicate
+//           attribute (0 to 5), op (1 to 7), value, and for BETWEEN an upper
+//           bound (one byte in 16 swaps the bounds, which must be refused)
+//   Remove: id
+//   Match:  event count (1 to 70, so cohorts cross the 64-event chunk),
+//           per event a bit mask of its attributes and their values
+//   id:     mostly 0 to 31; a few near kMaxSubscriptionId or above it (the
+//           latter must be refused)
+//   value:  a small number, a byte, an extreme (INT64_MIN, -1, 0, 1,
+//           INT64_MAX, ...) or a full 8 bytes
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "matcher/index.h"
+#include "matcher/reference_matcher.h"
+#include "matcher/types.h"
+#include "tools/fuzz/byte_reader.h"
+
+namespace cohort {
+namespace matcher {
+namespace {
+
+constexpr uint32_t kAttributes = 6;
+constexpr uint32_t kMaxEvents = 70;
+
+[[noreturn]] void Fail(const std::string& what) {
+  std::fprintf(stderr, "index_fuzzer: %s\n", what.c_str());
+  std::abort();
+}
+
+int64_t Value(fuzz::ByteReader& in) {
+  static constexpr int64_t kExtremes[] = {
+      std::numeric_limits<int64_t>::min(),
+      std::numeric_limits<int64_t>::min() + 1,
+      -1,
+      0,
+      1,
+      std::numeric_limits<int64_t>::max() - 1,
+      std::numeric_limits<int64_t>::max(),
+  };
+  switch (in.Below(4)) {
+    case 0:
+      return in.Below(16);
+    case 1:
+      return in.Signed(1);
+    case 2:
+      return kExtremes[in.Below(std::size(kExtremes))];
+    default:
+      return in.Signed(8);
+  }
+}
+
+SubscriptionId Id(fuzz::ByteReader& in) {
+  const uint32_t pick = in.Below(40);
+  if (pick < 32) return pick;
+  if (pick < 36) return kMaxSubscriptionId - (pick - 32);
+  return kMaxSubscriptionId + 1 + (pick - 36);
+}
+
+std::string Text(absl::Span<const SubscriptionId> ids) {
+  return absl::StrCat("{", absl::StrJoin(ids, ","), "}");
+}
+
+class Session {
+ public:
+  void Add(fuzz::ByteReader& in) {
+    const SubscriptionId id = Id(in);
+    const uint32_t count = in.Below(5);
+    std::vector<Predicate> predicates(count);
+    bool swapped = false;
+    for (Predicate& p : predicates) {
+      p.attribute = in.Below(kAttributes);
+      p.op = static_cast<Op>(1 + in.Below(7));
+      p.value = Value(in);
+      if (p.op == Op::kBetween) {
+        p.upper = Value(in);
+        if (p.value > p.upper) std::swap(p.value, p.upper);
+        if (in.Below(16) == 0 && p.value != p.upper) {
+          std::swap(p.value, p.upper);
+          swapped = true;
+        }
+      }
+    }
+    // Index::Add checks the id's range, then its presence, then the
+    // predicates.
+    const bool bad_id = id > kMaxSubscriptionId;
+    absl::StatusCode want = absl::StatusCode::kOk;
+    if (!bad_id && live_.contains(id)) {
+      want = absl::StatusCode::kAlreadyExists;
+    } else if (bad_id || count == 0 || swapped) {
+      want = absl::StatusCode::kInvalidArgument;
+    }
+    const absl::Status status = index_.Add(id, predicates);
+    if (status.code() != want) {
+      Fail(absl::StrCat("Add(", id, ") of ", count,
+                        " predicates: ", status.ToString(), ", want ",
+                        absl::StatusCodeToString(want)));
+    }
+    if (want == absl::StatusCode::kOk) {
+      if (!reference_.Add(id, predicates)) Fail("reference Add refused");
+      live_.insert(id);
+    }
+  }
+
+  void Remove(fuzz::ByteReader& in) {
+    const SubscriptionId id = Id(in);
+    const absl::Status status = index_.Remove(id);
+    const bool present = live_.erase(id) > 0;
+    if (present && !reference_.Remove(id)) Fail("reference Remove refused");
+    if (status.ok() != present ||
+        (!present && status.code() != absl::StatusCode::kNotFound)) {
+      Fail(absl::StrCat("Remove(", id, "): ", status.ToString(),
+                        present ? ", but it was present" : ", want NOT_FOUND"));
+    }
+    if (index_.Contains(id)) Fail(absl::StrCat("Remove(", id, ") left it"));
+  }
+
+  void Match(fuzz::ByteReader& in) {
+    const uint32_t count = 1 + in.Below(kMaxEvents);
+    std::vector<std::vector<AttributeValue>> events(count);
+    for (auto& event : events) {
+      const uint32_t mask = in.Below(1u << kAttributes);
+      for (AttributeId a = 0; a < kAttributes; ++a) {
+        if (mask & (1u << a)) event.push_back({a, Value(in)});
+      }
+    }
+    std::vector<EventView> views(events.begin(), events.end());
+    index_.MatchCohort(views, &matches_);
+    if (matches_.size() != count) Fail("MatchCohort: wrong result count");
+    for (uint32_t i = 0; i < count; ++i) {
+      std::vector<SubscriptionId>& got = matches_[i];
+      std::sort(got.begin(), got.end());
+      const std::vector<SubscriptionId> want = reference_.Match(views[i]);
+      if (got != want) {
+        Fail(absl::StrCat("MatchCohort event ", i, " of ", count, ": got ",
+                          Text(got), ", want ", Text(want)));
+      }
+      index_.MatchEvent(views[i], &scratch_, &single_);
+      std::sort(single_.begin(), single_.end());
+      if (single_ != want) {
+        Fail(absl::StrCat("MatchEvent event ", i, ": got ", Text(single_),
+                          ", want ", Text(want)));
+      }
+    }
+  }
+
+  void CheckSize() const {
+    if (index_.size() != reference_.size()) {
+      Fail(absl::StrCat("size ", index_.size(), ", want ", reference_.size()));
+    }
+  }
+
+ private:
+  Index index_;
+  ReferenceMatcher reference_;
+  absl::flat_hash_set<SubscriptionId> live_;
+  MatchScratch scratch_;
+  std::vector<std::vector<SubscriptionId>> matches_;
+  std::vector<SubscriptionId> single_;
+};
+
+}  // namespace
+}  // namespace matcher
+}  // namespace cohort
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  cohort::fuzz::ByteReader in(data, size);
+  cohort::matcher::Session session;
+  while (!in.empty()) {
+    switch (in.Byte() % 4) {
+      case 0:
+      case 1:
+        session.Add(in);
+        break;
+      case 2:
+        session.Remove(in);
+        break;
+      default:
+        session.Match(in);
+        break;
+    }
+    session.CheckSize();
+  }
+  return 0;
+}

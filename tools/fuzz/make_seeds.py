@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzz targets (tools/fuzz/README.md).
+
+    tools/fuzz/make_seeds.py [--store_dirs=DIR,DIR,...]
+
+Deterministic: running it again writes the same files. It writes
+  matcher/testdata/index_fuzzer/seed-*       op sequences in the target's format
+  service/testdata/validation_fuzzer/seed-*  requests encoded by protoc --encode
+  client/testdata/parse_fuzzer/seed-*        CLI subscriptions and events
+  service/testdata/store_fuzzer/seed-*       only with --store_dirs: real
+      --data_dir folders written by cohortd, packed in the target's format,
+      plus torn and corrupted copies of their newest journal or snapshot.
+Files not named seed-* (crash reproducers, merged inputs) are left alone.
+"""
+
+import os
+import random
+import re
+import struct
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def write(folder, name, data):
+    path = os.path.join(ROOT, folder)
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "seed-" + name), "wb") as f:
+        f.write(data)
+
+
+def index_seeds():
+    """Op sequences: op byte, then the fields index_fuzzer.cc decodes."""
+    rng = random.Random(5)
+
+    def value():
+        kind = rng.randrange(4)
+        if kind == 0:
+            return bytes([0, rng.randrange(16)])
+        if kind == 1:
+            return bytes([1, rng.randrange(256)])
+        if kind == 2:
+            return bytes([2, rng.randrange(7)])
+        return bytes([3]) + struct.pack("<q", rng.randrange(-2**63, 2**63))
+
+    def add():
+        out = bytes([0, rng.randrange(32), 1 + rng.randrange(4)])
+        for _ in range(out[2]):
+            op = rng.randrange(7)
+            out += bytes([rng.randrange(6), op]) + value()
+            if op == 6:  # BETWEEN: an upper bound and the swap byte
+                out += value() + bytes([1])
+        return out
+
+    def match(events):
+        out = bytes([3, events - 1])
+        for _ in range(events):
+            mask = rng.randrange(64)
+            out += bytes([mask])
+            out += b"".join(value() for _ in range(bin(mask).count("1")))
+        return out
+
+    for n, (subs, events) in enumerate([(4, 1), (16, 8), (40, 64), (60, 70)]):
+        data = b"".join(add() for _ in range(subs))
+        data += match(events)
+        data += b"".join(bytes([2, rng.randrange(32)]) for _ in range(subs // 4))
+        data += match(events)
+        write("matcher/testdata/index_fuzzer", f"{n}", data)
+
+
+def encode(message, text):
+    proto = "proto/cohort/v1/pubsub.proto"
+    return subprocess.run(
+        ["protoc", f"--encode=cohort.v1.{message}", "-I", ROOT, proto],
+        input=text.encode(), capture_output=True, check=True, cwd=ROOT).stdout
+
+
+def validation_seeds():
+    """[limits byte] then [kind byte][2-byte length][request] sections."""
+    subscribe = encode("SubscribeRequest", """
+      subscriptions { subscriber: "alice"
+        predicates { attribute: "price" op: OP_LE value: 500 }
+        predicates { attribute: "kind" op: OP_EQ value: 7 } }
+      subscriptions { subscriber: "bob"
+        predicates { attribute: "x" op: OP_BETWEEN value: -5 upper: 9 }
+        predicates { attribute: "y" op: OP_NE value: 3 } }
+      subscriptions { subscriber: "carol"
+        predicates { attribute: "price" op: OP_GT value: -9223372036854775808 } }
+    """)
+    bad_subscribe = encode("SubscribeRequest", """
+      subscriptions { subscriber: "dave"
+        predicates { attribute: "9bad" op: OP_EQ value: 1 } }
+    """)
+    publish = encode("PublishRequest", """
+      events { attributes { name: "price" value: 420 }
+               attributes { name: "kind" value: 7 } payload: "hello" }
+      events { attributes { name: "x" value: 0 } attributes { name: "y" value: 4 }
+               attributes { name: "unknown" value: 1 } }
+      return_ids: true
+    """)
+    unsubscribe = encode("UnsubscribeRequest", "subscription_ids: [2, 99]")
+    listen = encode("ListenRequest", 'subscriber: "alice"')
+
+    def section(kind, data):
+        return bytes([kind]) + struct.pack("<H", len(data)) + data
+
+    for limits in (0, 1):
+        data = bytes([limits]) + section(0, subscribe) + section(2, publish)
+        data += section(1, unsubscribe) + section(2, publish)
+        data += section(3, listen) + section(0, bad_subscribe)
+        write("service/testdata/validation_fuzzer", f"session-{limits}", data)
+
+
+def parse_seeds():
+    """[parser byte: 0 subscription, 1 event] then the text."""
+    subscriptions = [
+        "price <= 500 and kind = 7",
+        "x between -5 and 9, y != 3 && z in [1, 5]",
+        "a in 1..1_000_000 AND b ge +3 and c <> -9223372036854775808",
+        "and = 1 and between = 2",
+        "price is 5",
+        "x between 5 and 1",
+        "caf\u00e9 = 1",
+    ]
+    events = ["price=420 kind=7", "price = 420, kind = 7", "a=1 a=2", "x=", "y=9223372036854775807"]
+    for i, text in enumerate(subscriptions):
+        write("client/testdata/parse_fuzzer", f"subscription-{i}", b"\0" + text.encode())
+    for i, text in enumerate(events):
+        write("client/testdata/parse_fuzzer", f"event-{i}", b"\1" + text.encode())
+
+
+# store_fuzzer.cc's file names, by index.
+STORE_NAMES = ["snapshot-1", "snapshot-2", "snapshot-3", "journal-1",
+               "journal-2", "journal-3", "snapshot-4.tmp", "notes.txt"]
+
+
+def pack_store(files):
+    out = b""
+    for name, data in files:
+        out += bytes([STORE_NAMES.index(name)]) + struct.pack("<H", len(data)) + data
+    return out
+
+
+def store_seeds(dirs):
+    """Real data dirs; generations are renumbered from 1 in order."""
+    for n, folder in enumerate(dirs):
+        entries = sorted(os.listdir(folder))
+        generations = sorted({int(m.group(1)) for e in entries
+                              if (m := re.match(r"(?:snapshot|journal)-(\d+)$", e))})
+        renumber = {g: i + 1 for i, g in enumerate(generations)}
+        files = []
+        for e in entries:
+            m = re.match(r"(snapshot|journal)-(\d+)$", e)
+            if m:
+                with open(os.path.join(folder, e), "rb") as f:
+                    files.append((f"{m.group(1)}-{renumber[int(m.group(2))]}", f.read()))
+        files.sort(key=lambda f: (f[0].split("-")[1], f[0]))
+        write("service/testdata/store_fuzzer", f"{n}", pack_store(files))
+        name, data = files[-1]
+        if len(data) > 8:
+            torn = files[:-1] + [(name, data[:-3])]
+            write("service/testdata/store_fuzzer", f"{n}-torn", pack_store(torn))
+            flipped = bytearray(data)
+            flipped[len(data) // 2] ^= 0x20
+            write("service/testdata/store_fuzzer", f"{n}-flipped",
+                  pack_store(files[:-1] + [(name, bytes(flipped))]))
+
+
+def main():
+    store_dirs = []
+    for arg in sys.argv[1:]:
+        if arg.startswith("--store_dirs="):
+            store_dirs = [d for d in arg.split("=", 1)[1].split(",") if d]
+        else:
+            sys.exit(f"make_seeds.py: unknown argument {arg}")
+    index_seeds()
+    validation_seeds()
+    parse_seeds()
+    store_seeds(store_dirs)
+
+
+if __name__ == "__main__":
+    main()
