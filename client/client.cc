@@ -33,6 +33,9 @@ constexpr int kStatsAttempts = 3;
 // interactive (the CLI) and the whole call stays within the deadline.
 constexpr absl::Duration kStatsBackoff = absl::Milliseconds(50);
 
+// The longest token the server accepts (service/auth.h CheckToken).
+constexpr size_t kMaxTokenBytes = 4096;
+
 void SetDeadline(absl::Time deadline, grpc::ClientContext* context) {
   context->set_deadline(absl::ToChronoTime(deadline));
 }
@@ -52,14 +55,14 @@ absl::Status CheckOptions(const ClientOptions& options) {
     return absl::InvalidArgumentError(
         "ClientOptions.max_in_flight must be >= 1");
   }
-  return absl::OkStatus();
+  return CheckSecurity(options.security);
 }
 
 // WaitForReady() drives `channel` to READY. A failed attempt puts the channel
 // in TRANSIENT_FAILURE, where gRPC would retry only after its reconnection
 // backoff (a second or more); a CLI or a test wants the answer now.
 absl::Status WaitForReady(grpc::Channel* channel, const std::string& target,
-                          absl::Duration timeout) {
+                          bool tls, absl::Duration timeout) {
   const auto deadline = absl::ToChronoTime(absl::Now() + timeout);
   for (;;) {
     const grpc_connectivity_state state =
@@ -67,8 +70,12 @@ absl::Status WaitForReady(grpc::Channel* channel, const std::string& target,
     if (state == GRPC_CHANNEL_READY) return absl::OkStatus();
     if (state == GRPC_CHANNEL_TRANSIENT_FAILURE ||
         state == GRPC_CHANNEL_SHUTDOWN) {
-      return absl::UnavailableError(
-          absl::StrCat("cannot connect to ", target, ": connection failed"));
+      return absl::UnavailableError(absl::StrCat(
+          "cannot connect to ", target,
+          tls ? ": connection or TLS handshake failed (is the server's "
+                "certificate signed by the CA given, does it name the host, "
+                "does the server want a client certificate?)"
+              : ": connection failed (no server there, or it wants TLS?)"));
     }
     if (!channel->WaitForStateChange(state, deadline)) {
       return absl::UnavailableError(
@@ -113,7 +120,7 @@ class StreamPublisher final
   ~StreamPublisher() override;
 
   // Start() opens the stream; called once, before anything else.
-  void Start(v1::PubSub::Stub* stub);
+  void Start(v1::PubSub::Stub* stub, const ClientSecurity& security);
 
   absl::Status Publish(v1::PublishRequest request, DoneCallback done) override;
   absl::Status Finish() override;
@@ -164,7 +171,9 @@ class StreamPublisher final
   int user_starts_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-void StreamPublisher::Start(v1::PubSub::Stub* stub) {
+void StreamPublisher::Start(v1::PubSub::Stub* stub,
+                            const ClientSecurity& security) {
+  AddToken(security, &context_);
   stub->async()->PublishStream(&context_, this);
   AddHold();
   StartRead(&response_);
@@ -353,7 +362,8 @@ class StreamListening final : public Client::Listening,
   }
 
   // Start() opens the stream; called once, before anything else.
-  void Start(v1::PubSub::Stub* stub) {
+  void Start(v1::PubSub::Stub* stub, const ClientSecurity& security) {
+    AddToken(security, &context_);
     stub->async()->Listen(&context_, &request_, this);
     StartRead(&delivery_);
     StartCall();
@@ -396,6 +406,56 @@ absl::Status FromGrpc(const grpc::Status& status) {
                       status.error_message());
 }
 
+absl::Status CheckSecurity(const ClientSecurity& security) {
+  if (!security.tls &&
+      (!security.tls_ca_pem.empty() || !security.tls_cert_pem.empty() ||
+       !security.tls_key_pem.empty() || !security.tls_server_name.empty())) {
+    return absl::InvalidArgumentError(
+        "ClientSecurity: tls_ca_pem, tls_cert_pem, tls_key_pem and "
+        "tls_server_name need tls");
+  }
+  if (security.tls_cert_pem.empty() != security.tls_key_pem.empty()) {
+    return absl::InvalidArgumentError(
+        "ClientSecurity: tls_cert_pem and tls_key_pem go together (mutual "
+        "TLS needs both)");
+  }
+  if (security.token.size() > kMaxTokenBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ClientSecurity.token is longer than ", kMaxTokenBytes, " characters"));
+  }
+  for (char c : security.token) {
+    // gRPC sends only printable ASCII in text metadata.
+    if (c <= ' ' || c > '~') {
+      return absl::InvalidArgumentError(
+          "ClientSecurity.token has a blank, control or non-ASCII character");
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::shared_ptr<grpc::Channel> NewSecureChannel(const std::string& target,
+                                                const ClientSecurity& security,
+                                                grpc::ChannelArguments args) {
+  if (!security.tls) {
+    return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
+                                     args);
+  }
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = security.tls_ca_pem;
+  ssl.pem_cert_chain = security.tls_cert_pem;
+  ssl.pem_private_key = security.tls_key_pem;
+  if (!security.tls_server_name.empty()) {
+    args.SetSslTargetNameOverride(security.tls_server_name);
+  }
+  return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
+}
+
+void AddToken(const ClientSecurity& security, grpc::ClientContext* context) {
+  if (security.token.empty()) return;
+  context->AddMetadata("authorization",
+                       absl::StrCat("Bearer ", security.token));
+}
+
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
     const ClientOptions& options) {
   if (absl::Status status = CheckOptions(options); !status.ok()) {
@@ -404,10 +464,11 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
   grpc::ChannelArguments args;
   // Responses with return_ids can exceed gRPC's 4 MiB default.
   args.SetMaxReceiveMessageSize(-1);
-  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
-      options.target, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::Channel> channel =
+      NewSecureChannel(options.target, options.security, args);
   if (absl::Status status =
-          WaitForReady(channel.get(), options.target, options.deadline);
+          WaitForReady(channel.get(), options.target, options.security.tls,
+                       options.deadline);
       !status.ok()) {
     return status;
   }
@@ -439,6 +500,7 @@ absl::StatusOr<std::vector<uint64_t>> Client::Subscribe(
     v1::SubscribeResponse response;
     grpc::ClientContext context;
     SetDeadline(absl::Now() + options_.deadline, &context);
+    AddToken(options_.security, &context);
     absl::Status status =
         FromGrpc(stub_->Subscribe(&context, request, &response));
     if (status.ok() &&
@@ -471,6 +533,7 @@ absl::Status Client::Unsubscribe(absl::Span<const uint64_t> ids) {
     v1::UnsubscribeResponse response;
     grpc::ClientContext context;
     SetDeadline(absl::Now() + options_.deadline, &context);
+    AddToken(options_.security, &context);
     const absl::Status status =
         FromGrpc(stub_->Unsubscribe(&context, request, &response));
     if (!status.ok()) {
@@ -490,6 +553,7 @@ absl::StatusOr<v1::PublishResponse> Client::Publish(
     const v1::PublishRequest& request) {
   grpc::ClientContext context;
   SetDeadline(absl::Now() + options_.deadline, &context);
+  AddToken(options_.security, &context);
   v1::PublishResponse response;
   const grpc::Status status = stub_->Publish(&context, request, &response);
   if (!status.ok()) return FromGrpc(status);
@@ -502,6 +566,7 @@ absl::StatusOr<v1::Stats> Client::Stats() {
   for (int attempt = 1;; ++attempt) {
     grpc::ClientContext context;
     SetDeadline(deadline, &context);
+    AddToken(options_.security, &context);
     v1::Stats stats;
     const absl::Status status =
         FromGrpc(stub_->GetStats(&context, v1::GetStatsRequest(), &stats));
@@ -518,7 +583,7 @@ absl::StatusOr<v1::Stats> Client::Stats() {
 std::unique_ptr<Client::Publisher> Client::OpenPublisher() {
   auto publisher =
       std::make_unique<StreamPublisher>(channel_, options_.max_in_flight);
-  publisher->Start(stub_.get());
+  publisher->Start(stub_.get(), options_.security);
   return publisher;
 }
 
@@ -527,7 +592,7 @@ std::unique_ptr<Client::Listening> Client::Listen(
     std::function<void(const v1::Delivery&)> on_delivery) {
   auto listening = std::make_unique<StreamListening>(channel_, subscriber,
                                                      std::move(on_delivery));
-  listening->Start(stub_.get());
+  listening->Start(stub_.get(), options_.security);
   return listening;
 }
 

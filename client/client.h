@@ -8,6 +8,13 @@
 // server's gRPC status converted to absl::Status with the same code and
 // message (see the error list at the top of pubsub.proto).
 //
+// Security: ClientOptions::security turns on TLS (verifying the server's
+// certificate, optionally presenting a client certificate for mutual TLS)
+// and a bearer token, which every call and stream carries as the metadata
+// "authorization: Bearer <token>" (cohortd --auth_tokens). Without TLS the
+// token crosses the network in plaintext: use it without TLS only on
+// loopback.
+//
 // Deadlines and retries: every blocking call carries ClientOptions::deadline.
 // Only Stats, which changes nothing, is retried (on UNAVAILABLE, a few times
 // with a short backoff); Subscribe, Unsubscribe and Publish are never
@@ -53,6 +60,44 @@
 namespace cohort {
 namespace client {
 
+// TLS and the bearer token. Contents, not file names: the `cohort` CLI reads
+// its --tls_ca, --tls_cert, --tls_key and --token_file into these.
+struct ClientSecurity {
+  // TLS on: the server's certificate must chain to `tls_ca_pem` (empty: the
+  // system's root certificates) and name the target's host (or
+  // `tls_server_name`). Off: plaintext.
+  bool tls = false;
+  std::string tls_ca_pem;
+  // Mutual TLS: the client's certificate chain and private key, PEM; both or
+  // neither. REQUIRES tls.
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
+  // The name the server's certificate must carry instead of the target's
+  // host (tests, or a server reached through an address not in its
+  // certificate). REQUIRES tls.
+  std::string tls_server_name;
+  // Sent with every call as "authorization: Bearer <token>"; empty: none.
+  // 1 to 4096 printable ASCII characters without blanks.
+  std::string token;
+};
+
+// CheckSecurity() is OK iff `security` is usable: the REQUIRES above and a
+// well-formed token. INVALID_ARGUMENT naming the field otherwise (never the
+// token).
+absl::Status CheckSecurity(const ClientSecurity& security);
+
+// NewSecureChannel() creates a channel to `target` with `security`'s
+// credentials (insecure ones without TLS) and `args` (plus the TLS name
+// override). REQUIRES: CheckSecurity(security) is OK.
+std::shared_ptr<grpc::Channel> NewSecureChannel(const std::string& target,
+                                                const ClientSecurity& security,
+                                                grpc::ChannelArguments args);
+
+// AddToken() adds `security`'s token, if any, to the metadata of the call
+// `context` will make; every call made with a context of its own (stub()
+// users, the load driver) needs it.
+void AddToken(const ClientSecurity& security, grpc::ClientContext* context);
+
 struct ClientOptions {
   // The server's address, host:port (any gRPC target string).
   std::string target = "127.0.0.1:50051";
@@ -63,6 +108,8 @@ struct ClientOptions {
   size_t subscribe_batch = 5000;
   // Publisher: requests sent on its stream and not yet answered. >= 1.
   int max_in_flight = 8;
+  // TLS and the bearer token (off and none by default).
+  ClientSecurity security;
 };
 
 // FromGrpc() converts a gRPC status to an absl::Status with the same code
@@ -172,7 +219,8 @@ class Client {
 
   const ClientOptions& options() const { return options_; }
   // The generated stub on this Client's channel, for calls not wrapped
-  // here. Valid while the Client lives.
+  // here (give their contexts the token with AddToken). Valid while the
+  // Client lives.
   v1::PubSub::Stub* stub() { return stub_.get(); }
 
  private:

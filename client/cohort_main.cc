@@ -9,6 +9,13 @@
 //       --out=FILE                          (writes FILE, prints its report)
 //   cohort load --workload=FILE|--preset=fabret-1m --clients=N [--rate=R]
 //       [--duration=D] [--out=FILE.json|FILE.csv]
+//   cohort token-hash [--subscriber=NAME|--publisher=NAME] [--token_file=F]
+//       (prints the --auth_tokens line for the token on stdin or in F)
+//
+// Security (every command that connects): --tls_ca (and --tls_cert,
+// --tls_key for mutual TLS) turn on TLS; --token_file, or else the
+// environment variable COHORT_TOKEN, gives the bearer token sent with every
+// call. A token is never taken from the command line, where `ps` shows it.
 //
 // absl flags are global, so one flag serves every command that needs it;
 // each flag's help says which commands read it.
@@ -21,18 +28,21 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -45,14 +55,39 @@
 #include "client/load.h"
 #include "client/parse.h"
 #include "google/protobuf/util/json_util.h"
+#include "service/auth.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051",
           "cohortd address, host:port (every command but workload).");
+ABSL_FLAG(bool, tls, false,
+          "Connect with TLS, verifying the server's certificate against the "
+          "system's root certificates (or --tls_ca). Implied by --tls_ca, "
+          "--tls_cert and --tls_server_name.");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM file of the CA certificate(s) the server's certificate must be "
+          "signed by; turns on TLS.");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM file with this client's certificate chain, for a server with "
+          "--tls_client_ca (mutual TLS). Needs --tls_key.");
+ABSL_FLAG(std::string, tls_key, "",
+          "PEM file with the unencrypted private key of --tls_cert.");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "The name the server's certificate must carry, when --server's host "
+          "is not in it (e.g. an IP address).");
+ABSL_FLAG(std::string, token_file, "",
+          "File holding the bearer token (surrounding blanks and newlines are "
+          "ignored) sent as 'authorization: Bearer TOKEN' with every call, "
+          "for a server with --auth_tokens. Unset: the environment variable "
+          "COHORT_TOKEN, if set. token-hash: the token to hash (default: "
+          "stdin).");
+ABSL_FLAG(std::string, publisher, "",
+          "token-hash: print a 'publisher NAME HASH' line for this name.");
 ABSL_FLAG(int64_t, deadline_ms, 10000,
           "Deadline of each call in milliseconds (not of listen; load: of "
           "connecting and of GetStats, its publish calls have none).");
 ABSL_FLAG(std::string, subscriber, "",
-          "subscribe, listen: the subscriber name (required).");
+          "subscribe, listen: the subscriber name (required); token-hash: "
+          "print a 'subscriber NAME HASH' line for it.");
 ABSL_FLAG(std::string, payload, "",
           "publish: the event's payload; @FILE reads it from FILE.");
 ABSL_FLAG(bool, ids, false,
@@ -130,10 +165,76 @@ int Usage(const std::string& message) {
   return kUsageError;
 }
 
+// A token as read from a file or stdin: without the surrounding blanks and
+// the newline an editor or `echo` adds, so that it hashes as it is sent.
+absl::StatusOr<std::string> CleanToken(absl::string_view text,
+                                       absl::string_view source) {
+  const std::string token(absl::StripAsciiWhitespace(text));
+  if (absl::Status status = service::CheckToken(token); !status.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": ", status.message()));
+  }
+  return token;
+}
+
+// Reads `flag`'s file into *out (unchanged if the flag is empty).
+absl::Status ReadFlagFile(const absl::Flag<std::string>& flag,
+                          absl::string_view name, std::string* out) {
+  const std::string path = absl::GetFlag(flag);
+  if (path.empty()) return absl::OkStatus();
+  absl::StatusOr<std::string> contents = service::ReadSecretFile(path);
+  if (!contents.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, ": ", contents.status().message()));
+  }
+  *out = *std::move(contents);
+  return absl::OkStatus();
+}
+
+// TLS and the token from --tls*, --token_file and COHORT_TOKEN.
+absl::StatusOr<ClientSecurity> SecurityFromFlags() {
+  ClientSecurity security;
+  for (const auto& [flag, name, out] :
+       {std::make_tuple(&FLAGS_tls_ca, "tls_ca", &security.tls_ca_pem),
+        std::make_tuple(&FLAGS_tls_cert, "tls_cert", &security.tls_cert_pem),
+        std::make_tuple(&FLAGS_tls_key, "tls_key", &security.tls_key_pem)}) {
+    if (absl::Status status = ReadFlagFile(*flag, name, out); !status.ok()) {
+      return status;
+    }
+  }
+  security.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
+  security.tls = absl::GetFlag(FLAGS_tls) || !security.tls_ca_pem.empty() ||
+                 !security.tls_cert_pem.empty() ||
+                 !security.tls_server_name.empty();
+  if (security.tls_cert_pem.empty() != security.tls_key_pem.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
+  }
+  std::string token;
+  if (!absl::GetFlag(FLAGS_token_file).empty()) {
+    if (absl::Status status =
+            ReadFlagFile(FLAGS_token_file, "token_file", &token);
+        !status.ok()) {
+      return status;
+    }
+    absl::StatusOr<std::string> clean = CleanToken(token, "--token_file");
+    if (!clean.ok()) return clean.status();
+    security.token = *std::move(clean);
+  } else if (const char* env = std::getenv("COHORT_TOKEN");
+             env != nullptr && *env != '\0') {
+    absl::StatusOr<std::string> clean = CleanToken(env, "COHORT_TOKEN");
+    if (!clean.ok()) return clean.status();
+    security.token = *std::move(clean);
+  }
+  return security;
+}
+
 absl::StatusOr<std::unique_ptr<Client>> ConnectFromFlags() {
   ClientOptions options;
   options.target = absl::GetFlag(FLAGS_server);
   options.deadline = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
+  absl::StatusOr<ClientSecurity> security = SecurityFromFlags();
+  if (!security.ok()) return security.status();
+  options.security = *std::move(security);
   return Client::Connect(options);
 }
 
@@ -416,6 +517,9 @@ class ProgressPrinter {
 absl::StatusOr<LoadOptions> LoadOptionsFromFlags() {
   LoadOptions o;
   o.server = absl::GetFlag(FLAGS_server);
+  absl::StatusOr<ClientSecurity> security = SecurityFromFlags();
+  if (!security.ok()) return security.status();
+  o.security = *std::move(security);
   o.control_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
   absl::StatusOr<PublishMode> mode =
       ParsePublishMode(absl::GetFlag(FLAGS_mode));
@@ -490,6 +594,54 @@ int Load() {
   return 0;
 }
 
+// token-hash: the --auth_tokens line (or just the hash) for the token in
+// --token_file or on stdin. The token itself is never printed.
+int TokenHash() {
+  const std::string subscriber = absl::GetFlag(FLAGS_subscriber);
+  const std::string publisher = absl::GetFlag(FLAGS_publisher);
+  if (!subscriber.empty() && !publisher.empty()) {
+    return Usage("token-hash takes --subscriber or --publisher, not both");
+  }
+  for (const std::string& name : {subscriber, publisher}) {
+    for (char c : name) {
+      // Blanks separate the file's fields; UTF-8 is fine.
+      if (static_cast<unsigned char>(c) <= ' ' || c == '\x7f') {
+        return Usage(
+            "token-hash: a name in the token file cannot have blanks or "
+            "control characters");
+      }
+    }
+  }
+  std::string text;
+  absl::string_view source = "stdin";
+  if (!absl::GetFlag(FLAGS_token_file).empty()) {
+    source = "--token_file";
+    if (absl::Status status =
+            ReadFlagFile(FLAGS_token_file, "token_file", &text);
+        !status.ok()) {
+      return Usage(std::string(status.message()));
+    }
+  } else {
+    std::ostringstream in;
+    in << std::cin.rdbuf();
+    text = in.str();
+  }
+  absl::StatusOr<std::string> token = CleanToken(text, source);
+  if (!token.ok()) return Usage(std::string(token.status().message()));
+  if (!subscriber.empty()) {
+    std::printf("%s\n", service::TokenLine(service::Role::kSubscriber,
+                                           subscriber, *token)
+                            .c_str());
+  } else if (!publisher.empty()) {
+    std::printf("%s\n",
+                service::TokenLine(service::Role::kPublisher, publisher, *token)
+                    .c_str());
+  } else {
+    std::printf("%s\n", service::Sha256Hex(*token).c_str());
+  }
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "the Cohort command-line client.\n"
@@ -504,6 +656,11 @@ int Main(int argc, char** argv) {
       "[--rate=EVENTS_PER_S] [--duration=SECONDS] [--out=FILE.json|FILE.csv]\n"
       "      [--mode=unary|stream|none] [--batch=N] [--window=N] [--ids] "
       "[--skip_load]\n"
+      "  cohort token-hash [--subscriber=NAME|--publisher=NAME] "
+      "[--token_file=FILE]   (token on stdin without --token_file)\n"
+      "Security: --tls_ca=FILE (TLS; --tls for the system's CAs), "
+      "--tls_cert=FILE --tls_key=FILE (mutual TLS), --token_file=FILE or "
+      "the environment variable COHORT_TOKEN (bearer token).\n"
       "Predicates: = == != <> < <= > >= (or eq ne lt le gt ge), "
       "'x between 1 and 5', 'x in [1, 5]', joined by 'and'.\n"
       "load subscribes the workload (batched Subscribe), then publishes its "
@@ -516,6 +673,16 @@ int Main(int argc, char** argv) {
   if (positional.size() < 2) return Usage("missing command");
   const std::string command = positional[1];
   const std::vector<std::string> args(positional.begin() + 2, positional.end());
+  if (command == "token-hash") {
+    return args.empty() ? TokenHash() : Usage("token-hash takes no arguments");
+  }
+  if (command != "workload") {
+    // Bad security flags are usage errors, reported before connecting.
+    if (absl::StatusOr<ClientSecurity> security = SecurityFromFlags();
+        !security.ok()) {
+      return Usage(std::string(security.status().message()));
+    }
+  }
   if (command == "subscribe") return Subscribe(args);
   if (command == "unsubscribe") return Unsubscribe(args);
   if (command == "publish") return Publish(args);

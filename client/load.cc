@@ -43,15 +43,16 @@ void KeepUntilExit(std::shared_ptr<void> object) {
   keep->push_back(std::move(object));
 }
 
-std::shared_ptr<grpc::Channel> NewChannel(const std::string& target) {
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& target,
+                                          const ClientSecurity& security) {
   grpc::ChannelArguments args;
   // Channels with equal arguments share connections; a local subchannel pool
   // gives each client its own TCP connection, as separate publishers have.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   // Responses with return_ids can exceed gRPC's 4 MiB default.
   args.SetMaxReceiveMessageSize(-1);
-  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
-      target, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::Channel> channel =
+      NewSecureChannel(target, security, args);
   // A callback-API call's context holds a channel reference and is destroyed
   // on gRPC's callback thread; if that were the last reference, gRPC would
   // tear down its callback completion queue from that very thread and crash
@@ -119,9 +120,10 @@ void FillSubscription(const bench::Workload& w, size_t i,
 // callback; completions run on gRPC threads.
 class SubscribeLoader {
  public:
-  SubscribeLoader(v1::PubSub::Stub* stub, const bench::Workload& workload,
-                  int batch, int in_flight)
+  SubscribeLoader(v1::PubSub::Stub* stub, const ClientSecurity& security,
+                  const bench::Workload& workload, int batch, int in_flight)
       : stub_(stub),
+        security_(security),
         workload_(workload),
         batch_(batch),
         max_in_flight_(in_flight) {}
@@ -145,6 +147,7 @@ class SubscribeLoader {
   SubscribeProgress Progress(Clock::time_point start);
 
   v1::PubSub::Stub* const stub_;
+  const ClientSecurity& security_;
   const bench::Workload& workload_;
   const int batch_;
   const int max_in_flight_;
@@ -187,6 +190,7 @@ std::unique_ptr<SubscribeLoader::Call> SubscribeLoader::NextCall() {
 
 void SubscribeLoader::Issue(std::unique_ptr<Call> call) {
   Call* raw = call.release();
+  AddToken(security_, &raw->context);
   stub_->async()->Subscribe(&raw->context, &raw->request, &raw->response,
                             [this, raw](grpc::Status status) {
                               Complete(raw, status);
@@ -314,6 +318,7 @@ absl::StatusOr<LoadReport> RunLoad(const bench::Workload& workload,
   ClientOptions client_options;
   client_options.target = options.server;
   client_options.deadline = options.control_timeout;
+  client_options.security = options.security;
   absl::StatusOr<std::unique_ptr<Client>> connected =
       Client::Connect(client_options);
   if (!connected.ok()) return connected.status();
@@ -324,9 +329,9 @@ absl::StatusOr<LoadReport> RunLoad(const bench::Workload& workload,
   LoadReport report;
   report.options = options;
   if (options.subscribe) {
-    report.subscribe = internal::SubscribeLoader(control->stub(), workload,
-                                                 options.subscribe_batch,
-                                                 options.subscribe_in_flight)
+    report.subscribe = internal::SubscribeLoader(
+                           control->stub(), options.security, workload,
+                           options.subscribe_batch, options.subscribe_in_flight)
                            .Run(callbacks.on_progress);
     report.subscribed = true;
     if (callbacks.on_subscribed) callbacks.on_subscribed(report);

@@ -52,6 +52,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "bench/workload.h"
+#include "client/client.h"
 #include "client/latency_histogram.h"
 #include "proto/cohort/v1/pubsub.pb.h"
 
@@ -72,6 +73,11 @@ absl::string_view PublishModeName(PublishMode mode);
 struct LoadOptions {
   // The server's address, host:port (any gRPC target string).
   std::string server = "127.0.0.1:50051";
+  // TLS and the bearer token of every connection and call. With cohortd
+  // --auth_tokens the subscribe phase needs a token for each of the
+  // workload's subscribers ("s0" ... "s999"), which one token is not: load
+  // with --skip_load (publish only) there.
+  ClientSecurity security;
   // Subscribe the workload's subscriptions first; false publishes against
   // what the server already holds.
   bool subscribe = true;

@@ -29,10 +29,11 @@ inline double Seconds(Clock::duration d) {
 // "RESOURCE_EXHAUSTED" (gRPC and Abseil number their codes alike).
 std::string CodeName(grpc::StatusCode code);
 
-// NewChannel() opens a channel to `target` with its own TCP connection and
-// no limit on received messages, and keeps it until the process exits (see
-// "Threads" in load.h).
-std::shared_ptr<grpc::Channel> NewChannel(const std::string& target);
+// NewChannel() opens a channel to `target` with `security`'s credentials,
+// its own TCP connection and no limit on received messages, and keeps it
+// until the process exits (see "Threads" in load.h).
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& target,
+                                          const ClientSecurity& security);
 
 // KeepUntilExit() keeps `object` alive until the process exits (it is never
 // destroyed: exit-time destruction could race with gRPC's threads).

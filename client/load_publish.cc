@@ -123,7 +123,7 @@ class StreamClient
   // Run() publishes until the schedule's end or until the stream breaks,
   // half-closes, waits for the answers (cancelling at the drain deadline)
   // and returns the stream's status.
-  grpc::Status Run(v1::PubSub::Stub* stub);
+  grpc::Status Run(v1::PubSub::Stub* stub, const ClientSecurity& security);
   // Pool index the next stream of this client should continue from.
   size_t next() {
     absl::MutexLock lock(&mu_);
@@ -206,7 +206,9 @@ void StreamClient::OnReadDone(bool ok) {
   Pump();
 }
 
-grpc::Status StreamClient::Run(v1::PubSub::Stub* stub) {
+grpc::Status StreamClient::Run(v1::PubSub::Stub* stub,
+                               const ClientSecurity& security) {
+  AddToken(security, &context_);
   stub->async()->PublishStream(&context_, this);
   AddHold();  // this thread calls Pump() after StartCall
   StartRead(&response_);
@@ -236,14 +238,14 @@ grpc::Status StreamClient::Run(v1::PubSub::Stub* stub) {
 
 // RunStreamClient() runs one client's PublishStreams, reopening a failed
 // stream (after kRestartBackoff) until the schedule ends.
-void RunStreamClient(v1::PubSub::Stub* stub, const RequestPool& pool,
-                     size_t first, int window, const Schedule& schedule,
-                     PublishRecorder* recorder) {
+void RunStreamClient(v1::PubSub::Stub* stub, const ClientSecurity& security,
+                     const RequestPool& pool, size_t first, int window,
+                     const Schedule& schedule, PublishRecorder* recorder) {
   size_t next = first;
   while (Clock::now() < schedule.end) {
     auto stream =
         std::make_unique<StreamClient>(pool, next, window, schedule, recorder);
-    const grpc::Status status = stream->Run(stub);
+    const grpc::Status status = stream->Run(stub, security);
     next = stream->next();
     if (status.ok()) break;
     recorder->RecordError(status.error_code());
@@ -262,9 +264,11 @@ void RunStreamClient(v1::PubSub::Stub* stub, const RequestPool& pool,
 // pool, schedule and recorder need only outlive Run*().
 class UnaryClient {
  public:
-  UnaryClient(std::unique_ptr<v1::PubSub::Stub> stub, const RequestPool& pool,
-              size_t first, const Schedule& schedule, PublishRecorder* recorder)
+  UnaryClient(std::unique_ptr<v1::PubSub::Stub> stub, ClientSecurity security,
+              const RequestPool& pool, size_t first, const Schedule& schedule,
+              PublishRecorder* recorder)
       : stub_(std::move(stub)),
+        security_(std::move(security)),
         pool_(pool),
         schedule_(schedule),
         recorder_(recorder),
@@ -303,6 +307,7 @@ class UnaryClient {
   void Drain();
 
   const std::unique_ptr<v1::PubSub::Stub> stub_;
+  const ClientSecurity security_;
   const RequestPool& pool_;
   const Schedule& schedule_;
   PublishRecorder* const recorder_;
@@ -325,6 +330,7 @@ std::shared_ptr<UnaryClient::Call> UnaryClient::NewCallLocked(
 
 void UnaryClient::Start(std::shared_ptr<Call> call) {
   Call* raw = call.get();
+  AddToken(security_, &raw->context);
   stub_->async()->Publish(&raw->context, raw->request, &raw->response,
                           [this, call = std::move(call)](grpc::Status status) {
                             Complete(call, status);
@@ -428,7 +434,7 @@ void UnaryClient::RunOpenLoop(Clock::duration offset, Clock::duration interval,
 // RunClient() runs publisher `c` of `o.clients` on its own channel.
 void RunClient(const LoadOptions& o, int c, const RequestPool& pool,
                const Schedule& schedule, PublishRecorder* recorder) {
-  std::shared_ptr<grpc::Channel> channel = NewChannel(o.server);
+  std::shared_ptr<grpc::Channel> channel = NewChannel(o.server, o.security);
   // Connect before the first publish (at most control_timeout): a fresh
   // channel whose first connection attempt fails (a burst of new
   // connections to a busy server) fails its calls at once with UNAVAILABLE
@@ -440,11 +446,12 @@ void RunClient(const LoadOptions& o, int c, const RequestPool& pool,
   // publish the same events at the same moment.
   const size_t first = pool.size() * c / o.clients;
   if (o.mode == PublishMode::kStream) {
-    RunStreamClient(stub.get(), pool, first, o.window, schedule, recorder);
+    RunStreamClient(stub.get(), o.security, pool, first, o.window, schedule,
+                    recorder);
     return;
   }
-  auto unary = std::make_shared<UnaryClient>(std::move(stub), pool, first,
-                                             schedule, recorder);
+  auto unary = std::make_shared<UnaryClient>(std::move(stub), o.security, pool,
+                                             first, schedule, recorder);
   KeepUntilExit(unary);
   if (o.rate <= 0) {
     unary->RunClosedLoop();

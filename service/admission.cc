@@ -15,17 +15,31 @@ absl::Status Admission::TooLarge(uint64_t n) const {
                    " events in flight (--queue_limit); send smaller batches"));
 }
 
-absl::Status Admission::TryAcquire(uint64_t n) {
-  if (n > limit_) return TooLarge(n);
-  std::lock_guard<std::mutex> lock(mu_);
+absl::Status Admission::RoomFor(uint64_t n) const {
   if (shutdown_) return ShuttingDownError();
   if (!waiters_.empty() || in_flight_ + n > limit_) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "overloaded: ", in_flight_, " of ", limit_,
         " events in flight (--queue_limit); retry with backoff"));
   }
-  in_flight_ += n;
   return absl::OkStatus();
+}
+
+absl::Status Admission::TryAcquire(uint64_t n) {
+  if (n > limit_) return TooLarge(n);
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::Status status = RoomFor(n);
+  if (status.ok()) in_flight_ += n;
+  return status;
+}
+
+absl::Status Admission::CheckRoom(uint64_t n) const {
+  // Too large a request is left to validation and TryAcquire, whose
+  // answers (INVALID_ARGUMENT over --max_batch, else RESOURCE_EXHAUSTED
+  // "can never be admitted") tell the client what to change.
+  if (n > limit_) return absl::OkStatus();
+  std::lock_guard<std::mutex> lock(mu_);
+  return RoomFor(n);
 }
 
 void Admission::AcquireOrWait(uint64_t n, Callback done) {

@@ -50,6 +50,12 @@ class Admission {
   // UNAVAILABLE after Shutdown.
   absl::Status TryAcquire(uint64_t n);
 
+  // What TryAcquire(n) would answer now, without admitting anything (OK if
+  // n > limit: that request is refused later, after validation): lets the
+  // front stage refuse a request before spending work on it. Room may be
+  // gone by the time TryAcquire is called.
+  absl::Status CheckRoom(uint64_t n) const;
+
   // Admits `n` events now or when room is made; `done` is called exactly
   // once (possibly before this returns). RESOURCE_EXHAUSTED at once if
   // n > limit.
@@ -71,6 +77,7 @@ class Admission {
   };
 
   absl::Status TooLarge(uint64_t n) const;
+  absl::Status RoomFor(uint64_t n) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const uint64_t limit_;
   mutable std::mutex mu_;

@@ -23,7 +23,27 @@
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "host:port to serve gRPC on (port 0 picks a free port, printed at "
-          "start). The default accepts local clients only.");
+          "start). The default accepts local clients only; a non-loopback "
+          "address without --tls_cert prints a warning.");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM file with the server's certificate chain (leaf first): serve "
+          "gRPC over TLS. Needs --tls_key. Empty: plaintext. Read at start; "
+          "restart to rotate.");
+ABSL_FLAG(std::string, tls_key, "",
+          "PEM file with the unencrypted private key of --tls_cert.");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM file of CA certificates: mutual TLS, every client must present "
+          "a certificate signed by one of them. Needs --tls_cert and "
+          "--tls_key.");
+ABSL_FLAG(std::string, auth_tokens, "",
+          "Token file: lines 'subscriber NAME SHA256HEX' and 'publisher NAME "
+          "SHA256HEX' (the hex SHA-256 of each bearer token; `cohort "
+          "token-hash` prints them; '#' comments). Set: Subscribe, Listen and "
+          "Unsubscribe need a subscriber's token (metadata 'authorization: "
+          "Bearer TOKEN') and act only as that subscriber; Publish and "
+          "PublishStream need a publisher's token if the file has publisher "
+          "lines, else they are open; GetStats is open. A token that is sent "
+          "must be in the file. Empty: no authorization.");
 ABSL_FLAG(std::string, mode, "staged",
           "staged: front stage -> per-core partition stages matching cohorts "
           "-> reply stage. threaded: the thread-per-request baseline (a pool "
@@ -182,6 +202,11 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
     return absl::InvalidArgumentError(
         absl::StrCat("--fsync: \"", fsync, "\" is not always or none"));
   }
+  o.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
+  o.tls.key_file = absl::GetFlag(FLAGS_tls_key);
+  o.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  if (absl::Status s = CheckServerTlsOptions(o.tls); !s.ok()) return s;
+  o.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens);
   o.durability.snapshot_every = absl::GetFlag(FLAGS_snapshot_every);
   o.durability.group_max = absl::GetFlag(FLAGS_journal_group_max);
   o.durability.group_wait_us = absl::GetFlag(FLAGS_journal_group_wait_us);
@@ -238,13 +263,22 @@ int Main(int argc, char** argv) {
   const bool replicated =
       options->mode == "staged" &&
       options->engine.index_layout == IndexLayout::kReplicated;
-  std::printf("cohortd: serving on port %d (mode %s, %u partitions%s, "
-              "cohort_max %u, cohort_wait_us %lld)\n",
-              (*server)->port(), options->mode.c_str(),
-              options->mode == "staged" ? options->engine.partitions : 0,
-              replicated ? " replicating the index" : "",
-              options->engine.cohort_max,
-              static_cast<long long>(options->engine.cohort_wait_us));
+  if (!options->tls.enabled() && !IsLoopbackListen(options->listen)) {
+    std::fprintf(stderr,
+                 "cohortd: warning: --listen=%s is not a loopback address and "
+                 "TLS is off: calls%s cross the network in plaintext (see "
+                 "--tls_cert)\n",
+                 options->listen.c_str(),
+                 options->auth_tokens_file.empty() ? "" : " and their tokens");
+  }
+  std::printf(
+      "cohortd: serving on port %d (mode %s, %u partitions%s, "
+      "cohort_max %u, cohort_wait_us %lld; %s)\n",
+      (*server)->port(), options->mode.c_str(),
+      options->mode == "staged" ? options->engine.partitions : 0,
+      replicated ? " replicating the index" : "", options->engine.cohort_max,
+      static_cast<long long>(options->engine.cohort_wait_us),
+      (*server)->security_summary().c_str());
   if (options->mode == "staged") {
     // Where the partitions run, as their stats report it.
     v1::Stats stats;

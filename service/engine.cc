@@ -1,6 +1,9 @@
 #include "service/engine.h"
 
 #include <algorithm>
+#include <chrono>
+#include <limits>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +13,24 @@
 
 namespace cohort {
 namespace service {
+
+namespace {
+
+// Why an expired job ended, once `skipped` of its events were not matched.
+absl::Status ExpiredStatus(const PublishJob& job, size_t skipped) {
+  const std::string what =
+      absl::StrCat(skipped, " of ", job.events.size(),
+                   " events were skipped unmatched and not delivered");
+  if (job.cancelled != nullptr &&
+      job.cancelled->load(std::memory_order_relaxed)) {
+    return absl::CancelledError(
+        absl::StrCat("the caller cancelled the request; ", what));
+  }
+  return absl::DeadlineExceededError(absl::StrCat(
+      "the request's deadline passed before it was matched; ", what));
+}
+
+}  // namespace
 
 absl::StatusOr<IndexLayout> ParseIndexLayout(absl::string_view name) {
   if (name == "partitioned") return IndexLayout::kPartitioned;
@@ -42,6 +63,7 @@ void Engine::Prepare(PublishJob* job) {
     job->state[i].partials.resize(shards_);
   }
   job->events_left.store(n, std::memory_order_relaxed);
+  job->events_skipped.store(0, std::memory_order_relaxed);
   auto* results = job->response->mutable_results();
   results->Clear();
   results->Reserve(static_cast<int>(n));
@@ -66,6 +88,10 @@ absl::Status Engine::Publish(PublishJob* job) {
   const int64_t start = MonotonicNanos();
   std::shared_lock<std::shared_mutex> gate(gate_);
   if (closing_) return ShuttingDownError();
+  if (job->Expired(start)) {
+    front_.AddExpired(job->events.size());
+    return ExpiredStatus(*job, job->events.size());
+  }
   absl::Status status = admission_.TryAcquire(job->events.size());
   if (!status.ok()) {
     if (absl::IsResourceExhausted(status)) front_.AddRejections(1);
@@ -73,6 +99,12 @@ absl::Status Engine::Publish(PublishJob* job) {
   }
   Admit(job, start);
   return absl::OkStatus();
+}
+
+absl::Status Engine::CheckRoom(uint64_t n) {
+  absl::Status status = admission_.CheckRoom(n);
+  if (absl::IsResourceExhausted(status)) front_.AddRejections(1);
+  return status;
 }
 
 void Engine::PublishWhenAdmitted(PublishJob* job,
@@ -90,6 +122,12 @@ void Engine::PublishWhenAdmitted(PublishJob* job,
         if (closing_) {
           admission_.Release(n);
           on_admission(ShuttingDownError());
+          return;
+        }
+        if (job->Expired(start)) {  // it waited for room too long
+          admission_.Release(n);
+          front_.AddExpired(n);
+          on_admission(ExpiredStatus(*job, n));
           return;
         }
         on_admission(absl::OkStatus());
@@ -113,7 +151,39 @@ void Engine::Shutdown() {
   StopStages();
 }
 
+
+int64_t DeadlineNanos(std::chrono::system_clock::time_point deadline) {
+  // Beyond this the deadline is as good as none (and would overflow).
+  constexpr auto kForever = std::chrono::hours(24 * 365);
+  const auto left = deadline - std::chrono::system_clock::now();
+  if (left > kForever) return std::numeric_limits<int64_t>::max();
+  return MonotonicNanos() +
+         std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+}
+
 void Engine::FinishEvent(PublishJob* job, size_t i,
+                             StageProfile* profile) {
+  PublishJob::EventState& state = job->state[i];
+  if (state.skipped.load(std::memory_order_relaxed)) {
+    // Some partition did not match it: a partial count would be wrong, and
+    // nobody waits for the answer any more.
+    job->events_skipped.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    MergeAndDeliver(job, i, profile);
+  }
+  state.partials.clear();
+  state.partials.shrink_to_fit();
+  profile->AddEvents(1);
+  if (job->events_left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    // The acq_rel chain on events_left makes every event's events_skipped
+    // increment visible here.
+    const size_t skipped = job->events_skipped.load(std::memory_order_relaxed);
+    job->done(skipped == 0 ? absl::OkStatus()
+                           : ExpiredStatus(*job, skipped));  // may delete job
+  }
+}
+
+void Engine::MergeAndDeliver(PublishJob* job, size_t i,
                              StageProfile* profile) {
   PublishJob::EventState& state = job->state[i];
   v1::EventResult* result = job->response->mutable_results(static_cast<int>(i));
@@ -155,15 +225,9 @@ void Engine::FinishEvent(PublishJob* job, size_t i,
     profile->AddDroppedDeliveries(dropped);
     profile->AddDisconnectedListeners(disconnected);
   }
-  state.partials.clear();
-  state.partials.shrink_to_fit();
   // Counted before the reply goes out, so a GetStats that follows the reply
   // includes this event.
-  profile->AddEvents(1);
   profile->AddMatches(count);
-  if (job->events_left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    job->done(absl::OkStatus());  // may delete job
-  }
 }
 
 void FillPartial(const SubscriptionDirectory& directory,

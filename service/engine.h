@@ -22,6 +22,12 @@
 // write disjoint parts of it (partition p writes only partials[p]); the
 // hand-off is ordered by atomics and queues.
 //
+// Expiry: a job whose deadline has passed, or whose caller has cancelled it,
+// is expired. The stage that matches an event checks this once per cohort
+// (per job in threaded mode) and skips the events of expired jobs: they are
+// not matched, not delivered, and the job ends with DEADLINE_EXCEEDED or
+// CANCELLED. Events already matched when the job expires are delivered.
+//
 // Thread safety: every Engine method may be called from any thread, at once.
 // Callbacks (`done`) run on engine threads or on the calling thread and must
 // not block.
@@ -29,8 +35,10 @@
 #define COHORT_SERVICE_ENGINE_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -110,6 +118,9 @@ struct PublishJob {
   struct EventState {
     std::atomic<uint32_t> pending{0};  // partitions yet to report
     std::vector<Partial> partials;     // one per partition
+    // Set by a partition that skipped the event because the job had
+    // expired; read by the stage that finishes it.
+    std::atomic<bool> skipped{false};
   };
 
   // Set by the creator. `request` and `response` must outlive `done`.
@@ -117,14 +128,31 @@ struct PublishJob {
   v1::PublishResponse* response = nullptr;
   // Compact event records (validation.h BuildEvents), one per event.
   std::vector<std::vector<matcher::AttributeValue>> events;
-  // Called once: OK after `response` holds one result per event.
+  // Called once: OK after `response` holds one result per event, or
+  // DEADLINE_EXCEEDED / CANCELLED if some events were skipped (Expired).
   std::function<void(absl::Status)> done;
+  // Optional, set by the creator: when the answer stops being useful. The
+  // deadline is on the MonotonicNanos clock; `cancelled` (owned by the
+  // creator, which outlives the job) becomes true when the caller goes away.
+  int64_t deadline_ns = std::numeric_limits<int64_t>::max();
+  const std::atomic<bool>* cancelled = nullptr;
+
+  // True if the job's events should no longer be matched at `now_ns`.
+  bool Expired(int64_t now_ns) const {
+    return now_ns >= deadline_ns ||
+           (cancelled != nullptr && cancelled->load(std::memory_order_relaxed));
+  }
 
   // Engine state. `state[i].partials` has one entry per index shard: P for
   // the partitioned layout, 1 for the replicated one and the threaded engine.
   std::unique_ptr<EventState[]> state;
   std::atomic<size_t> events_left{0};
+  std::atomic<size_t> events_skipped{0};
 };
+
+// The deadline of a gRPC call (system clock; time_point::max() for none) on
+// the MonotonicNanos clock, for PublishJob::deadline_ns.
+int64_t DeadlineNanos(std::chrono::system_clock::time_point deadline);
 
 // Turns the local ids one partition (or the threaded worker) matched for one
 // event into its partial result: the count, the global ids ascending if
@@ -159,8 +187,14 @@ class Engine {
   virtual void Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) = 0;
 
   // Admits `job` now or fails fast (RESOURCE_EXHAUSTED when full,
-  // UNAVAILABLE when shutting down) without calling job->done.
+  // UNAVAILABLE when shutting down, DEADLINE_EXCEEDED or CANCELLED if it has
+  // already expired) without calling job->done.
   absl::Status Publish(PublishJob* job);
+  // Refuses (RESOURCE_EXHAUSTED, counted as a rejection; UNAVAILABLE) a
+  // unary publish of `n` events that Publish would refuse now, so that the
+  // front stage can shed load before validating and building the request
+  // (SEDA: under overload, rejecting must stay cheap). OK is no promise.
+  absl::Status CheckRoom(uint64_t n);
   // Admits `job` when there is room (streams). `on_admission` is called once
   // with OK (then job->done follows later) or the error that prevents it.
   void PublishWhenAdmitted(PublishJob* job, StatusCallback on_admission);
@@ -244,6 +278,9 @@ class Engine {
 
  private:
   void Prepare(PublishJob* job);
+  // FinishEvent's work for an event every partition matched: the result,
+  // and the deliveries to listeners.
+  void MergeAndDeliver(PublishJob* job, size_t i, StageProfile* profile);
   // Prepares and dispatches an admitted job. REQUIRES: gate_ held shared.
   void Admit(PublishJob* job, int64_t start_ns);
 

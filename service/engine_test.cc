@@ -8,6 +8,8 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <future>
 #include <map>
@@ -252,6 +254,94 @@ TEST(EngineStatsTest, PartitionBatchesCountCohortsOnly) {
   EXPECT_EQ(partitions, 2);
   EXPECT_EQ(updates, 20u);
   EXPECT_EQ(stats.index_layout(), "partitioned");
+}
+
+// Property (also under tsan): a job that is cancelled, or whose deadline
+// passes, while its event waits in the partition queues is skipped by every
+// partition: it ends with CANCELLED / DEADLINE_EXCEEDED, is counted as
+// expired, and is not delivered; a job in the same cohort that has not
+// expired is matched and delivered as usual.
+TEST(EngineExpiryTest, ExpiredJobsAreSkippedAndOthersMatched) {
+  for (IndexLayout layout : {IndexLayout::kPartitioned, IndexLayout::kReplicated}) {
+    EngineOptions options;
+    options.partitions = 2;
+    options.pin_cores = false;
+    options.index_layout = layout;
+    options.cohort_wait_us = 60u * 1000 * 1000;  // until Flush
+    Harness h("staged", options);
+    v1::SubscribeRequest subscribe;
+    v1::SubscriptionSpec* spec = subscribe.add_subscriptions();
+    spec->set_subscriber("s");
+    v1::Predicate* p = spec->add_predicates();
+    p->set_attribute("key");
+    p->set_op(v1::OP_EQ);
+    p->set_value(1);
+    ASSERT_TRUE(h.Subscribe(subscribe).ok());
+    auto sink = std::make_shared<RecordingSink>();
+    ASSERT_TRUE(h.engine().listeners().Register(h.SubscriberId("s"), sink));
+
+    constexpr int kJobs = 3;  // cancelled, past its deadline, live
+    v1::PublishRequest requests[kJobs];
+    v1::PublishResponse responses[kJobs];
+    PublishJob jobs[kJobs];
+    std::promise<absl::Status> done[kJobs];
+    std::atomic<bool> cancelled{false};
+    const char* payloads[kJobs] = {"cancelled", "late", "live"};
+    for (int j = 0; j < kJobs; ++j) {
+      v1::Event* event = requests[j].add_events();
+      v1::Attribute* a = event->add_attributes();
+      a->set_name("key");
+      a->set_value(1);
+      event->set_payload(payloads[j]);
+      BuildEvents(requests[j], h.attributes(), &jobs[j].events);
+      jobs[j].request = &requests[j];
+      jobs[j].response = &responses[j];
+      jobs[j].done = [&done, j](absl::Status s) { done[j].set_value(s); };
+    }
+    jobs[0].cancelled = &cancelled;
+    jobs[1].deadline_ns = MonotonicNanos() + 20 * 1000 * 1000;  // 20 ms
+    for (PublishJob& job : jobs) ASSERT_TRUE(h.engine().Publish(&job).ok());
+    cancelled.store(true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+    h.engine().Flush();
+    EXPECT_TRUE(absl::IsCancelled(done[0].get_future().get()));
+    EXPECT_TRUE(absl::IsDeadlineExceeded(done[1].get_future().get()));
+    ASSERT_TRUE(done[2].get_future().get().ok());
+    EXPECT_EQ(responses[2].results(0).match_count(), 1u);
+    auto received = sink->received();
+    EXPECT_EQ(received.size(), 1u);
+    EXPECT_EQ(received.count("live"), 1u);
+    v1::Stats stats;
+    h.engine().FillStats(&stats);
+    uint64_t expired = 0;
+    for (const v1::StageStats& stage : stats.stages()) {
+      if (stage.stage() == "partition") expired += stage.expired();
+    }
+    // Partitioned: every partition skips both; replicated: one each.
+    EXPECT_EQ(expired, layout == IndexLayout::kPartitioned ? 4u : 2u);
+  }
+}
+
+// Property: a job that has expired before it is published is refused at
+// once (threaded and staged), without admission or a call to done.
+TEST(EngineExpiryTest, ExpiredOnArrivalIsRefused) {
+  for (const char* mode : {"staged", "threaded"}) {
+    EngineOptions options;
+    options.partitions = 1;
+    options.threads = 1;
+    options.pin_cores = false;
+    Harness h(mode, options);
+    v1::PublishRequest request;
+    request.add_events()->add_attributes()->set_name("key");
+    v1::PublishResponse response;
+    PublishJob job;
+    BuildEvents(request, h.attributes(), &job.events);
+    job.request = &request;
+    job.response = &response;
+    job.done = [](absl::Status) { ADD_FAILURE() << "done called"; };
+    job.deadline_ns = MonotonicNanos() - 1;
+    EXPECT_TRUE(absl::IsDeadlineExceeded(h.engine().Publish(&job))) << mode;
+  }
 }
 
 // Property: GetStats names the index layout (and a replicated engine applies

@@ -199,22 +199,33 @@ void Partition::RunCohort(const std::vector<PartitionItem>& cohort,
                           int64_t start_ns, size_t queue_length) {
   waits_.clear();
   views_.clear();
-  for (const PartitionItem& item : cohort) {
+  live_.clear();
+  for (size_t k = 0; k < cohort.size(); ++k) {
+    const PartitionItem& item = cohort[k];
     waits_.push_back(start_ns - item.enqueue_ns);
+    // One clock reading for the whole cohort: an event that expires while
+    // the cohort runs is still matched.
+    if (item.job->Expired(start_ns)) {
+      item.job->state[item.event].skipped.store(true,
+                                                std::memory_order_relaxed);
+      continue;
+    }
+    live_.push_back(k);
     views_.push_back(item.job->events[item.event]);
   }
-  shard_.MatchCohort(views_, &matches_);
+  if (!views_.empty()) shard_.MatchCohort(views_, &matches_);
   uint64_t matched = 0;
-  for (size_t k = 0; k < cohort.size(); ++k) {
-    matched += matches_[k].size();
-    const PartitionItem& item = cohort[k];
+  for (size_t j = 0; j < live_.size(); ++j) {
+    matched += matches_[j].size();
+    const PartitionItem& item = cohort[live_[j]];
     FillPartial(*directory_, *listeners_, shard_id_,
-                item.job->request->return_ids(), subscriber_of_, &matches_[k],
+                item.job->request->return_ids(), subscriber_of_, &matches_[j],
                 &item.job->state[item.event].partials[shard_id_]);
   }
   // Everything is recorded before the events are handed on, so a GetStats
   // that follows a reply includes this cohort.
-  profile_.AddEvents(cohort.size());
+  profile_.AddEvents(live_.size());
+  profile_.AddExpired(cohort.size() - live_.size());
   profile_.AddMatches(matched);
   profile_.RecordWaits(waits_);
   profile_.RecordBatch(queue_length, cohort.size(),

@@ -154,6 +154,7 @@ class Partition {
   matcher::Index shard_;
   std::vector<uint32_t> subscriber_of_;  // by local id
   std::vector<matcher::EventView> views_;
+  std::vector<size_t> live_;  // cohort positions of the events not expired
   std::vector<std::vector<matcher::SubscriptionId>> matches_;
   std::vector<int64_t> waits_;
 };

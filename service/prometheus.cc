@@ -119,6 +119,9 @@ void RenderServiceWide(const Stats& stats, Exposition& out) {
        internal::FormatDouble(stats.uptime_us() / kMicrosPerSecond)},
       {"cohort_listeners", "gauge", "Open Listen streams.",
        absl::StrCat(stats.listeners())},
+      {"cohort_open_streams", "gauge",
+       "Open PublishStream and Listen streams (at most --max_streams).",
+       absl::StrCat(stats.open_streams())},
       {"cohort_partitions", "gauge",
        "Number of partitions (0 in threaded mode).",
        absl::StrCat(stats.partitions())},
@@ -176,6 +179,10 @@ const StageScalar kStageScalars[] = {
      [](const StageStats& s) {
        return absl::StrCat(s.disconnected_listeners());
      }},
+    {"cohort_stage_expired_total", "counter",
+     "Events skipped unmatched because their request's deadline had passed "
+     "or its caller had cancelled it.",
+     [](const StageStats& s) { return absl::StrCat(s.expired()); }},
 };
 
 void RenderSummary(const Stats& stats,

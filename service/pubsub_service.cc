@@ -25,8 +25,13 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
 // A unary Publish: owns the job until the engine has answered.
 class PublishReactor final : public grpc::ServerUnaryReactor {
  public:
-  explicit PublishReactor(PublishJob* job) : job_(job) {}
+  explicit PublishReactor(PublishJob* job) : job_(job) {
+    job_->cancelled = &cancelled_;
+  }
+  // The engine skips the events it has not matched yet.
+  void OnCancel() override { cancelled_.store(true, std::memory_order_relaxed); }
   void OnDone() override { delete this; }
+  std::atomic<bool> cancelled_{false};
   std::unique_ptr<PublishJob> job_;
 };
 
@@ -60,6 +65,11 @@ void PubSubService::CloseStream() {
   open_streams_.fetch_sub(1, std::memory_order_relaxed);
 }
 
+void PubSubService::FillStats(v1::Stats* stats) const {
+  engine_->FillStats(stats);
+  stats->set_open_streams(open_streams_.load(std::memory_order_relaxed));
+}
+
 grpc::ServerUnaryReactor* PubSubService::Subscribe(
     grpc::CallbackServerContext* context, const v1::SubscribeRequest* request,
     v1::SubscribeResponse* response) {
@@ -69,14 +79,22 @@ grpc::ServerUnaryReactor* PubSubService::Subscribe(
     status = BuildSubscriptions(*request, attributes_, subscribers_, &inputs);
   }
   if (!status.ok()) return FinishNow(context, status);
+  std::vector<uint32_t> owners;
+  if (observer_ != nullptr) {
+    owners.reserve(inputs.size());
+    for (const SubscriptionInput& input : inputs) {
+      owners.push_back(input.subscriber);
+    }
+  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   engine_->Subscribe(
-      std::move(inputs),
-      [reactor, response](absl::StatusOr<std::vector<uint64_t>> ids) {
+      std::move(inputs), [this, reactor, response, owners = std::move(owners)](
+                             absl::StatusOr<std::vector<uint64_t>> ids) {
         if (!ids.ok()) {
           reactor->Finish(ToGrpc(ids.status()));
           return;
         }
+        if (observer_ != nullptr) observer_->Subscribed(*ids, owners);
         response->mutable_subscription_ids()->Add(ids->begin(), ids->end());
         reactor->Finish(grpc::Status::OK);
       });
@@ -92,7 +110,13 @@ grpc::ServerUnaryReactor* PubSubService::Unsubscribe(
   engine_->Unsubscribe(
       std::vector<uint64_t>(request->subscription_ids().begin(),
                             request->subscription_ids().end()),
-      [reactor](absl::Status s) { reactor->Finish(ToGrpc(s)); });
+      [this, reactor, request](absl::Status s) {
+        // The request lives until the call is finished.
+        if (s.ok() && observer_ != nullptr) {
+          observer_->Unsubscribed(request->subscription_ids());
+        }
+        reactor->Finish(ToGrpc(s));
+      });
   return reactor;
 }
 
@@ -110,9 +134,16 @@ absl::Status PubSubService::PreparePublish(const v1::PublishRequest& request,
 grpc::ServerUnaryReactor* PubSubService::Publish(
     grpc::CallbackServerContext* context, const v1::PublishRequest* request,
     v1::PublishResponse* response) {
+  // Shed load before the work of validating and building the events.
+  if (absl::Status room = engine_->CheckRoom(
+          static_cast<uint64_t>(request->events_size()));
+      !room.ok()) {
+    return FinishNow(context, room);
+  }
   auto job = std::make_unique<PublishJob>();
   absl::Status status = PreparePublish(*request, response, job.get());
   if (!status.ok()) return FinishNow(context, status);
+  job->deadline_ns = DeadlineNanos(context->deadline());
   auto* reactor = new PublishReactor(job.release());
   reactor->job_->done = [reactor](absl::Status s) {
     reactor->Finish(ToGrpc(s));
@@ -125,7 +156,7 @@ grpc::ServerUnaryReactor* PubSubService::Publish(
 grpc::ServerUnaryReactor* PubSubService::GetStats(
     grpc::CallbackServerContext* context, const v1::GetStatsRequest*,
     v1::Stats* response) {
-  engine_->FillStats(response);
+  FillStats(response);
   return FinishNow(context, absl::OkStatus());
 }
 

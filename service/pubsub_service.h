@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "absl/types/span.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/cohort/v1/pubsub.grpc.pb.h"
 #include "service/engine.h"
@@ -45,6 +46,19 @@ struct StreamOptions {
 
 // absl::Status -> grpc::Status with the same code and message.
 grpc::Status ToGrpc(const absl::Status& status);
+
+// Told of each subscription change just before it is answered, so that a
+// client that holds an id finds it recorded (the auth layer keeps each id's
+// owner this way: auth_service.h). Called on engine threads; must not block.
+class SubscriptionObserver {
+ public:
+  virtual ~SubscriptionObserver() = default;
+  // ids[i] now exists, owned by subscriber id subscribers[i].
+  virtual void Subscribed(absl::Span<const uint64_t> ids,
+                          absl::Span<const uint32_t> subscribers) = 0;
+  // `ids` were removed.
+  virtual void Unsubscribed(absl::Span<const uint64_t> ids) = 0;
+};
 
 class PubSubService final : public v1::PubSub::CallbackService {
  public:
@@ -82,6 +96,11 @@ class PubSubService final : public v1::PubSub::CallbackService {
   // Takes a stream slot; false if max_streams are open.
   bool OpenStream();
   void CloseStream();
+  // Not owned; null (the default): nobody is told. REQUIRES: set before
+  // serving.
+  void set_observer(SubscriptionObserver* observer) { observer_ = observer; }
+  // What GetStats answers: the engine's stats and the open streams.
+  void FillStats(v1::Stats* stats) const;
 
  private:
   Engine* const engine_;
@@ -90,6 +109,7 @@ class PubSubService final : public v1::PubSub::CallbackService {
   const Limits limits_;
   const StreamOptions streams_;
   std::atomic<uint32_t> open_streams_{0};
+  SubscriptionObserver* observer_ = nullptr;
 };
 
 }  // namespace service

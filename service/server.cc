@@ -3,11 +3,17 @@
 #include <malloc.h>
 
 #include <chrono>
+#include <optional>
 #include <tuple>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "service/admission.h"
@@ -20,10 +26,33 @@ namespace {
 // The health service name clients may ask for besides "" (the whole server).
 constexpr char kServiceName[] = "cohort.v1.PubSub";
 
+// The --auth_tokens file; nullopt without one. Errors name the flag.
+absl::StatusOr<std::optional<TokenStore>> LoadTokens(const std::string& path) {
+  if (path.empty()) return std::nullopt;
+  absl::StatusOr<TokenStore> tokens = TokenStore::Load(path);
+  if (!tokens.ok()) {
+    return absl::Status(
+        tokens.status().code(),
+        absl::StrCat("--auth_tokens: ", tokens.status().message()));
+  }
+  return std::optional<TokenStore>(*std::move(tokens));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
     const ServerOptions& options) {
+  // TLS files and the token file first: a mistake there should not wait
+  // for a long recovery to be reported.
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      ServerCredentialsFor(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  absl::StatusOr<std::optional<TokenStore>> tokens =
+      LoadTokens(options.auth_tokens_file);
+  if (!tokens.ok()) return tokens.status();
+  // Owners of recovered subscriptions, for the AuthService (with tokens).
+  std::vector<uint64_t> recovered_ids;
+  std::vector<uint32_t> recovered_owners;
   std::unique_ptr<CohortServer> server(new CohortServer());
   server->options_ = options;
   server->attributes_ = std::make_unique<Interner>(options.max_attributes);
@@ -89,6 +118,14 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
         recovered.snapshot_generation, recovered.records_replayed,
         recovered.tail, recovered.bytes_discarded,
         server->durability_->backend());
+    if (tokens->has_value()) {
+      recovered_ids.reserve(recovered.state.live.size());
+      recovered_owners.reserve(recovered.state.live.size());
+      for (const auto& [id, input] : recovered.state.live) {
+        recovered_ids.push_back(id);
+        recovered_owners.push_back(input.subscriber);
+      }
+    }
     // The recovered state (a few hundred bytes per subscription, more than
     // the index) is garbage now; hand its pages back to the kernel.
     recovered = Recovery();
@@ -97,14 +134,23 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
   server->service_ = std::make_unique<PubSubService>(
       server->engine_.get(), server->attributes_.get(),
       server->subscribers_.get(), options.limits, options.streams);
+  if (tokens->has_value()) {
+    server->auth_ = std::make_unique<AuthService>(
+        server->service_.get(), server->subscribers_.get(), **std::move(tokens),
+        options.limits);
+    server->auth_->owners().Subscribed(recovered_ids, recovered_owners);
+  }
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(),
-                           &server->port_);
+  builder.AddListeningPort(options.listen, *credentials, &server->port_);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
-  builder.RegisterService(server->service_.get());
+  if (server->auth_ != nullptr) {
+    builder.RegisterService(server->auth_.get());
+  } else {
+    builder.RegisterService(server->service_.get());
+  }
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     server->server_.reset();
@@ -136,6 +182,41 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
     server->metrics_ = std::move(*metrics);
   }
   return server;
+}
+
+std::string CohortServer::security_summary() const {
+  const char* tls = !options_.tls.enabled()               ? "TLS off"
+                    : options_.tls.client_ca_file.empty() ? "TLS on"
+                                                          : "mTLS on";
+  if (auth_ == nullptr) return absl::StrCat(tls, ", auth off");
+  return absl::StrCat(tls, ", auth on (", auth_->tokens().subscriber_tokens(),
+                      " subscriber tokens, ",
+                      auth_->tokens().publisher_tokens(), " publisher tokens)");
+}
+
+bool IsLoopbackListen(absl::string_view listen) {
+  if (absl::StartsWith(listen, "unix:") ||
+      absl::StartsWith(listen, "unix-abstract:")) {
+    return true;
+  }
+  absl::string_view host = listen;
+  if (const size_t colon = host.rfind(':'); colon != absl::string_view::npos) {
+    host = host.substr(0, colon);
+  }
+  if (absl::ConsumePrefix(&host, "[")) {
+    return absl::ConsumeSuffix(&host, "]") && host == "::1";
+  }
+  if (absl::EqualsIgnoreCase(host, "localhost")) return true;
+  // 127.0.0.0/8: four decimal octets, the first 127.
+  const std::vector<absl::string_view> octets = absl::StrSplit(host, '.');
+  if (octets.size() != 4 || octets[0] != "127") return false;
+  for (absl::string_view octet : octets) {
+    int value = 0;
+    if (!absl::SimpleAtoi(octet, &value) || value < 0 || value > 255) {
+      return false;
+    }
+  }
+  return true;
 }
 
 int CohortServer::metrics_port() const {

@@ -3,7 +3,9 @@
 // Prometheus endpoint, and shuts them down in order.
 //
 // Used by cohortd_main.cc and by the end-to-end tests, which start a real
-// server on 127.0.0.1 with port 0.
+// server on 127.0.0.1 with port 0. With TLS files (tls.h) it serves over TLS;
+// with a token file (auth.h) the PubSub service it registers is the
+// AuthService in front of PubSubService (auth_service.h).
 //
 // Thread safety: Start and Shutdown are called by one controlling thread;
 // port accessors may be called from any thread.
@@ -15,12 +17,15 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "grpcpp/grpcpp.h"
+#include "service/auth_service.h"
 #include "service/durability.h"
 #include "service/engine.h"
 #include "service/interner.h"
 #include "service/metrics_http.h"
 #include "service/pubsub_service.h"
+#include "service/tls.h"
 #include "service/validation.h"
 
 namespace cohort {
@@ -45,7 +50,18 @@ struct ServerOptions {
   // the directory before serving and every change is journaled
   // (durability.h); engine.durability is then set by Start.
   DurabilityOptions durability;
+  // TLS (--tls_cert, --tls_key, --tls_client_ca): off while the files are
+  // empty.
+  ServerTlsOptions tls;
+  // Token file (--auth_tokens, format in auth.h): empty = no authorization.
+  std::string auth_tokens_file;
 };
+
+// IsLoopbackListen()
+//
+// True iff `listen` (a --listen value) accepts only local clients: a host
+// of localhost, 127.0.0.0/8 or [::1], or a unix: socket.
+bool IsLoopbackListen(absl::string_view listen);
 
 class CohortServer {
  public:
@@ -66,8 +82,11 @@ class CohortServer {
   Engine* engine() { return engine_.get(); }
   // What Start recovered, for the operator: "" without --data_dir.
   const std::string& recovery_summary() const { return recovery_summary_; }
+  // "TLS off", "TLS on" or "mTLS on", then ", auth off" or ", auth on (N
+  // subscriber tokens, M publisher tokens)", for the startup line.
+  std::string security_summary() const;
   // Stats as GetStats returns them (for the metrics endpoint).
-  void FillStats(v1::Stats* stats) const { engine_->FillStats(stats); }
+  void FillStats(v1::Stats* stats) const { service_->FillStats(stats); }
 
  private:
   CohortServer() = default;
@@ -80,6 +99,9 @@ class CohortServer {
   std::string recovery_summary_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<PubSubService> service_;
+  // In front of service_ with --auth_tokens (null without); after service_
+  // and before server_, so it is destroyed between them.
+  std::unique_ptr<AuthService> auth_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<MetricsHttpServer> metrics_;
   int port_ = 0;

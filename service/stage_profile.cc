@@ -171,6 +171,7 @@ void StageProfile::ToProto(cohort::v1::StageStats* out) const {
   out->set_rejections(rejections());
   out->set_dropped_deliveries(dropped_deliveries());
   out->set_disconnected_listeners(disconnected_listeners());
+  out->set_expired(expired());
   if (const std::optional<uint32_t> cpu = this->cpu(); cpu.has_value()) {
     out->set_cpu(*cpu);
   }

@@ -157,6 +157,7 @@ class StageProfile {
   void AddRejections(uint64_t n) { Add(rejections_, n); }
   void AddDroppedDeliveries(uint64_t n) { Add(dropped_deliveries_, n); }
   void AddDisconnectedListeners(uint64_t n) { Add(disconnected_listeners_, n); }
+  void AddExpired(uint64_t n) { Add(expired_, n); }
 
   uint64_t events() const { return Load(events_); }
   uint64_t matches() const { return Load(matches_); }
@@ -166,6 +167,7 @@ class StageProfile {
   uint64_t disconnected_listeners() const {
     return Load(disconnected_listeners_);
   }
+  uint64_t expired() const { return Load(expired_); }
   // Batches recorded so far (takes the lock).
   uint64_t batches() const;
 
@@ -220,6 +222,7 @@ class StageProfile {
   std::atomic<uint64_t> rejections_{0};
   std::atomic<uint64_t> dropped_deliveries_{0};
   std::atomic<uint64_t> disconnected_listeners_{0};
+  std::atomic<uint64_t> expired_{0};
 };
 
 }  // namespace service

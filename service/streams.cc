@@ -1,4 +1,5 @@
 // The two streaming RPCs of PubSubService: PublishStream and Listen.
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -36,12 +37,17 @@ absl::Status TooManyStreams(uint32_t limit) {
 // (and while fewer than stream_window are in flight), writes responses in
 // request order as the engine completes them.
 //
+// Every request's job carries the stream's deadline and the gone_ flag, so
+// once the client cancels (or a write fails) the engine skips the events it
+// has not matched yet and the stream finishes as soon as those jobs end.
+//
 // Invariants: at most one read and one write outstanding; slots_ holds the
 // admitted or admitting requests in request order; Finish is called once,
 // when nothing is outstanding and no job can still call back.
 class PublishStreamReactor final : public PublishBidi {
  public:
-  explicit PublishStreamReactor(PubSubService* service) : service_(service) {
+  PublishStreamReactor(PubSubService* service, int64_t deadline_ns)
+      : service_(service), deadline_ns_(deadline_ns) {
     std::lock_guard<std::mutex> lock(mu_);
     MaybeRead();
   }
@@ -49,6 +55,7 @@ class PublishStreamReactor final : public PublishBidi {
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
   void OnCancel() override {
+    gone_.store(true, std::memory_order_relaxed);
     std::lock_guard<std::mutex> lock(mu_);
     cancelled_ = true;
     MaybeFinish();
@@ -64,15 +71,18 @@ class PublishStreamReactor final : public PublishBidi {
     v1::PublishResponse response;
     PublishJob job;
     bool done = false;
+    absl::Status status;  // the job's, once done
   };
 
   void OnAdmitted(Slot* slot, const absl::Status& status);
-  void OnJobDone(Slot* slot);
+  void OnJobDone(Slot* slot, const absl::Status& status);
   void MaybeRead() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeFinish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   PubSubService* const service_;
+  const int64_t deadline_ns_;  // the stream's, on the MonotonicNanos clock
+  std::atomic<bool> gone_{false};  // nobody will read the responses
   std::mutex mu_;
   std::unique_ptr<v1::PublishRequest> read_buffer_ ABSL_GUARDED_BY(mu_);
   std::deque<std::unique_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
@@ -81,6 +91,7 @@ class PublishStreamReactor final : public PublishBidi {
   bool admitting_ ABSL_GUARDED_BY(mu_) = false;
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool discarding_ ABSL_GUARDED_BY(mu_) = false;  // an expired job was met
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
 };
@@ -100,7 +111,7 @@ void PublishStreamReactor::OnReadDone(bool ok) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     reading_ = false;
-    if (!ok) {
+    if (!ok || reads_done_) {  // reads_done_: an earlier job failed
       reads_done_ = true;
       MaybeFinish();
       return;
@@ -116,7 +127,9 @@ void PublishStreamReactor::OnReadDone(bool ok) {
       return;
     }
     slot = owned.get();
-    slot->job.done = [this, slot](absl::Status) { OnJobDone(slot); };
+    slot->job.done = [this, slot](absl::Status s) { OnJobDone(slot, s); };
+    slot->job.deadline_ns = deadline_ns_;
+    slot->job.cancelled = &gone_;
     slots_.push_back(std::move(owned));
     admitting_ = true;
   }
@@ -140,17 +153,28 @@ void PublishStreamReactor::OnAdmitted(Slot* slot, const absl::Status& status) {
   MaybeRead();
 }
 
-void PublishStreamReactor::OnJobDone(Slot* slot) {
+void PublishStreamReactor::OnJobDone(Slot* slot, const absl::Status& status) {
   std::lock_guard<std::mutex> lock(mu_);
   slot->done = true;
+  slot->status = status;
+  if (!status.ok()) {
+    // The job expired (the stream's deadline): its response would be
+    // incomplete, so the stream ends with the job's status after the
+    // responses before it.
+    if (error_.ok()) error_ = status;
+    reads_done_ = true;
+  }
   MaybeWrite();
   MaybeFinish();
 }
 
 void PublishStreamReactor::MaybeWrite() {
   if (writing_) return;
-  // After a failed write or a cancel, finished responses are discarded.
-  while (cancelled_ && !slots_.empty() && slots_.front()->done) {
+  // After a failed write, a cancel or an expired job, finished responses
+  // are discarded.
+  while (!slots_.empty() && slots_.front()->done &&
+         (cancelled_ || discarding_ || !slots_.front()->status.ok())) {
+    if (!slots_.front()->status.ok()) discarding_ = true;
     slots_.pop_front();
   }
   if (slots_.empty() || !slots_.front()->done) return;
@@ -162,7 +186,10 @@ void PublishStreamReactor::OnWriteDone(bool ok) {
   std::lock_guard<std::mutex> lock(mu_);
   writing_ = false;
   slots_.pop_front();
-  if (!ok) cancelled_ = true;
+  if (!ok) {
+    gone_.store(true, std::memory_order_relaxed);
+    cancelled_ = true;
+  }
   MaybeWrite();
   MaybeRead();
   MaybeFinish();
@@ -324,12 +351,12 @@ void ListenSink::Detach() {
 }  // namespace
 
 grpc::ServerBidiReactor<v1::PublishRequest, v1::PublishResponse>*
-PubSubService::PublishStream(grpc::CallbackServerContext*) {
+PubSubService::PublishStream(grpc::CallbackServerContext* context) {
   if (!OpenStream()) {
     return new RefusedStream<PublishBidi>(
         TooManyStreams(stream_options().max_streams));
   }
-  return new PublishStreamReactor(this);
+  return new PublishStreamReactor(this, DeadlineNanos(context->deadline()));
 }
 
 grpc::ServerWriteReactor<v1::Delivery>* PubSubService::Listen(

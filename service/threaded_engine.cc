@@ -41,7 +41,14 @@ void ThreadedEngine::RunWorker() {
     const int64_t start = MonotonicNanos();
     workers_profile_.RecordWait(start - queued.enqueue_ns);
     const size_t n = queued.job->events.size();
-    Match(queued.job, &scratch, &local);
+    if (queued.job->Expired(start)) {
+      for (size_t i = 0; i < n; ++i) {
+        queued.job->state[i].skipped.store(true, std::memory_order_relaxed);
+      }
+      workers_profile_.AddExpired(n);
+    } else {
+      Match(queued.job, &scratch, &local);
+    }
     for (size_t i = 0; i < n; ++i) {
       FinishEvent(queued.job, i, &workers_profile_);  // may free job
     }

@@ -53,7 +53,9 @@ constexpr size_t kMaxSubscribers = 6;
 // A refusal must say which field, as the API promises.
 void CheckRefusal(const absl::Status& status, absl::string_view field,
                   absl::string_view request) {
-  const bool not_found = status.code() == absl::StatusCode::kNotFound;
+  // Only an Unsubscribe can name something that does not exist.
+  const bool not_found = status.code() == absl::StatusCode::kNotFound &&
+                         request == "Unsubscribe";
   if (status.code() != absl::StatusCode::kInvalidArgument && !not_found) {
     Fail(absl::StrCat(request, " refused with ", status.ToString()));
   }

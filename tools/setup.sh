@@ -29,6 +29,8 @@ readonly PACKAGES=(
   libbenchmark-dev
   liburing-dev
   libnuma-dev
+  libssl-dev          # libcrypto: token hashes, TLS file checks
+  openssl             # service/testdata/tls/make_certs.sh
   numactl
   clang               # bench/fuzz.sh: the libFuzzer builds (--config=fuzz)
   libclang-rt-14-dev  # libFuzzer and clang's sanitizer runtimes

@@ -64,6 +64,15 @@ PY
   check "experiment.sh --help documents --quick" \
     grep -q -- "--quick" <(bench/experiment.sh --help)
 
+  # bench/overload.sh: its arguments (a run takes minutes and its latency
+  # criteria need the server and clients on separate cores).
+  bench/overload.sh --bogus >/dev/null 2>"${tmp}/bogus.err"
+  check "overload.sh rejects an unknown argument with 2" test $? -eq 2
+  bench/overload.sh --slow_listener=sometimes >/dev/null 2>"${tmp}/bogus.err"
+  check "overload.sh rejects a bad --slow_listener with 2" test $? -eq 2
+  check "overload.sh --help documents the pass criteria" \
+    grep -q -- "admitted p99" <(bench/overload.sh --help)
+
   # bench/durability.sh: all three parts, tiny, with the report.
   out="${SCRIPTS_TEST_OUT:-${tmp}}/durability"
   rm -rf "${out}"

@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# Overload and slow consumers (SEDA's lesson, issue 6): publishes at
+# --factor (3) times the measured capacity for --duration seconds while some
+# listeners read slowly or not at all, and checks that cohortd conditions the
+# load instead of collapsing.
+#
+#   bench/overload.sh [--quick] [--slow_listener=drop|disconnect]
+#       [--factor=3] [--duration=20] [--no_listeners] [--bin=DIR] [--out=DIR]
+#
+# The server and the clients run on disjoint CPUs (taskset: the first half
+# for cohortd, with one partition per CPU, the second half for the load
+# generator and the listeners), so that publishing at 3x does not take CPU
+# from the server it overloads: that would measure the generator.
+#
+# Phases (one server for A and B, a fresh one for C and D):
+#   A. capacity: closed-loop unary Publish of --batch (16) events from 8
+#      clients, 3 runs: C = the median events/s.
+#   B. unloaded latency: open loop at 10% of C: U = its p99.
+#   C. overload: cohortd restarted with --queue_limit = C x U (rounded down to
+#      whole requests, at least one): admitted events then wait at most about
+#      U in the queues (Little's law), which is how a bounded queue bounds
+#      latency. Listeners: 2 reading normally, 2 slow (SIGSTOP/SIGCONT, 90% of
+#      the time stopped), 2 stopped (SIGSTOP). Open loop at factor x C.
+#      Before the overload, a closed-loop run on this server gives Cq, the
+#      capacity with that queue limit.
+#   D. recovery: right after C, a closed-loop run and an open-loop run at 10%
+#      of C, without warm-up.
+# Pass criteria, each printed as PASS/FAIL and in summary.md:
+#   server up           cohortd still runs and answers GetStats;
+#   memory bound        RSS growth during C stays under the bound derived
+#                       from the queue limits (see overload_report.py);
+#   admitted p99        C's p99 over answered requests <= 2 x U;
+#   rejections          every failed request is RESOURCE_EXHAUSTED, none
+#                       unanswered;
+#   slow listeners      dropped deliveries (drop) or >= 2 disconnected
+#                       listeners (disconnect) were counted, and publishers
+#                       kept C's goodput >= 50% of Cq;
+#   recovery            D's closed-loop throughput >= 80% of Cq and its
+#                       open-loop p99 <= 2 x U.
+# Output: results/overload/<UTC time>/ (JSON per run, stats, rss.csv,
+# summary.md); the last line is "overload: N passed, M failed"; exit 1 if
+# any failed. --quick: 100k subscriptions, 8 s of overload.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=0
+listeners=6
+policy=drop
+factor=3
+duration=20
+bin=""
+out=""
+readonly BATCH=16
+for arg in "$@"; do
+  case "${arg}" in
+    --quick) quick=1 ;;
+    --no_listeners) listeners=0 ;;
+    --slow_listener=*) policy="${arg#*=}" ;;
+    --factor=*) factor="${arg#*=}" ;;
+    --duration=*) duration="${arg#*=}" ;;
+    --bin=*) bin="${arg#*=}" ;;
+    --out=*) out="${arg#*=}" ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "overload.sh: unknown argument ${arg}" >&2; exit 2 ;;
+  esac
+done
+case "${policy}" in
+  drop | disconnect) ;;
+  *) echo "overload.sh: --slow_listener must be drop or disconnect" >&2; exit 2 ;;
+esac
+subs=-1
+run_s=5
+if ((quick)); then
+  subs=100000
+  run_s=3
+  ((duration > 8)) && duration=8
+fi
+
+ncpu=$(nproc)
+if ((ncpu < 2)); then
+  echo "overload.sh: needs at least 2 CPUs (server and clients apart)" >&2
+  exit 2
+fi
+server_cpus="0-$((ncpu / 2 - 1))"
+client_cpus="$((ncpu / 2))-$((ncpu - 1))"
+partitions=$((ncpu / 2))
+
+if [[ -z "${bin}" ]]; then
+  tools/setup.sh
+  bazel build -c opt //service:cohortd //client:cohort
+  bin=.bazel/out/k8-opt/bin
+  cohortd="${bin}/service/cohortd"
+  cohort="${bin}/client/cohort"
+else
+  # A bundle (tools/bundle.sh) has both in one directory.
+  cohortd="${bin}/cohortd"
+  cohort="${bin}/cohort"
+fi
+[[ -n "${out}" ]] || out="results/overload/$(date -u +%Y%m%dT%H%M%SZ)"
+mkdir -p "${out}"
+echo "overload.sh: writing ${out}"
+
+source tools/testing/cohortd.sh
+server_pid=""
+listener_pids=()
+duty_pid=""
+rss_pid=""
+cleanup() {
+  [[ -n "${duty_pid}" ]] && kill "${duty_pid}" 2>/dev/null || true
+  [[ -n "${rss_pid}" ]] && kill "${rss_pid}" 2>/dev/null || true
+  for pid in "${listener_pids[@]}"; do
+    kill -CONT "${pid}" 2>/dev/null || true
+    kill "${pid}" 2>/dev/null || true
+  done
+  listener_pids=()
+  if [[ -n "${server_pid}" ]]; then
+    stop_cohortd "${server_pid}"
+    server_pid=""
+  fi
+}
+trap cleanup EXIT
+
+start_server() {  # start_server LOG [FLAGS...]
+  local log=$1
+  shift
+  start_cohortd "${log}" taskset -c "${server_cpus}" "${cohortd}" \
+    --listen=127.0.0.1:0 --partitions="${partitions}" \
+    --slow_listener="${policy}" "$@" || exit 1
+  server_pid=${COHORTD_PID}
+  port=${COHORTD_PORT}
+  taskset -c "${client_cpus}" "${cohort}" load --server="127.0.0.1:${port}" --preset=fabret-1m \
+    --subscriptions="${subs}" --mode=none --out="${out}/subscribe_$(basename "${log}" .log).json" \
+    >/dev/null
+}
+
+load() {  # load OUT.json [FLAGS...]: publish against the loaded server
+  local file=$1
+  shift
+  taskset -c "${client_cpus}" "${cohort}" load --server="127.0.0.1:${port}" \
+    --preset=fabret-1m --subscriptions="${subs}" --skip_load --mode=unary --batch="${BATCH}" \
+    --out="${out}/${file}" "$@" >/dev/null
+}
+
+field() {  # field FILE KEY...: a value from a JSON report
+  python3 -c 'import json,sys
+v=json.load(open(sys.argv[1]))
+for k in sys.argv[2:]: v=v[k]
+print(v)' "${out}/$1" "${@:2}"
+}
+
+echo "==> A. capacity (closed loop, ${BATCH}-event requests, 8 clients)"
+start_server "${out}/cohortd_a.log"
+for run in 1 2 3; do
+  load "capacity_${run}.json" --clients=8 --duration="${run_s}" --warmup=1
+done
+capacity=$(python3 -c 'import json,statistics,sys
+print(int(statistics.median(json.load(open(f))["events_per_s"] for f in sys.argv[1:])))' \
+  "${out}"/capacity_*.json)
+echo "capacity ${capacity} events/s"
+
+echo "==> B. unloaded latency (open loop at 10% of capacity)"
+load unloaded.json --clients=2 --rate=$((capacity / 10)) --duration=$((run_s * 2)) \
+  --warmup=1
+unloaded_p99=$(field unloaded.json latency_us p99)
+echo "unloaded p99 ${unloaded_p99} us"
+stop_cohortd "${server_pid}"
+server_pid=""
+
+queue_limit=$(python3 -c "import sys
+c,u,b=float(sys.argv[1]),float(sys.argv[2]),int(sys.argv[3])
+print(max(b, int(c*u/1e6)//b*b))" "${capacity}" "${unloaded_p99}" "${BATCH}")
+echo "==> C. overload at ${factor}x capacity, --queue_limit=${queue_limit}, --slow_listener=${policy}"
+start_server "${out}/cohortd_c.log" --queue_limit="${queue_limit}"
+# Capacity again with the small queue limit (cohorts are smaller): the
+# baseline for goodput under overload and for recovery.
+load capacity_q.json --clients=8 --duration="${run_s}" --warmup=1
+# Subscribers s0..s999 each hold ~1/1000 of the subscriptions, so each is
+# matched by most events.
+for ((s = 1; s <= listeners; ++s)); do
+  taskset -c "${client_cpus}" "${cohort}" listen --server="127.0.0.1:${port}" --subscriber="s${s}" \
+    >/dev/null 2>"${out}/listener_${s}.err" &
+  listener_pids+=($!)
+done
+for _ in $(seq 100); do
+  n=$("${cohort}" stats --server="127.0.0.1:${port}" --json |
+    python3 -c 'import json,sys; print(json.load(sys.stdin).get("listeners",0))')
+  [[ "${n}" == "${listeners}" ]] && break
+  sleep 0.1
+done
+if ((listeners > 0)); then
+  slow=("${listener_pids[2]}" "${listener_pids[3]}")
+  stopped=("${listener_pids[4]}" "${listener_pids[5]}")
+  kill -STOP "${stopped[@]}"
+  (
+    while true; do
+      kill -STOP "${slow[@]}" 2>/dev/null || exit 0
+      sleep 0.09
+      kill -CONT "${slow[@]}" 2>/dev/null || exit 0
+      sleep 0.01
+    done
+  ) &
+  duty_pid=$!
+fi
+"${cohort}" stats --server="127.0.0.1:${port}" --json >"${out}/stats_before.json"
+(
+  echo "t_s,rss_kib"
+  while kill -0 "${server_pid}" 2>/dev/null; do
+    rss=$(awk '/^VmRSS/ {print $2}' "/proc/${server_pid}/status" 2>/dev/null || true)
+    [[ -n "${rss}" ]] && echo "$(date +%s.%N),${rss}"
+    sleep 0.25
+  done
+) >"${out}/rss.csv" &
+rss_pid=$!
+load overload.json --clients=4 --rate=$((capacity * factor)) \
+  --duration="${duration}" --warmup=1
+kill "${rss_pid}" 2>/dev/null || true
+wait "${rss_pid}" 2>/dev/null || true
+rss_pid=""
+"${cohort}" stats --server="127.0.0.1:${port}" --json >"${out}/stats_overload.json"
+
+echo "==> D. recovery"
+load recovery_closed.json --clients=8 --duration="${run_s}" --warmup=0
+load recovery_open.json --clients=2 --rate=$((capacity / 10)) \
+  --duration="${run_s}" --warmup=0
+kill "${duty_pid}" 2>/dev/null || true
+wait "${duty_pid}" 2>/dev/null || true
+duty_pid=""
+up=0
+if kill -0 "${server_pid}" 2>/dev/null &&
+  "${cohort}" stats --server="127.0.0.1:${port}" --json >"${out}/stats_after.json"; then
+  up=1
+fi
+listener_queue_limit=1024
+python3 tools/overload_report.py "${out}" --capacity="${capacity}" \
+  --unloaded_p99="${unloaded_p99}" --queue_limit="${queue_limit}" \
+  --listener_queue_limit="${listener_queue_limit}" --listeners="${listeners}" \
+  --policy="${policy}" --factor="${factor}" --server_up="${up}" |
+  tee "${out}/summary.md"
+tail -n 1 "${out}/summary.md" | grep -q ' 0 failed$'
