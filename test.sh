@@ -90,6 +90,7 @@ fi
 
 readonly TSAN_TARGETS=(
   //matcher:match_event_test
+  //service:admission_test
   //service:engine_test
   //service:journal_test
   //service:durability_test

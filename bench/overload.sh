@@ -5,7 +5,8 @@
 # load instead of collapsing.
 #
 #   bench/overload.sh [--quick] [--slow_listener=drop|disconnect]
-#       [--factor=3] [--duration=20] [--no_listeners] [--bin=DIR] [--out=DIR]
+#       [--factor=3] [--duration=20] [--no_listeners] [--no_target]
+#       [--bin=DIR] [--out=DIR]
 #
 # The server and the clients run on disjoint CPUs (taskset: the first half
 # for cohortd, with one partition per CPU, the second half for the load
@@ -17,26 +18,40 @@
 #      clients, 3 runs: C = the median events/s.
 #   B. unloaded latency: open loop at 10% of C: U = its p99.
 #   C. overload: cohortd restarted with --queue_limit = C x U (rounded down to
-#      whole requests, at least one): admitted events then wait at most about
-#      U in the queues (Little's law), which is how a bounded queue bounds
-#      latency. Listeners: 2 reading normally, 2 slow (SIGSTOP/SIGCONT, 90% of
-#      the time stopped), 2 stopped (SIGSTOP). Open loop at factor x C.
-#      Before the overload, a closed-loop run on this server gives Cq, the
-#      capacity with that queue limit.
+#      whole requests, at least one) and --latency_target_us = U / 2. The
+#      fixed limit bounds memory, and latency only at throughput C (Little's
+#      law); under overload the server drains slower than C (smaller
+#      cohorts, the listeners, the rejections), so the limit also adapts to
+#      the target (service/admission.h). The target is what the fastest
+#      answers of each 100 ms must meet inside the server, so the p99 lands
+#      at a few times it: U / 2 aims the p99 at 2 x U. --no_target leaves
+#      the fixed limit alone.
+#      Listeners: 2 reading normally, 2 slow (SIGSTOP/SIGCONT, 90% of the
+#      time stopped), 2 stopped (SIGSTOP), each --listener_queue_limit=1024.
+#      With them attached, and before the overload, this server gives
+#        Ul, the unloaded p99 of this configuration (open loop at 10% of C,
+#           as in B): delivering to the listeners costs server CPU, so
+#           comparing the overload, which has them, with U, which has not,
+#           would charge that cost to the overload; both ratios are shown;
+#        Cq, the capacity of this configuration (closed loop; recovery runs
+#           with the listeners too).
+#      Then open loop at factor x C.
 #   D. recovery: right after C, a closed-loop run and an open-loop run at 10%
 #      of C, without warm-up.
 # Pass criteria, each printed as PASS/FAIL and in summary.md:
 #   server up           cohortd still runs and answers GetStats;
 #   memory bound        RSS growth during C stays under the bound derived
 #                       from the queue limits (see overload_report.py);
-#   admitted p99        C's p99 over answered requests <= 2 x U;
+#   admitted p99        C's p99 over answered requests <= 2 x Ul;
 #   rejections          every failed request is RESOURCE_EXHAUSTED, none
 #                       unanswered;
 #   slow listeners      dropped deliveries (drop) or >= 2 disconnected
-#                       listeners (disconnect) were counted, and publishers
-#                       kept C's goodput >= 50% of Cq;
+#                       listeners (disconnect) were counted from the
+#                       listeners' start, and publishers kept C's goodput
+#                       >= 50% of Cq;
 #   recovery            D's closed-loop throughput >= 80% of Cq and its
-#                       open-loop p99 <= 2 x U.
+#                       open-loop p99 <= 2 x Ul.
+# With --no_listeners, Ul is U.
 # Output: results/overload/<UTC time>/ (JSON per run, stats, rss.csv,
 # summary.md); the last line is "overload: N passed, M failed"; exit 1 if
 # any failed. --quick: 100k subscriptions, 8 s of overload.
@@ -48,6 +63,8 @@ listeners=6
 policy=drop
 factor=3
 duration=20
+target=1
+readonly LISTENER_QUEUE_LIMIT=1024
 bin=""
 out=""
 readonly BATCH=16
@@ -55,6 +72,7 @@ for arg in "$@"; do
   case "${arg}" in
     --quick) quick=1 ;;
     --no_listeners) listeners=0 ;;
+    --no_target) target=0 ;;
     --slow_listener=*) policy="${arg#*=}" ;;
     --factor=*) factor="${arg#*=}" ;;
     --duration=*) duration="${arg#*=}" ;;
@@ -125,7 +143,8 @@ start_server() {  # start_server LOG [FLAGS...]
   shift
   start_cohortd "${log}" taskset -c "${server_cpus}" "${cohortd}" \
     --listen=127.0.0.1:0 --partitions="${partitions}" \
-    --slow_listener="${policy}" "$@" || exit 1
+    --slow_listener="${policy}" --listener_queue_limit="${LISTENER_QUEUE_LIMIT}" \
+    "$@" || exit 1
   server_pid=${COHORTD_PID}
   port=${COHORTD_PORT}
   taskset -c "${client_cpus}" "${cohort}" load --server="127.0.0.1:${port}" --preset=fabret-1m \
@@ -169,11 +188,12 @@ server_pid=""
 queue_limit=$(python3 -c "import sys
 c,u,b=float(sys.argv[1]),float(sys.argv[2]),int(sys.argv[3])
 print(max(b, int(c*u/1e6)//b*b))" "${capacity}" "${unloaded_p99}" "${BATCH}")
-echo "==> C. overload at ${factor}x capacity, --queue_limit=${queue_limit}, --slow_listener=${policy}"
-start_server "${out}/cohortd_c.log" --queue_limit="${queue_limit}"
-# Capacity again with the small queue limit (cohorts are smaller): the
-# baseline for goodput under overload and for recovery.
-load capacity_q.json --clients=8 --duration="${run_s}" --warmup=1
+target_us=0
+((target)) && target_us=$(python3 -c "print(int(float('${unloaded_p99}') / 2))")
+echo "==> C. overload at ${factor}x capacity, --queue_limit=${queue_limit}," \
+  "--latency_target_us=${target_us}, --slow_listener=${policy}"
+start_server "${out}/cohortd_c.log" --queue_limit="${queue_limit}" \
+  --latency_target_us="${target_us}"
 # Subscribers s0..s999 each hold ~1/1000 of the subscriptions, so each is
 # matched by most events.
 for ((s = 1; s <= listeners; ++s)); do
@@ -202,6 +222,13 @@ if ((listeners > 0)); then
   duty_pid=$!
 fi
 "${cohort}" stats --server="127.0.0.1:${port}" --json >"${out}/stats_before.json"
+if ((listeners > 0)); then
+  load unloaded_listeners.json --clients=2 --rate=$((capacity / 10)) \
+    --duration=$((run_s * 2)) --warmup=1
+fi
+# Capacity again in this configuration (the queue limits, the target, the
+# listeners): the baseline for goodput under overload and for recovery.
+load capacity_q.json --clients=8 --duration="${run_s}" --warmup=1
 (
   echo "t_s,rss_kib"
   while kill -0 "${server_pid}" 2>/dev/null; do
@@ -230,10 +257,10 @@ if kill -0 "${server_pid}" 2>/dev/null &&
   "${cohort}" stats --server="127.0.0.1:${port}" --json >"${out}/stats_after.json"; then
   up=1
 fi
-listener_queue_limit=1024
 python3 tools/overload_report.py "${out}" --capacity="${capacity}" \
   --unloaded_p99="${unloaded_p99}" --queue_limit="${queue_limit}" \
-  --listener_queue_limit="${listener_queue_limit}" --listeners="${listeners}" \
+  --latency_target_us="${target_us}" \
+  --listener_queue_limit="${LISTENER_QUEUE_LIMIT}" --listeners="${listeners}" \
   --policy="${policy}" --factor="${factor}" --server_up="${up}" |
   tee "${out}/summary.md"
 tail -n 1 "${out}/summary.md" | grep -q ' 0 failed$'

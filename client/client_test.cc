@@ -33,6 +33,7 @@ namespace {
 
 using service::CohortServer;
 using service::ServerOptions;
+using service::testing::KeySpec;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -57,17 +58,6 @@ std::unique_ptr<Client> ConnectOrDie(const ClientOptions& options) {
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
   EXPECT_TRUE(client.ok()) << client.status();
   return client.ok() ? std::move(*client) : nullptr;
-}
-
-// A subscription "key == k" for `subscriber`.
-v1::SubscriptionSpec KeySpec(const std::string& subscriber, int64_t key) {
-  v1::SubscriptionSpec spec;
-  spec.set_subscriber(subscriber);
-  v1::Predicate* p = spec.add_predicates();
-  p->set_attribute("key");
-  p->set_op(v1::OP_EQ);
-  p->set_value(key);
-  return spec;
 }
 
 void AddKeyEvent(int64_t key, const std::string& payload,

@@ -48,6 +48,8 @@ check "... with NOT_FOUND" grep -q "NOT_FOUND" <<<"${out}"
 out=$(cohort stats)
 check "stats table lists the partitions" grep -q "^partition/1 " <<<"${out}"
 check "stats shows 1 subscription" grep -q "^1 subscriptions, 2 events published" <<<"${out}"
+check "stats shows admission" grep -q "^0 events in flight, admission limit [1-9]" <<<"${out}"
+check "stats table has an expired column" grep -q " reject expired    drop$" <<<"${out}"
 
 out=$(cohort subscribe --subscriber=alice 'price is 5' 2>&1)
 check "parse error exits 2" test $? -eq 2

@@ -366,14 +366,20 @@ void PrintStatsTable(const v1::Stats& s) {
               s.mode().c_str(), s.partitions(), layout.c_str(), s.cohort_max(),
               static_cast<unsigned long long>(s.cohort_wait_us()),
               s.uptime_us() / 1e6);
-  std::printf("%llu subscriptions, %llu events published, %llu listeners\n\n",
-              static_cast<unsigned long long>(s.subscriptions()),
-              static_cast<unsigned long long>(s.events_published()),
-              static_cast<unsigned long long>(s.listeners()));
-  std::printf("%-12s %9s %7s %9s %9s %9s %9s %9s %7s %10s %12s %7s %7s\n",
+  std::printf(
+      "%llu subscriptions, %llu events published, %llu listeners, "
+      "%llu open streams\n",
+      static_cast<unsigned long long>(s.subscriptions()),
+      static_cast<unsigned long long>(s.events_published()),
+      static_cast<unsigned long long>(s.listeners()),
+      static_cast<unsigned long long>(s.open_streams()));
+  std::printf("%llu events in flight, admission limit %llu\n\n",
+              static_cast<unsigned long long>(s.events_in_flight()),
+              static_cast<unsigned long long>(s.admission_limit()));
+  std::printf("%-12s %9s %7s %9s %9s %9s %9s %9s %7s %10s %12s %7s %7s %7s\n",
               "stage", "queue", "max", "wait p50", "wait p99", "svc p50",
               "svc p99", "batches", "batch", "events", "matches", "reject",
-              "drop");
+              "expired", "drop");
   for (const v1::StageStats& st : s.stages()) {
     // Events per batch: a partition's mean cohort size (changes are not
     // batches), the front's mean events per Publish request.
@@ -383,7 +389,7 @@ void PrintStatsTable(const v1::Stats& s) {
             : static_cast<double>(st.events()) / st.batches();
     std::printf(
         "%-12s %9.1f %7llu %7.0fus %7.0fus %7.0fus %7.0fus %9llu %7.1f %10llu "
-        "%12llu %7llu %7llu\n",
+        "%12llu %7llu %7llu %7llu\n",
         st.name().c_str(), st.queue_length_mean(),
         static_cast<unsigned long long>(st.queue_length_max()),
         st.wait().p50_us(), st.wait().p99_us(), st.service().p50_us(),
@@ -391,6 +397,7 @@ void PrintStatsTable(const v1::Stats& s) {
         mean_batch, static_cast<unsigned long long>(st.events()),
         static_cast<unsigned long long>(st.matches()),
         static_cast<unsigned long long>(st.rejections()),
+        static_cast<unsigned long long>(st.expired()),
         static_cast<unsigned long long>(st.dropped_deliveries()));
   }
   // Where the partitions run (--pin_cores, --numa), if they are pinned.

@@ -10,8 +10,6 @@
 //     it again gives the same messages.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -26,15 +24,14 @@
 #include "proto/cohort/v1/pubsub.pb.h"
 #include "service/validation.h"
 #include "tools/fuzz/byte_reader.h"
+#include "tools/fuzz/fail.h"
 
 namespace cohort {
 namespace client {
 namespace {
 
-[[noreturn]] void Fail(const std::string& what, absl::string_view text) {
-  std::fprintf(stderr, "parse_fuzzer: %s\n  input: \"%s\"\n", what.c_str(),
-               absl::CHexEscape(text).c_str());
-  std::abort();
+[[noreturn]] void Fail(absl::string_view what, absl::string_view text) {
+  fuzz::Fail(absl::StrCat(what, "\n  input: \"", absl::CHexEscape(text), "\""));
 }
 
 void CheckError(const absl::Status& status, absl::string_view text) {

@@ -20,8 +20,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <vector>
 
@@ -33,6 +31,7 @@
 #include "matcher/reference_matcher.h"
 #include "matcher/types.h"
 #include "tools/fuzz/byte_reader.h"
+#include "tools/fuzz/fail.h"
 
 namespace cohort {
 namespace matcher {
@@ -41,10 +40,7 @@ namespace {
 constexpr uint32_t kAttributes = 6;
 constexpr uint32_t kMaxEvents = 70;
 
-[[noreturn]] void Fail(const std::string& what) {
-  std::fprintf(stderr, "index_fuzzer: %s\n", what.c_str());
-  std::abort();
-}
+using fuzz::Fail;
 
 int64_t Value(fuzz::ByteReader& in) {
   static constexpr int64_t kExtremes[] = {

@@ -1,5 +1,7 @@
 #include "service/admission.h"
 
+#include <algorithm>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -15,9 +17,22 @@ absl::Status Admission::TooLarge(uint64_t n) const {
                    " events in flight (--queue_limit); send smaller batches"));
 }
 
+bool Admission::Fits(uint64_t n) const {
+  // n <= limit_ here. Nothing in flight always fits, so an adaptive limit
+  // below one request only serializes requests.
+  return in_flight_ == 0 || in_flight_ + n <= adaptive_limit_;
+}
+
 absl::Status Admission::RoomFor(uint64_t n) const {
   if (shutdown_) return ShuttingDownError();
-  if (!waiters_.empty() || in_flight_ + n > limit_) {
+  if (!waiters_.empty() || !Fits(n)) {
+    if (target_ns_ > 0) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "overloaded: ", in_flight_, " events in flight, the limit is ",
+          adaptive_limit_,
+          " (adapted to --latency_target_us=", target_ns_ / 1000,
+          ", at most --queue_limit=", limit_, "); retry with backoff"));
+    }
     return absl::ResourceExhaustedError(absl::StrCat(
         "overloaded: ", in_flight_, " of ", limit_,
         " events in flight (--queue_limit); retry with backoff"));
@@ -52,7 +67,7 @@ void Admission::AcquireOrWait(uint64_t n, Callback done) {
     std::lock_guard<std::mutex> lock(mu_);
     if (shutdown_) {
       status = ShuttingDownError();
-    } else if (waiters_.empty() && in_flight_ + n <= limit_) {
+    } else if (waiters_.empty() && Fits(n)) {
       in_flight_ += n;
     } else {
       waiters_.push_back(Waiter{n, std::move(done)});
@@ -62,12 +77,44 @@ void Admission::AcquireOrWait(uint64_t n, Callback done) {
   done(status);
 }
 
-void Admission::Release(uint64_t n) {
+void Admission::Adapt(uint64_t n, int64_t now_ns, int64_t min_sojourn_ns) {
+  if (target_ns_ <= 0 || now_ns <= 0) return;
+  if (interval_start_ns_ == 0) {
+    // The first measured release opens the first interval; an interval
+    // counts the releases after its start, up to and including its end.
+    interval_start_ns_ = now_ns;
+    interval_released_ = 0;
+    interval_min_sojourn_ns_ = std::numeric_limits<int64_t>::max();
+    return;
+  }
+  interval_released_ += n;
+  interval_min_sojourn_ns_ = std::min(interval_min_sojourn_ns_, min_sojourn_ns);
+  const int64_t elapsed = now_ns - interval_start_ns_;
+  if (elapsed < kTargetInterval) return;
+  if (interval_min_sojourn_ns_ > target_ns_) {
+    // Little's law at the throughput of a saturated interval.
+    const double per_s = static_cast<double>(interval_released_) * 1e9 /
+                         static_cast<double>(elapsed);
+    const double fit = per_s * static_cast<double>(target_ns_) / 1e9;
+    adaptive_limit_ =
+        std::clamp<uint64_t>(static_cast<uint64_t>(fit), 1, limit_);
+  } else {
+    adaptive_limit_ = std::min(
+        limit_,
+        std::max(adaptive_limit_ + 1, adaptive_limit_ + adaptive_limit_ / 4));
+  }
+  interval_start_ns_ = now_ns;
+  interval_released_ = 0;
+  interval_min_sojourn_ns_ = std::numeric_limits<int64_t>::max();
+}
+
+void Admission::Release(uint64_t n, int64_t now_ns, int64_t min_sojourn_ns) {
   std::vector<Callback> admitted;
   {
     std::lock_guard<std::mutex> lock(mu_);
     in_flight_ -= n;
-    while (!waiters_.empty() && in_flight_ + waiters_.front().n <= limit_) {
+    Adapt(n, now_ns, min_sojourn_ns);
+    while (!waiters_.empty() && Fits(waiters_.front().n)) {
       in_flight_ += waiters_.front().n;
       admitted.push_back(std::move(waiters_.front().done));
       waiters_.pop_front();
@@ -86,6 +133,11 @@ void Admission::Shutdown() {
   for (Waiter& w : waiters) {
     w.done(ShuttingDownError());
   }
+}
+
+uint64_t Admission::current_limit() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return adaptive_limit_;
 }
 
 uint64_t Admission::in_flight() const {

@@ -18,6 +18,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "service/engine.h"
 #include "service/numa.h"
 #include "service/server.h"
 
@@ -83,6 +84,14 @@ ABSL_FLAG(uint64_t, queue_limit, 4096,
           "Most events admitted and not yet answered; bounds every stage "
           "queue. When full, Publish fails with RESOURCE_EXHAUSTED and "
           "PublishStream stops reading.");
+ABSL_FLAG(int64_t, latency_target_us, 0,
+          "0 (off), or a target in microseconds for the time from "
+          "admission to answer: every 100 ms in which even the fastest "
+          "answer took longer, the limit on events in flight drops to "
+          "throughput x target (Little's law), and otherwise it grows back "
+          "by a quarter, up to --queue_limit. Set it above the unloaded "
+          "p99 (bench/overload.sh measures one); GetStats and /metrics "
+          "show the limit in force (admission_limit).");
 ABSL_FLAG(uint32_t, threads, 0,
           "Worker threads in threaded mode. 0 = one per usable CPU.");
 ABSL_FLAG(uint64_t, listener_queue_limit, 1024,
@@ -171,6 +180,7 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   o.engine.cohort_max = absl::GetFlag(FLAGS_cohort_max);
   o.engine.cohort_wait_us = absl::GetFlag(FLAGS_cohort_wait_us);
   o.engine.queue_limit = absl::GetFlag(FLAGS_queue_limit);
+  o.engine.latency_target_us = absl::GetFlag(FLAGS_latency_target_us);
   o.engine.threads = absl::GetFlag(FLAGS_threads);
   if (o.engine.threads == 0) o.engine.threads = cpus;
   o.engine.max_subscribers = absl::GetFlag(FLAGS_max_subscribers);
@@ -221,6 +231,12 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
         "--listener_queue_limit, --stream_window, --max_predicates, "
         "--max_event_attributes, --max_batch, --max_attributes, "
         "--max_subscribers and --max_message_bytes must be at least 1");
+  }
+  if (o.engine.latency_target_us < 0 ||
+      o.engine.latency_target_us > kMaxLatencyTargetUs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--latency_target_us: between 0 (off) and ",
+                     kMaxLatencyTargetUs, " (one minute)"));
   }
   if (o.limits.max_predicates > 1024) {
     return absl::InvalidArgumentError(

@@ -49,7 +49,7 @@ Engine::Engine(const EngineOptions& options, uint32_t shards)
       shards_(shards),
       directory_(shards, matcher::kMaxSubscriptionId),
       listeners_(options.max_subscribers),
-      admission_(options.queue_limit),
+      admission_(options.queue_limit, options.latency_target_us * 1000),
       front_("front", "front", std::nullopt, 0),
       start_ns_(MonotonicNanos()) {}
 
@@ -78,6 +78,7 @@ void Engine::Admit(PublishJob* job, int64_t start_ns) {
     return;
   }
   Prepare(job);
+  job->admitted_ns = start_ns;
   events_published_.fetch_add(n, std::memory_order_relaxed);
   front_.AddEvents(n);
   Dispatch(job);
@@ -260,6 +261,8 @@ void Engine::FillStats(v1::Stats* stats) const {
   stats->set_cohort_max(options_.cohort_max);
   stats->set_cohort_wait_us(static_cast<uint64_t>(options_.cohort_wait_us));
   stats->set_listeners(listeners_.size());
+  stats->set_events_in_flight(admission_.in_flight());
+  stats->set_admission_limit(admission_.current_limit());
   front_.ToProto(stats->add_stages());
   AddStageStats(stats);
   if (options_.durability != nullptr) {
@@ -271,6 +274,12 @@ absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
     const std::string& mode, const EngineOptions& options) {
   if (options.queue_limit == 0) {
     return absl::InvalidArgumentError("--queue_limit must be at least 1");
+  }
+  if (options.latency_target_us < 0 ||
+      options.latency_target_us > kMaxLatencyTargetUs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--latency_target_us must be between 0 (off) and ",
+                     kMaxLatencyTargetUs, " (one minute)"));
   }
   if (mode == "staged") {
     if (options.partitions == 0) {

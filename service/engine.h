@@ -95,6 +95,9 @@ struct EngineOptions {
   int64_t cohort_wait_us = 50;
   // Most events admitted and not yet answered (bounds every queue).
   uint64_t queue_limit = 4096;
+  // 0, or a target for the time from admission to answer: the limit on
+  // events in flight then adapts, up to queue_limit (admission.h).
+  int64_t latency_target_us = 0;
   // Worker threads (threaded mode). >= 1.
   uint32_t threads = 1;
   // Size of the subscriber dictionary (bounds subscriber ids).
@@ -105,6 +108,9 @@ struct EngineOptions {
   // durable; Shutdown closes it after the last change is applied.
   Durability* durability = nullptr;
 };
+
+// The largest --latency_target_us.
+inline constexpr int64_t kMaxLatencyTargetUs = 60'000'000;
 
 // One Publish request in flight.
 struct PublishJob {
@@ -148,6 +154,9 @@ struct PublishJob {
   std::unique_ptr<EventState[]> state;
   std::atomic<size_t> events_left{0};
   std::atomic<size_t> events_skipped{0};
+  // When admission let the job in (MonotonicNanos): its sojourn, for the
+  // latency target, ends when its events are released.
+  int64_t admitted_ns = 0;
 };
 
 // The deadline of a gRPC call (system clock; time_point::max() for none) on

@@ -344,6 +344,54 @@ TEST(EngineExpiryTest, ExpiredOnArrivalIsRefused) {
   }
 }
 
+// Property (also under tsan): with a latency target no answer can meet (1
+// us), the adaptive admission limit falls to 1 within a few intervals of
+// publishing, in both modes, and requests still go through one at a time;
+// without a target the limit stays --queue_limit.
+TEST(EngineAdmissionTest, LatencyTargetAdaptsTheLimit) {
+  for (const char* mode : {"staged", "threaded"}) {
+    for (int64_t target_us : {int64_t{0}, int64_t{1}}) {
+      EngineOptions options;
+      options.partitions = 1;
+      options.threads = 1;
+      options.pin_cores = false;
+      options.queue_limit = 4096;
+      options.latency_target_us = target_us;
+      Harness h(mode, options);
+      v1::PublishRequest request;
+      v1::Attribute* a = request.add_events()->add_attributes();
+      a->set_name("key");
+      a->set_value(1);
+      // Three intervals of answers: the first opens, the second cuts.
+      const int64_t until = MonotonicNanos() + 3 * Admission::kTargetInterval;
+      int published = 0;
+      while (MonotonicNanos() < until || published < 10) {
+        v1::PublishResponse response;
+        absl::Status status = h.Publish(request, &response);
+        // The reply stage answers an event before it returns it to
+        // admission, so at a limit of 1 the next request can find the last
+        // one still counted: RESOURCE_EXHAUSTED, and a retry gets in.
+        if (absl::IsResourceExhausted(status)) {
+          EXPECT_NE(target_us, 0) << mode << ": " << status;
+          std::this_thread::yield();
+          continue;
+        }
+        ASSERT_TRUE(status.ok()) << mode << ": " << status;
+        ++published;
+      }
+      v1::Stats stats;
+      h.engine().FillStats(&stats);
+      EXPECT_EQ(stats.admission_limit(), target_us == 0 ? 4096u : 1u)
+          << mode << " target " << target_us << " after " << published;
+      for (int i = 0; i < 1000 && stats.events_in_flight() != 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        h.engine().FillStats(&stats);
+      }
+      EXPECT_EQ(stats.events_in_flight(), 0u) << mode;
+    }
+  }
+}
+
 // Property: GetStats names the index layout (and a replicated engine applies
 // every change in every partition).
 // Pinned partitions report their CPU (the p-th usable one) and, with numa,

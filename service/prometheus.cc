@@ -122,6 +122,13 @@ void RenderServiceWide(const Stats& stats, Exposition& out) {
       {"cohort_open_streams", "gauge",
        "Open PublishStream and Listen streams (at most --max_streams).",
        absl::StrCat(stats.open_streams())},
+      {"cohort_events_in_flight", "gauge",
+       "Published events admitted and not yet answered.",
+       absl::StrCat(stats.events_in_flight())},
+      {"cohort_admission_limit", "gauge",
+       "Limit on events in flight: --queue_limit, or adapted to "
+       "--latency_target_us.",
+       absl::StrCat(stats.admission_limit())},
       {"cohort_partitions", "gauge",
        "Number of partitions (0 in threaded mode).",
        absl::StrCat(stats.partitions())},

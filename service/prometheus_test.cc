@@ -31,6 +31,8 @@ cohort::v1::Stats FilledStats() {
   stats.set_cohort_max(64);
   stats.set_cohort_wait_us(200);
   stats.set_listeners(3);
+  stats.set_events_in_flight(48);
+  stats.set_admission_limit(160);
 
   cohort::v1::StageStats* front = stats.add_stages();
   front->set_name("front");
@@ -221,6 +223,8 @@ TEST(RenderPrometheus, ServiceWideMetrics) {
                               "cohort_events_published_total 123456\n"));
   EXPECT_THAT(text, HasSubstr("\ncohort_uptime_seconds 2.5\n"));
   EXPECT_THAT(text, HasSubstr("\ncohort_listeners 3\n"));
+  EXPECT_THAT(text, HasSubstr("\ncohort_events_in_flight 48\n"));
+  EXPECT_THAT(text, HasSubstr("\ncohort_admission_limit 160\n"));
   EXPECT_THAT(text, HasSubstr("\ncohort_partitions 2\n"));
   EXPECT_THAT(text, HasSubstr("\ncohort_cohort_max 64\n"));
   EXPECT_THAT(text, HasSubstr("\ncohort_cohort_wait_us 200\n"));

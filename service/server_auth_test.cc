@@ -34,6 +34,7 @@ namespace {
 
 using client::Client;
 using client::ClientOptions;
+using service::testing::KeySpec;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -77,16 +78,6 @@ std::unique_ptr<Client> ConnectAs(const CohortServer& server,
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
   EXPECT_TRUE(client.ok()) << client.status();
   return client.ok() ? std::move(*client) : nullptr;
-}
-
-v1::SubscriptionSpec KeySpec(const std::string& subscriber, int64_t key) {
-  v1::SubscriptionSpec spec;
-  spec.set_subscriber(subscriber);
-  v1::Predicate* p = spec.add_predicates();
-  p->set_attribute("key");
-  p->set_op(v1::OP_EQ);
-  p->set_value(key);
-  return spec;
 }
 
 // Matches of one event {key = k}, published with `token`.

@@ -168,14 +168,21 @@ struct OpenStream {
       publish;
 };
 
-OpenStream OpenListen(v1::PubSub::Stub* stub, const std::string& subscriber,
-                      Abandon how) {
+// A stream's context: with a short deadline if it is to be abandoned that
+// way.
+OpenStream WithContext(Abandon how) {
   OpenStream s;
   s.context = std::make_unique<grpc::ClientContext>();
   if (how == Abandon::kDeadline) {
     s.context->set_deadline(std::chrono::system_clock::now() +
                             std::chrono::seconds(kStreamDeadlineS));
   }
+  return s;
+}
+
+OpenStream OpenListen(v1::PubSub::Stub* stub, const std::string& subscriber,
+                      Abandon how) {
+  OpenStream s = WithContext(how);
   v1::ListenRequest request;
   request.set_subscriber(subscriber);
   s.listen = stub->Listen(s.context.get(), request);
@@ -183,12 +190,7 @@ OpenStream OpenListen(v1::PubSub::Stub* stub, const std::string& subscriber,
 }
 
 OpenStream OpenPublish(v1::PubSub::Stub* stub, Abandon how) {
-  OpenStream s;
-  s.context = std::make_unique<grpc::ClientContext>();
-  if (how == Abandon::kDeadline) {
-    s.context->set_deadline(std::chrono::system_clock::now() +
-                            std::chrono::seconds(kStreamDeadlineS));
-  }
+  OpenStream s = WithContext(how);
   s.publish = stub->PublishStream(s.context.get());
   s.publish->Write(KeyEvent(1, "abandoned"));
   return s;

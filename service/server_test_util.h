@@ -44,15 +44,22 @@ inline std::vector<uint64_t> Ids(const v1::EventResult& result) {
                                result.subscription_ids().end());
 }
 
-// One subscription "key = k" for subscriber "keys".
-inline v1::SubscribeRequest KeySubscription(int64_t key) {
-  v1::SubscribeRequest request;
-  v1::SubscriptionSpec* spec = request.add_subscriptions();
-  spec->set_subscriber("subscriber");
-  v1::Predicate* p = spec->add_predicates();
+// A subscription "key = k" for `subscriber`.
+inline v1::SubscriptionSpec KeySpec(const std::string& subscriber,
+                                    int64_t key) {
+  v1::SubscriptionSpec spec;
+  spec.set_subscriber(subscriber);
+  v1::Predicate* p = spec.add_predicates();
   p->set_attribute("key");
   p->set_op(v1::OP_EQ);
   p->set_value(key);
+  return spec;
+}
+
+// One subscription "key = k" for subscriber "subscriber".
+inline v1::SubscribeRequest KeySubscription(int64_t key) {
+  v1::SubscribeRequest request;
+  *request.add_subscriptions() = KeySpec("subscriber", key);
   return request;
 }
 

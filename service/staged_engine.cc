@@ -1,5 +1,6 @@
 #include "service/staged_engine.h"
 
+#include <algorithm>
 #include <future>
 #include <string>
 #include <utility>
@@ -80,17 +81,21 @@ void StagedEngine::RunReply() {
     }
     const int64_t start = MonotonicNanos();
     waits.clear();
+    int64_t newest_admitted = 0;
     for (const ReadyEvent& ready : batch) {
       waits.push_back(start - ready.ready_ns);
+      // Read before FinishEvent, which may free the job.
+      newest_admitted = std::max(newest_admitted, ready.job->admitted_ns);
       FinishEvent(ready.job, ready.event, &reply_profile_);
     }
     reply_profile_.RecordWaits(waits);
-    reply_profile_.RecordBatch(batch.size(), batch.size(), MonotonicNanos() - start);
+    const int64_t end = MonotonicNanos();
+    reply_profile_.RecordBatch(batch.size(), batch.size(), end - start);
     const size_t n = batch.size();
     batch.clear();
     // Returning the events last lets waiting streams in only once these
     // events' memory is no longer needed.
-    admission_.Release(n);
+    admission_.Release(n, end, end - newest_admitted);
   }
 }
 

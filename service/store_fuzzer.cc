@@ -23,7 +23,6 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -34,15 +33,13 @@
 #include "matcher/types.h"
 #include "service/store.h"
 #include "tools/fuzz/byte_reader.h"
+#include "tools/fuzz/fail.h"
 
 namespace cohort {
 namespace service {
 namespace {
 
-[[noreturn]] void Fail(const std::string& what) {
-  std::fprintf(stderr, "store_fuzzer: %s\n", what.c_str());
-  std::abort();
-}
+using fuzz::Fail;
 
 // One directory per process, emptied before each input.
 const std::string& Directory() {

@@ -49,11 +49,13 @@ void ThreadedEngine::RunWorker() {
     } else {
       Match(queued.job, &scratch, &local);
     }
+    const int64_t admitted = queued.job->admitted_ns;
     for (size_t i = 0; i < n; ++i) {
       FinishEvent(queued.job, i, &workers_profile_);  // may free job
     }
-    workers_profile_.RecordBatch(queue_length, n, MonotonicNanos() - start);
-    admission_.Release(n);
+    const int64_t end = MonotonicNanos();
+    workers_profile_.RecordBatch(queue_length, n, end - start);
+    admission_.Release(n, end, end - admitted);
   }
 }
 

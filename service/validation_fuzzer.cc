@@ -19,8 +19,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -36,6 +34,7 @@
 #include "service/interner.h"
 #include "service/validation.h"
 #include "tools/fuzz/byte_reader.h"
+#include "tools/fuzz/fail.h"
 
 namespace cohort {
 namespace service {
@@ -45,10 +44,7 @@ namespace {
 constexpr size_t kMaxAttributes = 12;
 constexpr size_t kMaxSubscribers = 6;
 
-[[noreturn]] void Fail(const std::string& what) {
-  std::fprintf(stderr, "validation_fuzzer: %s\n", what.c_str());
-  std::abort();
-}
+using fuzz::Fail;
 
 // A refusal must say which field, as the API promises.
 void CheckRefusal(const absl::Status& status, absl::string_view field,
@@ -71,9 +67,8 @@ class Session {
 
   void Subscribe(absl::string_view bytes) {
     v1::SubscribeRequest request;
-    if (!request.ParseFromArray(bytes.data(), bytes.size())) return;
-    if (absl::Status s = ValidateSubscribe(request, limits_); !s.ok()) {
-      CheckRefusal(s, "subscriptions", "Subscribe");
+    if (!ParseValid(bytes, ValidateSubscribe, "subscriptions", "Subscribe",
+                    &request)) {
       return;
     }
     std::vector<SubscriptionInput> out;
@@ -96,15 +91,13 @@ class Session {
                           added.ToString()));
       }
       reference_.Add(id, out[i].predicates);
-      live_.insert(id);
     }
   }
 
   void Unsubscribe(absl::string_view bytes) {
     v1::UnsubscribeRequest request;
-    if (!request.ParseFromArray(bytes.data(), bytes.size())) return;
-    if (absl::Status s = ValidateUnsubscribe(request, limits_); !s.ok()) {
-      CheckRefusal(s, "subscription_ids", "Unsubscribe");
+    if (!ParseValid(bytes, ValidateUnsubscribe, "subscription_ids",
+                    "Unsubscribe", &request)) {
       return;
     }
     absl::flat_hash_set<uint64_t> seen;
@@ -112,8 +105,9 @@ class Session {
       if (id == 0 || !seen.insert(id).second) {
         Fail(absl::StrCat("ValidateUnsubscribe passed id ", id));
       }
-      if (id > matcher::kMaxSubscriptionId || !live_.erase(id)) continue;
-      if (!index_.Remove(id).ok() || !reference_.Remove(id)) {
+      // The reference knows which ids are live.
+      if (id > matcher::kMaxSubscriptionId || !reference_.Remove(id)) continue;
+      if (!index_.Remove(id).ok()) {
         Fail(absl::StrCat("Remove(", id, ") failed"));
       }
     }
@@ -121,9 +115,7 @@ class Session {
 
   void Publish(absl::string_view bytes) {
     v1::PublishRequest request;
-    if (!request.ParseFromArray(bytes.data(), bytes.size())) return;
-    if (absl::Status s = ValidatePublish(request, limits_); !s.ok()) {
-      CheckRefusal(s, "events", "Publish");
+    if (!ParseValid(bytes, ValidatePublish, "events", "Publish", &request)) {
       return;
     }
     std::vector<std::vector<matcher::AttributeValue>> events;
@@ -147,17 +139,29 @@ class Session {
 
   void Listen(absl::string_view bytes) {
     v1::ListenRequest request;
-    if (!request.ParseFromArray(bytes.data(), bytes.size())) return;
-    absl::Status s = ValidateListen(request, limits_);
-    if (!s.ok()) {
-      CheckRefusal(s, "subscriber", "Listen");
-    } else if (request.subscriber().empty() ||
-               request.subscriber().size() > limits_.max_subscriber_bytes) {
+    if (!ParseValid(bytes, ValidateListen, "subscriber", "Listen", &request)) {
+      return;
+    }
+    if (request.subscriber().empty() ||
+        request.subscriber().size() > limits_.max_subscriber_bytes) {
       Fail("ValidateListen passed a bad subscriber name");
     }
   }
 
  private:
+  // Parses `bytes` as a `name` request and validates it with `validate`;
+  // a refusal must name `field` (CheckRefusal). True if it is valid.
+  template <typename Request>
+  bool ParseValid(absl::string_view bytes,
+                  absl::Status (*validate)(const Request&, const Limits&),
+                  absl::string_view field, absl::string_view name,
+                  Request* request) const {
+    if (!request->ParseFromArray(bytes.data(), bytes.size())) return false;
+    absl::Status s = validate(*request, limits_);
+    if (!s.ok()) CheckRefusal(s, field, name);
+    return s.ok();
+  }
+
   void CheckSubscription(const v1::SubscriptionSpec& spec,
                          const SubscriptionInput& in) const {
     if (subscribers_.Name(in.subscriber) != spec.subscriber()) {
@@ -204,7 +208,6 @@ class Session {
   Interner subscribers_{kMaxSubscribers};
   matcher::Index index_;
   matcher::ReferenceMatcher reference_;
-  absl::flat_hash_set<uint64_t> live_;
   matcher::SubscriptionId next_id_ = 1;
   std::vector<std::vector<matcher::SubscriptionId>> matches_;
 };

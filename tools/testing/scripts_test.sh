@@ -70,8 +70,22 @@ PY
   check "overload.sh rejects an unknown argument with 2" test $? -eq 2
   bench/overload.sh --slow_listener=sometimes >/dev/null 2>"${tmp}/bogus.err"
   check "overload.sh rejects a bad --slow_listener with 2" test $? -eq 2
+  check "overload.sh --help documents --no_target" \
+    grep -q -- "--no_target" <(bench/overload.sh --help)
   check "overload.sh --help documents the pass criteria" \
     grep -q -- "admitted p99" <(bench/overload.sh --help)
+  # Its report, on the committed run without a latency target (figures in
+  # its summary.md): the same verdicts.
+  python3 tools/overload_report.py bench/reports/overload-2core-drop \
+    --capacity=5229 --unloaded_p99=9830 --queue_limit=48 \
+    --listener_queue_limit=1024 --listeners=6 --policy=drop --factor=3 \
+    --server_up=1 >"${tmp}/overload.md"
+  check "overload_report.py fails the admitted p99 at 4.11x" \
+    grep -q -- "- FAIL admitted p99: 40.37 ms <= 2 x U 9.83 ms (4.11x)" "${tmp}/overload.md"
+  check "overload_report.py passes the rejections" \
+    grep -q -- "- PASS rejections: 18140 RESOURCE_EXHAUSTED" "${tmp}/overload.md"
+  check "overload_report.py ends with the count" \
+    test "$(tail -n 1 "${tmp}/overload.md")" = "overload: 4 passed, 2 failed"
 
   # bench/durability.sh: all three parts, tiny, with the report.
   out="${SCRIPTS_TEST_OUT:-${tmp}}/durability"
