@@ -26,6 +26,9 @@
 #      answers of each 100 ms must meet inside the server, so the p99 lands
 #      at a few times it: U / 2 aims the p99 at 2 x U. --no_target leaves
 #      the fixed limit alone.
+#      --max_concurrent_streams=32 bounds the calls each connection holds
+#      open: a finished call's memory stays pinned until its client reads
+#      the answer, and a client on a starved core reads late.
 #      Listeners: 2 reading normally, 2 slow (SIGSTOP/SIGCONT, 90% of the
 #      time stopped), 2 stopped (SIGSTOP), each --listener_queue_limit=1024.
 #      With them attached, and before the overload, this server gives
@@ -65,6 +68,7 @@ factor=3
 duration=20
 target=1
 readonly LISTENER_QUEUE_LIMIT=1024
+readonly MAX_CONCURRENT_STREAMS=32
 bin=""
 out=""
 readonly BATCH=16
@@ -193,7 +197,7 @@ target_us=0
 echo "==> C. overload at ${factor}x capacity, --queue_limit=${queue_limit}," \
   "--latency_target_us=${target_us}, --slow_listener=${policy}"
 start_server "${out}/cohortd_c.log" --queue_limit="${queue_limit}" \
-  --latency_target_us="${target_us}"
+  --latency_target_us="${target_us}" --max_concurrent_streams="${MAX_CONCURRENT_STREAMS}"
 # Subscribers s0..s999 each hold ~1/1000 of the subscriptions, so each is
 # matched by most events.
 for ((s = 1; s <= listeners; ++s)); do
@@ -259,7 +263,7 @@ if kill -0 "${server_pid}" 2>/dev/null &&
 fi
 python3 tools/overload_report.py "${out}" --capacity="${capacity}" \
   --unloaded_p99="${unloaded_p99}" --queue_limit="${queue_limit}" \
-  --latency_target_us="${target_us}" \
+  --latency_target_us="${target_us}" --max_concurrent_streams="${MAX_CONCURRENT_STREAMS}" \
   --listener_queue_limit="${LISTENER_QUEUE_LIMIT}" --listeners="${listeners}" \
   --policy="${policy}" --factor="${factor}" --server_up="${up}" |
   tee "${out}/summary.md"

@@ -114,6 +114,13 @@ ABSL_FLAG(uint32_t, stream_window, 16,
           "reading (gRPC flow control) beyond it.");
 ABSL_FLAG(int32_t, max_message_bytes, 64 << 20,
           "Largest request message accepted, in bytes.");
+ABSL_FLAG(uint32_t, max_concurrent_streams, 0,
+          "Calls open at once on one client connection (HTTP/2 "
+          "SETTINGS_MAX_CONCURRENT_STREAMS; Listen and PublishStream count "
+          "too); further calls wait in the client. 0 = no limit (gRPC's "
+          "default). A finished call's memory is held until the client reads "
+          "its answer, so with clients that may stop reading this bounds "
+          "what each connection can pin (bench/overload.sh).");
 ABSL_FLAG(uint32_t, max_attributes, 1u << 20,
           "Distinct attribute names the service will intern.");
 ABSL_FLAG(uint32_t, max_subscribers, 1u << 24,
@@ -201,6 +208,13 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   o.limits.max_payload_bytes = absl::GetFlag(FLAGS_max_payload_bytes);
   o.limits.max_batch = absl::GetFlag(FLAGS_max_batch);
   o.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  const uint32_t concurrent = absl::GetFlag(FLAGS_max_concurrent_streams);
+  if (concurrent > kMaxConcurrentStreams) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_concurrent_streams: at most ",
+                     kMaxConcurrentStreams, " (0 = no limit)"));
+  }
+  o.max_concurrent_streams = static_cast<int>(concurrent);
   o.max_attributes = absl::GetFlag(FLAGS_max_attributes);
   o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   o.metrics_host = absl::GetFlag(FLAGS_metrics_host);

@@ -13,7 +13,8 @@ for flag in listen mode partitions index pin_cores cohort_max cohort_wait_us \
   max_event_attributes max_payload_bytes max_batch max_streams stream_window \
   max_message_bytes max_attributes max_subscribers metrics_port metrics_host \
   data_dir fsync snapshot_every journal_group_max journal_group_wait_us numa \
-  tls_cert tls_key tls_client_ca auth_tokens latency_target_us; do
+  tls_cert tls_key tls_client_ca auth_tokens latency_target_us \
+  max_concurrent_streams; do
   check "--help documents --${flag} with a default" \
     grep -qzE -- "--${flag} \([^)]*(\([^)]*\)[^)]*)*\);[[:space:]]+default:" <<<"${help}"
 done
@@ -33,6 +34,10 @@ out=$("${COHORTD}" --latency_target_us=-5 2>&1)
 check "negative --latency_target_us exits 2" test $? -eq 2
 check "bad --latency_target_us names the flag and the range" \
   grep -q -- "--latency_target_us: between 0 (off) and 60000000" <<<"${out}"
+out=$("${COHORTD}" --max_concurrent_streams=2000000 2>&1)
+check "too large --max_concurrent_streams exits 2" test $? -eq 2
+check "bad --max_concurrent_streams names the flag and the limit" \
+  grep -q -- "--max_concurrent_streams: at most 1048576" <<<"${out}"
 out=$("${COHORTD}" --mode=fast --listen=127.0.0.1:0 2>&1)
 check "bad --mode exits 1" test $? -eq 1
 check "bad --mode names the flag" grep -q -- "--mode" <<<"${out}"

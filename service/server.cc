@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "grpc/grpc.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "service/admission.h"
@@ -146,6 +147,10 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, *credentials, &server->port_);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  if (options.max_concurrent_streams > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                               options.max_concurrent_streams);
+  }
   if (server->auth_ != nullptr) {
     builder.RegisterService(server->auth_.get());
   } else {

@@ -31,6 +31,9 @@
 namespace cohort {
 namespace service {
 
+// The largest --max_concurrent_streams (HTTP/2 allows 2^31 - 1).
+inline constexpr uint32_t kMaxConcurrentStreams = 1u << 20;
+
 struct ServerOptions {
   // host:port for gRPC; port 0 picks a free port (see port()).
   std::string listen = "127.0.0.1:50051";
@@ -41,6 +44,10 @@ struct ServerOptions {
   StreamOptions streams;
   // Largest request message gRPC accepts, in bytes.
   int max_message_bytes = 64 << 20;
+  // Most calls open at once on one client connection (HTTP/2
+  // SETTINGS_MAX_CONCURRENT_STREAMS); a client's further calls wait in the
+  // client. 0 = gRPC's default (no limit).
+  int max_concurrent_streams = 0;
   // Most distinct attribute names (the attribute dictionary's size).
   uint32_t max_attributes = 1u << 20;
   // Prometheus text endpoint: host and port; port -1 = off, 0 = any.

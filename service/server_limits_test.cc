@@ -2,6 +2,7 @@
 // malformed requests (each gets a precise status, the server keeps serving
 // and its index is unchanged), overload (RESOURCE_EXHAUSTED, bounded
 // queues, recovery), streams under overload, and slow listeners.
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -10,6 +11,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "grpc/grpc.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "service/server.h"
 #include "service/server_test_util.h"
@@ -313,6 +317,76 @@ TEST(ServerOverload, StreamsWaitForRoomInsteadOfFailing) {
   for (const v1::StageStats& stage : stats.stages()) {
     EXPECT_LE(stage.queue_length_max(), 16u) << stage.name();
   }
+}
+
+// Property: with max_concurrent_streams = 2, one client connection has at
+// most two calls open in the server: a third Listen on it waits in the
+// client (the server sees two listeners, however long it waits) and gets in
+// once one of the two ends; another connection is not held back.
+TEST(ServerLimits, ConcurrentStreamsPerConnectionAreCapped) {
+  ServerOptions options = testing::LocalServerOptions();
+  options.max_concurrent_streams = 2;
+  auto server = CohortServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  testing::Client other((*server)->port());  // a connection of its own
+  for (int i = 0; i < 3; ++i) {
+    v1::SubscribeResponse ids;
+    ASSERT_TRUE(
+        other
+            .Subscribe(OneSpec(absl::StrCat("l", i), "key", v1::OP_EQ, 7), &ids)
+            .ok());
+  }
+  // Channels with the same arguments share one connection; this one must
+  // have its own.
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  auto stub = v1::PubSub::NewStub(
+      grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", (*server)->port()),
+                                grpc::InsecureChannelCredentials(), args));
+  grpc::ClientContext contexts[3];
+  v1::ListenRequest requests[3];
+  for (int i = 0; i < 3; ++i) {
+    testing::SetDeadline(&contexts[i]);
+    requests[i].set_subscriber(absl::StrCat("l", i));
+  }
+  auto first = stub->Listen(&contexts[0], requests[0]);
+  auto second = stub->Listen(&contexts[1], requests[1]);
+  // A synchronous Listen returns once its stream is open, so the third
+  // blocks in its own thread until a slot frees.
+  std::atomic<bool> third_open{false};
+  std::atomic<bool> received{false};
+  v1::Delivery delivery;
+  std::thread third([&] {
+    auto reader = stub->Listen(&contexts[2], requests[2]);
+    third_open = true;
+    received = reader->Read(&delivery);
+    contexts[2].TryCancel();
+    reader->Finish();
+  });
+  auto listeners = [&other] { return other.Stats().listeners(); };
+  for (int i = 0; i < 1000 && listeners() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(listeners(), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(listeners(), 2u);
+  EXPECT_FALSE(third_open.load());
+
+  // End the first: the third gets its slot and is served. Publish (on the
+  // other connection) until it has read a delivery.
+  contexts[0].TryCancel();
+  EXPECT_EQ(first->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  for (int i = 0; i < 1500 && !received.load(); ++i) {
+    v1::PublishResponse response;
+    EXPECT_TRUE(other.Publish(OneEvent({{"key", 7}}), &response).ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  third.join();
+  EXPECT_TRUE(third_open.load());
+  ASSERT_TRUE(received.load());
+  EXPECT_EQ(delivery.event().attributes(0).value(), 7);
+  contexts[1].TryCancel();
+  second->Finish();
 }
 
 // A server whose listener queues hold 4 deliveries, a subscription of

@@ -47,6 +47,7 @@ def main():
     p.add_argument("--unloaded_p99", type=float, required=True)
     p.add_argument("--queue_limit", type=int, required=True)
     p.add_argument("--latency_target_us", type=int, default=0)
+    p.add_argument("--max_concurrent_streams", type=int, default=0)
     p.add_argument("--listener_queue_limit", type=int, required=True)
     p.add_argument("--listeners", type=int, required=True)
     p.add_argument("--policy", required=True)
@@ -165,7 +166,8 @@ def main():
     print(f"\n--queue_limit={a.queue_limit} (capacity x unloaded p99, whole "
           f"requests), {target}; admission limit in force at the end of C: "
           f"{limit_now} events; --slow_listener={a.policy}, "
-          f"--listener_queue_limit={a.listener_queue_limit}, {a.listeners} "
+          f"--listener_queue_limit={a.listener_queue_limit}, "
+          f"--max_concurrent_streams={a.max_concurrent_streams}, {a.listeners} "
           f"listeners ({roles}), attached before Cq\n")
     passed = sum(1 for _, ok, _ in checks if ok)
     for name, ok, detail in checks:
