@@ -16,24 +16,6 @@ namespace {
 // case-insensitive.
 constexpr absl::string_view kBearer = "bearer ";
 
-grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
-                                    const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpc(status));
-  return reactor;
-}
-
-// A stream refused before it started (streams.cc has its own for the
-// limits; this one is for authorization).
-template <typename Base>
-class RefusedStream final : public Base {
- public:
-  explicit RefusedStream(const absl::Status& status) {
-    this->Finish(ToGrpc(status));
-  }
-  void OnDone() override { delete this; }
-};
-
 absl::Status NoToken(absl::string_view what) {
   return absl::UnauthenticatedError(absl::StrCat(
       "no token: ", what,

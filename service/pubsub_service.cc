@@ -13,7 +13,6 @@
 
 namespace cohort {
 namespace service {
-namespace {
 
 grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
                                     const absl::Status& status) {
@@ -21,6 +20,8 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
   reactor->Finish(ToGrpc(status));
   return reactor;
 }
+
+namespace {
 
 // A unary Publish: owns the job until the engine has answered.
 class PublishReactor final : public grpc::ServerUnaryReactor {

@@ -47,6 +47,22 @@ struct StreamOptions {
 // absl::Status -> grpc::Status with the same code and message.
 grpc::Status ToGrpc(const absl::Status& status);
 
+// Answers a unary call at once with `status` (the refusals of the service
+// and of the auth layer in front of it).
+grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
+                                    const absl::Status& status);
+
+// A stream (a reactor of type `Base`) refused before it started: it ends at
+// once with `status` and deletes itself when gRPC is done with it.
+template <typename Base>
+class RefusedStream final : public Base {
+ public:
+  explicit RefusedStream(const absl::Status& status) {
+    this->Finish(ToGrpc(status));
+  }
+  void OnDone() override { delete this; }
+};
+
 // Told of each subscription change just before it is answered, so that a
 // client that holds an id finds it recorded (the auth layer keeps each id's
 // owner this way: auth_service.h). Called on engine threads; must not block.

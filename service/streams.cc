@@ -18,15 +18,6 @@ namespace {
 using PublishBidi =
     grpc::ServerBidiReactor<v1::PublishRequest, v1::PublishResponse>;
 
-template <typename Base>
-class RefusedStream final : public Base {
- public:
-  explicit RefusedStream(const absl::Status& status) {
-    this->Finish(ToGrpc(status));
-  }
-  void OnDone() override { delete this; }
-};
-
 absl::Status TooManyStreams(uint32_t limit) {
   return absl::ResourceExhaustedError(
       absl::StrCat("too many open streams: the limit is ", limit,
