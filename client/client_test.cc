@@ -34,19 +34,12 @@ namespace {
 using service::CohortServer;
 using service::ServerOptions;
 using service::testing::KeySpec;
+using service::testing::StartServer;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // Generous bound for anything that should happen "at once" (ASan is slow).
 constexpr absl::Duration kPrompt = absl::Seconds(5);
-
-std::unique_ptr<CohortServer> StartServer(
-    const ServerOptions& options = service::testing::LocalServerOptions()) {
-  absl::StatusOr<std::unique_ptr<CohortServer>> server =
-      CohortServer::Start(options);
-  EXPECT_TRUE(server.ok()) << server.status();
-  return server.ok() ? std::move(*server) : nullptr;
-}
 
 ClientOptions OptionsFor(const CohortServer& server) {
   ClientOptions options;

@@ -35,6 +35,7 @@ namespace {
 using client::Client;
 using client::ClientOptions;
 using service::testing::KeySpec;
+using service::testing::StartServer;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -53,13 +54,6 @@ std::string WriteTokens(const std::string& name, bool with_publisher) {
       << TokenLine(Role::kSubscriber, "bob", kBob) << "\n";
   if (with_publisher) out << TokenLine(Role::kPublisher, "feed", kFeed) << "\n";
   return path;
-}
-
-std::unique_ptr<CohortServer> StartServer(const ServerOptions& options) {
-  absl::StatusOr<std::unique_ptr<CohortServer>> server =
-      CohortServer::Start(options);
-  EXPECT_TRUE(server.ok()) << server.status();
-  return server.ok() ? std::move(*server) : nullptr;
 }
 
 ServerOptions AuthOptions(bool with_publisher) {

@@ -69,10 +69,7 @@ std::unique_ptr<CohortServer> StartServer(uint32_t max_streams) {
   options.engine.pin_cores = false;
   options.engine.cohort_wait_us = kLongCohortWaitUs;
   options.streams.max_streams = max_streams;
-  absl::StatusOr<std::unique_ptr<CohortServer>> server =
-      CohortServer::Start(options);
-  EXPECT_TRUE(server.ok()) << server.status();
-  return server.ok() ? std::move(*server) : nullptr;
+  return testing::StartServer(options);
 }
 
 // Property: a Publish whose deadline passes while its event waits for a

@@ -18,11 +18,14 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
 #include "proto/cohort/v1/pubsub.grpc.pb.h"
 #include "service/server.h"
 
@@ -37,6 +40,16 @@ inline ServerOptions LocalServerOptions() {
   options.engine.max_subscribers = 1 << 12;
   options.max_attributes = 1 << 12;
   return options;
+}
+
+// Starts a server; on failure records it in the running test and returns
+// null.
+inline std::unique_ptr<CohortServer> StartServer(
+    const ServerOptions& options = LocalServerOptions()) {
+  absl::StatusOr<std::unique_ptr<CohortServer>> server =
+      CohortServer::Start(options);
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? std::move(*server) : nullptr;
 }
 
 inline std::vector<uint64_t> Ids(const v1::EventResult& result) {

@@ -31,6 +31,7 @@ namespace {
 using client::Client;
 using client::ClientOptions;
 using ::testing::HasSubstr;
+using testing::StartServer;
 
 std::string TlsPath(const std::string& name) {
   return absl::StrCat(std::getenv("TEST_SRCDIR"), "/",
@@ -50,13 +51,6 @@ ServerOptions TlsOptions(bool mutual) {
   options.tls.key_file = TlsPath("server.key");
   if (mutual) options.tls.client_ca_file = TlsPath("ca.pem");
   return options;
-}
-
-std::unique_ptr<CohortServer> StartServer(const ServerOptions& options) {
-  absl::StatusOr<std::unique_ptr<CohortServer>> server =
-      CohortServer::Start(options);
-  EXPECT_TRUE(server.ok()) << server.status();
-  return server.ok() ? std::move(*server) : nullptr;
 }
 
 // How a test client connects: plaintext, or TLS trusting `ca`, with the
