@@ -246,11 +246,10 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
         "--max_event_attributes, --max_batch, --max_attributes, "
         "--max_subscribers and --max_message_bytes must be at least 1");
   }
-  if (o.engine.latency_target_us < 0 ||
-      o.engine.latency_target_us > kMaxLatencyTargetUs) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--latency_target_us: between 0 (off) and ",
-                     kMaxLatencyTargetUs, " (one minute)"));
+  // Checked again by CreateEngine; here it is a flag mistake (exit 2).
+  if (absl::Status s = CheckLatencyTarget(o.engine.latency_target_us);
+      !s.ok()) {
+    return s;
   }
   if (o.limits.max_predicates > 1024) {
     return absl::InvalidArgumentError(

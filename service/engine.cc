@@ -270,16 +270,22 @@ void Engine::FillStats(v1::Stats* stats) const {
   }
 }
 
+absl::Status CheckLatencyTarget(int64_t us) {
+  if (us < 0 || us > kMaxLatencyTargetUs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--latency_target_us: between 0 (off) and ",
+                     kMaxLatencyTargetUs, " (one minute)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
     const std::string& mode, const EngineOptions& options) {
   if (options.queue_limit == 0) {
     return absl::InvalidArgumentError("--queue_limit must be at least 1");
   }
-  if (options.latency_target_us < 0 ||
-      options.latency_target_us > kMaxLatencyTargetUs) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--latency_target_us must be between 0 (off) and ",
-                     kMaxLatencyTargetUs, " (one minute)"));
+  if (absl::Status s = CheckLatencyTarget(options.latency_target_us); !s.ok()) {
+    return s;
   }
   if (mode == "staged") {
     if (options.partitions == 0) {

@@ -112,6 +112,10 @@ struct EngineOptions {
 // The largest --latency_target_us.
 inline constexpr int64_t kMaxLatencyTargetUs = 60'000'000;
 
+// OK if `us` is a valid EngineOptions::latency_target_us (0 = off, at most
+// kMaxLatencyTargetUs), else INVALID_ARGUMENT naming --latency_target_us.
+absl::Status CheckLatencyTarget(int64_t us);
+
 // One Publish request in flight.
 struct PublishJob {
   // What one partition (or the one worker) found for one event.
