@@ -44,23 +44,16 @@ if ((quick)); then
 else
   subs=1000000; group_subs=20000; small_subs=100000
 fi
-if [[ -z "${bin}" ]]; then
-  tools/setup.sh
-  bazel build -c opt //service:cohortd //client:cohort
-  bin=.bazel/out/k8-opt/bin
-  cohortd="${bin}/service/cohortd"
-  cohort="${bin}/client/cohort"
-else
-  cohortd="${bin}/cohortd"
-  cohort="${bin}/cohort"
-fi
+source tools/testing/cohortd.sh
+cohort_binaries "${bin}" || exit 1
+cohortd=${COHORTD_BIN}
+cohort=${COHORT_BIN}
 if [[ -z "${out}" ]]; then
   out="results/durability-$(date -u +%Y%m%dT%H%M%SZ)$( ((quick)) && echo -quick)"
 fi
 mkdir -p "${out}/runs"
 out=$(cd "${out}" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/durability.XXXXXX")
-source tools/testing/cohortd.sh
 server_pid=""
 cleanup() {
   [[ -n "${server_pid}" ]] && kill -9 "${server_pid}" 2>/dev/null

@@ -107,22 +107,14 @@ server_cpus="0-$((ncpu / 2 - 1))"
 client_cpus="$((ncpu / 2))-$((ncpu - 1))"
 partitions=$((ncpu / 2))
 
-if [[ -z "${bin}" ]]; then
-  tools/setup.sh
-  bazel build -c opt //service:cohortd //client:cohort
-  bin=.bazel/out/k8-opt/bin
-  cohortd="${bin}/service/cohortd"
-  cohort="${bin}/client/cohort"
-else
-  # A bundle (tools/bundle.sh) has both in one directory.
-  cohortd="${bin}/cohortd"
-  cohort="${bin}/cohort"
-fi
+source tools/testing/cohortd.sh
+cohort_binaries "${bin}" || exit 1
+cohortd=${COHORTD_BIN}
+cohort=${COHORT_BIN}
 [[ -n "${out}" ]] || out="results/overload/$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "${out}"
 echo "overload.sh: writing ${out}"
 
-source tools/testing/cohortd.sh
 server_pid=""
 listener_pids=()
 duty_pid=""

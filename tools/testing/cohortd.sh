@@ -7,6 +7,22 @@
 #   ... 127.0.0.1:${COHORTD_PORT} ...
 #   stop_cohortd "${COHORTD_PID}"
 
+# cohort_binaries [BIN]: the cohortd and cohort a bench/ driver runs, in
+# COHORTD_BIN and COHORT_BIN: those in BIN (a tools/bundle.sh bundle holds
+# both), or without BIN built here (tools/setup.sh, bazel build -c opt).
+# Returns non-zero if the build fails.
+cohort_binaries() {
+  if [[ -n "${1:-}" ]]; then
+    COHORTD_BIN="$1/cohortd"
+    COHORT_BIN="$1/cohort"
+    return 0
+  fi
+  tools/setup.sh || return 1
+  bazel build -c opt //service:cohortd //client:cohort || return 1
+  COHORTD_BIN=.bazel/out/k8-opt/bin/service/cohortd
+  COHORT_BIN=.bazel/out/k8-opt/bin/client/cohort
+}
+
 # start_cohortd LOG COMMAND...: runs COMMAND (cohortd, possibly behind
 # taskset) in the background with its output in LOG, waits up to 30 s for
 # its "cohortd: serving on port N" line, and sets COHORTD_PID and
