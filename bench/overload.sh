@@ -27,8 +27,8 @@
 #      at a few times it: U / 2 aims the p99 at 2 x U. --no_target leaves
 #      the fixed limit alone.
 #      --max_concurrent_streams=32 bounds the calls each connection holds
-#      open: a finished call's memory stays pinned until its client reads
-#      the answer, and a client on a starved core reads late.
+#      open in the server, those waiting for a handler and those whose
+#      answers wait for a client that reads late.
 #      Listeners: 2 reading normally, 2 slow (SIGSTOP/SIGCONT, 90% of the
 #      time stopped), 2 stopped (SIGSTOP), each --listener_queue_limit=1024.
 #      With them attached, and before the overload, this server gives

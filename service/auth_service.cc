@@ -173,8 +173,8 @@ grpc::ServerUnaryReactor* AuthService::Unsubscribe(
 }
 
 grpc::ServerUnaryReactor* AuthService::Publish(
-    grpc::CallbackServerContext* context, const v1::PublishRequest* request,
-    v1::PublishResponse* response) {
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
   if (absl::Status status = CheckPublisher(*context); !status.ok()) {
     return FinishNow(context, status);
   }

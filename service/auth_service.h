@@ -84,7 +84,7 @@ class SubscriptionOwners final : public SubscriptionObserver {
   absl::flat_hash_map<uint64_t, uint32_t> owner_ ABSL_GUARDED_BY(mu_);
 };
 
-class AuthService final : public v1::PubSub::CallbackService {
+class AuthService final : public PubSubCallbackService {
  public:
   // Becomes `inner`'s observer. `inner` and `subscribers` (the subscriber
   // dictionary) must outlive the service.
@@ -103,9 +103,11 @@ class AuthService final : public v1::PubSub::CallbackService {
       grpc::CallbackServerContext* context,
       const v1::UnsubscribeRequest* request,
       v1::UnsubscribeResponse* response) override;
+  // Checks the publisher's token, then hands the request's bytes to the
+  // inner service (PubSubService::Publish).
   grpc::ServerUnaryReactor* Publish(grpc::CallbackServerContext* context,
-                                    const v1::PublishRequest* request,
-                                    v1::PublishResponse* response) override;
+                                    const grpc::ByteBuffer* request,
+                                    grpc::ByteBuffer* response) override;
   grpc::ServerBidiReactor<v1::PublishRequest, v1::PublishResponse>*
   PublishStream(grpc::CallbackServerContext* context) override;
   grpc::ServerWriteReactor<v1::Delivery>* Listen(

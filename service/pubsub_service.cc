@@ -3,12 +3,17 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/arena.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/wire_format_lite.h"
+#include "grpcpp/support/proto_buffer_reader.h"
 #include "service/listeners.h"
 
 namespace cohort {
@@ -23,20 +28,53 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
 
 namespace {
 
-// A unary Publish: owns the job until the engine has answered.
+// A unary Publish: its request and response on an arena of their own, and
+// its job until the engine has answered.
 class PublishReactor final : public grpc::ServerUnaryReactor {
  public:
-  explicit PublishReactor(PublishJob* job) : job_(job) {
-    job_->cancelled = &cancelled_;
+  PublishReactor()
+      : request_(google::protobuf::Arena::CreateMessage<v1::PublishRequest>(
+            &arena_)),
+        response_(google::protobuf::Arena::CreateMessage<v1::PublishResponse>(
+            &arena_)) {
+    job_.cancelled = &cancelled_;
   }
   // The engine skips the events it has not matched yet.
   void OnCancel() override { cancelled_.store(true, std::memory_order_relaxed); }
   void OnDone() override { delete this; }
+
+  google::protobuf::Arena arena_;
+  v1::PublishRequest* const request_;
+  v1::PublishResponse* const response_;
   std::atomic<bool> cancelled_{false};
-  std::unique_ptr<PublishJob> job_;
+  PublishJob job_;
 };
 
+absl::Status NotAPublishRequest() {
+  return absl::InvalidArgumentError(
+      "request: the bytes are not a cohort.v1.PublishRequest");
+}
+
 }  // namespace
+
+std::optional<uint64_t> CountPublishEvents(const grpc::ByteBuffer& bytes) {
+  using google::protobuf::internal::WireFormatLite;
+  grpc::ByteBuffer view(bytes);  // shares the slices; the reader needs a
+                                 // mutable buffer
+  grpc::ProtoBufferReader stream(&view);
+  google::protobuf::io::CodedInputStream input(&stream);
+  uint64_t events = 0;
+  while (const uint32_t tag = input.ReadTag()) {
+    if (tag ==
+        WireFormatLite::MakeTag(v1::PublishRequest::kEventsFieldNumber,
+                                WireFormatLite::WIRETYPE_LENGTH_DELIMITED)) {
+      ++events;
+    }
+    if (!WireFormatLite::SkipField(&input, tag)) return std::nullopt;
+  }
+  if (!input.ConsumedEntireMessage()) return std::nullopt;
+  return events;
+}
 
 grpc::Status ToGrpc(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
@@ -133,23 +171,37 @@ absl::Status PubSubService::PreparePublish(const v1::PublishRequest& request,
 }
 
 grpc::ServerUnaryReactor* PubSubService::Publish(
-    grpc::CallbackServerContext* context, const v1::PublishRequest* request,
-    v1::PublishResponse* response) {
-  // Shed load before the work of validating and building the events.
-  if (absl::Status room = engine_->CheckRoom(
-          static_cast<uint64_t>(request->events_size()));
-      !room.ok()) {
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  // Shed load before the work of parsing, validating and building the
+  // events.
+  const std::optional<uint64_t> events = CountPublishEvents(*request);
+  if (!events.has_value()) return FinishNow(context, NotAPublishRequest());
+  if (absl::Status room = engine_->CheckRoom(*events); !room.ok()) {
     return FinishNow(context, room);
   }
-  auto job = std::make_unique<PublishJob>();
-  absl::Status status = PreparePublish(*request, response, job.get());
-  if (!status.ok()) return FinishNow(context, status);
-  job->deadline_ns = DeadlineNanos(context->deadline());
-  auto* reactor = new PublishReactor(job.release());
-  reactor->job_->done = [reactor](absl::Status s) {
-    reactor->Finish(ToGrpc(s));
+  auto* reactor = new PublishReactor();
+  grpc::ByteBuffer bytes(*request);  // shares the slices
+  grpc::ProtoBufferReader stream(&bytes);
+  absl::Status status = reactor->request_->ParseFromZeroCopyStream(&stream)
+                            ? PreparePublish(*reactor->request_,
+                                             reactor->response_, &reactor->job_)
+                            : NotAPublishRequest();
+  if (!status.ok()) {
+    reactor->Finish(ToGrpc(status));
+    return reactor;
+  }
+  reactor->job_.deadline_ns = DeadlineNanos(context->deadline());
+  reactor->job_.done = [reactor, response](absl::Status s) {
+    grpc::Status answer = ToGrpc(s);
+    if (answer.ok()) {
+      bool own_buffer = false;
+      answer = grpc::SerializationTraits<v1::PublishResponse>::Serialize(
+          *reactor->response_, response, &own_buffer);
+    }
+    reactor->Finish(answer);
   };
-  status = engine_->Publish(reactor->job_.get());
+  status = engine_->Publish(&reactor->job_);
   if (!status.ok()) reactor->Finish(ToGrpc(status));
   return reactor;
 }

@@ -79,7 +79,16 @@ std::vector<BadCase> BadCases(uint64_t live_id) {
       return c.Unsubscribe(request);
     };
   };
+  // Publish takes its request's bytes (PubSubService::Publish).
+  auto publish_bytes = [](std::string bytes) {
+    return [bytes](Client& c) {
+      std::string response;
+      return c.RawUnary("/cohort.v1.PubSub/Publish", bytes, &response);
+    };
+  };
   const auto kInvalid = grpc::StatusCode::INVALID_ARGUMENT;
+  const std::string kNotARequest =
+      "request: the bytes are not a cohort.v1.PublishRequest";
   v1::SubscribeRequest empty_conjunction = OneSpec("s", "a", v1::OP_EQ, 1);
   empty_conjunction.mutable_subscriptions(0)->clear_predicates();
   v1::SubscribeRequest too_many = OneSpec("s", "a", v1::OP_EQ, 1);
@@ -109,25 +118,30 @@ std::vector<BadCase> BadCases(uint64_t live_id) {
   return {
       {"op unspecified", subscribe(OneSpec("s", "a", v1::OP_UNSPECIFIED, 1)),
        kInvalid, "subscriptions[0].predicates[0].op: OP_UNSPECIFIED"},
-      {"op unknown number", subscribe(OneSpec("s", "a", static_cast<Op>(99), 1)),
-       kInvalid, "unknown value 99"},
-      {"between value > upper", subscribe(OneSpec("s", "a", v1::OP_BETWEEN, 10, 5)),
-       kInvalid, "value 10 > upper 5"},
+      {"op unknown number",
+       subscribe(OneSpec("s", "a", static_cast<Op>(99), 1)), kInvalid,
+       "unknown value 99"},
+      {"between value > upper",
+       subscribe(OneSpec("s", "a", v1::OP_BETWEEN, 10, 5)), kInvalid,
+       "value 10 > upper 5"},
       {"empty conjunction", subscribe(empty_conjunction), kInvalid,
        "subscriptions[0].predicates: empty"},
       {"33 predicates", subscribe(too_many), kInvalid, "the limit is 32"},
       {"empty attribute", subscribe(OneSpec("s", "", v1::OP_EQ, 1)), kInvalid,
        "predicates[0].attribute: empty"},
-      {"attribute starts with digit", subscribe(OneSpec("s", "1a", v1::OP_EQ, 1)),
-       kInvalid, "starts with '1'"},
+      {"attribute starts with digit",
+       subscribe(OneSpec("s", "1a", v1::OP_EQ, 1)), kInvalid,
+       "starts with '1'"},
       {"attribute with space", subscribe(OneSpec("s", "a b", v1::OP_EQ, 1)),
        kInvalid, "' ' at position 1"},
-      {"attribute 65 chars", subscribe(OneSpec("s", std::string(65, 'a'), v1::OP_EQ, 1)),
-       kInvalid, "the limit is 64"},
+      {"attribute 65 chars",
+       subscribe(OneSpec("s", std::string(65, 'a'), v1::OP_EQ, 1)), kInvalid,
+       "the limit is 64"},
       {"empty subscriber", subscribe(OneSpec("", "a", v1::OP_EQ, 1)), kInvalid,
        "subscriptions[0].subscriber: empty"},
-      {"subscriber 257 bytes", subscribe(OneSpec(std::string(257, 's'), "a", v1::OP_EQ, 1)),
-       kInvalid, "the limit is 256"},
+      {"subscriber 257 bytes",
+       subscribe(OneSpec(std::string(257, 's'), "a", v1::OP_EQ, 1)), kInvalid,
+       "the limit is 256"},
       {"subscriber control char", subscribe(OneSpec("a\nb", "a", v1::OP_EQ, 1)),
        kInvalid, "control character"},
       {"second spec bad", subscribe(one_bad_of_two), kInvalid,
@@ -144,10 +158,18 @@ std::vector<BadCase> BadCases(uint64_t live_id) {
        "the limit is 256"},
       {"bad event attribute name", publish(OneEvent({{"a-", 1}, {"-a", 2}})),
        kInvalid, "events[0].attributes[1].name"},
-      {"payload over limit", publish(OneEvent({{"a", 1}}, std::string(65537, 'p'))),
-       kInvalid, "65537 bytes; the limit is 65536"},
+      {"payload over limit",
+       publish(OneEvent({{"a", 1}}, std::string(65537, 'p'))), kInvalid,
+       "65537 bytes; the limit is 65536"},
       {"publish batch over max_batch", publish(big_publish), kInvalid,
        "events: 101 entries; the limit is 100"},
+      {"publish bytes: a bad tag", publish_bytes("\xff\xff\xff"), kInvalid,
+       kNotARequest},
+      {"publish bytes: an event cut short",
+       publish_bytes(std::string("\x0a\x05") + "ab"), kInvalid, kNotARequest},
+      {"publish bytes: an event that is not an Event",
+       publish_bytes(std::string("\x0a\x03\xff\xff\xff")), kInvalid,
+       kNotARequest},
       {"unknown subscription id", unsubscribe({live_id + 1000}),
        grpc::StatusCode::NOT_FOUND, "subscription_ids[0]"},
       {"id zero", unsubscribe({0}), grpc::StatusCode::NOT_FOUND,
@@ -282,6 +304,48 @@ TEST(ServerOverload, ExcessPublishesAreRejectedAndTheServerRecovers) {
   v1::PublishResponse response;
   EXPECT_TRUE(client.Publish(testing::KeyEvent(1), &response).ok());
   EXPECT_EQ(response.results(0).match_count(), 1u);
+}
+
+// Property: a full server refuses a Publish before parsing it: a request
+// whose event is not an Event (INVALID_ARGUMENT once parsed) gets
+// RESOURCE_EXHAUSTED while the queue is full, so a refusal costs no parse.
+TEST(ServerOverload, RefusesBeforeParsing) {
+  ServerOptions options = testing::LocalServerOptions();
+  options.engine.partitions = 1;
+  options.engine.queue_limit = 16;
+  options.engine.cohort_max = 0;            // no size limit: the cohort
+  options.engine.cohort_wait_us = 1000000;  // holds its events for 1 s
+  auto server = CohortServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  testing::Client client((*server)->port());
+  v1::PublishRequest full;
+  for (int i = 0; i < 16; ++i)
+    *full.add_events() = testing::KeyEvent(1).events(0);
+  std::thread filler([&] {
+    v1::PublishResponse response;
+    EXPECT_TRUE(client.Publish(full, &response).ok());
+  });
+  for (int i = 0; i < 500 && client.Stats().events_in_flight() < 16; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(client.Stats().events_in_flight(), 16u);
+  const std::string not_an_event("\x0a\x03\xff\xff\xff");
+  std::string response;
+  grpc::Status status =
+      client.RawUnary("/cohort.v1.PubSub/Publish", not_an_event, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << status.error_message();
+  filler.join();
+  // The answer goes out just before admission takes the events back.
+  for (int i = 0; i < 500 && client.Stats().events_in_flight() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(client.Stats().events_in_flight(), 0u);
+  // With room again the same bytes are parsed, and refused as malformed.
+  status =
+      client.RawUnary("/cohort.v1.PubSub/Publish", not_an_event, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << status.error_message();
 }
 
 // Property: a PublishStream that outruns the server is slowed, not failed:

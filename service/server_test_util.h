@@ -159,35 +159,45 @@ class Client {
     return stream->Finish();
   }
 
-  // grpc.health.v1.Health/Check through the generic stub (the health
-  // proto's generated code is not installed): the status enum, or -1.
-  int HealthCheck(const std::string& service) {
+  // A unary call of `method` with the request `bytes` as they are, through
+  // the generic stub; the response's bytes go to *response.
+  grpc::Status RawUnary(const std::string& method, const std::string& bytes,
+                        std::string* response) {
     grpc::GenericStub generic(channel_);
-    std::string request;
-    if (!service.empty()) {
-      request = absl::StrCat("\x0a", std::string(1, static_cast<char>(service.size())),
-                             service);
-    }
-    grpc::Slice slice(request);
+    grpc::Slice slice(bytes);
     grpc::ByteBuffer request_buffer(&slice, 1);
     grpc::ByteBuffer response_buffer;
     grpc::ClientContext context;
     SetDeadline(&context, 5);
     grpc::CompletionQueue cq;
-    auto call = generic.PrepareUnaryCall(
-        &context, "/grpc.health.v1.Health/Check", request_buffer, &cq);
+    auto call = generic.PrepareUnaryCall(&context, method, request_buffer, &cq);
     call->StartCall();
     grpc::Status status;
     call->Finish(&response_buffer, &status, reinterpret_cast<void*>(1));
     void* tag;
     bool ok;
     cq.Next(&tag, &ok);
-    if (!status.ok()) return -1;
+    response->clear();
     std::vector<grpc::Slice> slices;
-    (void)response_buffer.Dump(&slices);
+    if (status.ok() && response_buffer.Dump(&slices).ok()) {
+      for (const grpc::Slice& s : slices) {
+        response->append(reinterpret_cast<const char*>(s.begin()), s.size());
+      }
+    }
+    return status;
+  }
+
+  // grpc.health.v1.Health/Check through the generic stub (the health
+  // proto's generated code is not installed): the status enum, or -1.
+  int HealthCheck(const std::string& service) {
+    std::string request;
+    if (!service.empty()) {
+      request = absl::StrCat(
+          "\x0a", std::string(1, static_cast<char>(service.size())), service);
+    }
     std::string bytes;
-    for (const grpc::Slice& s : slices) {
-      bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    if (!RawUnary("/grpc.health.v1.Health/Check", request, &bytes).ok()) {
+      return -1;
     }
     if (bytes.empty()) return 0;  // status 0 = UNKNOWN is the default
     return bytes.size() >= 2 && bytes[0] == 0x08 ? bytes[1] : -1;
