@@ -79,12 +79,8 @@ std::vector<BadCase> BadCases(uint64_t live_id) {
       return c.Unsubscribe(request);
     };
   };
-  // Publish takes its request's bytes (PubSubService::Publish).
   auto publish_bytes = [](std::string bytes) {
-    return [bytes](Client& c) {
-      std::string response;
-      return c.RawUnary("/cohort.v1.PubSub/Publish", bytes, &response);
-    };
+    return [bytes](Client& c) { return c.PublishBytes(bytes); };
   };
   const auto kInvalid = grpc::StatusCode::INVALID_ARGUMENT;
   const std::string kNotARequest =
@@ -325,25 +321,23 @@ TEST(ServerOverload, RefusesBeforeParsing) {
     v1::PublishResponse response;
     EXPECT_TRUE(client.Publish(full, &response).ok());
   });
-  for (int i = 0; i < 500 && client.Stats().events_in_flight() < 16; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ASSERT_EQ(client.Stats().events_in_flight(), 16u);
+  // Waits up to 500 ms for `n` events in flight; their number afterwards.
+  auto in_flight_after_waiting_for = [&client](uint64_t n) {
+    for (int i = 0; i < 500 && client.Stats().events_in_flight() != n; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return client.Stats().events_in_flight();
+  };
+  ASSERT_EQ(in_flight_after_waiting_for(16), 16u);
   const std::string not_an_event("\x0a\x03\xff\xff\xff");
-  std::string response;
-  grpc::Status status =
-      client.RawUnary("/cohort.v1.PubSub/Publish", not_an_event, &response);
+  grpc::Status status = client.PublishBytes(not_an_event);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
       << status.error_message();
   filler.join();
   // The answer goes out just before admission takes the events back.
-  for (int i = 0; i < 500 && client.Stats().events_in_flight() > 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ASSERT_EQ(client.Stats().events_in_flight(), 0u);
+  ASSERT_EQ(in_flight_after_waiting_for(0), 0u);
   // With room again the same bytes are parsed, and refused as malformed.
-  status =
-      client.RawUnary("/cohort.v1.PubSub/Publish", not_an_event, &response);
+  status = client.PublishBytes(not_an_event);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
       << status.error_message();
 }

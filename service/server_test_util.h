@@ -187,6 +187,13 @@ class Client {
     return status;
   }
 
+  // cohort.v1.PubSub/Publish with the request `bytes` as they are (the
+  // server's Publish takes bytes: PubSubService::Publish).
+  grpc::Status PublishBytes(const std::string& bytes) {
+    std::string response;
+    return RawUnary("/cohort.v1.PubSub/Publish", bytes, &response);
+  }
+
   // grpc.health.v1.Health/Check through the generic stub (the health
   // proto's generated code is not installed): the status enum, or -1.
   int HealthCheck(const std::string& service) {
