@@ -90,13 +90,13 @@ fi
 
 readonly TSAN_TARGETS=(
   //matcher:match_event_test
-  //service:admission_test
-  //service:engine_test
-  //service:journal_test
-  //service:durability_test
-  //service:interner_test
-  //service:metrics_http_test
-  //service:stage_profile_test
+  //service/stages:admission_test
+  //service/stages:engine_test
+  //service/storage:journal_test
+  //service/storage:durability_test
+  //service/api:interner_test
+  //service/observability:metrics_http_test
+  //service/observability:stage_profile_test
 )
 run_tests tsan --config=tsan --build_tests_only "${TSAN_TARGETS[@]}"
 

@@ -4,8 +4,8 @@
 #   bench/fuzz.sh [--minutes=N | --seconds=N] [--targets=A,B] [--merge]
 #                 [--out=DIR]
 #
-# Builds //matcher:index_fuzzer, //service:validation_fuzzer,
-# //service:store_fuzzer and //client:parse_fuzzer with --config=fuzz (clang,
+# Builds //matcher:index_fuzzer, //service/api:validation_fuzzer,
+# //service/storage:store_fuzzer and //client:parse_fuzzer with --config=fuzz (clang,
 # libFuzzer, ASan + UBSan) in an output base of their own, since switching the
 # C++ compiler re-configures Bazel's toolchain; then fuzzes each target for
 # the given time (default 5 minutes; ./test.sh runs --seconds=20), starting
@@ -26,8 +26,8 @@ cd "$(dirname "$0")/.."
 
 readonly ALL_TARGETS=(
   //matcher:index_fuzzer
-  //service:validation_fuzzer
-  //service:store_fuzzer
+  //service/api:validation_fuzzer
+  //service/storage:store_fuzzer
   //client:parse_fuzzer
 )
 # Slower than this per input is a hang, not a slow input: the targets' inputs

@@ -22,7 +22,7 @@
 #      fixed limit bounds memory, and latency only at throughput C (Little's
 #      law); under overload the server drains slower than C (smaller
 #      cohorts, the listeners, the rejections), so the limit also adapts to
-#      the target (service/admission.h). The target is what the fastest
+#      the target (service/stages/admission.h). The target is what the fastest
 #      answers of each 100 ms must meet inside the server, so the p99 lands
 #      at a few times it: U / 2 aims the p99 at 2 x U. --no_target leaves
 #      the fixed limit alone.

@@ -33,7 +33,7 @@ constexpr int kStatsAttempts = 3;
 // interactive (the CLI) and the whole call stays within the deadline.
 constexpr absl::Duration kStatsBackoff = absl::Milliseconds(50);
 
-// The longest token the server accepts (service/auth.h CheckToken).
+// The longest token the server accepts (service/api/auth.h CheckToken).
 constexpr size_t kMaxTokenBytes = 4096;
 
 void SetDeadline(absl::Time deadline, grpc::ClientContext* context) {

@@ -24,8 +24,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/cohort/v1/pubsub.pb.h"
-#include "service/server.h"
-#include "service/server_test_util.h"
+#include "service/api/server.h"
+#include "service/api/server_test_util.h"
 
 namespace cohort {
 namespace client {

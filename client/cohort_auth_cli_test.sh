@@ -8,7 +8,7 @@
 set -uo pipefail
 readonly COHORTD=$1
 readonly COHORT=$2
-readonly TLS="${TEST_SRCDIR}/${TEST_WORKSPACE}/service/testdata/tls"
+readonly TLS="${TEST_SRCDIR}/${TEST_WORKSPACE}/service/api/testdata/tls"
 source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/testing/checks.sh"
 source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/testing/cohortd.sh"
 

@@ -55,7 +55,7 @@
 #include "client/load.h"
 #include "client/parse.h"
 #include "google/protobuf/util/json_util.h"
-#include "service/auth.h"
+#include "service/api/auth.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051",
           "cohortd address, host:port (every command but workload).");

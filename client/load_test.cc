@@ -25,8 +25,8 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "proto/cohort/v1/pubsub.pb.h"
-#include "service/server.h"
-#include "service/server_test_util.h"
+#include "service/api/server.h"
+#include "service/api/server_test_util.h"
 
 namespace cohort {
 namespace client {

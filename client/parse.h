@@ -10,7 +10,7 @@
 // The parsers apply the API's rules for single items, so that a mistake is
 // reported against what was typed (with a caret under it) instead of as a
 // server error naming a field index: attribute names match
-// [A-Za-z_][A-Za-z0-9_.-]{0,63} (the server's rule, service/validation.h),
+// [A-Za-z_][A-Za-z0-9_.-]{0,63} (the server's rule, service/api/validation.h),
 // values are int64, BETWEEN needs value <= upper, and an event names each
 // attribute once. Limits that are server flags (--max_predicates,
 // --max_event_attributes) are left to the server, which knows their values.

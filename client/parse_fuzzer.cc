@@ -22,7 +22,7 @@
 #include "client/parse.h"
 #include "matcher/types.h"
 #include "proto/cohort/v1/pubsub.pb.h"
-#include "service/validation.h"
+#include "service/api/validation.h"
 #include "tools/fuzz/byte_reader.h"
 #include "tools/fuzz/fail.h"
 

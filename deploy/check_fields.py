@@ -76,7 +76,7 @@ def known_flags():
 
 
 def health_service_name():
-    source = Path("service/server.cc").read_text()
+    source = Path("service/api/server.cc").read_text()
     match = re.search(r'kServiceName\[\]\s*=\s*"([^"]+)"', source)
     return match.group(1) if match else None
 

@@ -18,9 +18,9 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "service/engine.h"
-#include "service/numa.h"
-#include "service/server.h"
+#include "service/api/server.h"
+#include "service/stages/engine.h"
+#include "service/stages/numa.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "host:port to serve gRPC on (port 0 picks a free port, printed at "

@@ -30,7 +30,7 @@ readonly PACKAGES=(
   liburing-dev
   libnuma-dev
   libssl-dev          # libcrypto: token hashes, TLS file checks
-  openssl             # service/testdata/tls/make_certs.sh
+  openssl             # service/api/testdata/tls/make_certs.sh
   numactl
   clang               # bench/fuzz.sh: the libFuzzer builds (--config=fuzz)
   libclang-rt-14-dev  # libFuzzer and clang's sanitizer runtimes

@@ -5,9 +5,9 @@
 
 Deterministic: running it again writes the same files. It writes
   matcher/testdata/index_fuzzer/seed-*       op sequences in the target's format
-  service/testdata/validation_fuzzer/seed-*  requests encoded by protoc --encode
+  service/api/testdata/validation_fuzzer/seed-*  requests encoded by protoc --encode
   client/testdata/parse_fuzzer/seed-*        CLI subscriptions and events
-  service/testdata/store_fuzzer/seed-*       only with --store_dirs: real
+  service/storage/testdata/store_fuzzer/seed-*       only with --store_dirs: real
       --data_dir folders written by cohortd, packed in the target's format,
       plus torn and corrupted copies of their newest journal or snapshot.
 Files not named seed-* (crash reproducers, merged inputs) are left alone.
@@ -109,7 +109,7 @@ def validation_seeds():
         data = bytes([limits]) + section(0, subscribe) + section(2, publish)
         data += section(1, unsubscribe) + section(2, publish)
         data += section(3, listen) + section(0, bad_subscribe)
-        write("service/testdata/validation_fuzzer", f"session-{limits}", data)
+        write("service/api/testdata/validation_fuzzer", f"session-{limits}", data)
 
 
 def parse_seeds():
@@ -156,14 +156,14 @@ def store_seeds(dirs):
                 with open(os.path.join(folder, e), "rb") as f:
                     files.append((f"{m.group(1)}-{renumber[int(m.group(2))]}", f.read()))
         files.sort(key=lambda f: (f[0].split("-")[1], f[0]))
-        write("service/testdata/store_fuzzer", f"{n}", pack_store(files))
+        write("service/storage/testdata/store_fuzzer", f"{n}", pack_store(files))
         name, data = files[-1]
         if len(data) > 8:
             torn = files[:-1] + [(name, data[:-3])]
-            write("service/testdata/store_fuzzer", f"{n}-torn", pack_store(torn))
+            write("service/storage/testdata/store_fuzzer", f"{n}-torn", pack_store(torn))
             flipped = bytearray(data)
             flipped[len(data) // 2] ^= 0x20
-            write("service/testdata/store_fuzzer", f"{n}-flipped",
+            write("service/storage/testdata/store_fuzzer", f"{n}-flipped",
                   pack_store(files[:-1] + [(name, bytes(flipped))]))
 
 

@@ -1,0 +1,217 @@
+#include "service/api/pubsub_service.h"
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/arena.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/wire_format_lite.h"
+#include "grpcpp/support/proto_buffer_reader.h"
+#include "service/stages/listeners.h"
+
+namespace cohort {
+namespace service {
+
+grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
+                                    const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpc(status));
+  return reactor;
+}
+
+namespace {
+
+// A unary Publish: its request and response on an arena of their own, and
+// its job until the engine has answered.
+class PublishReactor final : public grpc::ServerUnaryReactor {
+ public:
+  PublishReactor()
+      : request_(google::protobuf::Arena::CreateMessage<v1::PublishRequest>(
+            &arena_)),
+        response_(google::protobuf::Arena::CreateMessage<v1::PublishResponse>(
+            &arena_)) {
+    job_.cancelled = &cancelled_;
+  }
+  // The engine skips the events it has not matched yet.
+  void OnCancel() override { cancelled_.store(true, std::memory_order_relaxed); }
+  void OnDone() override { delete this; }
+
+  google::protobuf::Arena arena_;
+  v1::PublishRequest* const request_;
+  v1::PublishResponse* const response_;
+  std::atomic<bool> cancelled_{false};
+  PublishJob job_;
+};
+
+absl::Status NotAPublishRequest() {
+  return absl::InvalidArgumentError(
+      "request: the bytes are not a cohort.v1.PublishRequest");
+}
+
+}  // namespace
+
+std::optional<uint64_t> CountPublishEvents(const grpc::ByteBuffer& bytes) {
+  using google::protobuf::internal::WireFormatLite;
+  grpc::ByteBuffer view(bytes);  // shares the slices; the reader needs a
+                                 // mutable buffer
+  grpc::ProtoBufferReader stream(&view);
+  google::protobuf::io::CodedInputStream input(&stream);
+  uint64_t events = 0;
+  while (const uint32_t tag = input.ReadTag()) {
+    if (tag ==
+        WireFormatLite::MakeTag(v1::PublishRequest::kEventsFieldNumber,
+                                WireFormatLite::WIRETYPE_LENGTH_DELIMITED)) {
+      ++events;
+    }
+    if (!WireFormatLite::SkipField(&input, tag)) return std::nullopt;
+  }
+  if (!input.ConsumedEntireMessage()) return std::nullopt;
+  return events;
+}
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+PubSubService::PubSubService(Engine* engine, Interner* attributes,
+                             Interner* subscribers, const Limits& limits,
+                             const StreamOptions& streams)
+    : engine_(engine),
+      attributes_(attributes),
+      subscribers_(subscribers),
+      limits_(limits),
+      streams_(streams) {}
+
+bool PubSubService::OpenStream() {
+  if (open_streams_.fetch_add(1, std::memory_order_relaxed) >=
+      streams_.max_streams) {
+    open_streams_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
+
+void PubSubService::CloseStream() {
+  open_streams_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void PubSubService::FillStats(v1::Stats* stats) const {
+  engine_->FillStats(stats);
+  stats->set_open_streams(open_streams_.load(std::memory_order_relaxed));
+}
+
+grpc::ServerUnaryReactor* PubSubService::Subscribe(
+    grpc::CallbackServerContext* context, const v1::SubscribeRequest* request,
+    v1::SubscribeResponse* response) {
+  absl::Status status = ValidateSubscribe(*request, limits_);
+  std::vector<SubscriptionInput> inputs;
+  if (status.ok()) {
+    status = BuildSubscriptions(*request, attributes_, subscribers_, &inputs);
+  }
+  if (!status.ok()) return FinishNow(context, status);
+  std::vector<uint32_t> owners;
+  if (observer_ != nullptr) {
+    owners.reserve(inputs.size());
+    for (const SubscriptionInput& input : inputs) {
+      owners.push_back(input.subscriber);
+    }
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  engine_->Subscribe(
+      std::move(inputs), [this, reactor, response, owners = std::move(owners)](
+                             absl::StatusOr<std::vector<uint64_t>> ids) {
+        if (!ids.ok()) {
+          reactor->Finish(ToGrpc(ids.status()));
+          return;
+        }
+        if (observer_ != nullptr) observer_->Subscribed(*ids, owners);
+        response->mutable_subscription_ids()->Add(ids->begin(), ids->end());
+        reactor->Finish(grpc::Status::OK);
+      });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* PubSubService::Unsubscribe(
+    grpc::CallbackServerContext* context,
+    const v1::UnsubscribeRequest* request, v1::UnsubscribeResponse*) {
+  absl::Status status = ValidateUnsubscribe(*request, limits_);
+  if (!status.ok()) return FinishNow(context, status);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  engine_->Unsubscribe(
+      std::vector<uint64_t>(request->subscription_ids().begin(),
+                            request->subscription_ids().end()),
+      [this, reactor, request](absl::Status s) {
+        // The request lives until the call is finished.
+        if (s.ok() && observer_ != nullptr) {
+          observer_->Unsubscribed(request->subscription_ids());
+        }
+        reactor->Finish(ToGrpc(s));
+      });
+  return reactor;
+}
+
+absl::Status PubSubService::PreparePublish(const v1::PublishRequest& request,
+                                           v1::PublishResponse* response,
+                                           PublishJob* job) const {
+  absl::Status status = ValidatePublish(request, limits_);
+  if (!status.ok()) return status;
+  BuildEvents(request, *attributes_, &job->events);
+  job->request = &request;
+  job->response = response;
+  return absl::OkStatus();
+}
+
+grpc::ServerUnaryReactor* PubSubService::Publish(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response) {
+  // Shed load before the work of parsing, validating and building the
+  // events.
+  const std::optional<uint64_t> events = CountPublishEvents(*request);
+  if (!events.has_value()) return FinishNow(context, NotAPublishRequest());
+  if (absl::Status room = engine_->CheckRoom(*events); !room.ok()) {
+    return FinishNow(context, room);
+  }
+  auto* reactor = new PublishReactor();
+  grpc::ByteBuffer bytes(*request);  // shares the slices
+  grpc::ProtoBufferReader stream(&bytes);
+  absl::Status status = reactor->request_->ParseFromZeroCopyStream(&stream)
+                            ? PreparePublish(*reactor->request_,
+                                             reactor->response_, &reactor->job_)
+                            : NotAPublishRequest();
+  if (!status.ok()) {
+    reactor->Finish(ToGrpc(status));
+    return reactor;
+  }
+  reactor->job_.deadline_ns = DeadlineNanos(context->deadline());
+  reactor->job_.done = [reactor, response](absl::Status s) {
+    grpc::Status answer = ToGrpc(s);
+    if (answer.ok()) {
+      bool own_buffer = false;
+      answer = grpc::SerializationTraits<v1::PublishResponse>::Serialize(
+          *reactor->response_, response, &own_buffer);
+    }
+    reactor->Finish(answer);
+  };
+  status = engine_->Publish(&reactor->job_);
+  if (!status.ok()) reactor->Finish(ToGrpc(status));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* PubSubService::GetStats(
+    grpc::CallbackServerContext* context, const v1::GetStatsRequest*,
+    v1::Stats* response) {
+  FillStats(response);
+  return FinishNow(context, absl::OkStatus());
+}
+
+}  // namespace service
+}  // namespace cohort

@@ -1,0 +1,155 @@
+// The gRPC front of cohortd: cohort.v1.PubSub on the callback API.
+//
+// Each handler is the front stage for its request: it validates
+// (validation.h), interns names, builds the compact event records and hands
+// the request to the Engine, then returns without waiting; the engine's
+// threads complete the RPC (gRPC allows Finish/StartWrite from any thread).
+// No handler blocks on matching.
+//
+// Streams:
+//   - PublishStream keeps at most `stream_window` requests in flight and
+//     stops reading when the window is full or the engine has no room, so a
+//     fast publisher is slowed by gRPC flow control; responses are written
+//     in request order.
+//   - Listen registers a DeliverySink whose queue holds at most
+//     `listener_queue_limit` deliveries; a full queue drops the delivery or
+//     disconnects the listener with RESOURCE_EXHAUSTED (`slow_listener`).
+//   - At most `max_streams` streams (both kinds) are open at once; more get
+//     RESOURCE_EXHAUSTED.
+//
+// Thread safety: gRPC calls the handlers on its threads; the service's own
+// state is the atomic stream count. Reactors guard their state with a mutex.
+#ifndef COHORT_SERVICE_API_PUBSUB_SERVICE_H_
+#define COHORT_SERVICE_API_PUBSUB_SERVICE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+
+#include "absl/types/span.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/cohort/v1/pubsub.grpc.pb.h"
+#include "service/api/interner.h"
+#include "service/api/validation.h"
+#include "service/stages/engine.h"
+
+namespace cohort {
+namespace service {
+
+enum class SlowListenerPolicy { kDrop, kDisconnect };
+
+struct StreamOptions {
+  uint64_t listener_queue_limit = 1024;
+  SlowListenerPolicy slow_listener = SlowListenerPolicy::kDrop;
+  uint32_t max_streams = 1024;
+  uint32_t stream_window = 16;
+};
+
+// absl::Status -> grpc::Status with the same code and message.
+grpc::Status ToGrpc(const absl::Status& status);
+
+// The number of events (field 1) in the serialized PublishRequest `bytes`,
+// found by skipping over its top-level fields without parsing them; nullopt
+// if the top level is not well-formed (a bad tag or a field cut short).
+// Where the bytes parse, the count is the parsed events_size(). What
+// unary Publish admits a request by.
+std::optional<uint64_t> CountPublishEvents(const grpc::ByteBuffer& bytes);
+
+// Answers a unary call at once with `status` (the refusals of the service
+// and of the auth layer in front of it).
+grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
+                                    const absl::Status& status);
+
+// A stream (a reactor of type `Base`) refused before it started: it ends at
+// once with `status` and deletes itself when gRPC is done with it.
+template <typename Base>
+class RefusedStream final : public Base {
+ public:
+  explicit RefusedStream(const absl::Status& status) {
+    this->Finish(ToGrpc(status));
+  }
+  void OnDone() override { delete this; }
+};
+
+// Told of each subscription change just before it is answered, so that a
+// client that holds an id finds it recorded (the auth layer keeps each id's
+// owner this way: auth_service.h). Called on engine threads; must not block.
+class SubscriptionObserver {
+ public:
+  virtual ~SubscriptionObserver() = default;
+  // ids[i] now exists, owned by subscriber id subscribers[i].
+  virtual void Subscribed(absl::Span<const uint64_t> ids,
+                          absl::Span<const uint32_t> subscribers) = 0;
+  // `ids` were removed.
+  virtual void Unsubscribed(absl::Span<const uint64_t> ids) = 0;
+};
+
+// cohort.v1.PubSub on the callback API, with unary Publish on the request's
+// bytes (PubSubService::Publish says why).
+using PubSubCallbackService =
+    v1::PubSub::WithRawCallbackMethod_Publish<v1::PubSub::CallbackService>;
+
+class PubSubService final : public PubSubCallbackService {
+ public:
+  // All pointers must outlive the service.
+  PubSubService(Engine* engine, Interner* attributes, Interner* subscribers,
+                const Limits& limits, const StreamOptions& streams);
+
+  grpc::ServerUnaryReactor* Subscribe(grpc::CallbackServerContext* context,
+                                      const v1::SubscribeRequest* request,
+                                      v1::SubscribeResponse* response) override;
+  grpc::ServerUnaryReactor* Unsubscribe(
+      grpc::CallbackServerContext* context,
+      const v1::UnsubscribeRequest* request,
+      v1::UnsubscribeResponse* response) override;
+  // Publish takes the request as bytes, so that admission refuses before
+  // parsing: a request is hundreds of small messages (events, attributes,
+  // names), and under overload most requests are refused, so a refusal must
+  // cost little next to the matching it saves (SEDA's lesson). The events
+  // are counted by a walk over the top-level fields; an admitted request is
+  // parsed onto a protobuf arena of the call's own, freed in one piece when
+  // the call is done. Bytes that are not a PublishRequest get
+  // INVALID_ARGUMENT.
+  grpc::ServerUnaryReactor* Publish(grpc::CallbackServerContext* context,
+                                    const grpc::ByteBuffer* request,
+                                    grpc::ByteBuffer* response) override;
+  grpc::ServerBidiReactor<v1::PublishRequest, v1::PublishResponse>*
+  PublishStream(grpc::CallbackServerContext* context) override;
+  grpc::ServerWriteReactor<v1::Delivery>* Listen(
+      grpc::CallbackServerContext* context,
+      const v1::ListenRequest* request) override;
+  grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
+                                     const v1::GetStatsRequest* request,
+                                     v1::Stats* response) override;
+
+  // Validates `request` and builds `job` for the engine (the front stage's
+  // work for one publish request).
+  absl::Status PreparePublish(const v1::PublishRequest& request,
+                              v1::PublishResponse* response,
+                              PublishJob* job) const;
+
+  Engine* engine() const { return engine_; }
+  const StreamOptions& stream_options() const { return streams_; }
+  // Takes a stream slot; false if max_streams are open.
+  bool OpenStream();
+  void CloseStream();
+  // Not owned; null (the default): nobody is told. REQUIRES: set before
+  // serving.
+  void set_observer(SubscriptionObserver* observer) { observer_ = observer; }
+  // What GetStats answers: the engine's stats and the open streams.
+  void FillStats(v1::Stats* stats) const;
+
+ private:
+  Engine* const engine_;
+  Interner* const attributes_;
+  Interner* const subscribers_;
+  const Limits limits_;
+  const StreamOptions streams_;
+  std::atomic<uint32_t> open_streams_{0};
+  SubscriptionObserver* observer_ = nullptr;
+};
+
+}  // namespace service
+}  // namespace cohort
+
+#endif  // COHORT_SERVICE_API_PUBSUB_SERVICE_H_

@@ -1,0 +1,258 @@
+#include "service/api/server.h"
+
+#include <malloc.h>
+
+#include <chrono>
+#include <optional>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "grpc/grpc.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "service/observability/prometheus.h"
+#include "service/stages/admission.h"
+
+namespace cohort {
+namespace service {
+namespace {
+
+// The health service name clients may ask for besides "" (the whole server).
+constexpr char kServiceName[] = "cohort.v1.PubSub";
+
+// The --auth_tokens file; nullopt without one. Errors name the flag.
+absl::StatusOr<std::optional<TokenStore>> LoadTokens(const std::string& path) {
+  if (path.empty()) return std::nullopt;
+  absl::StatusOr<TokenStore> tokens = TokenStore::Load(path);
+  if (!tokens.ok()) {
+    return absl::Status(
+        tokens.status().code(),
+        absl::StrCat("--auth_tokens: ", tokens.status().message()));
+  }
+  return std::optional<TokenStore>(*std::move(tokens));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
+    const ServerOptions& options) {
+  // TLS files and the token file first: a mistake there should not wait
+  // for a long recovery to be reported.
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      ServerCredentialsFor(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  absl::StatusOr<std::optional<TokenStore>> tokens =
+      LoadTokens(options.auth_tokens_file);
+  if (!tokens.ok()) return tokens.status();
+  // Owners of recovered subscriptions, for the AuthService (with tokens).
+  std::vector<uint64_t> recovered_ids;
+  std::vector<uint32_t> recovered_owners;
+  std::unique_ptr<CohortServer> server(new CohortServer());
+  server->options_ = options;
+  server->attributes_ = std::make_unique<Interner>(options.max_attributes);
+  server->subscribers_ =
+      std::make_unique<Interner>(options.engine.max_subscribers);
+  EngineOptions engine_options = options.engine;
+  Recovery recovered;
+  const int64_t recovery_start = MonotonicNanos();
+  if (!options.durability.data_dir.empty()) {
+    absl::StatusOr<std::unique_ptr<Durability>> durability =
+        Durability::Open(options.durability, &recovered);
+    if (!durability.ok()) {
+      return absl::Status(durability.status().code(),
+                          absl::StrCat("--data_dir: ",
+                                       durability.status().message()));
+    }
+    server->durability_ = std::move(*durability);
+    // Names first, in id order, so that they get their old ids; only then
+    // are new names journaled.
+    for (const auto& [names, dictionary, what] :
+         {std::make_tuple(&recovered.state.attributes,
+                          server->attributes_.get(), "attribute"),
+          std::make_tuple(&recovered.state.subscribers,
+                          server->subscribers_.get(), "subscriber")}) {
+      for (size_t id = 0; id < names->size(); ++id) {
+        absl::StatusOr<uint32_t> got = dictionary->Intern((*names)[id]);
+        if (!got.ok() || *got != id) {
+          return absl::DataLossError(absl::StrCat(
+              "--data_dir: ", what, " name \"", (*names)[id], "\" (id ", id,
+              ") cannot be restored: ",
+              got.ok() ? absl::StrCat("it became id ", *got)
+                       : std::string(got.status().message())));
+        }
+      }
+    }
+    Durability* log = server->durability_.get();
+    server->attributes_->SetOnNewName(
+        [log](uint32_t id, absl::string_view name) {
+          log->LogName(kAttributeName, id, name);
+        });
+    server->subscribers_->SetOnNewName(
+        [log](uint32_t id, absl::string_view name) {
+          log->LogName(kSubscriberName, id, name);
+        });
+    engine_options.durability = log;
+  }
+  absl::StatusOr<std::unique_ptr<Engine>> engine =
+      CreateEngine(options.mode, engine_options);
+  if (!engine.ok()) return engine.status();
+  server->engine_ = std::move(*engine);
+  if (server->durability_ != nullptr) {
+    if (absl::Status s = server->engine_->Restore(recovered.state); !s.ok()) {
+      server->engine_->Shutdown();
+      return absl::DataLossError(
+          absl::StrCat("--data_dir: cannot restore: ", s.message()));
+    }
+    server->recovery_summary_ = absl::StrFormat(
+        "recovered %d subscriptions from %s in %.2f s (snapshot-%d, %d "
+        "journal records replayed, journal tail %s, %d bytes discarded; "
+        "journal written with %s)",
+        recovered.state.live.size(), options.durability.data_dir,
+        (MonotonicNanos() - recovery_start) / 1e9,
+        recovered.snapshot_generation, recovered.records_replayed,
+        recovered.tail, recovered.bytes_discarded,
+        server->durability_->backend());
+    if (tokens->has_value()) {
+      recovered_ids.reserve(recovered.state.live.size());
+      recovered_owners.reserve(recovered.state.live.size());
+      for (const auto& [id, input] : recovered.state.live) {
+        recovered_ids.push_back(id);
+        recovered_owners.push_back(input.subscriber);
+      }
+    }
+    // The recovered state (a few hundred bytes per subscription, more than
+    // the index) is garbage now; hand its pages back to the kernel.
+    recovered = Recovery();
+    malloc_trim(0);
+  }
+  server->service_ = std::make_unique<PubSubService>(
+      server->engine_.get(), server->attributes_.get(),
+      server->subscribers_.get(), options.limits, options.streams);
+  if (tokens->has_value()) {
+    server->auth_ = std::make_unique<AuthService>(
+        server->service_.get(), server->subscribers_.get(), **std::move(tokens),
+        options.limits);
+    server->auth_->owners().Subscribed(recovered_ids, recovered_owners);
+  }
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, *credentials, &server->port_);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  if (options.max_concurrent_streams > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                               options.max_concurrent_streams);
+  }
+  if (server->auth_ != nullptr) {
+    builder.RegisterService(server->auth_.get());
+  } else {
+    builder.RegisterService(server->service_.get());
+  }
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    server->server_.reset();
+    return absl::UnavailableError(absl::StrCat(
+        "--listen: cannot listen on ", options.listen,
+        " (address in use, not local, or malformed?)"));
+  }
+  grpc::HealthCheckServiceInterface* health =
+      server->server_->GetHealthCheckService();
+  if (health != nullptr) {
+    health->SetServingStatus(true);
+    health->SetServingStatus(kServiceName, true);
+  }
+  if (options.metrics_port >= 0) {
+    CohortServer* self = server.get();
+    absl::StatusOr<std::unique_ptr<MetricsHttpServer>> metrics =
+        MetricsHttpServer::Start(options.metrics_host, options.metrics_port,
+                                 [self] {
+                                   v1::Stats stats;
+                                   self->FillStats(&stats);
+                                   return RenderPrometheus(stats);
+                                 });
+    if (!metrics.ok()) {
+      server->Shutdown(0);
+      return absl::Status(metrics.status().code(),
+                          absl::StrCat("--metrics_port: ",
+                                       metrics.status().message()));
+    }
+    server->metrics_ = std::move(*metrics);
+  }
+  return server;
+}
+
+std::string CohortServer::security_summary() const {
+  const char* tls = !options_.tls.enabled()               ? "TLS off"
+                    : options_.tls.client_ca_file.empty() ? "TLS on"
+                                                          : "mTLS on";
+  if (auth_ == nullptr) return absl::StrCat(tls, ", auth off");
+  return absl::StrCat(tls, ", auth on (", auth_->tokens().subscriber_tokens(),
+                      " subscriber tokens, ",
+                      auth_->tokens().publisher_tokens(), " publisher tokens)");
+}
+
+bool IsLoopbackListen(absl::string_view listen) {
+  if (absl::StartsWith(listen, "unix:") ||
+      absl::StartsWith(listen, "unix-abstract:")) {
+    return true;
+  }
+  absl::string_view host = listen;
+  if (const size_t colon = host.rfind(':'); colon != absl::string_view::npos) {
+    host = host.substr(0, colon);
+  }
+  if (absl::ConsumePrefix(&host, "[")) {
+    return absl::ConsumeSuffix(&host, "]") && host == "::1";
+  }
+  if (absl::EqualsIgnoreCase(host, "localhost")) return true;
+  // 127.0.0.0/8: four decimal octets, the first 127.
+  const std::vector<absl::string_view> octets = absl::StrSplit(host, '.');
+  if (octets.size() != 4 || octets[0] != "127") return false;
+  for (absl::string_view octet : octets) {
+    int value = 0;
+    if (!absl::SimpleAtoi(octet, &value) || value < 0 || value > 255) {
+      return false;
+    }
+  }
+  return true;
+}
+
+int CohortServer::metrics_port() const {
+  return metrics_ == nullptr ? -1 : metrics_->port();
+}
+
+void CohortServer::Shutdown(int64_t grace_ms) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (server_ == nullptr) {  // Start failed before the server ran
+    if (engine_ != nullptr) engine_->Shutdown();
+    return;
+  }
+  if (grpc::HealthCheckServiceInterface* health =
+          server_->GetHealthCheckService()) {
+    health->SetServingStatus(false);
+    health->SetServingStatus(kServiceName, false);
+  }
+  // Listen streams never end on their own; end them first so that the
+  // server's shutdown only waits for requests that will finish.
+  engine_->listeners().CloseAll(
+      ShuttingDownError());
+  // Calls in progress must not wait out --cohort_wait_us for company.
+  engine_->Flush();
+  server_->Shutdown(std::chrono::system_clock::now() +
+                    std::chrono::milliseconds(grace_ms));
+  engine_->Shutdown();
+  if (metrics_ != nullptr) metrics_->Stop();
+}
+
+CohortServer::~CohortServer() { Shutdown(0); }
+
+}  // namespace service
+}  // namespace cohort

@@ -1,0 +1,286 @@
+// End-to-end tests through a real cohortd server on 127.0.0.1 (TCP, port 0):
+// results and Listen deliveries against the API-level oracle in every mode,
+// the ordering guarantee with several clients, PublishStream ordering,
+// health, metrics, and shutdown. Bad input and overload are in
+// server_limits_test.cc.
+#include "service/api/server.h"
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "service/api/server_test_util.h"
+#include "service/stages/test_util.h"
+
+namespace cohort {
+namespace service {
+namespace {
+
+using testing::Rng;
+
+using testing::Config;
+using testing::ConfigName;
+
+ServerOptions OptionsFor(const Config& config) {
+  ServerOptions options = testing::LocalServerOptions();
+  options.mode = config.mode;
+  options.engine.partitions = config.partitions;
+  options.engine.cohort_max = config.cohort_max;
+  if (config.replicated) {
+    options.engine.index_layout = IndexLayout::kReplicated;
+  }
+  options.engine.threads = 3;
+  return options;
+}
+
+class ServerDifferentialTest : public ::testing::TestWithParam<Config> {};
+
+// Property: over the network, through unary Publish and PublishStream from
+// concurrent clients, every EventResult equals the oracle (ids ascending,
+// return_ids honoured), and a Listen stream receives exactly the events that
+// match its subscriber's subscriptions, once each, with sequence 1, 2, ...
+TEST_P(ServerDifferentialTest, ResultsAndDeliveriesEqualTheOracle) {
+  auto server = CohortServer::Start(OptionsFor(GetParam()));
+  ASSERT_TRUE(server.ok()) << server.status();
+  testing::Client client((*server)->port());
+  Rng rng(7 + GetParam().partitions * 10 + GetParam().cohort_max);
+  constexpr int kAttributes = 5;
+  constexpr int kDomain = 3;
+
+  std::map<uint64_t, v1::SubscriptionSpec> live;
+  for (int batch = 0; batch < 4; ++batch) {
+    v1::SubscribeRequest request;
+    for (int i = 0; i < 100; ++i) {
+      *request.add_subscriptions() = testing::RandomSpec(
+          rng, absl::StrCat("s", rng() % 4), kAttributes, kDomain);
+    }
+    v1::SubscribeResponse response;
+    ASSERT_TRUE(client.Subscribe(request, &response).ok());
+    ASSERT_EQ(response.subscription_ids_size(), 100);
+    for (int i = 0; i < 100; ++i) {
+      live[response.subscription_ids(i)] = request.subscriptions(i);
+    }
+  }
+  v1::UnsubscribeRequest unsubscribe;
+  for (const auto& [id, spec] : live) {
+    if (rng() % 5 == 0) unsubscribe.add_subscription_ids(id);
+  }
+  ASSERT_TRUE(client.Unsubscribe(unsubscribe).ok());
+  for (uint64_t id : unsubscribe.subscription_ids()) live.erase(id);
+
+  testing::Listener listener((*server)->port(), "s2");
+  ASSERT_TRUE(client.WaitForListeners(1));
+
+  std::vector<v1::PublishRequest> requests(24);
+  int event_number = 0;
+  for (size_t r = 0; r < requests.size(); ++r) {
+    requests[r].set_return_ids(r % 3 != 0);
+    const int n = 1 + static_cast<int>(rng() % 30);
+    for (int i = 0; i < n; ++i) {
+      *requests[r].add_events() = testing::RandomEvent(
+          rng, kAttributes, kDomain, absl::StrCat("e", event_number++));
+    }
+  }
+  std::vector<v1::PublishResponse> responses(requests.size());
+  std::thread unary([&] {
+    for (size_t r = 0; r < requests.size(); r += 2) {
+      EXPECT_TRUE(client.Publish(requests[r], &responses[r]).ok());
+    }
+  });
+  std::vector<v1::PublishRequest> streamed;
+  for (size_t r = 1; r < requests.size(); r += 2) streamed.push_back(requests[r]);
+  std::vector<v1::PublishResponse> stream_responses;
+  EXPECT_TRUE(client.PublishStream(streamed, &stream_responses).ok());
+  unary.join();
+  ASSERT_EQ(stream_responses.size(), streamed.size());
+  for (size_t k = 0; k < streamed.size(); ++k) {
+    responses[2 * k + 1] = stream_responses[k];
+  }
+
+  std::map<std::string, std::vector<uint64_t>> expected_deliveries;
+  for (size_t r = 0; r < requests.size(); ++r) {
+    ASSERT_EQ(responses[r].results_size(), requests[r].events_size());
+    for (int i = 0; i < requests[r].events_size(); ++i) {
+      const v1::Event& event = requests[r].events(i);
+      std::vector<uint64_t> expected, for_listener;
+      for (const auto& [id, spec] : live) {
+        if (!testing::Matches(spec, event)) continue;
+        expected.push_back(id);
+        if (spec.subscriber() == "s2") for_listener.push_back(id);
+      }
+      const v1::EventResult& result = responses[r].results(i);
+      EXPECT_EQ(result.match_count(), expected.size());
+      if (requests[r].return_ids()) {
+        EXPECT_EQ(testing::Ids(result), expected) << event.DebugString();
+      } else {
+        EXPECT_EQ(result.subscription_ids_size(), 0);
+      }
+      if (!for_listener.empty()) {
+        expected_deliveries[event.payload()] = for_listener;
+      }
+    }
+  }
+  std::vector<v1::Delivery> deliveries =
+      listener.WaitFor(expected_deliveries.size());
+  std::map<std::string, std::vector<uint64_t>> received;
+  for (size_t k = 0; k < deliveries.size(); ++k) {
+    EXPECT_EQ(deliveries[k].sequence(), k + 1);
+    const std::string& payload = deliveries[k].event().payload();
+    EXPECT_EQ(received.count(payload), 0u) << "delivered twice: " << payload;
+    received[payload] = std::vector<uint64_t>(
+        deliveries[k].subscription_ids().begin(),
+        deliveries[k].subscription_ids().end());
+  }
+  EXPECT_EQ(received, expected_deliveries);
+  // Nothing more arrives.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(listener.received(), deliveries.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, ServerDifferentialTest,
+    ::testing::Values(Config{"staged", 1, 1}, Config{"staged", 1, 64},
+                      Config{"staged", 2, 1}, Config{"staged", 2, 64},
+                      Config{"staged", 3, 1}, Config{"staged", 3, 64},
+                      Config{"staged", 3, 64, true},
+                      Config{"threaded", 0, 0}),
+    ConfigName);
+
+// Property: with several clients subscribing, publishing and unsubscribing
+// at once, an event published after Subscribe returned matches, and one
+// published after Unsubscribe returned does not.
+TEST(ServerOrdering, ChangesAreVisibleToLaterPublishesFromOtherClients) {
+  auto server = CohortServer::Start(OptionsFor(Config{"staged", 2, 64}));
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([port, t] {
+      testing::Client subscriber(port);
+      testing::Client publisher(port);  // a separate channel
+      for (int round = 0; round < 20; ++round) {
+        const int64_t key = t * 1000 + round;
+        v1::SubscribeResponse ids;
+        ASSERT_TRUE(
+            subscriber.Subscribe(testing::KeySubscription(key), &ids).ok());
+        v1::PublishResponse response;
+        ASSERT_TRUE(
+            publisher.Publish(testing::KeyEvent(key), &response).ok());
+        ASSERT_EQ(response.results(0).subscription_ids_size(), 1);
+        EXPECT_EQ(response.results(0).subscription_ids(0),
+                  ids.subscription_ids(0));
+        v1::UnsubscribeRequest unsubscribe;
+        unsubscribe.add_subscription_ids(ids.subscription_ids(0));
+        ASSERT_TRUE(subscriber.Unsubscribe(unsubscribe).ok());
+        response.Clear();
+        ASSERT_TRUE(
+            publisher.Publish(testing::KeyEvent(key), &response).ok());
+        EXPECT_EQ(response.results(0).match_count(), 0u);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+}
+
+// Property: the health service reports SERVING while up, and GetStats and
+// the Prometheus endpoint describe the same server.
+TEST(ServerIntrospection, HealthStatsAndMetrics) {
+  ServerOptions options = OptionsFor(Config{"staged", 2, 64});
+  options.metrics_port = 0;
+  auto server = CohortServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  testing::Client client((*server)->port());
+  EXPECT_EQ(client.HealthCheck(""), 1);  // SERVING
+  EXPECT_EQ(client.HealthCheck("cohort.v1.PubSub"), 1);
+  v1::SubscribeResponse ids;
+  ASSERT_TRUE(client.Subscribe(testing::KeySubscription(5), &ids).ok());
+  v1::PublishResponse response;
+  ASSERT_TRUE(client.Publish(testing::KeyEvent(5), &response).ok());
+  v1::Stats stats = client.Stats();
+  EXPECT_EQ(stats.subscriptions(), 1u);
+  EXPECT_EQ(stats.events_published(), 1u);
+  EXPECT_EQ(stats.mode(), "staged");
+  EXPECT_EQ(stats.partitions(), 2u);
+  ASSERT_EQ(stats.stages_size(), 4);  // front, 2 partitions, reply
+  EXPECT_EQ(stats.stages(1).name(), "partition/0");
+  EXPECT_EQ(stats.stages(1).events(), 1u);
+  EXPECT_EQ(stats.stages(3).name(), "reply");
+  EXPECT_EQ(stats.stages(3).matches(), 1u);
+  const std::string metrics =
+      testing::HttpGet((*server)->metrics_port(), "/metrics");
+  EXPECT_NE(metrics.find("cohort_subscriptions 1"), std::string::npos)
+      << metrics.substr(0, 2000);
+  EXPECT_NE(metrics.find("cohort_events_published_total 1"), std::string::npos);
+}
+
+// Property: Shutdown answers every admitted request, ends Listen streams
+// with UNAVAILABLE, and then refuses new calls.
+TEST(ServerShutdown, FinishesAdmittedWorkAndEndsListeners) {
+  ServerOptions options = OptionsFor(Config{"staged", 2, 64});
+  options.engine.cohort_wait_us = 200000;  // keep publishes queued
+  auto server = CohortServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  testing::Client client((*server)->port());
+  v1::SubscribeResponse ids;
+  ASSERT_TRUE(client.Subscribe(testing::KeySubscription(9), &ids).ok());
+  testing::Listener listener((*server)->port(), "subscriber");
+  ASSERT_TRUE(client.WaitForListeners(1));
+  constexpr int kPublishers = 8;
+  std::vector<std::thread> publishers;
+  std::vector<grpc::Status> statuses(kPublishers);
+  std::vector<v1::PublishResponse> responses(kPublishers);
+  for (int i = 0; i < kPublishers; ++i) {
+    publishers.emplace_back([&, i] {
+      statuses[i] = client.Publish(testing::KeyEvent(9), &responses[i]);
+    });
+  }
+  // Shut down once all are admitted (they wait in the partition queues).
+  while (client.Stats().events_published() < kPublishers) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  (*server)->Shutdown();
+  for (std::thread& t : publishers) t.join();
+  for (int i = 0; i < kPublishers; ++i) {
+    ASSERT_TRUE(statuses[i].ok()) << statuses[i].error_message();
+    EXPECT_EQ(responses[i].results(0).match_count(), 1u);
+  }
+  EXPECT_EQ(listener.Finish().error_code(), grpc::UNAVAILABLE);
+  v1::PublishResponse response;
+  EXPECT_EQ(client.Publish(testing::KeyEvent(9), &response).error_code(),
+            grpc::UNAVAILABLE);
+}
+
+// Property: shutdown does not wait out --cohort_wait_us: an event parked in
+// a partition queue waiting for company is matched and answered at once.
+TEST(ServerShutdown, DoesNotWaitForCohortsToFill) {
+  ServerOptions options = OptionsFor(Config{"staged", 2, 0});
+  options.engine.cohort_wait_us = 60'000'000;  // a minute
+  auto server = CohortServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  testing::Client client((*server)->port());
+  v1::SubscribeResponse ids;
+  ASSERT_TRUE(client.Subscribe(testing::KeySubscription(4), &ids).ok());
+  grpc::Status status;
+  v1::PublishResponse response;
+  std::thread publisher(
+      [&] { status = client.Publish(testing::KeyEvent(4), &response); });
+  while (client.Stats().events_published() == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  (*server)->Shutdown();
+  publisher.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.results(0).match_count(), 1u);
+}
+
+}  // namespace
+}  // namespace service
+}  // namespace cohort

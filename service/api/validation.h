@@ -1,0 +1,128 @@
+// Request checks and conversions of the front stage (DESIGN.md sections 1, 2
+// and 5).
+//
+// The front stage runs every request through a `Validate*` function first,
+// so that a bad request is rejected whole before anything is applied
+// (INVALID_ARGUMENT, or NOT_FOUND for subscription id 0), with a message that
+// names the offending field with its indexes, e.g.
+// "subscriptions[3].predicates[0].op", and the limit or rule it broke, as
+// proto/cohort/v1/pubsub.proto promises. Only then does it convert the
+// request into the matcher's vocabulary: `BuildSubscriptions` interns
+// attribute and subscriber names; `BuildEvents` turns events into compact
+// (attribute id, value) records without interning anything.
+//
+// Thread safety: every function here may be called from any thread. The
+// Validate functions only read their arguments. The Build functions write
+// only `*out` (owned by the caller) and the Interners, which are thread-safe.
+#ifndef COHORT_SERVICE_API_VALIDATION_H_
+#define COHORT_SERVICE_API_VALIDATION_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "matcher/types.h"
+#include "proto/cohort/v1/pubsub.pb.h"
+#include "service/api/interner.h"
+
+namespace cohort {
+namespace service {
+
+// Request limits, from the server flags named in the comments (see the
+// "Limits" paragraph of pubsub.proto).
+struct Limits {
+  size_t max_predicates = 32;         // per subscription (--max_predicates)
+  size_t max_event_attributes = 256;  // per event (--max_event_attributes)
+  size_t max_payload_bytes = 65536;   // per event payload (--max_payload_bytes)
+  // Subscriptions per Subscribe, events per Publish request and ids per
+  // Unsubscribe (--max_batch).
+  size_t max_batch = 10000;
+  size_t max_subscriber_bytes = 256;  // length of a subscriber name
+};
+
+// Longest attribute name, in characters (the API's rule, not a flag).
+inline constexpr size_t kMaxAttributeNameLength = 64;
+
+// IsValidAttributeName()
+//
+// True iff `name` matches [A-Za-z_][A-Za-z0-9_.-]{0,63}: 1 to 64 characters,
+// the first a letter or '_', the rest letters, digits, '_', '.' or '-'.
+bool IsValidAttributeName(absl::string_view name);
+
+// ValidateSubscribe()
+//
+// OK iff every subscription of `request` may be added: at most
+// limits.max_batch subscriptions (none is fine); each with a subscriber name
+// of 1 to limits.max_subscriber_bytes bytes and no control characters, and 1
+// to limits.max_predicates predicates; each predicate with a valid attribute
+// name, an op from OP_EQ to OP_BETWEEN, and value <= upper for OP_BETWEEN
+// (`upper` is ignored for the other ops). Else INVALID_ARGUMENT for the first
+// problem found, in request order.
+absl::Status ValidateSubscribe(const v1::SubscribeRequest& request,
+                               const Limits& limits);
+
+// ValidateUnsubscribe()
+//
+// OK iff `request` lists at most limits.max_batch ids (none is fine), no id
+// twice and no id 0. An id listed twice is INVALID_ARGUMENT naming both
+// indexes; failing that, id 0 is NOT_FOUND ("subscription_ids[2]: 0 is never a
+// subscription id"). Whether the other ids are live is for the caller to check.
+absl::Status ValidateUnsubscribe(const v1::UnsubscribeRequest& request,
+                                 const Limits& limits);
+
+// ValidatePublish()
+//
+// OK iff `request` holds at most limits.max_batch events (none is fine), each
+// with 1 to limits.max_event_attributes attributes of valid, distinct names
+// and a payload of at most limits.max_payload_bytes bytes. Else
+// INVALID_ARGUMENT for the first problem found, in request order.
+absl::Status ValidatePublish(const v1::PublishRequest& request,
+                             const Limits& limits);
+
+// ValidateListen()
+//
+// OK iff the subscriber name is 1 to limits.max_subscriber_bytes bytes with no
+// control characters; else INVALID_ARGUMENT.
+absl::Status ValidateListen(const v1::ListenRequest& request,
+                            const Limits& limits);
+
+// A validated subscription with interned attribute ids.
+struct SubscriptionInput {
+  // Id of the subscriber name in the subscriber Interner.
+  uint32_t subscriber = 0;
+  // The predicates in request order; `upper` is 0 unless op is kBetween.
+  std::vector<matcher::Predicate> predicates;
+};
+
+// BuildSubscriptions()
+//
+// Converts request.subscriptions[i] into (*out)[i] (replacing what `out`
+// held), interning attribute names into `attributes` and subscriber names into
+// `subscribers`. Fails with RESOURCE_EXHAUSTED, naming the field and the
+// limit, if a dictionary is full; then names already interned stay interned,
+// and nothing else changes (`*out` included).
+// REQUIRES: ValidateSubscribe(request, limits) is OK for some `limits`.
+absl::Status BuildSubscriptions(const v1::SubscribeRequest& request,
+                                Interner* attributes, Interner* subscribers,
+                                std::vector<SubscriptionInput>* out);
+
+// BuildEvents()
+//
+// Converts request.events[i] into (*out)[i], the compact event record the
+// matcher uses: the (attribute id, value) pairs of the event's attributes
+// whose names are interned in `attributes`, in request order. Attributes no
+// subscription ever named are dropped: no predicate can refer to them, so they
+// cannot affect matching (an event may thus become empty). Does not intern.
+// Resizes `out` to the number of events and reuses its inner vectors'
+// capacity. Looks all names up under one lock of `attributes`.
+// REQUIRES: ValidatePublish(request, limits) is OK for some `limits` (so the
+// attribute ids of each record are distinct, as matcher::EventView requires).
+void BuildEvents(const v1::PublishRequest& request, const Interner& attributes,
+                 std::vector<std::vector<matcher::AttributeValue>>* out);
+
+}  // namespace service
+}  // namespace cohort
+
+#endif  // COHORT_SERVICE_API_VALIDATION_H_

@@ -1,0 +1,231 @@
+// The stage profile (DESIGN.md section 6): what one stage instance (the front
+// stage, one partition, the reply stage, the journal or the threaded worker
+// pool) records about its work, and how it is summarised into
+// cohort::v1::StageStats for GetStats and the Prometheus endpoint.
+//
+// `LatencyHistogram` is a log-linear histogram of durations in nanoseconds:
+// values below 32 ns are counted exactly, and every power-of-two range above
+// is split into 32 equal sub-buckets, so a percentile read back from it is
+// within about 1.6% of the true sample (half a sub-bucket) for any duration up
+// to about 73 minutes; longer ones land in the last bucket (the maximum is
+// still exact). Count, sum, minimum and maximum are tracked exactly.
+//
+// `StageProfile` holds one stage instance's queue-length, wait-time,
+// service-time and batch-size (cohort-size) distributions and its counters.
+// The stage's own thread records into it; any thread (the GetStats handler,
+// the metrics endpoint) may read a snapshot with `ToProto`.
+//
+// Thread safety: `LatencyHistogram` is thread-compatible (const methods may
+// run concurrently; anything else needs external synchronisation).
+// `StageProfile` is thread-safe: the distributions are guarded by an internal
+// std::mutex (held for a few hundred nanoseconds per record), the counters
+// are relaxed std::atomic and never take the mutex. A snapshot is consistent
+// for the distributions; counters read alongside it may be a little newer.
+//
+// Invariants (StageProfile): batches() equals the sum of the batch-size
+// buckets and the number of queue-length samples; wait and service histogram
+// counts equal the number of samples recorded into them.
+#ifndef COHORT_SERVICE_OBSERVABILITY_STAGE_PROFILE_H_
+#define COHORT_SERVICE_OBSERVABILITY_STAGE_PROFILE_H_
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/types/span.h"
+#include "proto/cohort/v1/pubsub.pb.h"
+
+namespace cohort {
+namespace service {
+
+// Nanoseconds on the monotonic clock: the time base of every enqueue, wait
+// and service time the stages record.
+inline int64_t MonotonicNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Inclusive upper bounds of the batch-size (cohort-size) histogram buckets,
+// ascending, not counting the final overflow bucket (upper bound
+// kBatchSizeOverflowBound). Powers of two: cohort sizes span several orders
+// of magnitude (1 when idle, --cohort_max under load) and the benefit of a
+// cohort grows with its logarithm, so doubling buckets give equal resolution
+// where it matters. 4096 is above any sensible --cohort_max (the matcher runs
+// cohorts in chunks of 64 events, so gains flatten long before that); larger
+// batches are lumped together.
+inline constexpr std::array<uint64_t, 13> kBatchSizeBucketBounds = {
+    1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
+// Upper bound reported for the overflow bucket (batches over 4096 items).
+inline constexpr uint64_t kBatchSizeOverflowBound =
+    std::numeric_limits<uint64_t>::max();
+
+// A log-linear histogram of durations in nanoseconds. See the file comment
+// for its resolution.
+class LatencyHistogram {
+ public:
+  LatencyHistogram() = default;
+  LatencyHistogram(const LatencyHistogram&) = default;
+  LatencyHistogram& operator=(const LatencyHistogram&) = default;
+
+  // Record adds one sample of `ns` nanoseconds. A negative value (a clock
+  // that stepped back) is recorded as 0.
+  void Record(int64_t ns);
+
+  // Merge adds every sample of `other` to this histogram.
+  void Merge(const LatencyHistogram& other);
+
+  // Percentile returns the `q`-quantile (0 <= q <= 1) of the samples in
+  // nanoseconds: the midpoint of the bucket holding the sample of rank
+  // ceil(q * count), clamped to [min_ns(), max_ns()]. q <= 0 gives the
+  // minimum, q >= 1 the maximum, and an empty histogram gives 0.
+  double Percentile(double q) const;
+
+  // ToProto fills `out` (count, mean_us, p50_us, p99_us, max_us), all in
+  // microseconds; every field is 0 when the histogram is empty.
+  void ToProto(cohort::v1::Latency* out) const;
+
+  uint64_t count() const { return count_; }
+  // Sum of all samples; wraps only after 584 years of recorded time.
+  uint64_t sum_ns() const { return sum_ns_; }
+  // Mean, minimum and maximum of the samples; 0 when empty.
+  double mean_ns() const;
+  int64_t min_ns() const { return count_ == 0 ? 0 : min_ns_; }
+  int64_t max_ns() const { return max_ns_; }
+
+ private:
+  // Values below 2^kSubBucketBits are counted exactly; each power-of-two
+  // range above holds 2^kSubBucketBits buckets. 5 bits (32 sub-buckets)
+  // bounds the relative error of a bucket midpoint to 1/64 (about 1.6%),
+  // "a few percent" as the API promises, at 9.7 KB per histogram.
+  static constexpr int kSubBucketBits = 5;
+  static constexpr int kSubBuckets = 1 << kSubBucketBits;
+  // Largest exponent covered: 2^42 ns is about 73 minutes, past the "about an
+  // hour" that any queue wait or batch could plausibly take.
+  static constexpr int kMaxExponent = 41;
+  static constexpr int kNumBuckets =
+      kSubBuckets + (kMaxExponent - kSubBucketBits + 1) * kSubBuckets;
+
+  static int BucketIndex(uint64_t ns);
+  // Smallest value and width (in ns) of bucket `index`.
+  static uint64_t BucketLower(int index);
+  static uint64_t BucketWidth(int index);
+
+  std::array<uint64_t, kNumBuckets> buckets_{};
+  uint64_t count_ = 0;
+  uint64_t sum_ns_ = 0;
+  int64_t min_ns_ = std::numeric_limits<int64_t>::max();
+  int64_t max_ns_ = 0;
+};
+
+// The profile of one stage instance. See the file comment.
+class StageProfile {
+ public:
+  // `name` is the instance's unique name ("front", "partition/3", ...),
+  // `stage` its stage ("front", "partition", ...), `partition` its index for
+  // partition instances (nullopt otherwise), `queue_limit` the capacity of
+  // its inbound queue (0 if unbounded or none).
+  StageProfile(std::string name, std::string stage,
+               std::optional<uint32_t> partition, uint64_t queue_limit);
+
+  StageProfile(const StageProfile&) = delete;
+  StageProfile& operator=(const StageProfile&) = delete;
+
+  // RecordBatch records one batch taken from the queue: `queue_length` items
+  // were queued when it was taken (the batch included), it held `batch_size`
+  // items and took `service_ns` to run.
+  // REQUIRES: batch_size >= 1 (0 is counted in the first bucket).
+  void RecordBatch(size_t queue_length, size_t batch_size, int64_t service_ns);
+
+  // RecordWait records the queue wait of one item; RecordWaits records one
+  // per element of `wait_ns` under a single lock acquisition (use it for the
+  // items of a batch).
+  void RecordWait(int64_t wait_ns);
+  void RecordWaits(absl::Span<const int64_t> wait_ns);
+
+  // Counters; see StageStats in pubsub.proto for their meaning.
+  void AddEvents(uint64_t n) { Add(events_, n); }
+  void AddMatches(uint64_t n) { Add(matches_, n); }
+  void AddUpdates(uint64_t n) { Add(updates_, n); }
+  void AddRejections(uint64_t n) { Add(rejections_, n); }
+  void AddDroppedDeliveries(uint64_t n) { Add(dropped_deliveries_, n); }
+  void AddDisconnectedListeners(uint64_t n) { Add(disconnected_listeners_, n); }
+  void AddExpired(uint64_t n) { Add(expired_, n); }
+
+  uint64_t events() const { return Load(events_); }
+  uint64_t matches() const { return Load(matches_); }
+  uint64_t updates() const { return Load(updates_); }
+  uint64_t rejections() const { return Load(rejections_); }
+  uint64_t dropped_deliveries() const { return Load(dropped_deliveries_); }
+  uint64_t disconnected_listeners() const {
+    return Load(disconnected_listeners_);
+  }
+  uint64_t expired() const { return Load(expired_); }
+  // Batches recorded so far (takes the lock).
+  uint64_t batches() const;
+
+  // Where a partition thread runs: its CPU (nullopt: not pinned) and the
+  // NUMA node of its memory (nullopt: not placed). Set once, by the
+  // partition thread before it serves (under the lock).
+  void SetPlacement(std::optional<uint32_t> cpu,
+                    std::optional<uint32_t> numa_node);
+  std::optional<uint32_t> cpu() const;
+  std::optional<uint32_t> numa_node() const;
+
+  const std::string& name() const { return name_; }
+  const std::string& stage() const { return stage_; }
+  std::optional<uint32_t> partition() const { return partition_; }
+  uint64_t queue_limit() const { return queue_limit_; }
+
+  // ToProto overwrites every field of `out` with a snapshot of this profile.
+  // batch_sizes lists the buckets by ascending upper bound, up to the last
+  // non-empty one (empty ones before it included, so that each bucket's
+  // range starts after the previous bucket's upper bound).
+  void ToProto(cohort::v1::StageStats* out) const;
+
+ private:
+  static constexpr size_t kNumBatchBuckets = kBatchSizeBucketBounds.size() + 1;
+
+  static void Add(std::atomic<uint64_t>& counter, uint64_t n) {
+    counter.fetch_add(n, std::memory_order_relaxed);
+  }
+  static uint64_t Load(const std::atomic<uint64_t>& counter) {
+    return counter.load(std::memory_order_relaxed);
+  }
+  static size_t BatchBucket(size_t batch_size);
+
+  const std::string name_;
+  const std::string stage_;
+  const std::optional<uint32_t> partition_;
+  const uint64_t queue_limit_;
+
+  mutable std::mutex mu_;
+  std::optional<uint32_t> cpu_ ABSL_GUARDED_BY(mu_);
+  std::optional<uint32_t> numa_node_ ABSL_GUARDED_BY(mu_);
+  LatencyHistogram wait_ ABSL_GUARDED_BY(mu_);
+  LatencyHistogram service_ ABSL_GUARDED_BY(mu_);
+  std::array<uint64_t, kNumBatchBuckets> batch_buckets_ ABSL_GUARDED_BY(mu_){};
+  uint64_t batches_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t queue_length_sum_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t queue_length_max_ ABSL_GUARDED_BY(mu_) = 0;
+
+  std::atomic<uint64_t> events_{0};
+  std::atomic<uint64_t> matches_{0};
+  std::atomic<uint64_t> updates_{0};
+  std::atomic<uint64_t> rejections_{0};
+  std::atomic<uint64_t> dropped_deliveries_{0};
+  std::atomic<uint64_t> disconnected_listeners_{0};
+  std::atomic<uint64_t> expired_{0};
+};
+
+}  // namespace service
+}  // namespace cohort
+
+#endif  // COHORT_SERVICE_OBSERVABILITY_STAGE_PROFILE_H_

@@ -1,0 +1,309 @@
+#include "service/observability/stage_profile.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace cohort {
+namespace service {
+namespace {
+
+// Percentiles come from a log-linear histogram with 32 sub-buckets per power
+// of two: a bucket midpoint is within 1/64 of any value in the bucket.
+constexpr double kRelativeTolerance = 0.02;
+
+void ExpectNearRelative(double expected, double actual) {
+  EXPECT_NEAR(actual, expected, std::abs(expected) * kRelativeTolerance)
+      << "expected " << expected << ", got " << actual;
+}
+
+// The q-quantile of `sorted` by the same rank rule as Percentile.
+double ExactQuantile(const std::vector<int64_t>& sorted, double q) {
+  size_t rank = static_cast<size_t>(std::ceil(q * sorted.size() - 1e-9));
+  rank = std::clamp<size_t>(rank, 1, sorted.size());
+  return static_cast<double>(sorted[rank - 1]);
+}
+
+TEST(LatencyHistogram, EmptyGivesZeros) {
+  LatencyHistogram h;
+  EXPECT_EQ(h.count(), 0u);
+  EXPECT_EQ(h.sum_ns(), 0u);
+  EXPECT_EQ(h.min_ns(), 0);
+  EXPECT_EQ(h.max_ns(), 0);
+  EXPECT_EQ(h.mean_ns(), 0.0);
+  EXPECT_EQ(h.Percentile(0.5), 0.0);
+  EXPECT_EQ(h.Percentile(1.0), 0.0);
+
+  cohort::v1::Latency proto;
+  proto.set_count(7);  // ToProto must overwrite stale values.
+  proto.set_p99_us(3.0);
+  h.ToProto(&proto);
+  EXPECT_EQ(proto.count(), 0u);
+  EXPECT_EQ(proto.mean_us(), 0.0);
+  EXPECT_EQ(proto.p50_us(), 0.0);
+  EXPECT_EQ(proto.p99_us(), 0.0);
+  EXPECT_EQ(proto.max_us(), 0.0);
+}
+
+TEST(LatencyHistogram, UniformPercentilesWithinTwoPercent) {
+  LatencyHistogram h;
+  // 1 us .. 100 ms in 1 us steps.
+  for (int64_t i = 1; i <= 100000; ++i) h.Record(i * 1000);
+  EXPECT_EQ(h.count(), 100000u);
+  ExpectNearRelative(50000e3, h.Percentile(0.5));
+  ExpectNearRelative(90000e3, h.Percentile(0.9));
+  ExpectNearRelative(99000e3, h.Percentile(0.99));
+  EXPECT_EQ(h.Percentile(1.0), 100000e3);
+  EXPECT_EQ(h.Percentile(0.0), 1e3);
+  EXPECT_DOUBLE_EQ(h.mean_ns(), 50000.5e3);
+}
+
+TEST(LatencyHistogram, LogNormalPercentilesMatchExactQuantiles) {
+  std::mt19937_64 rng(42);
+  // Median about 20 us, with a long tail into the tens of milliseconds.
+  std::lognormal_distribution<double> dist(std::log(20e3), 1.5);
+  LatencyHistogram h;
+  std::vector<int64_t> samples;
+  for (int i = 0; i < 200000; ++i) {
+    const int64_t ns = static_cast<int64_t>(dist(rng));
+    samples.push_back(ns);
+    h.Record(ns);
+  }
+  std::sort(samples.begin(), samples.end());
+  for (double q : {0.01, 0.1, 0.5, 0.9, 0.99, 0.999}) {
+    SCOPED_TRACE(q);
+    ExpectNearRelative(ExactQuantile(samples, q), h.Percentile(q));
+  }
+  EXPECT_EQ(h.max_ns(), samples.back());
+  EXPECT_EQ(h.min_ns(), samples.front());
+}
+
+TEST(LatencyHistogram, SmallValuesAreExact) {
+  LatencyHistogram h;
+  for (int64_t ns = 0; ns < 32; ++ns) h.Record(ns);
+  // Rank ceil(q * 32) is the value rank - 1.
+  EXPECT_EQ(h.Percentile(0.5), 15.0);
+  EXPECT_EQ(h.Percentile(1.0 / 32), 0.0);
+  EXPECT_EQ(h.Percentile(31.0 / 32), 30.0);
+}
+
+TEST(LatencyHistogram, SingleValueIsExact) {
+  LatencyHistogram h;
+  for (int i = 0; i < 10; ++i) h.Record(123456789);
+  EXPECT_EQ(h.Percentile(0.5), 123456789.0);
+  EXPECT_EQ(h.Percentile(0.99), 123456789.0);
+}
+
+TEST(LatencyHistogram, NegativeIsRecordedAsZero) {
+  LatencyHistogram h;
+  h.Record(-5);
+  EXPECT_EQ(h.count(), 1u);
+  EXPECT_EQ(h.min_ns(), 0);
+  EXPECT_EQ(h.max_ns(), 0);
+  EXPECT_EQ(h.Percentile(0.5), 0.0);
+}
+
+TEST(LatencyHistogram, BeyondRangeKeepsExactMaxAndMean) {
+  LatencyHistogram h;
+  const int64_t ten_hours = int64_t{10} * 3600 * 1000 * 1000 * 1000;
+  h.Record(1000);
+  h.Record(ten_hours);
+  EXPECT_EQ(h.max_ns(), ten_hours);
+  EXPECT_EQ(h.Percentile(1.0), static_cast<double>(ten_hours));
+  EXPECT_DOUBLE_EQ(h.mean_ns(), (ten_hours + 1000) / 2.0);
+  // The 0.99 sample lands in the last bucket (about 70 minutes) and is
+  // reported below the true value, but never above the maximum.
+  EXPECT_GT(h.Percentile(0.99), 3600e9);
+  EXPECT_LE(h.Percentile(0.99), static_cast<double>(ten_hours));
+}
+
+TEST(LatencyHistogram, MergeEqualsRecordingEverything) {
+  LatencyHistogram a, b, all;
+  std::mt19937_64 rng(7);
+  std::exponential_distribution<double> dist(1.0 / 50e3);
+  for (int i = 0; i < 5000; ++i) {
+    const int64_t x = static_cast<int64_t>(dist(rng));
+    const int64_t y = static_cast<int64_t>(dist(rng)) + 1000000;
+    a.Record(x);
+    b.Record(y);
+    all.Record(x);
+    all.Record(y);
+  }
+  LatencyHistogram empty;
+  a.Merge(empty);
+  a.Merge(b);
+  EXPECT_EQ(a.count(), all.count());
+  EXPECT_EQ(a.sum_ns(), all.sum_ns());
+  EXPECT_EQ(a.min_ns(), all.min_ns());
+  EXPECT_EQ(a.max_ns(), all.max_ns());
+  for (double q : {0.1, 0.5, 0.9, 0.99}) {
+    EXPECT_EQ(a.Percentile(q), all.Percentile(q)) << q;
+  }
+  // Merging into an empty histogram copies it.
+  empty.Merge(b);
+  EXPECT_EQ(empty.min_ns(), b.min_ns());
+  EXPECT_EQ(empty.Percentile(0.5), b.Percentile(0.5));
+}
+
+TEST(LatencyHistogram, ToProtoIsInMicroseconds) {
+  LatencyHistogram h;
+  h.Record(1000);
+  h.Record(2000);
+  h.Record(3000);
+  cohort::v1::Latency proto;
+  h.ToProto(&proto);
+  EXPECT_EQ(proto.count(), 3u);
+  EXPECT_DOUBLE_EQ(proto.mean_us(), 2.0);
+  ExpectNearRelative(2.0, proto.p50_us());
+  ExpectNearRelative(3.0, proto.p99_us());
+  EXPECT_DOUBLE_EQ(proto.max_us(), 3.0);
+}
+
+// Empty buckets below the largest non-empty one are listed too, so each
+// bucket's range starts right after the previous bucket's upper bound.
+TEST(StageProfile, BatchSizesListEveryBucketUpToTheLastNonEmptyOne) {
+  StageProfile profile("partition/2", "partition", 2, 100);
+  for (size_t size : {1, 1, 2, 3, 4, 5, 100, 4096, 4097, 100000}) {
+    profile.RecordBatch(size, size, 1000);
+  }
+  cohort::v1::StageStats stats;
+  profile.ToProto(&stats);
+  std::vector<std::pair<uint64_t, uint64_t>> buckets;
+  for (const auto& b : stats.batch_sizes()) {
+    buckets.emplace_back(b.upper_bound(), b.count());
+  }
+  const std::vector<std::pair<uint64_t, uint64_t>> expected = {
+      {1, 2},   {2, 1},   {4, 2},   {8, 1},    {16, 0},
+      {32, 0},  {64, 0},  {128, 1}, {256, 0},  {512, 0},
+      {1024, 0}, {2048, 0}, {4096, 1}, {UINT64_MAX, 2}};
+  EXPECT_EQ(buckets, expected);
+  EXPECT_EQ(stats.batches(), 10u);
+}
+
+TEST(StageProfile, ToProtoFillsEveryField) {
+  StageProfile profile("partition/3", "partition", 3, 1024);
+  profile.RecordBatch(10, 4, 2000);
+  profile.RecordBatch(30, 8, 4000);
+  profile.RecordWait(500);
+  const std::vector<int64_t> waits = {1500, 2500, 3500};
+  profile.RecordWaits(waits);
+  profile.AddEvents(12);
+  profile.AddMatches(34);
+  profile.AddUpdates(5);
+  profile.AddRejections(6);
+  profile.AddDroppedDeliveries(7);
+  profile.AddDisconnectedListeners(8);
+
+  cohort::v1::StageStats stats;
+  stats.add_batch_sizes()->set_upper_bound(99);  // Stale; must be replaced.
+  profile.ToProto(&stats);
+  EXPECT_EQ(stats.name(), "partition/3");
+  EXPECT_EQ(stats.stage(), "partition");
+  ASSERT_TRUE(stats.has_partition());
+  EXPECT_EQ(stats.partition(), 3u);
+  EXPECT_EQ(stats.queue_limit(), 1024u);
+  EXPECT_DOUBLE_EQ(stats.queue_length_mean(), 20.0);
+  EXPECT_EQ(stats.queue_length_max(), 30u);
+  EXPECT_EQ(stats.wait().count(), 4u);
+  EXPECT_DOUBLE_EQ(stats.wait().mean_us(), 2.0);
+  EXPECT_DOUBLE_EQ(stats.wait().max_us(), 3.5);
+  EXPECT_EQ(stats.service().count(), 2u);
+  EXPECT_DOUBLE_EQ(stats.service().mean_us(), 3.0);
+  EXPECT_DOUBLE_EQ(stats.service().max_us(), 4.0);
+  ASSERT_EQ(stats.batch_sizes_size(), 4);  // 1, 2 and 4 (1 batch), 8
+  EXPECT_EQ(stats.batch_sizes(0).count(), 0u);
+  EXPECT_EQ(stats.batch_sizes(2).upper_bound(), 4u);
+  EXPECT_EQ(stats.batch_sizes(2).count(), 1u);
+  EXPECT_EQ(stats.batch_sizes(3).upper_bound(), 8u);
+  EXPECT_EQ(stats.batches(), 2u);
+  EXPECT_EQ(stats.events(), 12u);
+  EXPECT_EQ(stats.matches(), 34u);
+  EXPECT_EQ(stats.updates(), 5u);
+  EXPECT_EQ(stats.rejections(), 6u);
+  EXPECT_EQ(stats.dropped_deliveries(), 7u);
+  EXPECT_EQ(stats.disconnected_listeners(), 8u);
+  EXPECT_EQ(profile.events(), 12u);
+  EXPECT_EQ(profile.batches(), 2u);
+}
+
+TEST(StageProfile, EmptyNonPartitionProfile) {
+  StageProfile profile("reply", "reply", std::nullopt, 0);
+  cohort::v1::StageStats stats;
+  stats.set_partition(9);  // Stale; must be cleared.
+  profile.ToProto(&stats);
+  EXPECT_EQ(stats.name(), "reply");
+  EXPECT_FALSE(stats.has_partition());
+  EXPECT_EQ(stats.queue_limit(), 0u);
+  EXPECT_EQ(stats.queue_length_mean(), 0.0);
+  EXPECT_EQ(stats.queue_length_max(), 0u);
+  EXPECT_EQ(stats.wait().count(), 0u);
+  EXPECT_EQ(stats.service().p99_us(), 0.0);
+  EXPECT_EQ(stats.batch_sizes_size(), 0);
+  EXPECT_EQ(stats.batches(), 0u);
+}
+
+// Property: with several threads recording and one reading at once, no record
+// is lost (totals are exact), and every snapshot is internally consistent
+// (batches == sum of batch-size buckets == service count). Run under
+// --config=tsan it also checks the profile is free of data races.
+TEST(StageProfile, ConcurrentRecordingKeepsExactTotals) {
+  constexpr int kThreads = 8;
+  constexpr int kIterations = 5000;
+  StageProfile profile("partition/0", "partition", 0, 64);
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    cohort::v1::StageStats stats;
+    while (!done.load(std::memory_order_acquire)) {
+      profile.ToProto(&stats);
+      uint64_t in_buckets = 0;
+      for (const auto& b : stats.batch_sizes()) in_buckets += b.count();
+      ASSERT_EQ(in_buckets, stats.batches());
+      ASSERT_EQ(stats.service().count(), stats.batches());
+    }
+  });
+  std::vector<std::thread> writers;
+  for (int t = 0; t < kThreads; ++t) {
+    writers.emplace_back([&profile, t] {
+      const std::vector<int64_t> waits = {100, 200, 300};
+      for (int i = 0; i < kIterations; ++i) {
+        profile.RecordBatch(t + 1, (i % 64) + 1, 1000 + i);
+        profile.RecordWait(50);
+        profile.RecordWaits(waits);
+        profile.AddEvents(2);
+        profile.AddMatches(3);
+        profile.AddUpdates(1);
+        profile.AddRejections(1);
+        profile.AddDroppedDeliveries(1);
+        profile.AddDisconnectedListeners(1);
+      }
+    });
+  }
+  for (std::thread& w : writers) w.join();
+  done.store(true, std::memory_order_release);
+  reader.join();
+
+  constexpr uint64_t kTotal = uint64_t{kThreads} * kIterations;
+  cohort::v1::StageStats stats;
+  profile.ToProto(&stats);
+  EXPECT_EQ(stats.batches(), kTotal);
+  EXPECT_EQ(stats.service().count(), kTotal);
+  EXPECT_EQ(stats.wait().count(), 4 * kTotal);
+  EXPECT_EQ(stats.events(), 2 * kTotal);
+  EXPECT_EQ(stats.matches(), 3 * kTotal);
+  EXPECT_EQ(stats.updates(), kTotal);
+  EXPECT_EQ(stats.rejections(), kTotal);
+  EXPECT_EQ(stats.dropped_deliveries(), kTotal);
+  EXPECT_EQ(stats.disconnected_listeners(), kTotal);
+  EXPECT_EQ(stats.queue_length_max(), uint64_t{kThreads});
+  EXPECT_DOUBLE_EQ(stats.queue_length_mean(), (kThreads + 1) / 2.0);
+}
+
+}  // namespace
+}  // namespace service
+}  // namespace cohort

@@ -1,0 +1,122 @@
+// Listen streams and the registry the reply stage delivers through.
+//
+// A `DeliverySink` is one open Listen stream (service/api/pubsub_service.cc
+// implements it over gRPC; tests implement it in memory). The
+// `ListenerRegistry` maps an interned subscriber id to the sinks listening for
+// it. Partition stages ask `HasListeners` for every match, lock-free, so that
+// matches of subscribers nobody listens to cost no delivery work; the reply
+// stage (or a threaded-mode worker) calls `Deliver` once per (event,
+// subscriber) with the subscriber's matched subscription ids.
+//
+// Memory crossing threads: a `PendingDelivery` shares the published event
+// (`std::shared_ptr<const v1::Event>`) between all sinks it is offered to; the
+// last sink to write or drop it frees it.
+//
+// Thread safety: every method of ListenerRegistry may be called from any
+// thread. `HasListeners` is wait-free (one atomic load). DeliverySink::Offer
+// is called with no registry lock held and must not block.
+#ifndef COHORT_SERVICE_STAGES_LISTENERS_H_
+#define COHORT_SERVICE_STAGES_LISTENERS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "proto/cohort/v1/pubsub.pb.h"
+
+namespace cohort {
+namespace service {
+
+// One delivery waiting in a listener's queue.
+struct PendingDelivery {
+  std::shared_ptr<const v1::Event> event;
+  std::vector<uint64_t> subscription_ids;  // ascending, non-empty
+};
+
+// What happened to an offered delivery.
+enum class OfferResult {
+  kQueued,        // the sink will write it
+  kDropped,       // the sink's queue was full; the delivery is lost
+  kDisconnected,  // the sink's queue was full and the sink closed the stream
+  kClosed,        // the sink is already closed; nothing was counted
+};
+
+// One Listen stream.
+class DeliverySink {
+ public:
+  virtual ~DeliverySink() = default;
+  // Queues `delivery` for writing. Must not block.
+  virtual OfferResult Offer(PendingDelivery delivery) = 0;
+  // Ends the stream with `status` (UNAVAILABLE at shutdown). Idempotent;
+  // must not block.
+  virtual void Close(const absl::Status& status) = 0;
+};
+
+// Subscriber id -> open sinks.
+//
+// Invariants: listener_count(s) equals the number of registered sinks of s,
+// and HasListeners(s) == (listener_count(s) > 0) once Register/Unregister
+// has returned.
+class ListenerRegistry {
+ public:
+  // Subscriber ids must be below `max_subscribers` (the size of the
+  // subscriber dictionary).
+  explicit ListenerRegistry(uint32_t max_subscribers);
+  ListenerRegistry(const ListenerRegistry&) = delete;
+  ListenerRegistry& operator=(const ListenerRegistry&) = delete;
+  ~ListenerRegistry();
+
+  // Adds `sink` as a listener of `subscriber`; false (and nothing added)
+  // after CloseAll.
+  // REQUIRES: subscriber < max_subscribers.
+  bool Register(uint32_t subscriber, std::shared_ptr<DeliverySink> sink);
+  // Removes `sink`; a no-op if it is not registered.
+  void Unregister(uint32_t subscriber, const DeliverySink* sink);
+
+  // Whether `subscriber` has at least one open listener. Wait-free.
+  bool HasListeners(uint32_t subscriber) const;
+
+  // Offers one delivery to every listener of `subscriber`. Counts what was
+  // dropped or disconnected into *dropped and *disconnected.
+  void Deliver(uint32_t subscriber, const std::shared_ptr<const v1::Event>& event,
+               std::vector<uint64_t> subscription_ids, uint64_t* dropped,
+               uint64_t* disconnected);
+
+  // Closes every sink with `status`; later Register calls fail (shutdown).
+  void CloseAll(const absl::Status& status);
+
+  // Open listeners.
+  uint64_t size() const { return size_.load(std::memory_order_relaxed); }
+
+ private:
+  // Listener counts live in pages allocated on first use, so a registry for
+  // millions of possible subscribers costs memory only for those that listen.
+  static constexpr uint32_t kPageBits = 12;
+  static constexpr uint32_t kPageSize = 1u << kPageBits;
+
+  std::atomic<uint32_t>* Counter(uint32_t subscriber) const;
+  uint64_t PageCount() const {
+    return (static_cast<uint64_t>(max_subscribers_) + kPageSize - 1) >>
+           kPageBits;
+  }
+
+  const uint32_t max_subscribers_;
+  // Page table; pages are created under mu_ and never freed before the
+  // registry, so readers may load a page pointer without the lock.
+  std::unique_ptr<std::atomic<std::atomic<uint32_t>*>[]> pages_;
+  std::atomic<uint64_t> size_{0};
+  mutable std::mutex mu_;
+  std::unordered_map<uint32_t, std::vector<std::shared_ptr<DeliverySink>>>
+      sinks_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace service
+}  // namespace cohort
+
+#endif  // COHORT_SERVICE_STAGES_LISTENERS_H_

@@ -1,0 +1,263 @@
+#include "service/stages/partition.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "service/stages/numa.h"
+
+namespace cohort {
+namespace service {
+void PartitionQueue::PushEvents(PublishJob* job, int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const bool was_empty = items_.empty();
+  for (uint32_t i = 0; i < job->events.size(); ++i) {
+    items_.push_back(PartitionItem{job, i, nullptr, now_ns});
+  }
+  WakeIfReady(was_empty);
+}
+
+void PartitionQueue::PushEvents(PublishJob* job,
+                                absl::Span<const uint32_t> events,
+                                int64_t now_ns) {
+  if (events.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  const bool was_empty = items_.empty();
+  for (uint32_t i : events) {
+    items_.push_back(PartitionItem{job, i, nullptr, now_ns});
+  }
+  WakeIfReady(was_empty);
+}
+
+void PartitionQueue::PushUpdate(UpdateBatch* update, int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  items_.push_back(PartitionItem{nullptr, 0, update, now_ns});
+  ++updates_;
+  WakeIfReady(/*was_empty=*/items_.size() == 1);
+}
+
+void PartitionQueue::Flush() {
+  std::lock_guard<std::mutex> lock(mu_);
+  flushing_ = true;
+  cv_.notify_one();
+}
+
+void PartitionQueue::Close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  flushing_ = true;
+  cv_.notify_one();
+}
+
+void PartitionQueue::WakeIfReady(bool was_empty) {
+  // A sleeping consumer either waits for a first item (no deadline) or for
+  // the oldest item's deadline; it needs waking only when the queue was
+  // empty, a cohort is full, or a change arrived (which ends the cohort).
+  if (!sleeping_) return;
+  if (was_empty || updates_ > 0 || items_.size() >= cohort_max_) {
+    cv_.notify_one();
+  }
+}
+
+size_t PartitionQueue::LeadingEvents() const {
+  if (updates_ == 0) return items_.size();
+  size_t n = 0;
+  while (n < items_.size() && items_[n].is_event()) ++n;
+  return n;
+}
+
+bool PartitionQueue::Pop(std::vector<PartitionItem>* out,
+                         size_t* queue_length) {
+  out->clear();
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (items_.empty()) {
+      if (closed_) return false;
+      sleeping_ = true;
+      cv_.wait(lock);
+      sleeping_ = false;
+      continue;
+    }
+    *queue_length = items_.size();
+    if (!items_.front().is_event()) {
+      out->push_back(items_.front());
+      items_.pop_front();
+      --updates_;
+      return true;
+    }
+    const size_t ready = LeadingEvents();
+    const int64_t deadline = items_.front().enqueue_ns + cohort_wait_ns_;
+    if (ready >= cohort_max_ || ready < items_.size() || flushing_ ||
+        MonotonicNanos() >= deadline) {
+      const size_t take = std::min<size_t>(ready, cohort_max_);
+      out->assign(items_.begin(), items_.begin() + take);
+      items_.erase(items_.begin(), items_.begin() + take);
+      return true;
+    }
+    sleeping_ = true;
+    cv_.wait_until(lock, std::chrono::steady_clock::time_point(
+                             std::chrono::nanoseconds(deadline)));
+    sleeping_ = false;
+  }
+}
+
+Partition::Partition(uint32_t index, const EngineOptions& options,
+                     const SubscriptionDirectory* directory,
+                     const ListenerRegistry* listeners, ReadyFn ready)
+    : index_(index),
+      shard_id_(options.index_layout == IndexLayout::kReplicated ? 0 : index),
+      options_(options),
+      directory_(directory),
+      listeners_(listeners),
+      ready_(std::move(ready)),
+      queue_(options.cohort_max, options.cohort_wait_us * 1000),
+      profile_(absl::StrCat("partition/", index), "partition", index,
+               options.queue_limit) {}
+
+Partition::~Partition() { Stop(); }
+
+void Partition::Start() {
+  std::promise<void> placed;
+  std::future<void> done = placed.get_future();
+  thread_ = std::thread([this, &placed] {
+    Place();
+    placed.set_value();
+    Run();
+  });
+  done.wait();
+}
+
+void Partition::Stop() {
+  queue_.Close();
+  if (thread_.joinable()) thread_.join();
+}
+
+int Partition::Pin() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return -1;
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  }
+  if (cpus.size() < options_.partitions) return -1;
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  CPU_SET(cpus[index_], &mine);
+  if (pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine) != 0) {
+    std::fprintf(stderr, "cohortd: could not pin partition %u to CPU %d\n",
+                 index_, cpus[index_]);
+    return -1;
+  }
+  return cpus[index_];
+}
+
+void Partition::Place() {
+  std::optional<uint32_t> cpu, node;
+  if (options_.pin_cores) {
+    if (const int pinned = Pin(); pinned >= 0) cpu = pinned;
+  }
+  if (options_.numa && cpu.has_value()) {
+    // Before the first allocation of the index: every page this thread
+    // faults in from here on comes from the node of its CPU.
+    absl::StatusOr<int> preferred = PreferNodeOfCpu(static_cast<int>(*cpu));
+    if (preferred.ok()) {
+      node = static_cast<uint32_t>(*preferred);
+    } else {
+      std::fprintf(stderr, "cohortd: partition %u: --numa: %s\n", index_,
+                   std::string(preferred.status().message()).c_str());
+    }
+  }
+  profile_.SetPlacement(cpu, node);
+}
+
+void Partition::Run() {
+  std::vector<PartitionItem> batch;
+  size_t queue_length = 0;
+  while (queue_.Pop(&batch, &queue_length)) {
+    const int64_t start = MonotonicNanos();
+    if (batch.front().is_event()) {
+      RunCohort(batch, start, queue_length);
+    } else {
+      // A change is counted in `updates`, not as a batch: batches, their
+      // sizes and service times describe cohorts only (pubsub.proto).
+      profile_.RecordWait(start - batch.front().enqueue_ns);
+      ApplyUpdate(batch.front().update);
+    }
+  }
+}
+
+void Partition::RunCohort(const std::vector<PartitionItem>& cohort,
+                          int64_t start_ns, size_t queue_length) {
+  waits_.clear();
+  views_.clear();
+  live_.clear();
+  for (size_t k = 0; k < cohort.size(); ++k) {
+    const PartitionItem& item = cohort[k];
+    waits_.push_back(start_ns - item.enqueue_ns);
+    // One clock reading for the whole cohort: an event that expires while
+    // the cohort runs is still matched.
+    if (item.job->Expired(start_ns)) {
+      item.job->state[item.event].skipped.store(true,
+                                                std::memory_order_relaxed);
+      continue;
+    }
+    live_.push_back(k);
+    views_.push_back(item.job->events[item.event]);
+  }
+  if (!views_.empty()) shard_.MatchCohort(views_, &matches_);
+  uint64_t matched = 0;
+  for (size_t j = 0; j < live_.size(); ++j) {
+    matched += matches_[j].size();
+    const PartitionItem& item = cohort[live_[j]];
+    FillPartial(*directory_, *listeners_, shard_id_,
+                item.job->request->return_ids(), subscriber_of_, &matches_[j],
+                &item.job->state[item.event].partials[shard_id_]);
+  }
+  // Everything is recorded before the events are handed on, so a GetStats
+  // that follows a reply includes this cohort.
+  profile_.AddEvents(live_.size());
+  profile_.AddExpired(cohort.size() - live_.size());
+  profile_.AddMatches(matched);
+  profile_.RecordWaits(waits_);
+  profile_.RecordBatch(queue_length, cohort.size(),
+                       MonotonicNanos() - start_ns);
+  for (const PartitionItem& item : cohort) {
+    if (item.job->state[item.event].pending.fetch_sub(
+            1, std::memory_order_acq_rel) == 1) {
+      ready_(item.job, item.event);
+    }
+  }
+}
+
+void Partition::ApplyUpdate(UpdateBatch* update) {
+  absl::Status status;
+  for (const UpdateBatch::Add& add : update->adds) {
+    absl::Status s = shard_.Add(add.local_id, add.input->predicates);
+    if (!s.ok()) {
+      if (status.ok()) status = s;
+      continue;
+    }
+    if (subscriber_of_.size() <= add.local_id) {
+      subscriber_of_.resize(add.local_id + 1);
+    }
+    subscriber_of_[add.local_id] = add.input->subscriber;
+  }
+  for (uint32_t local_id : update->removes) {
+    absl::Status s = shard_.Remove(local_id);
+    if (!s.ok() && status.ok()) status = s;
+  }
+  profile_.AddUpdates(update->adds.size() + update->removes.size());
+  update->done(status);  // may delete update
+}
+
+}  // namespace service
+}  // namespace cohort

@@ -1,0 +1,165 @@
+// A partition stage of the staged server (DESIGN.md section 4): one thread
+// that owns one shard of the index and matches *cohorts* of events.
+//
+// Its inbound `PartitionQueue` carries, in arrival order, published events
+// (every event goes to every partition) and subscription changes routed to
+// this partition. The thread takes a cohort of queued events when either
+// activation threshold trips — `cohort_max` events are waiting, or the oldest
+// has waited `cohort_wait_us` — and also as soon as a subscription change
+// queues behind them, since the change must wait for the events before it.
+// A change is applied alone, between cohorts, in queue order: this is what
+// makes "published after Subscribe returned" imply "matched against it".
+//
+// For each event of a cohort the partition writes its partial result into
+// the job (PublishJob::partials[shard]) and, if it is the last partition
+// to do so, hands the event to the reply stage. With the partitioned layout
+// partition p owns shard p; with the replicated layout (engine.h
+// IndexLayout) every partition holds the whole index as shard 0, receives
+// only the events routed to it, and so is the only one reporting them.
+//
+// Thread safety: Push* may be called from any thread; everything else about
+// the index is confined to the partition thread. The shard (matcher::Index
+// and the subscriber table) is allocated and touched only by that thread.
+#ifndef COHORT_SERVICE_STAGES_PARTITION_H_
+#define COHORT_SERVICE_STAGES_PARTITION_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "matcher/index.h"
+#include "service/observability/stage_profile.h"
+#include "service/stages/engine.h"
+#include "service/stages/listeners.h"
+#include "service/stages/subscription_directory.h"
+
+namespace cohort {
+namespace service {
+
+// Subscription changes for one partition, from one Subscribe or Unsubscribe.
+struct UpdateBatch {
+  struct Add {
+    uint32_t local_id;
+    const SubscriptionInput* input;  // owned by the update's creator
+  };
+  std::vector<Add> adds;
+  std::vector<uint32_t> removes;  // local ids
+  // Called on the partition thread once the batch is applied; the status is
+  // the first error (should never happen for validated input).
+  std::function<void(absl::Status)> done;
+};
+
+// One item of a partition's inbound queue.
+struct PartitionItem {
+  PublishJob* job = nullptr;      // an event: job->events[event]
+  uint32_t event = 0;
+  UpdateBatch* update = nullptr;  // or a subscription change
+  int64_t enqueue_ns = 0;
+  bool is_event() const { return job != nullptr; }
+};
+
+// Multi-producer, single-consumer queue with the cohort activation rule.
+// Its length is bounded by Admission (events) plus the number of pending
+// Subscribe/Unsubscribe requests (changes).
+class PartitionQueue {
+ public:
+  PartitionQueue(uint32_t cohort_max, int64_t cohort_wait_ns)
+      : cohort_max_(cohort_max == 0 ? UINT32_MAX : cohort_max),
+        cohort_wait_ns_(cohort_wait_ns) {}
+
+  void PushEvents(PublishJob* job, int64_t now_ns);
+  // Queues only the events of `job` numbered in `events`.
+  void PushEvents(PublishJob* job, absl::Span<const uint32_t> events,
+                  int64_t now_ns);
+  void PushUpdate(UpdateBatch* update, int64_t now_ns);
+  // From now on cohorts run as soon as events are queued, without waiting
+  // for the wait limit (shutdown: admitted work finishes promptly).
+  void Flush();
+  // After Close, Pop returns false once the queue is empty. Implies Flush.
+  void Close();
+
+  // Blocks until a batch is ready and moves it to *out: one change, or a
+  // cohort of 1..cohort_max events. *queue_length is the queue's length
+  // when the batch was taken. Returns false when closed and drained.
+  bool Pop(std::vector<PartitionItem>* out, size_t* queue_length);
+
+ private:
+  size_t LeadingEvents() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void WakeIfReady(bool was_empty) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const uint32_t cohort_max_;
+  const int64_t cohort_wait_ns_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<PartitionItem> items_ ABSL_GUARDED_BY(mu_);
+  size_t updates_ ABSL_GUARDED_BY(mu_) = 0;  // non-event items in items_
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool flushing_ ABSL_GUARDED_BY(mu_) = false;
+  bool sleeping_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+class Partition {
+ public:
+  // Hands an event whose partials are all written to the reply stage.
+  using ReadyFn = std::function<void(PublishJob* job, uint32_t event)>;
+
+  Partition(uint32_t index, const EngineOptions& options,
+            const SubscriptionDirectory* directory,
+            const ListenerRegistry* listeners, ReadyFn ready);
+  ~Partition();
+
+  // Starts the thread and waits until it has been pinned and placed (so
+  // its profile's cpu and numa_node are set before Start returns).
+  void Start();
+  // Drains the queue, then joins the thread.
+  void Stop();
+
+  PartitionQueue& queue() { return queue_; }
+  const StageProfile& profile() const { return profile_; }
+
+ private:
+  void Run();
+  // Pins the calling thread to its CPU; returns the CPU, or -1 if it is not
+  // pinned.
+  int Pin();
+  // Pins (--pin_cores) and places memory (--numa) for the calling thread,
+  // recording both in the profile.
+  void Place();
+  // Matches a cohort taken at `start_ns` from a queue of `queue_length`,
+  // fills each event's partial, records the cohort in the profile, then
+  // hands each event whose partials are all written to the reply stage.
+  void RunCohort(const std::vector<PartitionItem>& cohort, int64_t start_ns,
+                 size_t queue_length);
+  void ApplyUpdate(UpdateBatch* update);
+
+  const uint32_t index_;
+  const uint32_t shard_id_;  // which partial it writes; see the file comment
+  const EngineOptions options_;
+  const SubscriptionDirectory* const directory_;
+  const ListenerRegistry* const listeners_;
+  const ReadyFn ready_;
+  PartitionQueue queue_;
+  StageProfile profile_;
+  std::thread thread_;
+
+  // Owned by the partition thread.
+  matcher::Index shard_;
+  std::vector<uint32_t> subscriber_of_;  // by local id
+  std::vector<matcher::EventView> views_;
+  std::vector<size_t> live_;  // cohort positions of the events not expired
+  std::vector<std::vector<matcher::SubscriptionId>> matches_;
+  std::vector<int64_t> waits_;
+};
+
+}  // namespace service
+}  // namespace cohort
+
+#endif  // COHORT_SERVICE_STAGES_PARTITION_H_

@@ -1,0 +1,134 @@
+// Test helpers for service/: random subscriptions and events at the API
+// level (cohort.v1 messages) and an oracle that evaluates them directly from
+// the API's definition, independent of interning and of the matcher.
+//
+// Thread safety: the functions are pure; each caller passes its own Rng.
+#ifndef COHORT_SERVICE_STAGES_TEST_UTIL_H_
+#define COHORT_SERVICE_STAGES_TEST_UTIL_H_
+
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "proto/cohort/v1/pubsub.pb.h"
+
+namespace cohort {
+namespace service {
+namespace testing {
+
+using Rng = std::mt19937_64;
+
+// One engine/server configuration of a parameterised test.
+struct Config {
+  std::string mode;  // "staged" or "threaded"
+  uint32_t partitions;
+  uint32_t cohort_max;
+  bool replicated = false;  // staged: IndexLayout::kReplicated
+};
+
+inline std::string ConfigName(const ::testing::TestParamInfo<Config>& info) {
+  return absl::StrCat(info.param.mode, "_p", info.param.partitions, "_c",
+                      info.param.cohort_max,
+                      info.param.replicated ? "_replicated" : "");
+}
+
+// Values from a small domain, so that predicates are often satisfied, plus
+// the int64 extremes now and then.
+inline int64_t RandomValue(Rng& rng, int domain) {
+  switch (rng() % 16) {
+    case 0:
+      return std::numeric_limits<int64_t>::min();
+    case 1:
+      return std::numeric_limits<int64_t>::max();
+    default:
+      return static_cast<int64_t>(rng() % (2 * domain + 1)) - domain;
+  }
+}
+
+inline std::string AttributeName(int i) { return absl::StrCat("a", i); }
+
+inline v1::Predicate RandomPredicate(Rng& rng, int attributes, int domain) {
+  v1::Predicate p;
+  p.set_attribute(AttributeName(static_cast<int>(rng() % attributes)));
+  p.set_op(static_cast<v1::Op>(1 + rng() % 7));
+  int64_t a = RandomValue(rng, domain);
+  int64_t b = RandomValue(rng, domain);
+  if (p.op() == v1::OP_BETWEEN && a > b) std::swap(a, b);
+  p.set_value(a);
+  if (p.op() == v1::OP_BETWEEN) p.set_upper(b);
+  return p;
+}
+
+inline v1::SubscriptionSpec RandomSpec(Rng& rng, const std::string& subscriber,
+                                       int attributes, int domain) {
+  v1::SubscriptionSpec spec;
+  spec.set_subscriber(subscriber);
+  const int n = 1 + static_cast<int>(rng() % 4);
+  for (int i = 0; i < n; ++i) {
+    *spec.add_predicates() = RandomPredicate(rng, attributes, domain);
+  }
+  return spec;
+}
+
+// An event over a random subset of `attributes` (+1: an attribute no
+// subscription names, which must not matter), with `payload`.
+inline v1::Event RandomEvent(Rng& rng, int attributes, int domain,
+                             const std::string& payload) {
+  v1::Event event;
+  for (int a = 0; a <= attributes; ++a) {
+    if (rng() % 4 == 0) continue;
+    v1::Attribute* attribute = event.add_attributes();
+    attribute->set_name(AttributeName(a));
+    attribute->set_value(RandomValue(rng, domain));
+  }
+  if (event.attributes_size() == 0) {
+    v1::Attribute* attribute = event.add_attributes();
+    attribute->set_name(AttributeName(0));
+    attribute->set_value(0);
+  }
+  event.set_payload(payload);
+  return event;
+}
+
+// The API's definition of a match (DESIGN.md section 1).
+inline bool Holds(const v1::Predicate& p, const v1::Event& event) {
+  for (const v1::Attribute& a : event.attributes()) {
+    if (a.name() != p.attribute()) continue;
+    const int64_t x = a.value();
+    switch (p.op()) {
+      case v1::OP_EQ:
+        return x == p.value();
+      case v1::OP_NE:
+        return x != p.value();
+      case v1::OP_LT:
+        return x < p.value();
+      case v1::OP_LE:
+        return x <= p.value();
+      case v1::OP_GT:
+        return x > p.value();
+      case v1::OP_GE:
+        return x >= p.value();
+      case v1::OP_BETWEEN:
+        return p.value() <= x && x <= p.upper();
+      default:
+        return false;
+    }
+  }
+  return false;  // a predicate never holds for a missing attribute
+}
+
+inline bool Matches(const v1::SubscriptionSpec& spec, const v1::Event& event) {
+  for (const v1::Predicate& p : spec.predicates()) {
+    if (!Holds(p, event)) return false;
+  }
+  return true;
+}
+
+}  // namespace testing
+}  // namespace service
+}  // namespace cohort
+
+#endif  // COHORT_SERVICE_STAGES_TEST_UTIL_H_

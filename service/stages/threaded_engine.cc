@@ -1,0 +1,190 @@
+#include "service/stages/threaded_engine.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace cohort {
+namespace service {
+
+ThreadedEngine::ThreadedEngine(const EngineOptions& options)
+    : Engine(options, /*shards=*/1),
+      workers_profile_("worker", "worker", std::nullopt, options.queue_limit) {
+  for (uint32_t i = 0; i < options.threads; ++i) {
+    workers_.emplace_back([this] { RunWorker(); });
+  }
+}
+
+ThreadedEngine::~ThreadedEngine() { Shutdown(); }
+
+void ThreadedEngine::Dispatch(PublishJob* job) {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  queue_.push_back(QueuedJob{job, MonotonicNanos()});
+  queue_cv_.notify_one();
+}
+
+void ThreadedEngine::RunWorker() {
+  matcher::MatchScratch scratch;
+  std::vector<matcher::SubscriptionId> local;
+  for (;;) {
+    QueuedJob queued;
+    size_t queue_length;
+    {
+      std::unique_lock<std::mutex> lock(queue_mu_);
+      queue_cv_.wait(lock, [this] { return !queue_.empty() || queue_closed_; });
+      if (queue_.empty()) return;  // closed and drained
+      queue_length = queue_.size();
+      queued = queue_.front();
+      queue_.pop_front();
+    }
+    const int64_t start = MonotonicNanos();
+    workers_profile_.RecordWait(start - queued.enqueue_ns);
+    const size_t n = queued.job->events.size();
+    if (queued.job->Expired(start)) {
+      for (size_t i = 0; i < n; ++i) {
+        queued.job->state[i].skipped.store(true, std::memory_order_relaxed);
+      }
+      workers_profile_.AddExpired(n);
+    } else {
+      Match(queued.job, &scratch, &local);
+    }
+    const int64_t admitted = queued.job->admitted_ns;
+    for (size_t i = 0; i < n; ++i) {
+      FinishEvent(queued.job, i, &workers_profile_);  // may free job
+    }
+    const int64_t end = MonotonicNanos();
+    workers_profile_.RecordBatch(queue_length, n, end - start);
+    admission_.Release(n, end, end - admitted);
+  }
+}
+
+void ThreadedEngine::Match(PublishJob* job, matcher::MatchScratch* scratch,
+                           std::vector<matcher::SubscriptionId>* local) {
+  const bool return_ids = job->request->return_ids();
+  std::shared_lock<std::shared_mutex> lock(index_mu_);
+  for (size_t i = 0; i < job->events.size(); ++i) {
+    index_.MatchEvent(job->events[i], scratch, local);
+    FillPartial(directory_, listeners_, /*partition=*/0, return_ids,
+                subscriber_of_, local, &job->state[i].partials[0]);
+  }
+}
+
+absl::StatusOr<std::vector<uint64_t>> ThreadedEngine::Apply(
+    absl::Span<const uint64_t> ids,
+    absl::Span<const SubscriptionInput> subscriptions) {
+  std::vector<uint64_t> applied;
+  absl::Status status;
+  std::unique_lock<std::shared_mutex> lock(index_mu_);
+  for (size_t i = 0; i < subscriptions.size(); ++i) {
+    const uint64_t id = ids[i];
+    const uint32_t local_id = directory_.Place(id).local_id;
+    absl::Status s = index_.Add(local_id, subscriptions[i].predicates);
+    if (!s.ok()) {
+      // Validated input cannot fail here; if it does, report it and keep
+      // the id out of the directory so nothing half-applied is visible.
+      directory_.Forget(id);
+      if (status.ok()) status = absl::InternalError(s.ToString());
+      continue;
+    }
+    if (subscriber_of_.size() <= local_id) subscriber_of_.resize(local_id + 1);
+    subscriber_of_[local_id] = subscriptions[i].subscriber;
+    applied.push_back(id);
+  }
+  workers_profile_.AddUpdates(subscriptions.size());
+  if (!status.ok()) return status;
+  return applied;
+}
+
+absl::Status ThreadedEngine::Remove(absl::Span<const uint64_t> ids) {
+  absl::Status status;
+  std::unique_lock<std::shared_mutex> lock(index_mu_);
+  for (uint64_t id : ids) {
+    absl::Status s = index_.Remove(directory_.Place(id).local_id);
+    if (!s.ok() && status.ok()) status = absl::InternalError(s.ToString());
+  }
+  workers_profile_.AddUpdates(ids.size());
+  return status;
+}
+
+void ThreadedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,
+                               SubscribeCallback done) {
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  if (closing_) {
+    done(ShuttingDownError());
+    return;
+  }
+  if (subscriptions.empty()) {
+    done(std::vector<uint64_t>());
+    return;
+  }
+  std::unique_lock<std::mutex> order;
+  absl::StatusOr<uint64_t> first = AssignIds(subscriptions.size(), &order);
+  if (!first.ok()) {
+    done(first.status());
+    return;
+  }
+  std::vector<uint64_t> ids;
+  for (size_t i = 0; i < subscriptions.size(); ++i) ids.push_back(*first + i);
+  auto owned = std::make_shared<std::vector<SubscriptionInput>>(
+      std::move(subscriptions));
+  JournalSubscribe(
+      *first, *owned,
+      [this, owned, ids = std::move(ids), done = std::move(done)](
+          absl::Status s) mutable {
+        done(s.ok() ? Apply(ids, *owned) : s);
+      });
+}
+
+void ThreadedEngine::Unsubscribe(std::vector<uint64_t> ids,
+                                 StatusCallback done) {
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  if (closing_) {
+    done(ShuttingDownError());
+    return;
+  }
+  std::unique_lock<std::mutex> order;
+  if (absl::Status status = KillIds(ids, &order); !status.ok()) {
+    done(status);
+    return;
+  }
+  JournalUnsubscribe(
+      ids, [this, ids, done = std::move(done)](absl::Status s) mutable {
+        done(s.ok() ? Remove(ids) : s);
+      });
+}
+
+absl::Status ThreadedEngine::Restore(const StoreState& state) {
+  std::vector<uint64_t> ids;
+  std::vector<SubscriptionInput> inputs;
+  ids.reserve(state.live.size());
+  inputs.reserve(state.live.size());
+  for (const auto& [id, input] : state.live) {
+    ids.push_back(id);
+    inputs.push_back(input);
+  }
+  if (absl::Status s = directory_.Restore(state.next_id, ids); !s.ok()) {
+    return s;
+  }
+  return Apply(ids, inputs).status();
+}
+
+void ThreadedEngine::StopStages() {
+  if (stopped_) return;
+  stopped_ = true;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    queue_closed_ = true;
+    queue_cv_.notify_all();
+  }
+  for (std::thread& worker : workers_) worker.join();
+}
+
+void ThreadedEngine::AddStageStats(v1::Stats* stats) const {
+  stats->set_mode("threaded");
+  stats->set_partitions(0);
+  workers_profile_.ToProto(stats->add_stages());
+}
+
+}  // namespace service
+}  // namespace cohort

@@ -1,0 +1,122 @@
+// Durability under --data_dir (DESIGN.md section 7): recovery at start, the
+// journal of subscription changes while serving, snapshots every N records
+// and at a clean close. The engine (not yet wired: issue #5) logs each
+// change here and applies it only when the journal says it is durable.
+//
+//   Recovery recovered;
+//   auto durability = Durability::Open(options, &recovered);  // load state
+//   durability->LogSubscribe(first_id, inputs, [](absl::Status s) {...});
+//   durability->Close();  // drain, then fold everything into a snapshot
+//
+// Files and their crash safety: store.h. Every `snapshot_every` changes (a
+// subscription subscribed or unsubscribed, or a new name; a batched
+// request's record counts each subscription in it, so the bound on journal
+// length holds whatever the batch size) the journal rotates to the next
+// generation (Journal::Rotate, a barrier in the journal's own order), and a background thread folds the older generations
+// into a snapshot and deletes them (TakeSnapshot). A failed fold is counted
+// and reported on stderr; the files stay and the next fold includes them.
+//
+// Thread safety: Log* may be called from any thread, concurrently; the order
+// of the calls is the order of the records in the journal. Close and the
+// destructor must not race with Log* calls (the engine stops logging
+// first). Callbacks run on the journal thread (journal.h).
+#ifndef COHORT_SERVICE_STORAGE_DURABILITY_H_
+#define COHORT_SERVICE_STORAGE_DURABILITY_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "service/api/validation.h"
+#include "service/storage/journal.h"
+#include "service/storage/journal_records.h"
+#include "service/storage/store.h"
+
+namespace cohort {
+namespace service {
+
+struct DurabilityOptions {
+  std::string data_dir;  // created (one level) if absent
+  bool fsync = true;     // --fsync=always (true) or none
+  // Changes between snapshots (see the file comment); 0 = snapshot only at
+  // Close.
+  uint64_t snapshot_every = 0;
+  uint32_t group_max = 1024;   // JournalOptions
+  int64_t group_wait_us = 0;   // JournalOptions
+  bool use_io_uring = true;    // JournalOptions
+};
+
+class Durability {
+ public:
+  // Recovers options.data_dir into *recovered (store.h Recover), deletes the
+  // files it made obsolete, and opens the newest journal for appending at
+  // the end of its whole frames (dropping a torn tail). Errors name the
+  // directory or file: NOT_FOUND, PERMISSION_DENIED, DATA_LOSS, ...
+  static absl::StatusOr<std::unique_ptr<Durability>> Open(
+      const DurabilityOptions& options, Recovery* recovered);
+
+  ~Durability();
+  Durability(const Durability&) = delete;
+  Durability& operator=(const Durability&) = delete;
+
+  // A name the attribute or subscriber Interner added (type kAttributeName
+  // or kSubscriberName). Needs no callback: a later change that uses the
+  // name is acknowledged only after it, and a failure fails the journal.
+  void LogName(RecordType type, uint32_t id, absl::string_view name);
+  // Subscriptions with ids first_id, first_id + 1, ...; `done` once durable.
+  void LogSubscribe(uint64_t first_id,
+                    absl::Span<const SubscriptionInput> subscriptions,
+                    Journal::Done done);
+  void LogUnsubscribe(absl::Span<const uint64_t> ids, Journal::Done done);
+
+  // Writes what was logged, stops the journal, waits for a fold in
+  // progress, and folds every generation into one snapshot. Idempotent;
+  // returns the first error.
+  absl::Status Close();
+
+  const StageProfile& journal_profile() const { return journal_->profile(); }
+  const char* backend() const { return journal_->backend(); }
+  uint64_t snapshots_taken() const { return snapshots_taken_.load(); }
+  uint64_t snapshot_failures() const { return snapshot_failures_.load(); }
+
+ private:
+  Durability(const DurabilityOptions& options, uint64_t generation,
+             std::unique_ptr<Journal> journal);
+  // Appends one record carrying `changes` changes (for snapshot_every).
+  void Log(uint8_t type, std::string payload, uint64_t changes,
+           Journal::Done done);
+  void RunFolds();
+
+  const DurabilityOptions options_;
+  std::unique_ptr<Journal> journal_;
+  std::atomic<uint64_t> snapshots_taken_{0};
+  std::atomic<uint64_t> snapshot_failures_{0};
+
+  // Serialises rotation decisions with appends, so that the generation a
+  // record goes to is the one counted.
+  std::mutex log_mu_;
+  uint64_t generation_ ABSL_GUARDED_BY(log_mu_);
+  uint64_t changes_since_rotation_ ABSL_GUARDED_BY(log_mu_) = 0;
+
+  std::mutex fold_mu_;
+  std::condition_variable fold_cv_;
+  uint64_t fold_to_ ABSL_GUARDED_BY(fold_mu_) = 0;  // 0: nothing to fold
+  bool stopping_ ABSL_GUARDED_BY(fold_mu_) = false;
+  bool closed_ = false;  // Close's thread only
+  absl::Status close_status_;
+  std::thread folder_;
+};
+
+}  // namespace service
+}  // namespace cohort
+
+#endif  // COHORT_SERVICE_STORAGE_DURABILITY_H_

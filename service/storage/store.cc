@@ -1,0 +1,421 @@
+#include "service/storage/store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "service/errno_status.h"
+#include "service/storage/journal_records.h"
+
+namespace cohort {
+namespace service {
+namespace {
+
+constexpr uint32_t kSnapshotVersion = 1;
+constexpr size_t kSnapshotChunk = 4096;  // subscriptions per frame at most
+
+
+absl::Status Lost(absl::string_view what) {
+  return absl::DataLossError(std::string(what));
+}
+
+absl::Status ApplyName(uint8_t type, absl::string_view payload,
+                       std::vector<std::string>* names) {
+  NameRecord record;
+  if (absl::Status s = DecodeName(type, payload, &record); !s.ok()) return s;
+  if (record.id != names->size()) {
+    return Lost(absl::StrCat("journal ", RecordTypeName(type), " record: id ",
+                             record.id, " out of order (expected ",
+                             names->size(), ")"));
+  }
+  names->push_back(std::move(record.name));
+  return absl::OkStatus();
+}
+
+// Adds a decoded kSubscribe payload's subscriptions (ids first, first+1...).
+absl::Status AddSubscriptions(const char* where, SubscribeRecord record,
+                              StoreState* state) {
+  const uint64_t n = record.subscriptions.size();
+  if (record.first_id < state->next_id) {
+    return Lost(absl::StrCat(where, ": subscription id ", record.first_id,
+                             " reused (next id is ", state->next_id, ")"));
+  }
+  for (uint64_t i = 0; i < n; ++i) {
+    SubscriptionInput& s = record.subscriptions[i];
+    if (s.subscriber >= state->subscribers.size()) {
+      return Lost(absl::StrCat(where, ": unknown subscriber id ",
+                               s.subscriber));
+    }
+    for (const matcher::Predicate& p : s.predicates) {
+      if (p.attribute >= state->attributes.size()) {
+        return Lost(absl::StrCat(where, ": unknown attribute id ",
+                                 p.attribute));
+      }
+    }
+  }
+  for (uint64_t i = 0; i < n; ++i) {
+    state->live.emplace(record.first_id + i,
+                        std::move(record.subscriptions[i]));
+  }
+  state->next_id = record.first_id + n;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("cannot open ", path));
+  std::string data;
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int error = errno;
+      close(fd);
+      return ErrnoStatus(error, absl::StrCat("cannot read ", path));
+    }
+    if (n == 0) break;
+    data.append(buffer, static_cast<size_t>(n));
+  }
+  close(fd);
+  return data;
+}
+
+// "snapshot-12" -> 12 for prefix "snapshot-"; 0 if it does not parse.
+uint64_t Generation(absl::string_view name, absl::string_view prefix) {
+  if (!absl::StartsWith(name, prefix)) return 0;
+  uint64_t g = 0;
+  if (!absl::SimpleAtoi(name.substr(prefix.size()), &g)) return 0;
+  return g;
+}
+
+}  // namespace
+
+absl::Status StoreState::Apply(const Frame& frame) {
+  switch (frame.type) {
+    case kAttributeName:
+      return ApplyName(frame.type, frame.payload, &attributes);
+    case kSubscriberName:
+      return ApplyName(frame.type, frame.payload, &subscribers);
+    case kSubscribe: {
+      SubscribeRecord record;
+      if (absl::Status s = DecodeSubscribe(frame.payload, &record); !s.ok()) {
+        return s;
+      }
+      return AddSubscriptions("journal subscribe record", std::move(record),
+                              this);
+    }
+    case kUnsubscribe: {
+      std::vector<uint64_t> ids;
+      if (absl::Status s = DecodeUnsubscribe(frame.payload, &ids); !s.ok()) {
+        return s;
+      }
+      for (uint64_t id : ids) {
+        if (live.erase(id) == 0) {
+          return Lost(absl::StrCat(
+              "journal unsubscribe record: subscription id ", id,
+              " is not live"));
+        }
+      }
+      return absl::OkStatus();
+    }
+  }
+  return Lost(absl::StrCat("journal: ", RecordTypeName(frame.type), " at byte ",
+                           frame.offset));
+}
+
+std::string EncodeSnapshot(const StoreState& state) {
+  std::string out;
+  std::string header;
+  PutFixed32(kSnapshotVersion, &header);
+  PutFixed64(state.next_id, &header);
+  AppendFrame(kSnapshotHeader, header, &out);
+  for (size_t id = 0; id < state.attributes.size(); ++id) {
+    AppendFrame(kAttributeName,
+                EncodeName(static_cast<uint32_t>(id), state.attributes[id]),
+                &out);
+  }
+  for (size_t id = 0; id < state.subscribers.size(); ++id) {
+    AppendFrame(kSubscriberName,
+                EncodeName(static_cast<uint32_t>(id), state.subscribers[id]),
+                &out);
+  }
+  // Runs of consecutive ids (at most kSnapshotChunk) in kSubscribe format.
+  std::vector<SubscriptionInput> run;
+  uint64_t run_first = 0;
+  auto flush = [&] {
+    if (run.empty()) return;
+    AppendFrame(kSnapshotSubscriptions, EncodeSubscribe(run_first, run), &out);
+    run.clear();
+  };
+  for (const auto& [id, subscription] : state.live) {
+    if (!run.empty() &&
+        (id != run_first + run.size() || run.size() == kSnapshotChunk)) {
+      flush();
+    }
+    if (run.empty()) run_first = id;
+    run.push_back(subscription);
+  }
+  flush();
+  std::string end;
+  PutFixed64(state.live.size(), &end);
+  AppendFrame(kSnapshotEnd, end, &out);
+  return out;
+}
+
+absl::Status DecodeSnapshot(absl::string_view data, StoreState* state) {
+  *state = StoreState();
+  FrameReader reader(data);
+  Frame frame;
+  if (!reader.Next(&frame) || frame.type != kSnapshotHeader ||
+      frame.payload.size() != 12) {
+    return Lost("snapshot: no header (not a snapshot, or truncated)");
+  }
+  const uint32_t version = static_cast<uint32_t>(LoadFixed(frame.payload.data(), 4));
+  if (version != kSnapshotVersion) {
+    return Lost(absl::StrCat("snapshot: format version ", version,
+                             " (this build reads ", kSnapshotVersion, ")"));
+  }
+  const uint64_t next_id = LoadFixed(frame.payload.data() + 4, 8);
+  bool ended = false;
+  while (!ended && reader.Next(&frame)) {
+    switch (frame.type) {
+      case kAttributeName:
+      case kSubscriberName:
+        if (absl::Status s = state->Apply(frame); !s.ok()) return s;
+        break;
+      case kSnapshotSubscriptions: {
+        SubscribeRecord record;
+        if (absl::Status s = DecodeSubscribe(frame.payload, &record);
+            !s.ok()) {
+          return s;
+        }
+        if (absl::Status s = AddSubscriptions("snapshot", std::move(record),
+                                              state);
+            !s.ok()) {
+          return s;
+        }
+        break;
+      }
+      case kSnapshotEnd:
+        if (frame.payload.size() != 8 ||
+            LoadFixed(frame.payload.data(), 8) != state->live.size()) {
+          return Lost(absl::StrCat("snapshot: end frame does not match the ",
+                                   state->live.size(),
+                                   " subscriptions read"));
+        }
+        ended = true;
+        break;
+      default:
+        return Lost(absl::StrCat("snapshot: unexpected ",
+                                 RecordTypeName(frame.type), " frame"));
+    }
+  }
+  if (!ended) {
+    return Lost(absl::StrCat("snapshot: ", StopName(reader.stop()),
+                             " before its end frame, at byte ",
+                             reader.valid_bytes()));
+  }
+  if (reader.valid_bytes() != data.size()) {
+    return Lost("snapshot: bytes after its end frame");
+  }
+  if (next_id < state->next_id) {
+    return Lost("snapshot: next id below a live subscription's id");
+  }
+  state->next_id = next_id;
+  return absl::OkStatus();
+}
+
+absl::Status WriteFileAtomically(const std::string& dir,
+                                 const std::string& name,
+                                 absl::string_view data) {
+  const std::string tmp = absl::StrCat(dir, "/", name, ".tmp");
+  const std::string path = absl::StrCat(dir, "/", name);
+  const int fd =
+      open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("cannot create ", tmp));
+  size_t written = 0;
+  while (written < data.size()) {
+    const ssize_t n = write(fd, data.data() + written, data.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = n < 0 ? errno : EIO;
+      close(fd);
+      unlink(tmp.c_str());
+      return ErrnoStatus(error, absl::StrCat("cannot write ", tmp));
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0) {
+    const int error = errno;
+    close(fd);
+    unlink(tmp.c_str());
+    return ErrnoStatus(error, absl::StrCat("cannot sync ", tmp));
+  }
+  close(fd);
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    unlink(tmp.c_str());
+    return ErrnoStatus(error, absl::StrCat("cannot rename ", tmp, " to ", path));
+  }
+  const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return ErrnoStatus(errno, absl::StrCat("cannot open ", dir));
+  const int rc = fsync(dir_fd);
+  const int error = errno;
+  close(dir_fd);
+  if (rc != 0) return ErrnoStatus(error, absl::StrCat("cannot sync ", dir));
+  return absl::OkStatus();
+}
+
+std::string SnapshotName(uint64_t generation) {
+  return absl::StrCat("snapshot-", generation);
+}
+std::string JournalName(uint64_t generation) {
+  return absl::StrCat("journal-", generation);
+}
+
+absl::StatusOr<Recovery> Recover(const std::string& dir, uint64_t below) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) {
+    return ErrnoStatus(errno, absl::StrCat("cannot read directory ", dir));
+  }
+  std::vector<uint64_t> snapshots, journals;
+  std::vector<std::string> temporary;
+  while (dirent* entry = readdir(d)) {
+    const absl::string_view name = entry->d_name;
+    if (absl::EndsWith(name, ".tmp")) {
+      temporary.emplace_back(name);
+    } else if (const uint64_t s = Generation(name, "snapshot-"); s > 0) {
+      if (s <= below) snapshots.push_back(s);
+    } else if (const uint64_t j = Generation(name, "journal-"); j > 0) {
+      if (j < below) journals.push_back(j);
+    }
+  }
+  closedir(d);
+  std::sort(snapshots.begin(), snapshots.end());
+  std::sort(journals.begin(), journals.end());
+
+  Recovery r;
+  for (const std::string& name : temporary) {
+    r.obsolete.push_back(absl::StrCat(dir, "/", name));
+  }
+  if (!snapshots.empty()) {
+    r.snapshot_generation = snapshots.back();
+    const std::string path =
+        absl::StrCat(dir, "/", SnapshotName(r.snapshot_generation));
+    absl::StatusOr<std::string> data = ReadWholeFile(path);
+    if (!data.ok()) return data.status();
+    if (absl::Status s = DecodeSnapshot(*data, &r.state); !s.ok()) {
+      return absl::DataLossError(absl::StrCat(path, ": ", s.message()));
+    }
+    for (size_t i = 0; i + 1 < snapshots.size(); ++i) {
+      r.obsolete.push_back(absl::StrCat(dir, "/", SnapshotName(snapshots[i])));
+    }
+  }
+  std::vector<uint64_t> replay;
+  for (uint64_t g : journals) {
+    if (g < r.snapshot_generation) {
+      r.obsolete.push_back(absl::StrCat(dir, "/", JournalName(g)));
+    } else {
+      replay.push_back(g);
+    }
+  }
+  for (size_t i = 1; i < replay.size(); ++i) {
+    if (replay[i] != replay[i - 1] + 1) {
+      return absl::DataLossError(absl::StrCat(
+          dir, ": ", JournalName(replay[i - 1] + 1), " is missing between ",
+          JournalName(replay[i - 1]), " and ", JournalName(replay[i])));
+    }
+  }
+  // journal-<g> for g > 1 continues snapshot-<g>: without that snapshot
+  // the records before it are gone.
+  if (!replay.empty() && r.snapshot_generation == 0 && replay.front() != 1) {
+    return absl::DataLossError(absl::StrCat(
+        dir, ": ", SnapshotName(replay.front()), " is missing before ",
+        JournalName(replay.front())));
+  }
+  if (!replay.empty() && r.snapshot_generation > 0 &&
+      replay.front() != r.snapshot_generation) {
+    return absl::DataLossError(absl::StrCat(
+        dir, ": ", JournalName(r.snapshot_generation), " is missing after ",
+        SnapshotName(r.snapshot_generation)));
+  }
+  r.journal_generation =
+      replay.empty() ? std::max<uint64_t>(r.snapshot_generation, 1)
+                     : replay.back();
+  r.tail = "end";
+  for (size_t i = 0; i < replay.size(); ++i) {
+    const std::string path = absl::StrCat(dir, "/", JournalName(replay[i]));
+    absl::StatusOr<std::string> data = ReadWholeFile(path);
+    if (!data.ok()) return data.status();
+    FrameReader reader(*data);
+    Frame frame;
+    while (reader.Next(&frame)) {
+      if (absl::Status s = r.state.Apply(frame); !s.ok()) {
+        return absl::DataLossError(absl::StrCat(path, " at byte ",
+                                                frame.offset, ": ",
+                                                s.message()));
+      }
+      ++r.records_replayed;
+    }
+    const bool newest = i + 1 == replay.size();
+    if (reader.stop() != FrameReader::Stop::kEnd && !newest) {
+      return absl::DataLossError(absl::StrCat(
+          path, ": ", StopName(reader.stop()), " frame at byte ",
+          reader.valid_bytes(), " in a journal that is not the newest"));
+    }
+    if (newest) {
+      r.journal_bytes = reader.valid_bytes();
+      r.bytes_discarded = reader.discarded_bytes();
+      r.tail = StopName(reader.stop());
+    }
+  }
+  return r;
+}
+
+absl::StatusOr<uint64_t> TakeSnapshot(const std::string& dir,
+                                      uint64_t generation) {
+  absl::StatusOr<Recovery> folded = Recover(dir, generation);
+  if (!folded.ok()) return folded.status();
+  if (folded->bytes_discarded > 0) {
+    // A journal that is no longer appended to ends in a damaged frame: keep
+    // the files for an operator rather than fold the damage away.
+    return absl::DataLossError(absl::StrCat(
+        dir, "/", JournalName(folded->journal_generation), ": ",
+        folded->tail, " frame at byte ", folded->journal_bytes,
+        "; not folding it into ", SnapshotName(generation)));
+  }
+  if (folded->snapshot_generation != generation) {
+    if (absl::Status s = WriteFileAtomically(dir, SnapshotName(generation),
+                                             EncodeSnapshot(folded->state));
+        !s.ok()) {
+      return s;
+    }
+  }
+  // Everything older is now redundant: the snapshot just written holds it.
+  for (const std::string& path : folded->obsolete) unlink(path.c_str());
+  if (folded->snapshot_generation > 0 &&
+      folded->snapshot_generation < generation) {
+    unlink(absl::StrCat(dir, "/", SnapshotName(folded->snapshot_generation))
+               .c_str());
+  }
+  for (uint64_t g = std::max<uint64_t>(folded->snapshot_generation, 1);
+       g < generation; ++g) {
+    unlink(absl::StrCat(dir, "/", JournalName(g)).c_str());
+  }
+  return folded->state.live.size();
+}
+
+}  // namespace service
+}  // namespace cohort

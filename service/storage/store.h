@@ -1,0 +1,112 @@
+// What --data_dir holds (DESIGN.md section 7), and how it is read back.
+//
+// Files, for generations g = 1, 2, ...:
+//   snapshot-<g>   the state after every record of journals < g, as frames:
+//                  a header (format version, next subscription id), the
+//                  attribute and subscriber names in id order, the live
+//                  subscriptions in chunks, and an end frame with the count.
+//                  Written as snapshot-<g>.tmp, fsynced, renamed, and the
+//                  directory fsynced, so it is whole or absent.
+//   journal-<g>    the records (journal_records.h) appended since.
+// Taking a snapshot: appends switch to journal-<g+1>; snapshot-<g> (if any)
+// and journal-<g> are folded into snapshot-<g+1>; then the older files are
+// deleted. A crash at any step leaves either the new snapshot (recovery
+// replays journal-<g+1>) or only the old one (recovery replays journal-<g>
+// and journal-<g+1>): recovery loads the newest whole snapshot and replays
+// every journal of that generation or later, in order.
+//
+// A journal's torn or corrupt tail (journal_frame.h) is where recovery
+// stops reading that journal; it reports the bytes discarded, and the
+// writer truncates the file there before appending. A tail can only be torn
+// in the newest journal; garbage in an older one, or a record that does not
+// decode or contradicts the state (a name out of id order, an unknown id),
+// is DATA_LOSS: the files are not what this code wrote, and guessing would
+// lose acknowledged subscriptions.
+//
+// Pure state and file functions; no threads. Thread safety: none (one
+// thread at a time per StoreState).
+#ifndef COHORT_SERVICE_STORAGE_STORE_H_
+#define COHORT_SERVICE_STORAGE_STORE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "service/api/validation.h"
+#include "service/storage/journal_frame.h"
+
+namespace cohort {
+namespace service {
+
+// Record types of snapshot files (journal record types are below 10).
+enum SnapshotRecordType : uint8_t {
+  kSnapshotHeader = 10,
+  kSnapshotSubscriptions = 11,
+  kSnapshotEnd = 12,
+};
+
+struct StoreState {
+  std::vector<std::string> attributes;   // by id
+  std::vector<std::string> subscribers;  // by id
+  uint64_t next_id = 1;                  // the next subscription id to assign
+  std::map<uint64_t, SubscriptionInput> live;  // by subscription id
+
+  // Applies one journal record (a frame of journal-<g>). DATA_LOSS naming
+  // the record kind if it does not decode or does not fit the state.
+  absl::Status Apply(const Frame& frame);
+};
+
+// Serialises `state` as a snapshot file's contents.
+std::string EncodeSnapshot(const StoreState& state);
+// Parses a snapshot file's contents into *state (replacing it). DATA_LOSS
+// naming what is wrong (not a snapshot, truncated, a count mismatch).
+absl::Status DecodeSnapshot(absl::string_view data, StoreState* state);
+
+// Writes `data` to `dir`/`name` atomically: `name`.tmp, fsync, rename,
+// fsync of the directory. Errors name the file and the system error.
+absl::Status WriteFileAtomically(const std::string& dir,
+                                 const std::string& name,
+                                 absl::string_view data);
+
+std::string SnapshotName(uint64_t generation);  // "snapshot-<g>"
+std::string JournalName(uint64_t generation);   // "journal-<g>"
+
+struct Recovery {
+  StoreState state;
+  // The generation of the snapshot loaded (0: none) and of the newest
+  // journal replayed (0: none). New appends go to journal-<journal_generation>
+  // (1 in an empty directory) at byte `journal_bytes`.
+  uint64_t snapshot_generation = 0;
+  uint64_t journal_generation = 1;
+  uint64_t journal_bytes = 0;
+  uint64_t records_replayed = 0;
+  uint64_t bytes_discarded = 0;  // a torn or corrupt tail of the newest
+  std::string tail;              // "end", "torn" or "corrupt" (newest)
+  // Files of older generations, safe to delete.
+  std::vector<std::string> obsolete;
+};
+
+// Reads `dir` (which must exist): the newest snapshot, then the journals
+// from its generation on, up to but excluding generation `below` (for
+// folding journals that are no longer appended to while a newer one is).
+// NOT_FOUND if `dir` is missing, PERMISSION_DENIED if unreadable, DATA_LOSS
+// as described above.
+absl::StatusOr<Recovery> Recover(const std::string& dir,
+                                 uint64_t below = UINT64_MAX);
+
+// Folds the newest snapshot and the journals before `generation` into
+// snapshot-<generation> (written atomically), then deletes the snapshots
+// and journals of older generations. REQUIRES: nothing appends to a journal
+// older than `generation` any more (Journal::Rotate has completed).
+// Returns the number of live subscriptions written.
+absl::StatusOr<uint64_t> TakeSnapshot(const std::string& dir,
+                                      uint64_t generation);
+
+}  // namespace service
+}  // namespace cohort
+
+#endif  // COHORT_SERVICE_STORAGE_STORE_H_

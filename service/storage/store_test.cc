@@ -1,0 +1,352 @@
+#include "service/storage/store.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "matcher/types.h"
+#include "service/storage/journal_records.h"
+
+namespace cohort {
+namespace service {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string NewDir(const std::string& name) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = absl::StrCat(tmp ? tmp : "/tmp", "/store_", name);
+  std::string cmd = absl::StrCat("rm -rf '", dir, "'");
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_EQ(mkdir(dir.c_str(), 0755), 0);
+  return dir;
+}
+
+void WriteFile(const std::string& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << data;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+SubscriptionInput Sub(uint32_t subscriber, uint32_t attribute, int64_t v) {
+  SubscriptionInput s;
+  s.subscriber = subscriber;
+  s.predicates = {{attribute, matcher::Op::kEq, v, 0},
+                  {attribute, matcher::Op::kBetween, v - 3, v + 3}};
+  return s;
+}
+
+void ExpectSameState(const StoreState& a, const StoreState& b) {
+  EXPECT_EQ(a.attributes, b.attributes);
+  EXPECT_EQ(a.subscribers, b.subscribers);
+  EXPECT_EQ(a.next_id, b.next_id);
+  ASSERT_EQ(a.live.size(), b.live.size());
+  for (auto ia = a.live.begin(), ib = b.live.begin(); ia != a.live.end();
+       ++ia, ++ib) {
+    EXPECT_EQ(ia->first, ib->first);
+    EXPECT_EQ(ia->second.subscriber, ib->second.subscriber);
+    EXPECT_EQ(ia->second.predicates, ib->second.predicates);
+  }
+}
+
+// A random history, as journal frames, with the state it must produce.
+struct History {
+  std::vector<std::string> frames;  // one encoded frame each
+  StoreState state;
+};
+
+History RandomHistory(uint64_t seed, int steps) {
+  std::mt19937_64 rng(seed);
+  History h;
+  auto add = [&](uint8_t type, const std::string& payload) {
+    std::string frame;
+    AppendFrame(type, payload, &frame);
+    h.frames.push_back(frame);
+    FrameReader reader(h.frames.back());
+    Frame f;
+    EXPECT_TRUE(reader.Next(&f));
+    EXPECT_TRUE(h.state.Apply(f).ok());
+  };
+  for (int step = 0; step < steps; ++step) {
+    const int what = static_cast<int>(rng() % 10);
+    if (what == 0 || h.state.attributes.empty()) {
+      add(kAttributeName,
+          EncodeName(static_cast<uint32_t>(h.state.attributes.size()),
+                     absl::StrCat("a", h.state.attributes.size())));
+    } else if (what == 1 || h.state.subscribers.empty()) {
+      add(kSubscriberName,
+          EncodeName(static_cast<uint32_t>(h.state.subscribers.size()),
+                     absl::StrCat("s", h.state.subscribers.size())));
+    } else if (what < 7 || h.state.live.empty()) {
+      std::vector<SubscriptionInput> subs;
+      const int n = 1 + static_cast<int>(rng() % 6);
+      for (int i = 0; i < n; ++i) {
+        subs.push_back(Sub(rng() % h.state.subscribers.size(),
+                           rng() % h.state.attributes.size(),
+                           static_cast<int64_t>(rng() % 100)));
+      }
+      const uint64_t first = h.state.next_id + rng() % 3;  // gaps happen
+      add(kSubscribe, EncodeSubscribe(first, subs));
+    } else {
+      std::vector<uint64_t> ids;
+      for (const auto& [id, s] : h.state.live) {
+        if (rng() % 3 == 0) ids.push_back(id);
+      }
+      add(kUnsubscribe, EncodeUnsubscribe(ids));
+    }
+  }
+  return h;
+}
+
+TEST(StoreStateTest, RecordsThatContradictTheStateAreDataLoss) {
+  StoreState state;
+  auto apply = [&](uint8_t type, const std::string& payload) {
+    std::string bytes;
+    AppendFrame(type, payload, &bytes);
+    FrameReader reader(bytes);
+    Frame f;
+    EXPECT_TRUE(reader.Next(&f));
+    return state.Apply(f);
+  };
+  EXPECT_THAT(apply(kAttributeName, EncodeName(1, "x")).message(),
+              HasSubstr("id 1 out of order (expected 0)"));
+  ASSERT_TRUE(apply(kAttributeName, EncodeName(0, "price")).ok());
+  ASSERT_TRUE(apply(kSubscriberName, EncodeName(0, "alice")).ok());
+  EXPECT_THAT(apply(kSubscribe, EncodeSubscribe(1, {Sub(0, 1, 5)})).message(),
+              HasSubstr("unknown attribute id 1"));
+  EXPECT_THAT(apply(kSubscribe, EncodeSubscribe(1, {Sub(3, 0, 5)})).message(),
+              HasSubstr("unknown subscriber id 3"));
+  ASSERT_TRUE(apply(kSubscribe, EncodeSubscribe(1, {Sub(0, 0, 5)})).ok());
+  EXPECT_THAT(apply(kSubscribe, EncodeSubscribe(1, {Sub(0, 0, 5)})).message(),
+              HasSubstr("subscription id 1 reused"));
+  EXPECT_THAT(apply(kUnsubscribe, EncodeUnsubscribe({2})).message(),
+              HasSubstr("subscription id 2 is not live"));
+  EXPECT_TRUE(apply(kUnsubscribe, EncodeUnsubscribe({1})).ok());
+  EXPECT_TRUE(state.live.empty());
+  EXPECT_EQ(state.next_id, 2u);
+  absl::Status unknown = apply(77, "");
+  EXPECT_TRUE(absl::IsDataLoss(unknown));
+  EXPECT_THAT(unknown.message(), HasSubstr("unknown record type 77"));
+}
+
+TEST(SnapshotTest, RoundTripsRandomStates) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const History h = RandomHistory(seed, 200);
+    StoreState back;
+    ASSERT_TRUE(DecodeSnapshot(EncodeSnapshot(h.state), &back).ok()) << seed;
+    ExpectSameState(back, h.state);
+  }
+  StoreState empty, back;
+  ASSERT_TRUE(DecodeSnapshot(EncodeSnapshot(empty), &back).ok());
+  ExpectSameState(back, empty);
+}
+
+// Property: every truncation of a snapshot is DATA_LOSS (a snapshot is
+// renamed into place whole, so a short one is damage, never a crash).
+TEST(SnapshotTest, EveryTruncationIsDataLoss) {
+  const std::string data = EncodeSnapshot(RandomHistory(5, 60).state);
+  StoreState state;
+  for (size_t cut = 0; cut < data.size(); ++cut) {
+    absl::Status s = DecodeSnapshot(data.substr(0, cut), &state);
+    ASSERT_TRUE(absl::IsDataLoss(s)) << cut << " " << s;
+  }
+  EXPECT_THAT(DecodeSnapshot("hello", &state).message(),
+              HasSubstr("not a snapshot"));
+  EXPECT_THAT(DecodeSnapshot(data + "x", &state).message(),
+              HasSubstr("after its end frame"));
+}
+
+TEST(RecoverTest, EmptyAndMissingDirectories) {
+  const std::string dir = NewDir("empty");
+  absl::StatusOr<Recovery> r = Recover(dir);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->journal_generation, 1u);
+  EXPECT_EQ(r->journal_bytes, 0u);
+  EXPECT_EQ(r->snapshot_generation, 0u);
+  EXPECT_TRUE(r->state.live.empty());
+  EXPECT_EQ(r->state.next_id, 1u);
+
+  absl::StatusOr<Recovery> missing = Recover(dir + "/nope");
+  EXPECT_TRUE(absl::IsNotFound(missing.status())) << missing.status();
+  EXPECT_THAT(missing.status().message(), HasSubstr(dir + "/nope"));
+}
+
+// Property: any split of a random history into snapshot-<g> (the state of
+// a prefix) and journals after it, with a torn tail on the newest journal,
+// recovers the state of exactly the whole frames, and reports the discarded
+// bytes and where appending resumes.
+TEST(RecoverTest, SnapshotPlusJournalsPlusTornTailGiveTheState) {
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    const History h = RandomHistory(seed, 120);
+    std::mt19937_64 rng(seed);
+    const std::string dir = NewDir(absl::StrCat("split", seed));
+    const size_t snap_at = rng() % h.frames.size();
+    const size_t mid = snap_at + rng() % (h.frames.size() - snap_at + 1);
+    StoreState prefix;
+    for (size_t i = 0; i < snap_at; ++i) {
+      FrameReader reader(h.frames[i]);
+      Frame f;
+      ASSERT_TRUE(reader.Next(&f));
+      ASSERT_TRUE(prefix.Apply(f).ok());
+    }
+    // An obsolete older generation that recovery must ignore.
+    WriteFile(dir + "/" + SnapshotName(2), "garbage, superseded");
+    WriteFile(dir + "/" + JournalName(2), "garbage, superseded");
+    ASSERT_TRUE(
+        WriteFileAtomically(dir, SnapshotName(3), EncodeSnapshot(prefix))
+            .ok());
+    std::string j3, j4;
+    for (size_t i = snap_at; i < mid; ++i) j3 += h.frames[i];
+    for (size_t i = mid; i < h.frames.size(); ++i) j4 += h.frames[i];
+    std::string torn;
+    AppendFrame(kSubscribe, EncodeSubscribe(h.state.next_id, {Sub(0, 0, 1)}),
+                &torn);
+    torn.resize(torn.size() - 1 - rng() % 5);
+    WriteFile(dir + "/" + JournalName(3), j3);
+    WriteFile(dir + "/" + JournalName(4), j4 + torn);
+
+    absl::StatusOr<Recovery> r = Recover(dir);
+    ASSERT_TRUE(r.ok()) << seed << " " << r.status();
+    ExpectSameState(r->state, h.state);
+    EXPECT_EQ(r->snapshot_generation, 3u);
+    EXPECT_EQ(r->journal_generation, 4u);
+    EXPECT_EQ(r->journal_bytes, j4.size());
+    EXPECT_EQ(r->bytes_discarded, torn.size());
+    EXPECT_EQ(r->tail, "torn");
+    EXPECT_EQ(r->records_replayed, h.frames.size() - snap_at);
+    EXPECT_THAT(r->obsolete,
+                ::testing::UnorderedElementsAre(dir + "/" + SnapshotName(2),
+                                                dir + "/" + JournalName(2)));
+  }
+}
+
+TEST(RecoverTest, DamageIsAClearError) {
+  const History h = RandomHistory(9, 80);
+  std::string all;
+  for (const std::string& f : h.frames) all += f;
+
+  {  // A truncated snapshot.
+    const std::string dir = NewDir("truncated_snapshot");
+    const std::string snap = EncodeSnapshot(h.state);
+    WriteFile(dir + "/" + SnapshotName(1), snap.substr(0, snap.size() / 2));
+    absl::StatusOr<Recovery> r = Recover(dir);
+    EXPECT_TRUE(absl::IsDataLoss(r.status())) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr(SnapshotName(1)));
+  }
+  {  // A flipped byte in an older journal.
+    const std::string dir = NewDir("flipped");
+    std::string bad = all;
+    bad[bad.size() / 2] ^= 0x40;
+    WriteFile(dir + "/" + JournalName(1), bad);
+    WriteFile(dir + "/" + JournalName(2), "");
+    absl::StatusOr<Recovery> r = Recover(dir);
+    EXPECT_TRUE(absl::IsDataLoss(r.status())) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr("not the newest"));
+  }
+  {  // The same flip in the newest journal: a clean stop, bytes reported.
+    const std::string dir = NewDir("flipped_newest");
+    std::string bad = all;
+    bad[bad.size() / 2] ^= 0x40;
+    WriteFile(dir + "/" + JournalName(1), bad);
+    absl::StatusOr<Recovery> r = Recover(dir);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->tail, "corrupt");
+    EXPECT_GT(r->bytes_discarded, 0u);
+    EXPECT_EQ(r->journal_bytes + r->bytes_discarded, bad.size());
+  }
+  {  // A missing journal between two others.
+    const std::string dir = NewDir("gap");
+    WriteFile(dir + "/" + JournalName(1), all);
+    WriteFile(dir + "/" + JournalName(3), "");
+    absl::StatusOr<Recovery> r = Recover(dir);
+    EXPECT_TRUE(absl::IsDataLoss(r.status()));
+    EXPECT_THAT(r.status().message(), HasSubstr("journal-2 is missing"));
+  }
+  {  // A journal of a later generation without the snapshot it continues.
+    const std::string dir = NewDir("no_snapshot");
+    WriteFile(dir + "/" + JournalName(2), all);
+    absl::StatusOr<Recovery> r = Recover(dir);
+    EXPECT_TRUE(absl::IsDataLoss(r.status())) << r.status();
+    EXPECT_THAT(r.status().message(),
+                HasSubstr("snapshot-2 is missing before journal-2"));
+  }
+}
+
+// Property: folding journals 1..g-1 into snapshot-<g> while journal-<g>
+// exists changes nothing a recovery sees, and removes the folded files.
+TEST(TakeSnapshotTest, FoldsOlderGenerationsAndKeepsTheState) {
+  const History h = RandomHistory(21, 150);
+  const std::string dir = NewDir("fold");
+  std::string j1, j2, j3;
+  for (size_t i = 0; i < h.frames.size(); ++i) {
+    (i < 50 ? j1 : i < 100 ? j2 : j3) += h.frames[i];
+  }
+  WriteFile(dir + "/" + JournalName(1), j1);
+  WriteFile(dir + "/" + JournalName(2), j2);
+  WriteFile(dir + "/" + JournalName(3), j3);
+  absl::StatusOr<uint64_t> written = TakeSnapshot(dir, 3);
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(access((dir + "/" + JournalName(1)).c_str(), F_OK), -1);
+  EXPECT_EQ(access((dir + "/" + JournalName(2)).c_str(), F_OK), -1);
+  EXPECT_EQ(access((dir + "/" + SnapshotName(3)).c_str(), F_OK), 0);
+  absl::StatusOr<Recovery> r = Recover(dir);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectSameState(r->state, h.state);
+  EXPECT_EQ(r->snapshot_generation, 3u);
+  EXPECT_EQ(r->records_replayed, h.frames.size() - 100);
+
+  // Folding again at the next generation, with journal-4 not yet created.
+  written = TakeSnapshot(dir, 4);
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(*written, h.state.live.size());
+  EXPECT_EQ(access((dir + "/" + SnapshotName(3)).c_str(), F_OK), -1);
+  EXPECT_EQ(access((dir + "/" + JournalName(3)).c_str(), F_OK), -1);
+  r = Recover(dir);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectSameState(r->state, h.state);
+  EXPECT_EQ(r->journal_generation, 4u);
+  EXPECT_EQ(r->journal_bytes, 0u);
+}
+
+TEST(TakeSnapshotTest, RefusesToFoldADamagedJournal) {
+  const std::string dir = NewDir("fold_damaged");
+  const History h = RandomHistory(4, 20);
+  std::string j1;
+  for (const std::string& f : h.frames) j1 += f;
+  WriteFile(dir + "/" + JournalName(1), j1 + "torn");
+  absl::StatusOr<uint64_t> written = TakeSnapshot(dir, 2);
+  EXPECT_TRUE(absl::IsDataLoss(written.status())) << written.status();
+  EXPECT_THAT(written.status().message(), HasSubstr("not folding"));
+  EXPECT_EQ(access((dir + "/" + JournalName(1)).c_str(), F_OK), 0);
+}
+
+TEST(WriteFileAtomicallyTest, WritesWholeFilesAndNamesFailures) {
+  const std::string dir = NewDir("atomic");
+  ASSERT_TRUE(WriteFileAtomically(dir, "f", "hello").ok());
+  EXPECT_EQ(ReadFile(dir + "/f"), "hello");
+  EXPECT_NE(access((dir + "/f.tmp").c_str(), F_OK), 0);
+  ASSERT_TRUE(WriteFileAtomically(dir, "f", "again").ok());
+  EXPECT_EQ(ReadFile(dir + "/f"), "again");
+  absl::Status s = WriteFileAtomically(dir + "/missing", "f", "x");
+  EXPECT_TRUE(absl::IsNotFound(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr(dir + "/missing/f.tmp"));
+}
+
+}  // namespace
+}  // namespace service
+}  // namespace cohort
