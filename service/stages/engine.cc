@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "matcher/types.h"
-#include "service/stages/staged_engine.h"
+#include "service/stages/sharded_engine.h"
 #include "service/stages/threaded_engine.h"
 
 namespace cohort {
@@ -291,7 +291,7 @@ absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
     if (options.partitions == 0) {
       return absl::InvalidArgumentError("--partitions must be at least 1");
     }
-    return std::unique_ptr<Engine>(new StagedEngine(options));
+    return std::unique_ptr<Engine>(new ShardedEngine(options));
   }
   if (mode == "threaded") {
     if (options.threads == 0) {

@@ -3,10 +3,11 @@
 // ThreadSanitizer) without a network.
 //
 // Two engines implement the interface:
-//   - StagedEngine (staged_engine.h): the front stage is the caller's thread;
-//     every event goes to each of P partition stages (each owning a disjoint
-//     shard of the index and matching cohorts of events), then to the reply
-//     stage, which merges the partial results and delivers to listeners.
+//   - ShardedEngine (sharded_engine.h): the front stage is the caller's
+//     thread; every event goes to each of P partition stages (each owning a
+//     disjoint shard of the index and matching cohorts of events), then to
+//     the reply stage (reply_stage.h), which merges the partial results and
+//     delivers to listeners.
 //   - ThreadedEngine (threaded_engine.h): the paper's thread-per-request
 //     baseline; a pool of workers each matches a whole request against one
 //     shared index under a readers/writer lock.
@@ -176,6 +177,20 @@ void FillPartial(const SubscriptionDirectory& directory,
                  bool return_ids, const std::vector<uint32_t>& subscriber_of,
                  std::vector<matcher::SubscriptionId>* local,
                  PublishJob::Partial* partial);
+
+// Subscription changes from one Subscribe or Unsubscribe, for one partition
+// (the sharded layouts) or for the whole index (the partitioned layout).
+struct UpdateBatch {
+  struct Add {
+    uint32_t local_id;
+    const SubscriptionInput* input;  // owned by the update's creator
+  };
+  std::vector<Add> adds;
+  std::vector<uint32_t> removes;  // local ids
+  // Called on an engine thread once the batch is applied; the status is the
+  // first error (should never happen for validated input).
+  std::function<void(absl::Status)> done;
+};
 
 using SubscribeCallback =
     std::function<void(absl::StatusOr<std::vector<uint64_t>>)>;

@@ -1,7 +1,4 @@
-#include "service/stages/partition.h"
-
-#include <pthread.h>
-#include <sched.h>
+#include "service/stages/shard_partition.h"
 
 #include <algorithm>
 #include <chrono>
@@ -12,52 +9,52 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "service/stages/numa.h"
+#include "service/stages/placement.h"
 
 namespace cohort {
 namespace service {
-void PartitionQueue::PushEvents(PublishJob* job, int64_t now_ns) {
+void ShardQueue::PushEvents(PublishJob* job, int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
   const bool was_empty = items_.empty();
   for (uint32_t i = 0; i < job->events.size(); ++i) {
-    items_.push_back(PartitionItem{job, i, nullptr, now_ns});
+    items_.push_back(ShardItem{job, i, nullptr, now_ns});
   }
   WakeIfReady(was_empty);
 }
 
-void PartitionQueue::PushEvents(PublishJob* job,
+void ShardQueue::PushEvents(PublishJob* job,
                                 absl::Span<const uint32_t> events,
                                 int64_t now_ns) {
   if (events.empty()) return;
   std::lock_guard<std::mutex> lock(mu_);
   const bool was_empty = items_.empty();
   for (uint32_t i : events) {
-    items_.push_back(PartitionItem{job, i, nullptr, now_ns});
+    items_.push_back(ShardItem{job, i, nullptr, now_ns});
   }
   WakeIfReady(was_empty);
 }
 
-void PartitionQueue::PushUpdate(UpdateBatch* update, int64_t now_ns) {
+void ShardQueue::PushUpdate(UpdateBatch* update, int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
-  items_.push_back(PartitionItem{nullptr, 0, update, now_ns});
+  items_.push_back(ShardItem{nullptr, 0, update, now_ns});
   ++updates_;
   WakeIfReady(/*was_empty=*/items_.size() == 1);
 }
 
-void PartitionQueue::Flush() {
+void ShardQueue::Flush() {
   std::lock_guard<std::mutex> lock(mu_);
   flushing_ = true;
   cv_.notify_one();
 }
 
-void PartitionQueue::Close() {
+void ShardQueue::Close() {
   std::lock_guard<std::mutex> lock(mu_);
   closed_ = true;
   flushing_ = true;
   cv_.notify_one();
 }
 
-void PartitionQueue::WakeIfReady(bool was_empty) {
+void ShardQueue::WakeIfReady(bool was_empty) {
   // A sleeping consumer either waits for a first item (no deadline) or for
   // the oldest item's deadline; it needs waking only when the queue was
   // empty, a cohort is full, or a change arrived (which ends the cohort).
@@ -67,14 +64,14 @@ void PartitionQueue::WakeIfReady(bool was_empty) {
   }
 }
 
-size_t PartitionQueue::LeadingEvents() const {
+size_t ShardQueue::LeadingEvents() const {
   if (updates_ == 0) return items_.size();
   size_t n = 0;
   while (n < items_.size() && items_[n].is_event()) ++n;
   return n;
 }
 
-bool PartitionQueue::Pop(std::vector<PartitionItem>* out,
+bool ShardQueue::Pop(std::vector<ShardItem>* out,
                          size_t* queue_length) {
   out->clear();
   std::unique_lock<std::mutex> lock(mu_);
@@ -109,7 +106,7 @@ bool PartitionQueue::Pop(std::vector<PartitionItem>* out,
   }
 }
 
-Partition::Partition(uint32_t index, const EngineOptions& options,
+ShardPartition::ShardPartition(uint32_t index, const EngineOptions& options,
                      const SubscriptionDirectory* directory,
                      const ListenerRegistry* listeners, ReadyFn ready)
     : index_(index),
@@ -122,65 +119,26 @@ Partition::Partition(uint32_t index, const EngineOptions& options,
       profile_(absl::StrCat("partition/", index), "partition", index,
                options.queue_limit) {}
 
-Partition::~Partition() { Stop(); }
+ShardPartition::~ShardPartition() { Stop(); }
 
-void Partition::Start() {
+void ShardPartition::Start() {
   std::promise<void> placed;
   std::future<void> done = placed.get_future();
   thread_ = std::thread([this, &placed] {
-    Place();
+    PlacePartitionThread(index_, options_, &profile_);
     placed.set_value();
     Run();
   });
   done.wait();
 }
 
-void Partition::Stop() {
+void ShardPartition::Stop() {
   queue_.Close();
   if (thread_.joinable()) thread_.join();
 }
 
-int Partition::Pin() {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return -1;
-  std::vector<int> cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
-  }
-  if (cpus.size() < options_.partitions) return -1;
-  cpu_set_t mine;
-  CPU_ZERO(&mine);
-  CPU_SET(cpus[index_], &mine);
-  if (pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine) != 0) {
-    std::fprintf(stderr, "cohortd: could not pin partition %u to CPU %d\n",
-                 index_, cpus[index_]);
-    return -1;
-  }
-  return cpus[index_];
-}
-
-void Partition::Place() {
-  std::optional<uint32_t> cpu, node;
-  if (options_.pin_cores) {
-    if (const int pinned = Pin(); pinned >= 0) cpu = pinned;
-  }
-  if (options_.numa && cpu.has_value()) {
-    // Before the first allocation of the index: every page this thread
-    // faults in from here on comes from the node of its CPU.
-    absl::StatusOr<int> preferred = PreferNodeOfCpu(static_cast<int>(*cpu));
-    if (preferred.ok()) {
-      node = static_cast<uint32_t>(*preferred);
-    } else {
-      std::fprintf(stderr, "cohortd: partition %u: --numa: %s\n", index_,
-                   std::string(preferred.status().message()).c_str());
-    }
-  }
-  profile_.SetPlacement(cpu, node);
-}
-
-void Partition::Run() {
-  std::vector<PartitionItem> batch;
+void ShardPartition::Run() {
+  std::vector<ShardItem> batch;
   size_t queue_length = 0;
   while (queue_.Pop(&batch, &queue_length)) {
     const int64_t start = MonotonicNanos();
@@ -195,13 +153,13 @@ void Partition::Run() {
   }
 }
 
-void Partition::RunCohort(const std::vector<PartitionItem>& cohort,
+void ShardPartition::RunCohort(const std::vector<ShardItem>& cohort,
                           int64_t start_ns, size_t queue_length) {
   waits_.clear();
   views_.clear();
   live_.clear();
   for (size_t k = 0; k < cohort.size(); ++k) {
-    const PartitionItem& item = cohort[k];
+    const ShardItem& item = cohort[k];
     waits_.push_back(start_ns - item.enqueue_ns);
     // One clock reading for the whole cohort: an event that expires while
     // the cohort runs is still matched.
@@ -217,7 +175,7 @@ void Partition::RunCohort(const std::vector<PartitionItem>& cohort,
   uint64_t matched = 0;
   for (size_t j = 0; j < live_.size(); ++j) {
     matched += matches_[j].size();
-    const PartitionItem& item = cohort[live_[j]];
+    const ShardItem& item = cohort[live_[j]];
     FillPartial(*directory_, *listeners_, shard_id_,
                 item.job->request->return_ids(), subscriber_of_, &matches_[j],
                 &item.job->state[item.event].partials[shard_id_]);
@@ -230,7 +188,7 @@ void Partition::RunCohort(const std::vector<PartitionItem>& cohort,
   profile_.RecordWaits(waits_);
   profile_.RecordBatch(queue_length, cohort.size(),
                        MonotonicNanos() - start_ns);
-  for (const PartitionItem& item : cohort) {
+  for (const ShardItem& item : cohort) {
     if (item.job->state[item.event].pending.fetch_sub(
             1, std::memory_order_acq_rel) == 1) {
       ready_(item.job, item.event);
@@ -238,7 +196,7 @@ void Partition::RunCohort(const std::vector<PartitionItem>& cohort,
   }
 }
 
-void Partition::ApplyUpdate(UpdateBatch* update) {
+void ShardPartition::ApplyUpdate(UpdateBatch* update) {
   absl::Status status;
   for (const UpdateBatch::Add& add : update->adds) {
     absl::Status s = shard_.Add(add.local_id, add.input->predicates);

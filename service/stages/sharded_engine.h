@@ -1,5 +1,5 @@
-// The staged engine (DESIGN.md section 4): front stage -> P partition stages
-// -> reply stage.
+// The staged engine with an index per partition (DESIGN.md section 4):
+// front stage -> P partition stages -> reply stage.
 //
 //   - Front stage: the caller's thread (a gRPC handler). It admits a publish
 //     (Admission), then pushes every event to every partition's queue (with
@@ -7,11 +7,12 @@
 //     robin, and every change to every partition), and
 //     routes subscription changes to their owning partitions through the
 //     same queues. It never waits for matching.
-//   - Partition stages (partition.h): one thread each, matching cohorts.
-//   - Reply stage: one thread. Takes the events whose P partials are all
-//     written, merges them into the EventResult, delivers to listeners,
-//     completes the request once its last event is merged, and returns the
-//     events to Admission.
+//   - Partition stages (shard_partition.h): one thread each, matching
+//     cohorts against its own index.
+//   - Reply stage (reply_stage.h): one thread. Takes the events whose P
+//     partials are all written, merges them into the EventResult, delivers
+//     to listeners, completes the request once its last event is merged, and
+//     returns the events to Admission.
 //
 // Subscribe assigns ids at the front (SubscriptionDirectory), splits the
 // batch by owning partition, and answers when every partition involved has
@@ -21,8 +22,8 @@
 // Thread safety: see engine.h. The reply queue is multi-producer (partition
 // threads), single-consumer (the reply thread); its length is bounded by
 // Admission.
-#ifndef COHORT_SERVICE_STAGES_STAGED_ENGINE_H_
-#define COHORT_SERVICE_STAGES_STAGED_ENGINE_H_
+#ifndef COHORT_SERVICE_STAGES_SHARDED_ENGINE_H_
+#define COHORT_SERVICE_STAGES_SHARDED_ENGINE_H_
 
 #include <atomic>
 #include <condition_variable>
@@ -34,15 +35,16 @@
 
 #include "absl/base/thread_annotations.h"
 #include "service/stages/engine.h"
-#include "service/stages/partition.h"
+#include "service/stages/reply_stage.h"
+#include "service/stages/shard_partition.h"
 
 namespace cohort {
 namespace service {
 
-class StagedEngine : public Engine {
+class ShardedEngine : public Engine {
  public:
-  explicit StagedEngine(const EngineOptions& options);
-  ~StagedEngine() override;
+  explicit ShardedEngine(const EngineOptions& options);
+  ~ShardedEngine() override;
 
   void Subscribe(std::vector<SubscriptionInput> subscriptions,
                  SubscribeCallback done) override;
@@ -56,15 +58,8 @@ class StagedEngine : public Engine {
   void AddStageStats(v1::Stats* stats) const override;
 
  private:
-  struct ReadyEvent {
-    PublishJob* job;
-    uint32_t event;
-    int64_t ready_ns;
-  };
   struct UpdateJob;
 
-  void OnReady(PublishJob* job, uint32_t event);
-  void RunReply();
   // Fill job->batches from job->ids (and job->inputs): by owning partition,
   // or every partition when replicated.
   void QueueAdds(UpdateJob* job);
@@ -75,13 +70,8 @@ class StagedEngine : public Engine {
   // answers and deletes the job.
   void OnApplied(UpdateJob* job, const absl::Status& status);
 
-  std::vector<std::unique_ptr<Partition>> partitions_list_;
-  StageProfile reply_profile_;
-  std::thread reply_thread_;
-  std::mutex reply_mu_;
-  std::condition_variable reply_cv_;
-  std::vector<ReadyEvent> reply_queue_ ABSL_GUARDED_BY(reply_mu_);
-  bool reply_closed_ ABSL_GUARDED_BY(reply_mu_) = false;
+  std::vector<std::unique_ptr<ShardPartition>> partitions_list_;
+  ReplyStage reply_;
   bool stopped_ = false;  // only touched by the thread calling Shutdown
   std::atomic<uint64_t> next_event_{0};  // replicated layout: round robin
 };
@@ -89,4 +79,4 @@ class StagedEngine : public Engine {
 }  // namespace service
 }  // namespace cohort
 
-#endif  // COHORT_SERVICE_STAGES_STAGED_ENGINE_H_
+#endif  // COHORT_SERVICE_STAGES_SHARDED_ENGINE_H_

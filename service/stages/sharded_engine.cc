@@ -1,4 +1,4 @@
-#include "service/stages/staged_engine.h"
+#include "service/stages/sharded_engine.h"
 
 #include <algorithm>
 #include <future>
@@ -12,7 +12,7 @@ namespace service {
 
 // A Subscribe or Unsubscribe in flight: one UpdateBatch per partition it
 // touches; the last partition to apply its batch answers and deletes it.
-struct StagedEngine::UpdateJob {
+struct ShardedEngine::UpdateJob {
   std::vector<SubscriptionInput> inputs;  // Subscribe only
   std::vector<uint64_t> ids;              // assigned or removed, input order
   std::vector<UpdateBatch> batches;       // by partition
@@ -23,23 +23,27 @@ struct StagedEngine::UpdateJob {
   StatusCallback unsubscribed;
 };
 
-StagedEngine::StagedEngine(const EngineOptions& options)
+ShardedEngine::ShardedEngine(const EngineOptions& options)
     : Engine(options, options.index_layout == IndexLayout::kReplicated
                           ? 1
                           : options.partitions),
-      reply_profile_("reply", "reply", std::nullopt, options.queue_limit) {
+      reply_(options.queue_limit,
+             [this](PublishJob* job, size_t event, StageProfile* profile) {
+               FinishEvent(job, event, profile);
+             },
+             &admission_) {
   for (uint32_t p = 0; p < options.partitions; ++p) {
-    partitions_list_.push_back(std::make_unique<Partition>(
+    partitions_list_.push_back(std::make_unique<ShardPartition>(
         p, options, &directory_, &listeners_,
-        [this](PublishJob* job, uint32_t event) { OnReady(job, event); }));
+        [this](PublishJob* job, uint32_t event) { reply_.Push(job, event); }));
   }
-  reply_thread_ = std::thread([this] { RunReply(); });
+  reply_.Start();
   for (auto& partition : partitions_list_) partition->Start();
 }
 
-StagedEngine::~StagedEngine() { Shutdown(); }
+ShardedEngine::~ShardedEngine() { Shutdown(); }
 
-void StagedEngine::Dispatch(PublishJob* job) {
+void ShardedEngine::Dispatch(PublishJob* job) {
   const int64_t now = MonotonicNanos();
   if (options_.index_layout == IndexLayout::kPartitioned) {
     for (auto& partition : partitions_list_) {
@@ -62,44 +66,7 @@ void StagedEngine::Dispatch(PublishJob* job) {
   }
 }
 
-void StagedEngine::OnReady(PublishJob* job, uint32_t event) {
-  std::lock_guard<std::mutex> lock(reply_mu_);
-  reply_queue_.push_back(ReadyEvent{job, event, MonotonicNanos()});
-  if (reply_queue_.size() == 1) reply_cv_.notify_one();
-}
-
-void StagedEngine::RunReply() {
-  std::vector<ReadyEvent> batch;
-  std::vector<int64_t> waits;
-  for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(reply_mu_);
-      reply_cv_.wait(lock,
-                     [this] { return !reply_queue_.empty() || reply_closed_; });
-      if (reply_queue_.empty()) return;  // closed and drained
-      batch.swap(reply_queue_);
-    }
-    const int64_t start = MonotonicNanos();
-    waits.clear();
-    int64_t newest_admitted = 0;
-    for (const ReadyEvent& ready : batch) {
-      waits.push_back(start - ready.ready_ns);
-      // Read before FinishEvent, which may free the job.
-      newest_admitted = std::max(newest_admitted, ready.job->admitted_ns);
-      FinishEvent(ready.job, ready.event, &reply_profile_);
-    }
-    reply_profile_.RecordWaits(waits);
-    const int64_t end = MonotonicNanos();
-    reply_profile_.RecordBatch(batch.size(), batch.size(), end - start);
-    const size_t n = batch.size();
-    batch.clear();
-    // Returning the events last lets waiting streams in only once these
-    // events' memory is no longer needed.
-    admission_.Release(n, end, end - newest_admitted);
-  }
-}
-
-void StagedEngine::Route(UpdateJob* job) {
+void ShardedEngine::Route(UpdateJob* job) {
   // Collect the batches first: once the last one is queued, the job may be
   // applied and deleted by a partition thread at any moment.
   std::vector<std::pair<uint32_t, UpdateBatch*>> involved;
@@ -117,7 +84,7 @@ void StagedEngine::Route(UpdateJob* job) {
   }
 }
 
-void StagedEngine::OnApplied(UpdateJob* job, const absl::Status& status) {
+void ShardedEngine::OnApplied(UpdateJob* job, const absl::Status& status) {
   if (!status.ok()) {
     std::lock_guard<std::mutex> lock(job->mu);
     if (job->status.ok()) job->status = status;
@@ -143,7 +110,7 @@ void StagedEngine::OnApplied(UpdateJob* job, const absl::Status& status) {
   delete job;
 }
 
-void StagedEngine::QueueAdds(UpdateJob* job) {
+void ShardedEngine::QueueAdds(UpdateJob* job) {
   job->batches.resize(partitions_list_.size());
   const bool replicated = options_.index_layout == IndexLayout::kReplicated;
   for (size_t i = 0; i < job->inputs.size(); ++i) {
@@ -157,7 +124,7 @@ void StagedEngine::QueueAdds(UpdateJob* job) {
   }
 }
 
-void StagedEngine::QueueRemoves(UpdateJob* job) {
+void ShardedEngine::QueueRemoves(UpdateJob* job) {
   job->batches.resize(partitions_list_.size());
   const bool replicated = options_.index_layout == IndexLayout::kReplicated;
   for (uint64_t id : job->ids) {
@@ -172,7 +139,7 @@ void StagedEngine::QueueRemoves(UpdateJob* job) {
   }
 }
 
-void StagedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,
+void ShardedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,
                              SubscribeCallback done) {
   if (subscriptions.empty()) {
     done(std::vector<uint64_t>());
@@ -205,7 +172,7 @@ void StagedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,
   });
 }
 
-void StagedEngine::Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) {
+void ShardedEngine::Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) {
   if (ids.empty()) {
     done(absl::OkStatus());
     return;
@@ -235,7 +202,7 @@ void StagedEngine::Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) {
   });
 }
 
-absl::Status StagedEngine::Restore(const StoreState& state) {
+absl::Status ShardedEngine::Restore(const StoreState& state) {
   auto job = std::make_unique<UpdateJob>();
   job->ids.reserve(state.live.size());
   job->inputs.reserve(state.live.size());
@@ -256,32 +223,27 @@ absl::Status StagedEngine::Restore(const StoreState& state) {
   return applied.get_future().get();
 }
 
-void StagedEngine::Flush() {
+void ShardedEngine::Flush() {
   for (auto& partition : partitions_list_) partition->queue().Flush();
 }
 
-void StagedEngine::StopStages() {
+void ShardedEngine::StopStages() {
   if (stopped_) return;
   stopped_ = true;
   // Partitions drain their queues first; every event they finish reaches the
   // reply queue before the reply stage is told to stop.
   for (auto& partition : partitions_list_) partition->Stop();
-  {
-    std::lock_guard<std::mutex> lock(reply_mu_);
-    reply_closed_ = true;
-    reply_cv_.notify_one();
-  }
-  if (reply_thread_.joinable()) reply_thread_.join();
+  reply_.Stop();
 }
 
-void StagedEngine::AddStageStats(v1::Stats* stats) const {
+void ShardedEngine::AddStageStats(v1::Stats* stats) const {
   stats->set_mode("staged");
   stats->set_index_layout(std::string(IndexLayoutName(options_.index_layout)));
   stats->set_partitions(static_cast<uint32_t>(partitions_list_.size()));
   for (const auto& partition : partitions_list_) {
     partition->profile().ToProto(stats->add_stages());
   }
-  reply_profile_.ToProto(stats->add_stages());
+  reply_.profile().ToProto(stats->add_stages());
 }
 
 }  // namespace service

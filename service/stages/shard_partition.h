@@ -1,7 +1,7 @@
 // A partition stage of the staged server (DESIGN.md section 4): one thread
 // that owns one shard of the index and matches *cohorts* of events.
 //
-// Its inbound `PartitionQueue` carries, in arrival order, published events
+// Its inbound `ShardQueue` carries, in arrival order, published events
 // (every event goes to every partition) and subscription changes routed to
 // this partition. The thread takes a cohort of queued events when either
 // activation threshold trips — `cohort_max` events are waiting, or the oldest
@@ -20,8 +20,8 @@
 // Thread safety: Push* may be called from any thread; everything else about
 // the index is confined to the partition thread. The shard (matcher::Index
 // and the subscriber table) is allocated and touched only by that thread.
-#ifndef COHORT_SERVICE_STAGES_PARTITION_H_
-#define COHORT_SERVICE_STAGES_PARTITION_H_
+#ifndef COHORT_SERVICE_STAGES_SHARD_PARTITION_H_
+#define COHORT_SERVICE_STAGES_SHARD_PARTITION_H_
 
 #include <atomic>
 #include <condition_variable>
@@ -44,21 +44,8 @@
 namespace cohort {
 namespace service {
 
-// Subscription changes for one partition, from one Subscribe or Unsubscribe.
-struct UpdateBatch {
-  struct Add {
-    uint32_t local_id;
-    const SubscriptionInput* input;  // owned by the update's creator
-  };
-  std::vector<Add> adds;
-  std::vector<uint32_t> removes;  // local ids
-  // Called on the partition thread once the batch is applied; the status is
-  // the first error (should never happen for validated input).
-  std::function<void(absl::Status)> done;
-};
-
 // One item of a partition's inbound queue.
-struct PartitionItem {
+struct ShardItem {
   PublishJob* job = nullptr;      // an event: job->events[event]
   uint32_t event = 0;
   UpdateBatch* update = nullptr;  // or a subscription change
@@ -69,9 +56,9 @@ struct PartitionItem {
 // Multi-producer, single-consumer queue with the cohort activation rule.
 // Its length is bounded by Admission (events) plus the number of pending
 // Subscribe/Unsubscribe requests (changes).
-class PartitionQueue {
+class ShardQueue {
  public:
-  PartitionQueue(uint32_t cohort_max, int64_t cohort_wait_ns)
+  ShardQueue(uint32_t cohort_max, int64_t cohort_wait_ns)
       : cohort_max_(cohort_max == 0 ? UINT32_MAX : cohort_max),
         cohort_wait_ns_(cohort_wait_ns) {}
 
@@ -89,7 +76,7 @@ class PartitionQueue {
   // Blocks until a batch is ready and moves it to *out: one change, or a
   // cohort of 1..cohort_max events. *queue_length is the queue's length
   // when the batch was taken. Returns false when closed and drained.
-  bool Pop(std::vector<PartitionItem>* out, size_t* queue_length);
+  bool Pop(std::vector<ShardItem>* out, size_t* queue_length);
 
  private:
   size_t LeadingEvents() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -99,22 +86,22 @@ class PartitionQueue {
   const int64_t cohort_wait_ns_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<PartitionItem> items_ ABSL_GUARDED_BY(mu_);
+  std::deque<ShardItem> items_ ABSL_GUARDED_BY(mu_);
   size_t updates_ ABSL_GUARDED_BY(mu_) = 0;  // non-event items in items_
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool flushing_ ABSL_GUARDED_BY(mu_) = false;
   bool sleeping_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-class Partition {
+class ShardPartition {
  public:
   // Hands an event whose partials are all written to the reply stage.
   using ReadyFn = std::function<void(PublishJob* job, uint32_t event)>;
 
-  Partition(uint32_t index, const EngineOptions& options,
+  ShardPartition(uint32_t index, const EngineOptions& options,
             const SubscriptionDirectory* directory,
             const ListenerRegistry* listeners, ReadyFn ready);
-  ~Partition();
+  ~ShardPartition();
 
   // Starts the thread and waits until it has been pinned and placed (so
   // its profile's cpu and numa_node are set before Start returns).
@@ -122,21 +109,15 @@ class Partition {
   // Drains the queue, then joins the thread.
   void Stop();
 
-  PartitionQueue& queue() { return queue_; }
+  ShardQueue& queue() { return queue_; }
   const StageProfile& profile() const { return profile_; }
 
  private:
   void Run();
-  // Pins the calling thread to its CPU; returns the CPU, or -1 if it is not
-  // pinned.
-  int Pin();
-  // Pins (--pin_cores) and places memory (--numa) for the calling thread,
-  // recording both in the profile.
-  void Place();
   // Matches a cohort taken at `start_ns` from a queue of `queue_length`,
   // fills each event's partial, records the cohort in the profile, then
   // hands each event whose partials are all written to the reply stage.
-  void RunCohort(const std::vector<PartitionItem>& cohort, int64_t start_ns,
+  void RunCohort(const std::vector<ShardItem>& cohort, int64_t start_ns,
                  size_t queue_length);
   void ApplyUpdate(UpdateBatch* update);
 
@@ -146,7 +127,7 @@ class Partition {
   const SubscriptionDirectory* const directory_;
   const ListenerRegistry* const listeners_;
   const ReadyFn ready_;
-  PartitionQueue queue_;
+  ShardQueue queue_;
   StageProfile profile_;
   std::thread thread_;
 
@@ -162,4 +143,4 @@ class Partition {
 }  // namespace service
 }  // namespace cohort
 
-#endif  // COHORT_SERVICE_STAGES_PARTITION_H_
+#endif  // COHORT_SERVICE_STAGES_SHARD_PARTITION_H_
