@@ -90,6 +90,7 @@ fi
 
 readonly TSAN_TARGETS=(
   //matcher:match_event_test
+  //matcher:partitioned_index_test
   //service/stages:admission_test
   //service/stages:engine_test
   //service/storage:journal_test

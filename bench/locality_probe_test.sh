@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# locality_probe plays one core of P. Summed over the P cores, the
-# partitioned, replicated and threaded layouts must find the same matches
-# (and some); --nomatch finds none; bad flags exit 2 naming the flag.
+# locality_probe plays the cores of a P-core server. Summed over the P
+# cores, every layout must find the same matches (and some): the
+# partitioned layout's timed run reports each core's partition, its
+# --core_share run (the callgrind mode) only that core's share, under every
+# phase-1 split and either placement; bad flags exit 2 naming the flag.
 set -uo pipefail
 readonly PROBE="$1"
 source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/testing/checks.sh"
@@ -19,32 +21,55 @@ total() {
 
 partitioned=$(total --layout=partitioned --cohort_max=64)
 partitioned_1=$(total --layout=partitioned --cohort_max=1)
+by_id=$(total --layout=partitioned --spread_rows=0)
+share_tasks=$(total --layout=partitioned --core_share --phase1_split=tasks)
+share_cohorts=$(total --layout=partitioned --core_share --phase1_split=cohorts)
+share_attributes=$(total --layout=partitioned --core_share \
+  --phase1_split=attributes)
+sharded=$(total --layout=sharded_phase1 --cohort_max=64)
 replicated=$(total --layout=replicated --cohort_max=10)
 threaded=$(total --layout=threaded)
 check "partitioned finds matches" test "${partitioned:-0}" -gt 0
 check "cohort size does not change the matches" \
   test "${partitioned}" = "${partitioned_1}"
+check "placing rows by id finds the same" test "${by_id}" = "${partitioned}"
+for split in tasks cohorts attributes; do
+  var="share_${split}"
+  check "--core_share (${split}) finds the same" \
+    test "${!var}" = "${partitioned}"
+done
+check "sharded_phase1 finds what partitioned finds" \
+  test "${sharded}" = "${partitioned}"
 check "replicated finds what partitioned finds" \
   test "${replicated}" = "${partitioned}"
 check "threaded finds what partitioned finds" \
   test "${threaded}" = "${partitioned}"
 
-out=$("${PROBE}" "${small[@]}" --layout=partitioned --nomatch)
-check "--nomatch matches nothing" test "$(field matches <<<"${out}")" = 0
-check "partitioned core 0 indexes a third" \
-  test "$(field subscriptions <<<"${out}")" = 1000
+out=$("${PROBE}" "${small[@]}" --layout=partitioned)
+check "partitioned builds the whole index" \
+  test "$(field subscriptions <<<"${out}")" = 3000
 check "partitioned: each event costs 3 cores" \
   test "$(field cores_per_event <<<"${out}")" = 3
-check "--nomatch takes no matching time" \
-  python3 -c 'import json, sys; sys.exit(json.loads(sys.argv[1])["match_seconds"] > 0.01)' "${out}"
-out=$("${PROBE}" "${small[@]}" --layout=threaded --nomatch)
+check "partitioned reports every core's share under every split" \
+  python3 -c 'import json, sys
+d = json.loads(sys.argv[1])
+assert all(len(d["core_seconds_" + s]) == 3 for s in ("tasks", "cohorts", "attributes"))
+assert d["all_matches"] >= d["matches"] > 0' "${out}"
+out=$("${PROBE}" "${small[@]}" --layout=sharded_phase1)
+check "sharded_phase1 core 0 indexes a third" \
+  test "$(field subscriptions <<<"${out}")" = 1000
+out=$("${PROBE}" "${small[@]}" --layout=threaded)
 check "threaded core 0 matches a third of the events" \
   test "$(field events <<<"${out}")" = 67
 
 out=$("${PROBE}" "${small[@]}" --layout=shared 2>&1)
 check "bad --layout exits 2" test $? -eq 2
 check "bad --layout names the choices" \
-  grep -q "use partitioned, replicated or threaded" <<<"${out}"
+  grep -q "use partitioned, sharded_phase1, replicated or threaded" <<<"${out}"
 out=$("${PROBE}" "${small[@]}" --core=3 2>&1)
 check "--core beyond --partitions exits 2" test $? -eq 2
+out=$("${PROBE}" "${small[@]}" --phase1_split=rows 2>&1)
+check "bad --phase1_split exits 2" test $? -eq 2
+out=$("${PROBE}" "${small[@]}" --cohort_max=65 2>&1)
+check "partitioned cohorts over 64 exit 2" test $? -eq 2
 finish_checks locality_probe_test

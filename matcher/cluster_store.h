@@ -21,7 +21,8 @@
 // Removal leaves a tombstone (id kDeadRow, first entry the false predicate);
 // a cluster is compacted when tombstones pass a quarter of its rows.
 //
-// Stage: owned by one partition; single-threaded by contract.
+// Stage: owned by one partition (one ClusterStore per partition of a
+// PartitionedIndex); single-threaded by contract.
 // Thread safety: const methods only read the store, so any number of threads
 // may call them at once, provided no thread calls a non-const method
 // meanwhile. Non-const methods need exclusive access.
@@ -71,11 +72,12 @@ class ClusterStore {
 
   // Phase 2: checks every cluster on the list starting at `head` against
   // cohort mask `access_mask` and calls `emit(id, mask)` for each row whose
-  // mask of satisfied events is non-zero. Adds the clusters and rows checked
-  // to `*clusters` and `*rows`.
+  // mask of satisfied events is non-zero. An entry's mask is
+  // words[slots[entry id]] (PredicateTable::slots(), CohortMasks::words()).
+  // Adds the clusters and rows checked to `*clusters` and `*rows`.
   template <typename Emit>
-  void MatchList(uint32_t head, uint64_t access_mask,
-                 const uint64_t* const* masks, Emit&& emit, uint64_t* clusters,
+  void MatchList(uint32_t head, uint64_t access_mask, const uint32_t* slots,
+                 const uint64_t* words, Emit&& emit, uint64_t* clusters,
                  uint64_t* rows) const;
 
   // Phase 2 of the per-event path: appends to `*matches` the id of every
@@ -111,7 +113,8 @@ class ClusterStore {
   static void Resize(Cluster& c, uint32_t capacity);
   template <typename Emit>
   size_t MatchCluster(const Cluster& c, uint64_t access_mask,
-                      const uint64_t* const* masks, Emit& emit) const;
+                      const uint32_t* slots, const uint64_t* words,
+                      Emit& emit) const;
   static void MatchClusterForEvent(const Cluster& c, const uint64_t* bits,
                                    std::vector<SubscriptionId>* matches);
 
@@ -155,17 +158,18 @@ void ClusterStore::RemoveRow(uint32_t* head, Location at, Moved&& moved) {
 
 template <typename Emit>
 void ClusterStore::MatchList(uint32_t head, uint64_t access_mask,
-                             const uint64_t* const* masks, Emit&& emit,
-                             uint64_t* clusters, uint64_t* rows) const {
+                             const uint32_t* slots, const uint64_t* words,
+                             Emit&& emit, uint64_t* clusters,
+                             uint64_t* rows) const {
   for (uint32_t i = head; i != kNoCluster; i = clusters_[i].next) {
-    *rows += MatchCluster(clusters_[i], access_mask, masks, emit);
+    *rows += MatchCluster(clusters_[i], access_mask, slots, words, emit);
     ++*clusters;
   }
 }
 
 template <typename Emit>
 size_t ClusterStore::MatchCluster(const Cluster& c, uint64_t access_mask,
-                                  const uint64_t* const* masks,
+                                  const uint32_t* slots, const uint64_t* words,
                                   Emit& emit) const {
   const uint32_t* ids = c.ids();
   if (c.width == 0) {
@@ -183,7 +187,7 @@ size_t ClusterStore::MatchCluster(const Cluster& c, uint64_t access_mask,
       const uint32_t e = col[j];
       // ~mask for a negated entry, without a branch.
       const uint64_t flip = -static_cast<uint64_t>(e >> 31);
-      acc[j] = access_mask & (*masks[e & ~kNegatedBit] ^ flip);
+      acc[j] = access_mask & (words[slots[e & ~kNegatedBit]] ^ flip);
       any |= acc[j];
     }
     for (uint32_t k = 1; k < c.width && any != 0; ++k) {
@@ -193,7 +197,7 @@ size_t ClusterStore::MatchCluster(const Cluster& c, uint64_t access_mask,
         if (acc[j] == 0) continue;
         const uint32_t e = col[j];
         const uint64_t flip = -static_cast<uint64_t>(e >> 31);
-        acc[j] &= *masks[e & ~kNegatedBit] ^ flip;
+        acc[j] &= words[slots[e & ~kNegatedBit]] ^ flip;
         any |= acc[j];
       }
     }

@@ -1,21 +1,19 @@
 // The Fabret subscription index (Fabret et al., SIGMOD 2001) with cohort
-// matching: the matcher one partition stage owns.
+// matching, as one single-threaded object: the index of a threaded server's
+// workers, of a replicated or sharded_phase1 partition, and of tests. The
+// staged server's default layout splits the same parts over its cores
+// instead (partitioned_index.h).
 //
-// `Add` normalises a subscription into entries (see predicate_table.h),
-// picks its *access predicate* — the equality entry least likely to be
-// satisfied by an event, estimated from value-frequency statistics of the
-// subscriptions seen so far — and appends it to the cluster of that access
-// predicate and its width (cluster_store.h), remaining entries ordered
-// most-selective first. A subscription with no equality predicate goes to
-// the *per-attribute list* of the attribute of its most selective entry: its
-// access predicate is "attribute present", and that entry leads its columns.
+// `Add` plans a subscription's row (row_planner.h: interning, the access
+// predicate, column order) and appends it to the cluster of its access
+// predicate and width (cluster_store.h).
 //
 // `MatchCohort` matches a batch of events: phase 1 computes a cohort mask
-// per satisfied predicate (PredicateTable::AddCohort: one walk of each
-// range group for the whole batch, not one run per event), phase 2 visits
-// each cluster whose access predicate some event satisfied once for all
-// events of the batch. A cohort of one event is the per-event path.
-// Batches over 64 events are matched in chunks of 64.
+// per satisfied predicate (PredicateTable::BeginCohort and its tasks: one
+// walk of each range group for the whole batch, not one run per event),
+// phase 2 visits each cluster whose access predicate some event satisfied
+// once for all events of the batch. A cohort of one event is the per-event
+// path. Batches over 64 events are matched in chunks of 64.
 //
 // `MatchEvent` is the classic Fabret per-event path, kept for the threaded
 // baseline: phase 1 sets the satisfied predicates' bits in a predicate bit
@@ -23,7 +21,8 @@
 // the satisfied access predicates against it. It is const: it writes
 // nothing in the Index (no scratch state, no counters).
 //
-// Stage: one instance per partition; no threads, no gRPC.
+// Stage: one instance per partition (replicated, sharded_phase1) or per
+// server (threaded); no threads, no gRPC.
 // Thread safety: not synchronised. Const methods, `MatchEvent` included, may
 // be called from several threads at once as long as no thread calls a
 // non-const method (`Add`, `Remove`, and `MatchCohort`, which uses scratch
@@ -42,15 +41,14 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "matcher/cluster_store.h"
+#include "matcher/cohort_masks.h"
+#include "matcher/paged_array.h"
 #include "matcher/predicate_table.h"
+#include "matcher/row_planner.h"
 #include "matcher/types.h"
 
 namespace cohort {
 namespace matcher {
-
-// Upper bound on predicates in one subscription (the service enforces a
-// smaller, configurable limit); keeps a cluster's width small.
-inline constexpr size_t kMaxPredicatesPerSubscription = 1024;
 
 // Counters since construction, for benchmarks and the stage profile.
 struct IndexCounters {
@@ -74,13 +72,13 @@ class MatchScratch {
 
   // Heap bytes held.
   size_t MemoryBytes() const {
-    return bits_.MemoryBytes() + access_heads_.capacity() * sizeof(uint32_t);
+    return bits_.MemoryBytes() + access_.capacity() * sizeof(uint32_t);
   }
 
  private:
   friend class Index;
   internal::PredicateBits bits_;
-  std::vector<uint32_t> access_heads_;
+  std::vector<internal::PredicateId> access_;
 };
 
 class Index {
@@ -131,34 +129,46 @@ class Index {
   const IndexCounters& counters() const { return counters_; }
 
   // For microbenchmarks of the two phases only; not for production use.
-  internal::PredicateTable* mutable_table_for_benchmark() { return &table_; }
-  const internal::ClusterStore& clusters_for_benchmark() const {
-    return clusters_;
+  const internal::PredicateTable& table_for_benchmark() const {
+    return table_;
   }
+  // Phase 2 of the cohort whose masks `masks` holds (computed by
+  // table_for_benchmark().ComputeCohort): calls emit(id, mask) per match.
+  template <typename Emit>
+  void MatchMasksForBenchmark(const internal::CohortMasks& masks,
+                              Emit&& emit) const;
 
  private:
-  class Statistics;
-  struct Plan;
-  struct Ranked;
-
-  absl::Status Normalise(absl::Span<const Predicate> predicates,
-                         Plan* plan) const;
-  internal::PredicateId ChooseAccess(std::vector<Ranked>* ranked);
   void MatchChunk(absl::Span<const EventView> events, size_t base,
                   std::vector<std::vector<SubscriptionId>>* matches);
   const internal::Location* Find(SubscriptionId id) const;
-  internal::Location& Slot(SubscriptionId id);
+  // The head of the cluster list of access predicate `id`, or kNoCluster.
+  uint32_t Head(internal::PredicateId id) const {
+    return id < heads_.size() ? heads_[id] : internal::kNoCluster;
+  }
 
   internal::PredicateTable table_;
+  internal::RowPlanner planner_;
   internal::ClusterStore clusters_;
-  std::unique_ptr<Statistics> stats_;
-  // Location table: pages of kPageSize locations indexed by id, allocated on
-  // first use so sparse ids cost a page, not the whole range.
-  std::vector<std::unique_ptr<internal::Location[]>> pages_;
-  size_t allocated_pages_ = 0;
+  // Cluster list heads by access predicate id (kNoCluster: none).
+  std::vector<uint32_t> heads_;
+  internal::CohortMasks masks_;
+  internal::PagedArray<internal::Location> locations_;
   size_t size_ = 0;
   IndexCounters counters_;
 };
+
+template <typename Emit>
+void Index::MatchMasksForBenchmark(const internal::CohortMasks& masks,
+                                   Emit&& emit) const {
+  uint64_t visited = 0, rows = 0;
+  for (const internal::TouchedAccess& t : masks.touched_access()) {
+    const uint32_t head = Head(t.id);
+    if (head == internal::kNoCluster) continue;
+    clusters_.MatchList(head, t.mask, table_.slots(), masks.words(), emit,
+                        &visited, &rows);
+  }
+}
 
 }  // namespace matcher
 }  // namespace cohort

@@ -78,53 +78,57 @@ void BM_MatchEvent(benchmark::State& state) {
 }
 BENCHMARK(BM_MatchEvent);
 
-// Phase 1: computing cohort masks (and clearing them) for `cohort` events.
-// Second argument 0: as MatchCohort does (AddCohort, one walk per range
-// group for the cohort); 1: one event at a time (AddEvent ORs each event's
-// runs), what AddCohort replaced, for the ratio in one run.
+// Phase 1: computing cohort masks for `cohort` events (BeginCohort and
+// every task, as MatchCohort does: one walk per range group for the cohort).
 void BM_Phase1(benchmark::State& state) {
   Fixture& f = Shared();
   const size_t cohort = state.range(0);
-  const bool per_event = state.range(1) != 0;
-  internal::PredicateTable* table = f.index.mutable_table_for_benchmark();
+  const internal::PredicateTable& table = f.index.table_for_benchmark();
+  internal::CohortMasks masks;
   size_t next = 0;
   for (auto _ : state) {
     if (next + cohort > f.events.size()) next = 0;
-    if (per_event) {
-      for (size_t i = 0; i < cohort; ++i) {
-        table->AddEvent(f.events[next + i], uint64_t{1} << i);
-      }
-    } else {
-      table->AddCohort(absl::MakeConstSpan(f.events).subspan(next, cohort));
-    }
-    table->EndCohort();
+    table.ComputeCohort(absl::MakeConstSpan(f.events).subspan(next, cohort),
+                        &masks);
     next += cohort;
   }
   state.SetItemsProcessed(state.iterations() * cohort);
 }
-BENCHMARK(BM_Phase1)->ArgsProduct({{1, 4, 16, 64}, {0, 1}});
+BENCHMARK(BM_Phase1)->Arg(1)->Arg(4)->Arg(16)->Arg(64);
+
+// Phase 1 of the per-event path (MarkSatisfied into a predicate bit
+// vector), per event, for the ratio with BM_Phase1 in one run.
+void BM_Phase1PerEvent(benchmark::State& state) {
+  Fixture& f = Shared();
+  const internal::PredicateTable& table = f.index.table_for_benchmark();
+  internal::PredicateBits bits;
+  std::vector<internal::PredicateId> access;
+  size_t next = 0;
+  for (auto _ : state) {
+    if (next == f.events.size()) next = 0;
+    bits.Resize(table.id_limit());
+    access.clear();
+    table.MarkSatisfied(f.events[next++], &bits, &access);
+    bits.Clear();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_Phase1PerEvent);
 
 // Phase 2: checking the touched clusters for one cohort whose masks phase 1
 // computed once, outside the timed loop.
 void BM_Phase2(benchmark::State& state) {
   Fixture& f = Shared();
   const size_t cohort = state.range(0);
-  internal::PredicateTable* table = f.index.mutable_table_for_benchmark();
-  const internal::ClusterStore& clusters = f.index.clusters_for_benchmark();
-  table->AddCohort(absl::MakeConstSpan(f.events).subspan(0, cohort));
+  internal::CohortMasks masks;
+  f.index.table_for_benchmark().ComputeCohort(
+      absl::MakeConstSpan(f.events).subspan(0, cohort), &masks);
   size_t emitted = 0;
-  uint64_t visited = 0, rows = 0;
   auto emit = [&](SubscriptionId, uint64_t mask) {
     emitted += __builtin_popcountll(mask);
   };
-  for (auto _ : state) {
-    table->ForEachTouchedAccess([&](uint32_t head, uint64_t mask) {
-      clusters.MatchList(head, mask, table->mask_pointers(), emit, &visited,
-                         &rows);
-    });
-  }
+  for (auto _ : state) f.index.MatchMasksForBenchmark(masks, emit);
   benchmark::DoNotOptimize(emitted);
-  table->EndCohort();
   state.SetItemsProcessed(state.iterations() * cohort);
 }
 BENCHMARK(BM_Phase2)->Arg(1)->Arg(64);

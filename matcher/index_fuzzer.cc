@@ -1,9 +1,11 @@
-// Fuzz target: the index against the reference matcher. The input decodes
+// Fuzz target: the indexes against the reference matcher. The input decodes
 // into a sequence of Add, Remove and MatchCohort calls (the format is below)
 // over a small attribute and value domain plus the int64 extremes, so that
-// predicates share bounds and events hit them; any difference between
-// Index and ReferenceMatcher — a status, a match set, MatchEvent against
-// MatchCohort, or the size — prints the step and aborts.
+// predicates share bounds and events hit them. Every call goes to an Index
+// and to a PartitionedIndex of 3 partitions whose lists spread after 2 rows
+// (so rows of one list land in every partition); any difference from
+// ReferenceMatcher — a status, a match set, MatchEvent against MatchCohort,
+// or the size — prints the step and aborts.
 //
 // Input format, repeated until the input ends (tools/fuzz/byte_reader.h):
 //   op byte % 4: 0, 1 Add; 2 Remove; 3 MatchCohort
@@ -28,6 +30,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "matcher/index.h"
+#include "matcher/partitioned_index.h"
 #include "matcher/reference_matcher.h"
 #include "matcher/types.h"
 #include "tools/fuzz/byte_reader.h"
@@ -105,9 +108,11 @@ class Session {
       want = absl::StatusCode::kInvalidArgument;
     }
     const absl::Status status = index_.Add(id, predicates);
-    if (status.code() != want) {
+    const absl::Status split = partitioned_.Add(id, predicates);
+    if (status.code() != want || split.code() != want) {
       Fail(absl::StrCat("Add(", id, ") of ", count,
-                        " predicates: ", status.ToString(), ", want ",
+                        " predicates: ", status.ToString(), " and ",
+                        split.ToString(), ", want ",
                         absl::StatusCodeToString(want)));
     }
     if (want == absl::StatusCode::kOk) {
@@ -118,15 +123,20 @@ class Session {
 
   void Remove(fuzz::ByteReader& in) {
     const SubscriptionId id = Id(in);
-    const absl::Status status = index_.Remove(id);
     const bool present = live_.erase(id) > 0;
     if (present && !reference_.Remove(id)) Fail("reference Remove refused");
-    if (status.ok() != present ||
-        (!present && status.code() != absl::StatusCode::kNotFound)) {
-      Fail(absl::StrCat("Remove(", id, "): ", status.ToString(),
-                        present ? ", but it was present" : ", want NOT_FOUND"));
+    for (const absl::Status& status :
+         {index_.Remove(id), partitioned_.Remove(id)}) {
+      if (status.ok() != present ||
+          (!present && status.code() != absl::StatusCode::kNotFound)) {
+        Fail(absl::StrCat("Remove(", id, "): ", status.ToString(),
+                          present ? ", but it was present"
+                                  : ", want NOT_FOUND"));
+      }
     }
-    if (index_.Contains(id)) Fail(absl::StrCat("Remove(", id, ") left it"));
+    if (index_.Contains(id) || partitioned_.Contains(id)) {
+      Fail(absl::StrCat("Remove(", id, ") left it"));
+    }
   }
 
   void Match(fuzz::ByteReader& in) {
@@ -140,14 +150,20 @@ class Session {
     }
     std::vector<EventView> views(events.begin(), events.end());
     index_.MatchCohort(views, &matches_);
-    if (matches_.size() != count) Fail("MatchCohort: wrong result count");
+    partitioned_.MatchCohort(views, &split_matches_);
+    if (matches_.size() != count || split_matches_.size() != count) {
+      Fail("MatchCohort: wrong result count");
+    }
     for (uint32_t i = 0; i < count; ++i) {
       std::vector<SubscriptionId>& got = matches_[i];
       std::sort(got.begin(), got.end());
+      std::vector<SubscriptionId>& split = split_matches_[i];
+      std::sort(split.begin(), split.end());
       const std::vector<SubscriptionId> want = reference_.Match(views[i]);
-      if (got != want) {
+      if (got != want || split != want) {
         Fail(absl::StrCat("MatchCohort event ", i, " of ", count, ": got ",
-                          Text(got), ", want ", Text(want)));
+                          Text(got), " and (partitioned) ", Text(split),
+                          ", want ", Text(want)));
       }
       index_.MatchEvent(views[i], &scratch_, &single_);
       std::sort(single_.begin(), single_.end());
@@ -159,17 +175,21 @@ class Session {
   }
 
   void CheckSize() const {
-    if (index_.size() != reference_.size()) {
-      Fail(absl::StrCat("size ", index_.size(), ", want ", reference_.size()));
+    if (index_.size() != reference_.size() ||
+        partitioned_.size() != reference_.size()) {
+      Fail(absl::StrCat("size ", index_.size(), " and ", partitioned_.size(),
+                        ", want ", reference_.size()));
     }
   }
 
  private:
   Index index_;
+  PartitionedIndex partitioned_{3, /*spread_rows=*/2};
   ReferenceMatcher reference_;
   absl::flat_hash_set<SubscriptionId> live_;
   MatchScratch scratch_;
   std::vector<std::vector<SubscriptionId>> matches_;
+  std::vector<std::vector<SubscriptionId>> split_matches_;
   std::vector<SubscriptionId> single_;
 };
 

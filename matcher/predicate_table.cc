@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstring>
 #include <limits>
 
 namespace cohort {
@@ -23,23 +24,84 @@ constexpr uint32_t kTailDivisor = 16;
 // stored in a group, so id 0 is free to mean "nothing here").
 constexpr PredicateId kFreePosition = kFalsePredicate;
 
-// The lo-order walk of AddCohort shared by kHigh and kRange groups: for each
-// position i of a sorted part (keys ascending) whose key is at most the
-// largest value, calls apply(i, the bits of the values >= key[i]), the
-// count of values below key[i] only growing along the walk. Returns the end
-// of those positions. `values` ascending, prefix as for WalkLow.
-template <typename Apply>
-uint32_t WalkKeysUpToLargest(const int64_t* key, uint32_t sorted,
-                             absl::Span<const int64_t> values,
-                             const uint64_t* prefix, Apply apply) {
-  const uint64_t all = prefix[values.size()];
-  const uint32_t end = static_cast<uint32_t>(
-      std::upper_bound(key, key + sorted, values.back()) - key);
-  for (uint32_t i = 0, j = 0; i < end; ++i) {
-    while (values[j] < key[i]) ++j;  // stops at the largest value at least
-    apply(i, all ^ prefix[j]);
+// Slot space upkeep. A group that outgrows its region moves to the end of
+// the slot space with a quarter more room than it needs, so a growing group
+// moves every few merges instead of at each; the regions left behind (and
+// freed equality slots) are wasted until a compaction renumbers everything.
+// Compacting once the waste passes a quarter of the slots in use keeps every
+// cohort buffer within about 1.5x of the live predicates, at an amortised
+// O(1) renumbering per slot. Small tables are never compacted: their waste
+// is a few KB.
+constexpr uint32_t kHeadroomDivisor = 4;
+constexpr uint64_t kWasteDivisor = 4;
+constexpr uint64_t kMinWasteToCompact = 4096;
+
+// The slots a group of `sorted` positions needs until its next merge: the
+// tail may grow to max(kMinTail, sorted / kTailDivisor) + 1 before it is.
+uint32_t SlotsNeeded(uint32_t sorted, uint32_t size) {
+  return std::max(size,
+                  sorted + std::max(kMinTail, sorted / kTailDivisor) + 1);
+}
+
+// kLow (x <= key): position i holds for the values <= key[i], a prefix of
+// the sorted values, so its mask is prefix[count of values <= key[i]]; the
+// count only grows along the sorted part. REQUIRES: key[begin] >= values[0].
+void WalkLow(const int64_t* key, uint32_t begin, uint32_t end,
+             absl::Span<const int64_t> values, const uint64_t* prefix,
+             uint64_t* words) {
+  const size_t k = values.size();
+  uint32_t i = begin;
+  for (size_t j = 0; i < end && j < k; ++i) {
+    while (j < k && values[j] <= key[i]) ++j;
+    words[i] = prefix[j];
   }
-  return end;
+  for (; i < end; ++i) words[i] = prefix[k];
+}
+
+// kHigh (x >= key): position i holds for the values >= key[i], a suffix of
+// the sorted values: all bits but prefix[count of values < key[i]].
+// REQUIRES: key[end - 1] <= values.back().
+void WalkHigh(const int64_t* key, uint32_t begin, uint32_t end,
+              absl::Span<const int64_t> values, const uint64_t* prefix,
+              uint64_t* words) {
+  const uint64_t all = prefix[values.size()];
+  for (uint32_t i = begin, j = 0; i < end; ++i) {
+    while (values[j] < key[i]) ++j;  // stops at the largest value at least
+    words[i] = all ^ prefix[j];
+  }
+}
+
+// kRange (lo <= x <= hi), one block of n sorted positions starting at s:
+// position i holds for the values in [lo, hi], so its mask is
+// prefix[count <= hi] & ~prefix[count < lo]. The first walk goes through the
+// block in hi order (counts grow) and stores the hi half in the masks of
+// positions some value can reach (hi >= smallest value, lo <= largest); the
+// second walks in lo order over positions with lo <= largest value and
+// clears the bits of values below lo. Positions the first walk skipped stay
+// zero (the buffer was cleared).
+void WalkRangeBlock(const int64_t* key, const uint16_t* by_hi,
+                    const int64_t* hi_sorted, uint32_t s, uint32_t n,
+                    absl::Span<const int64_t> values, const uint64_t* prefix,
+                    uint64_t* words) {
+  const size_t k = values.size();
+  const int64_t largest = values.back();
+  const int64_t* hs = hi_sorted + s;
+  const uint16_t* order = by_hi + s;
+  uint32_t q =
+      static_cast<uint32_t>(std::lower_bound(hs, hs + n, values[0]) - hs);
+  for (size_t j = 0; q < n; ++q) {
+    while (j < k && values[j] <= hs[q]) ++j;
+    const uint32_t i = s + order[q];
+    if (key[i] <= largest) words[i] = prefix[j];
+  }
+  const uint64_t all = prefix[k];
+  const uint32_t end =
+      static_cast<uint32_t>(std::upper_bound(key + s, key + s + n, largest) -
+                            key);
+  for (uint32_t i = s, j = 0; i < end; ++i) {
+    while (values[j] < key[i]) ++j;
+    words[i] &= all ^ prefix[j];
+  }
 }
 
 }  // namespace
@@ -91,8 +153,7 @@ PredicateTable::PredicateTable() : ids_(0, IdHash{&info_}, IdEq{&info_}) {
   false_info.kind = Kind::kFalse;
   false_info.refs = 1;  // never freed
   info_.push_back(false_info);
-  eq_masks_.push_back(0);
-  mask_ptr_.push_back(&eq_masks_[0]);
+  slot_of_.push_back(0);  // slot 0: the false predicate's, always zero
   ids_.insert(kFalsePredicate);
 }
 
@@ -112,6 +173,28 @@ PredicateTable::Group& PredicateTable::GroupOf(Kind kind,
   }
 }
 
+const PredicateTable::Group& PredicateTable::GroupOf(
+    Kind kind, AttributeId attribute) const {
+  const AttributeGroups& a = attributes_[attribute];
+  switch (kind) {
+    case Kind::kLow:
+      return a.low;
+    case Kind::kHigh:
+      return a.high;
+    default:
+      return a.range;
+  }
+}
+
+uint32_t PredicateTable::NewEqSlot() {
+  if (!free_eq_slots_.empty()) {
+    const uint32_t slot = free_eq_slots_.back();
+    free_eq_slots_.pop_back();
+    return slot;
+  }
+  return slot_limit_++;
+}
+
 PredicateId PredicateTable::Acquire(const NormalPredicate& p) {
   if (auto it = ids_.find(p); it != ids_.end()) {
     ++info_[*it].refs;
@@ -124,8 +207,7 @@ PredicateId PredicateTable::Acquire(const NormalPredicate& p) {
   } else {
     id = static_cast<PredicateId>(info_.size());
     info_.emplace_back();
-    eq_masks_.push_back(0);
-    mask_ptr_.push_back(&eq_masks_[id]);
+    slot_of_.push_back(0);
   }
   Info& info = info_[id];
   info = Info{};
@@ -136,14 +218,17 @@ PredicateId PredicateTable::Acquire(const NormalPredicate& p) {
   info.refs = 1;
   ids_.insert(id);
   ++live_;
+  // Every attribute with a predicate has groups, so phase 1 can index them.
+  if (p.attribute >= attributes_.size()) attributes_.resize(p.attribute + 1);
   if (p.kind == Kind::kEq) {
-    // Make sure the attribute has groups so AddEvent can index them.
-    if (p.attribute >= attributes_.size()) {
-      attributes_.resize(p.attribute + 1);
-    }
+    slot_of_[id] = NewEqSlot();
   } else {
     InsertIntoGroup(id);
+    if (p.kind == Kind::kLow && p.hi == kMax) {
+      attributes_[p.attribute].present = id;
+    }
   }
+  MaybeCompact();
   return id;
 }
 
@@ -152,48 +237,39 @@ void PredicateTable::Release(PredicateId id) {
   assert(info.refs > 0);
   if (--info.refs > 0) return;
   ids_.erase(id);
-  if (info.kind != Kind::kEq) RemoveFromGroup(id);
-  mask_ptr_[id] = &eq_masks_[id];  // zero
+  if (info.kind == Kind::kEq) {
+    free_eq_slots_.push_back(slot_of_[id]);
+  } else {
+    RemoveFromGroup(id);
+    if (attributes_[info.attribute].present == id) {
+      attributes_[info.attribute].present = kFalsePredicate;
+    }
+  }
+  slot_of_[id] = 0;
   info.kind = Kind::kFree;
   free_ids_.push_back(id);
   --live_;
+  MaybeCompact();
 }
 
 NormalPredicate PredicateTable::Get(PredicateId id) const {
   return ToNormal(info_[id]);
 }
 
-uint32_t* PredicateTable::AccessHead(PredicateId id) {
-  Info& info = info_[id];
-  // The false predicate heads the clusters of never-matching subscriptions;
-  // it is never touched, so they are never visited.
-  if (info.kind == Kind::kEq || info.kind == Kind::kFalse) return &info.head;
-  return &GroupOf(info.kind, info.attribute).head[info.pos];
-}
-
 void PredicateTable::InsertIntoGroup(PredicateId id) {
   Info& info = info_[id];
   Group& g = GroupOf(info.kind, info.attribute);
-  const uint64_t* old_masks = g.mask.data();
   info.pos = g.size();
   g.key.push_back(info.kind == Kind::kLow ? info.hi : info.lo);
   if (g.kind == Kind::kRange) g.hi.push_back(info.hi);
   g.pred.push_back(id);
-  g.head.push_back(kNoCluster);
-  g.mask.push_back(0);
   const uint32_t tail = g.size() - g.sorted;
   if (tail > std::max(kMinTail, g.sorted / kTailDivisor)) {
     Rebuild(g);
-  } else if (g.mask.data() != old_masks) {
-    RefreshPointers(g);
+  } else if (g.size() > g.capacity) {
+    Place(g, SlotsNeeded(g.sorted, g.size()));
   } else {
-    mask_ptr_[id] = &g.mask[info.pos];
-  }
-}
-
-void PredicateTable::RefreshPointers(Group& g) {
-  for (uint32_t i = 0; i < g.size(); ++i) {
-    if (g.pred[i] != kFreePosition) mask_ptr_[g.pred[i]] = &g.mask[i];
+    slot_of_[id] = g.base + info.pos;
   }
 }
 
@@ -201,7 +277,6 @@ void PredicateTable::RemoveFromGroup(PredicateId id) {
   const Info& info = info_[id];
   Group& g = GroupOf(info.kind, info.attribute);
   g.pred[info.pos] = kFreePosition;
-  g.head[info.pos] = kNoCluster;
   ++g.dead;
   // Dead positions still cost phase-1 work; drop them once they are half.
   if (g.dead * 2 > g.size()) Rebuild(g);
@@ -220,15 +295,15 @@ void PredicateTable::Rebuild(Group& g) {
   });
   Group rebuilt;
   rebuilt.kind = g.kind;
-  const size_t n = order.size();
+  rebuilt.base = g.base;
+  rebuilt.capacity = g.capacity;
+  const uint32_t n = static_cast<uint32_t>(order.size());
   rebuilt.key.reserve(n);
   rebuilt.pred.reserve(n);
-  rebuilt.head.reserve(n);
   if (has_hi) rebuilt.hi.reserve(n);
   for (uint32_t i : order) {
     rebuilt.key.push_back(g.key[i]);
     rebuilt.pred.push_back(g.pred[i]);
-    rebuilt.head.push_back(g.head[i]);
     if (has_hi) {
       rebuilt.hi.push_back(g.hi[i]);
       rebuilt.max_width =
@@ -236,36 +311,71 @@ void PredicateTable::Rebuild(Group& g) {
                                           static_cast<uint64_t>(g.key[i]));
     }
   }
-  rebuilt.mask.assign(n, 0);
   if (has_hi) {
     rebuilt.by_hi.resize(n);
-    for (uint32_t i = 0; i < n; ++i) rebuilt.by_hi[i] = i;
-    std::sort(
-        rebuilt.by_hi.begin(), rebuilt.by_hi.end(),
-        [&](uint32_t a, uint32_t b) { return rebuilt.hi[a] < rebuilt.hi[b]; });
-    rebuilt.hi_sorted.reserve(n);
-    for (uint32_t i : rebuilt.by_hi) rebuilt.hi_sorted.push_back(rebuilt.hi[i]);
+    rebuilt.hi_sorted.resize(n);
+    for (uint32_t s = 0; s < n; s += kRangeBlock) {
+      const uint32_t e = std::min(n, s + kRangeBlock);
+      uint16_t* order_begin = rebuilt.by_hi.data() + s;
+      for (uint32_t i = s; i < e; ++i) order_begin[i - s] = uint16_t(i - s);
+      std::sort(order_begin, order_begin + (e - s),
+                [&](uint16_t a, uint16_t b) {
+                  return rebuilt.hi[s + a] < rebuilt.hi[s + b];
+                });
+      for (uint32_t q = s; q < e; ++q) {
+        rebuilt.hi_sorted[q] = rebuilt.hi[s + rebuilt.by_hi[q]];
+      }
+    }
   }
-  rebuilt.sorted = static_cast<uint32_t>(n);
+  rebuilt.sorted = n;
   g = std::move(rebuilt);
   for (uint32_t i = 0; i < n; ++i) info_[g.pred[i]].pos = i;
-  RefreshPointers(g);
+  Place(g, SlotsNeeded(n, n));
 }
 
-void PredicateTable::MarkTail(Group& g) {
-  if (g.sorted < g.size()) {
-    MarkTouched(g, UINT32_MAX, 0);
-    g.touched_tail = true;
+void PredicateTable::Place(Group& g, uint32_t needed) {
+  // A region more than twice too big after removals is given back too.
+  if (g.capacity < needed || g.capacity > 2 * needed + kMinTail) {
+    wasted_ += g.capacity;
+    g.base = slot_limit_;
+    g.capacity = needed + needed / kHeadroomDivisor;
+    slot_limit_ += g.capacity;
+  }
+  RefreshSlots(g);
+}
+
+void PredicateTable::RefreshSlots(const Group& g) {
+  for (uint32_t i = 0; i < g.size(); ++i) {
+    if (g.pred[i] != kFreePosition) slot_of_[g.pred[i]] = g.base + i;
   }
 }
 
-void PredicateTable::MarkTouched(Group& g, uint32_t begin, uint32_t end) {
-  if (!g.on_touched_list) {
-    g.on_touched_list = true;
-    touched_groups_.push_back(&g);
+void PredicateTable::MaybeCompact() {
+  const uint64_t waste = wasted_ + free_eq_slots_.size();
+  if (waste < kMinWasteToCompact ||
+      waste * kWasteDivisor < slot_limit_ - waste) {
+    return;
   }
-  g.touched_begin = std::min(g.touched_begin, begin);
-  g.touched_end = std::max(g.touched_end, end);
+  uint32_t next = 1;
+  for (AttributeGroups& a : attributes_) {
+    for (Group* g : {&a.low, &a.high, &a.range}) {
+      if (g->size() == 0) {
+        g->base = g->capacity = 0;
+        continue;
+      }
+      g->base = next;
+      g->capacity = SlotsNeeded(g->sorted, g->size());
+      next += g->capacity;
+      RefreshSlots(*g);
+    }
+  }
+  for (PredicateId id = 1; id < info_.size(); ++id) {
+    if (info_[id].kind == Kind::kEq) slot_of_[id] = next++;
+  }
+  slot_limit_ = next;
+  wasted_ = 0;
+  free_eq_slots_.clear();
+  ++generation_;
 }
 
 PredicateTable::Run PredicateTable::SortedRun(const Group& g, int64_t v) {
@@ -298,47 +408,9 @@ PredicateTable::Run PredicateTable::SortedRun(const Group& g, int64_t v) {
   return run;
 }
 
-void PredicateTable::ScanGroup(Group& g, int64_t v, uint64_t bit) {
-  if (g.size() == 0) return;
-  ScanRun(g, v, bit, SortedRun(g, v));
-}
-
-void PredicateTable::ScanRun(Group& g, int64_t v, uint64_t bit,
-                             const Run& run) {
-  if (g.size() == 0) return;
-  const int64_t* key = g.key.data();
-  uint64_t* mask = g.mask.data();
-  const uint32_t sorted = g.sorted;
-  switch (g.kind) {
-    case Kind::kLow:
-      for (uint32_t i = run.begin; i < run.end; ++i) mask[i] |= bit;
-      for (uint32_t i = sorted; i < g.size(); ++i) {
-        mask[i] |= key[i] >= v ? bit : 0;
-      }
-      break;
-    case Kind::kHigh:
-      for (uint32_t i = run.begin; i < run.end; ++i) mask[i] |= bit;
-      for (uint32_t i = sorted; i < g.size(); ++i) {
-        mask[i] |= key[i] <= v ? bit : 0;
-      }
-      break;
-    default: {
-      const int64_t* hi = g.hi.data();
-      for (uint32_t i = run.begin; i < run.end; ++i) {
-        mask[i] |= hi[i] >= v ? bit : 0;
-      }
-      for (uint32_t i = sorted; i < g.size(); ++i) {
-        mask[i] |= (key[i] <= v && hi[i] >= v) ? bit : 0;
-      }
-      break;
-    }
-  }
-  if (run.begin < run.end) MarkTouched(g, run.begin, run.end);
-  MarkTail(g);
-}
-
-// The per-event twin of ScanGroup: the same positions, reported one at a
-// time because their bits are scattered over the bit vector by predicate id.
+// The per-event twin of the cohort tasks: the same positions, reported one
+// at a time because their bits are scattered over the bit vector by
+// predicate id.
 template <typename F>
 void PredicateTable::ForEachHolding(const Group& g, int64_t v, F&& f) {
   if (g.size() == 0) return;
@@ -372,257 +444,284 @@ void PredicateTable::ForEachHolding(const Group& g, int64_t v, F&& f) {
 }
 
 void PredicateTable::MarkSatisfied(EventView event, PredicateBits* bits,
-                                   std::vector<uint32_t>* access_heads) const {
+                                   std::vector<PredicateId>* access) const {
   for (const AttributeValue& av : event) {
     if (av.attribute >= attributes_.size()) continue;  // no predicates on it
     // Never finds the false predicate: its kind is kFalse, not kEq.
     if (const PredicateId* id = FindEq(av.attribute, av.value)) {
       bits->Set(*id);
-      const uint32_t head = info_[*id].head;
-      if (head != kNoCluster) access_heads->push_back(head);
+      access->push_back(*id);
     }
     const AttributeGroups& groups = attributes_[av.attribute];
     // A removed position keeps its place until Rebuild; its id is
     // kFreePosition, the false predicate, whose bit must stay clear because
     // it marks tombstoned rows.
-    auto mark = [bits](const Group& g) {
-      return [&g, bits](uint32_t i) {
-        if (g.pred[i] != kFreePosition) bits->Set(g.pred[i]);
-      };
-    };
-    ForEachHolding(groups.high, av.value, mark(groups.high));
-    ForEachHolding(groups.range, av.value, mark(groups.range));
-    // Of the range kinds only "present" (kLow with hi = INT64_MAX) can be an
-    // access predicate; it sorts last in the sorted part or sits in the tail
-    // (as ForEachTouchedAccess relies on), so only those heads are read.
-    const Group& low = groups.low;
-    ForEachHolding(low, av.value, [&](uint32_t i) {
-      if (low.pred[i] == kFreePosition) return;
-      bits->Set(low.pred[i]);
-      if (i + 1 >= low.sorted && low.head[i] != kNoCluster) {
-        access_heads->push_back(low.head[i]);
-      }
-    });
-  }
-}
-
-void PredicateTable::AddEvent(EventView event, uint64_t bit) {
-  for (const AttributeValue& av : event) {
-    if (av.attribute >= attributes_.size()) continue;  // no predicates on it
-    if (const PredicateId* id = FindEq(av.attribute, av.value)) {
-      uint64_t& mask = eq_masks_[*id];
-      if (mask == 0) touched_eq_.push_back(*id);
-      mask |= bit;
+    for (const Group* g : {&groups.low, &groups.high, &groups.range}) {
+      ForEachHolding(*g, av.value, [g, bits](uint32_t i) {
+        if (g->pred[i] != kFreePosition) bits->Set(g->pred[i]);
+      });
     }
-    AttributeGroups& groups = attributes_[av.attribute];
-    ScanGroup(groups.low, av.value, bit);
-    ScanGroup(groups.high, av.value, bit);
-    ScanGroup(groups.range, av.value, bit);
+    if (groups.present != kFalsePredicate) access->push_back(groups.present);
   }
 }
 
-void PredicateTable::AddCohort(absl::Span<const EventView> events) {
-  assert(events.size() <= kMaxCohortChunk);
-  if (events.size() == 1) {  // a walk is a run: skip the gathering
-    AddEvent(events[0], 1);
-    return;
+void PredicateTable::ClearPrevious(size_t slot_limit, uint64_t generation,
+                                   CohortMasks* m) {
+  if (m->generation_ != generation || m->words_.empty()) {
+    m->words_.assign(slot_limit, 0);  // the slots were renumbered
+  } else {
+    uint64_t* words = m->words_.data();
+    for (uint32_t slot : m->dirty_eq_slots_) words[slot] = 0;
+    for (const CohortMasks::Task& t : m->tasks_) {
+      std::memset(words + t.slot_base + t.begin, 0,
+                  (t.end - t.begin) * sizeof(uint64_t));
+      std::memset(words + t.tail_slot, 0, t.tail_size * sizeof(uint64_t));
+    }
+    if (m->words_.size() < slot_limit) m->words_.resize(slot_limit, 0);
   }
-  if (cohort_values_.size() < attributes_.size()) {
-    cohort_values_.resize(attributes_.size());
+  m->generation_ = generation;
+  m->dirty_eq_slots_.clear();
+  m->tasks_.clear();
+  m->total_positions_ = 0;
+  m->attributes_.clear();
+  m->values_.clear();
+  m->prefix_.clear();
+  m->runs_.clear();
+  m->touched_access_.clear();
+}
+
+void PredicateTable::BeginCohort(absl::Span<const EventView> events,
+                                 CohortMasks* m) const {
+  assert(!events.empty() && events.size() <= kMaxCohortChunk);
+  ClearPrevious(slot_limit_, generation_, m);
+  m->events_ = events.size();
+  if (m->by_attribute_.size() < attributes_.size()) {
+    m->by_attribute_.resize(attributes_.size());
   }
+  uint64_t* words = m->words_.data();
   for (size_t e = 0; e < events.size(); ++e) {
     const uint64_t bit = uint64_t{1} << e;
     for (const AttributeValue& av : events[e]) {
       if (av.attribute >= attributes_.size()) continue;  // no predicates on it
       if (const PredicateId* id = FindEq(av.attribute, av.value)) {
-        uint64_t& mask = eq_masks_[*id];
-        if (mask == 0) touched_eq_.push_back(*id);
-        mask |= bit;
+        const uint32_t slot = slot_of_[*id];
+        if (words[slot] == 0) {
+          m->dirty_eq_slots_.push_back(slot);
+          m->touched_access_.push_back({*id, 0});
+        }
+        words[slot] |= bit;
       }
-      std::vector<ValueBit>& values = cohort_values_[av.attribute];
-      if (values.empty()) cohort_attributes_.push_back(av.attribute);
+      std::vector<CohortMasks::ValueBit>& values =
+          m->by_attribute_[av.attribute];
+      if (values.empty()) m->present_attributes_.push_back(av.attribute);
       values.push_back({av.value, bit});
     }
   }
-  for (AttributeId attribute : cohort_attributes_) {
-    std::vector<ValueBit>& values = cohort_values_[attribute];
-    AttributeGroups& groups = attributes_[attribute];
+  for (TouchedAccess& t : m->touched_access_) t.mask = words[slot_of_[t.id]];
+  for (AttributeId attribute : m->present_attributes_) {
+    std::vector<CohortMasks::ValueBit>& values = m->by_attribute_[attribute];
+    const AttributeGroups& groups = attributes_[attribute];
     if (groups.low.size() + groups.high.size() + groups.range.size() > 0) {
       std::sort(values.begin(), values.end(),
-                [](const ValueBit& a, const ValueBit& b) {
+                [](const CohortMasks::ValueBit& a,
+                   const CohortMasks::ValueBit& b) {
                   return a.value < b.value;
                 });
-      walk_values_.clear();
-      walk_prefix_.assign(1, 0);
-      for (const ValueBit& vb : values) {
-        walk_values_.push_back(vb.value);
-        walk_prefix_.push_back(walk_prefix_.back() | vb.bit);
+      const uint32_t index = static_cast<uint32_t>(m->attributes_.size());
+      m->attributes_.push_back(
+          {attribute, static_cast<uint32_t>(m->values_.size()),
+           static_cast<uint32_t>(values.size()),
+           static_cast<uint32_t>(m->prefix_.size()), 0});
+      m->prefix_.push_back(0);
+      for (const CohortMasks::ValueBit& vb : values) {
+        m->values_.push_back(vb.value);
+        m->prefix_.push_back(m->prefix_.back() | vb.bit);
       }
-      WalkLow(groups.low, walk_values_, walk_prefix_.data());
-      WalkHigh(groups.high, walk_values_, walk_prefix_.data());
-      if (RangeWalkPays(groups.range, walk_values_, &walk_runs_)) {
-        WalkRange(groups.range, walk_values_, walk_prefix_.data());
-      } else {
-        // walk_runs_[i] is the run of values[i] (sorted alike).
-        for (size_t i = 0; i < values.size(); ++i) {
-          ScanRun(groups.range, values[i].value, values[i].bit, walk_runs_[i]);
-        }
+      if (groups.present != kFalsePredicate) {
+        m->touched_access_.push_back({groups.present, m->prefix_.back()});
+      }
+      for (const Group* g : {&groups.low, &groups.high, &groups.range}) {
+        if (g->size() > 0) AddTasks(*g, index, m);
       }
     }
     values.clear();
   }
-  cohort_attributes_.clear();
+  m->present_attributes_.clear();
 }
 
-// kLow (x <= key): position i holds for the values <= key[i], a prefix of
-// the sorted values, so its mask is prefix[count of values <= key[i]]; the
-// count only grows along the sorted part. Positions before the first key >=
-// the smallest value hold for no value and are not touched.
-void PredicateTable::WalkLow(Group& g, absl::Span<const int64_t> values,
-                             const uint64_t* prefix) {
-  if (g.size() == 0) return;
+void PredicateTable::AddTasks(const Group& g, uint32_t index,
+                              CohortMasks* m) const {
+  const CohortMasks::AttributeValues& av = m->attributes_[index];
+  const absl::Span<const int64_t> values(m->values_.data() + av.first,
+                                         av.count);
   const int64_t* key = g.key.data();
-  uint64_t* mask = g.mask.data();
-  const uint32_t sorted = g.sorted;
-  const size_t k = values.size();
-  const uint32_t begin = static_cast<uint32_t>(
-      std::lower_bound(key, key + sorted, values[0]) - key);
-  uint32_t i = begin;
-  for (size_t j = 0; i < sorted && j < k; ++i) {
-    while (j < k && values[j] <= key[i]) ++j;
-    mask[i] |= prefix[j];
+  switch (g.kind) {
+    case Kind::kLow: {  // positions with key >= the smallest value
+      const uint32_t begin = static_cast<uint32_t>(
+          std::lower_bound(key, key + g.sorted, values.front()) - key);
+      AddPieces(g, index, false, begin, g.sorted, 1, m);
+      break;
+    }
+    case Kind::kHigh: {  // positions with key <= the largest value
+      const uint32_t end = static_cast<uint32_t>(
+          std::upper_bound(key, key + g.sorted, values.back()) - key);
+      AddPieces(g, index, false, 0, end, 1, m);
+      break;
+    }
+    default: {
+      const Run span = RangeWalkSpan(g, values);
+      std::vector<Run> runs;
+      if (RangeWalkPays(g, values, span, &runs)) {
+        AddPieces(g, index, false, span.begin, span.end, kRangeBlock, m);
+        break;
+      }
+      m->attributes_[index].runs_first =
+          static_cast<uint32_t>(m->runs_.size());
+      Run all{g.sorted, 0};
+      for (const Run& r : runs) {
+        m->runs_.push_back(r);
+        if (r.begin < r.end) {
+          all.begin = std::min(all.begin, r.begin);
+          all.end = std::max(all.end, r.end);
+        }
+      }
+      if (all.begin > all.end) all = Run{g.sorted, g.sorted};
+      AddPieces(g, index, true, all.begin, all.end, 1, m);
+      break;
+    }
   }
-  const uint64_t all = prefix[k];
-  for (; i < sorted; ++i) mask[i] |= all;
-  for (i = sorted; i < g.size(); ++i) {
-    mask[i] |= prefix[std::upper_bound(values.begin(), values.end(), key[i]) -
-                      values.begin()];
-  }
-  if (begin < sorted) MarkTouched(g, begin, sorted);
-  MarkTail(g);
 }
 
-// kHigh (x >= key): position i holds for the values >= key[i], a suffix of
-// the sorted values, so its mask is all bits but prefix[count of values <
-// key[i]]. Positions after the last key <= the largest value hold for none.
-void PredicateTable::WalkHigh(Group& g, absl::Span<const int64_t> values,
-                              const uint64_t* prefix) {
-  if (g.size() == 0) return;
+void PredicateTable::AddPieces(const Group& g, uint32_t index, bool runs,
+                               uint32_t begin, uint32_t end, uint32_t align,
+                               CohortMasks* m) {
+  if (align > 1 && begin < end) {
+    begin -= begin % align;
+    end = std::min(g.sorted, (end + align - 1) / align * align);
+  }
+  if (begin >= end) begin = end = g.sorted;
+  const uint32_t tail = g.size() - g.sorted;
+  if (begin == end && tail == 0) return;
+  uint32_t s = begin;
+  do {
+    const uint32_t e = std::min(end, s + kTaskPositions);
+    const uint32_t t = e == end ? tail : 0;
+    m->tasks_.push_back({index, static_cast<uint8_t>(g.kind), runs, s, e, t,
+                         g.base, g.base + g.sorted});
+    m->total_positions_ += (e - s) + t;
+    s = e;
+  } while (s < end);
+}
+
+PredicateTable::Run PredicateTable::RangeWalkSpan(
+    const Group& g, absl::Span<const int64_t> values) {
   const int64_t* key = g.key.data();
-  uint64_t* mask = g.mask.data();
-  const uint64_t all = prefix[values.size()];
-  const uint32_t end =
-      WalkKeysUpToLargest(key, g.sorted, values, prefix,
-                          [mask](uint32_t i, uint64_t m) { mask[i] |= m; });
-  for (uint32_t i = g.sorted; i < g.size(); ++i) {
-    mask[i] |=
-        all ^ prefix[std::lower_bound(values.begin(), values.end(), key[i]) -
-                     values.begin()];
+  Run span{0, 0};
+  const uint64_t reach =
+      static_cast<uint64_t>(values.front()) - static_cast<uint64_t>(kMin);
+  if (reach > g.max_width) {
+    const int64_t from = static_cast<int64_t>(
+        static_cast<uint64_t>(values.front()) - g.max_width);
+    span.begin = static_cast<uint32_t>(
+        std::lower_bound(key, key + g.sorted, from) - key);
   }
-  if (end > 0) MarkTouched(g, 0, end);
-  MarkTail(g);
+  span.end = static_cast<uint32_t>(
+      std::upper_bound(key + span.begin, key + g.sorted, values.back()) - key);
+  return span;
 }
 
-// A kRange walk visits about every position whose hi reaches the smallest
-// value (in hi order) and whose lo is at most the largest (in lo order); the
-// per-event runs visit, for each value v, the positions with lo in
-// [v - max_width, v]. Few or clustered values make the runs cheaper. A walk
-// step costs about half a run step (BM_Phase1 with the walk always or never
-// taken: at 16 events the walk won where weighing steps equally chose runs).
+// The walk visits each position of its span about twice (once in hi order,
+// once in lo order); the per-value runs visit, for each value v, the
+// positions with lo in [v - max_width, v]. Few or clustered values make the
+// runs cheaper. A walk step costs about half a run step (BM_Phase1 with the
+// walk always or never taken: at 16 events the walk won where weighing
+// steps equally chose runs).
 bool PredicateTable::RangeWalkPays(const Group& g,
-                                   absl::Span<const int64_t> values,
+                                   absl::Span<const int64_t> values, Run walk,
                                    std::vector<Run>* runs) {
   runs->clear();
-  const int64_t* hi_sorted = g.hi_sorted.data();
-  const int64_t* key = g.key.data();
-  const uint64_t walk =
-      (g.sorted -
-       (std::lower_bound(hi_sorted, hi_sorted + g.sorted, values.front()) -
-        hi_sorted)) +
-      (std::upper_bound(key, key + g.sorted, values.back()) - key);
+  const uint64_t walk_steps = 2 * uint64_t{walk.end - walk.begin};
   uint64_t run_steps = 0;
   for (int64_t v : values) {
     runs->push_back(SortedRun(g, v));
     run_steps += runs->back().end - runs->back().begin;
-    if (2 * run_steps > walk) return true;
+    if (2 * run_steps > walk_steps) return true;
   }
   return false;
 }
 
-// kRange (lo <= x <= hi): position i holds for the values in [lo, hi], so
-// its mask is prefix[count <= hi] & ~prefix[count < lo]. The first walk goes
-// through the sorted part in hi order (counts grow) and stores the hi half
-// in the masks of positions some value can reach (hi >= smallest value, lo
-// <= largest); the second walks in lo order over positions with lo <=
-// largest value and clears the bits of values below lo. The masks were zero
-// (each group is walked once per cohort), so positions the first walk
-// skipped stay zero.
-void PredicateTable::WalkRange(Group& g, absl::Span<const int64_t> values,
-                               const uint64_t* prefix) {
-  if (g.size() == 0) return;
-  const int64_t largest = values.back();
-  const uint32_t sorted = g.sorted;
-  const int64_t* hi_sorted = g.hi_sorted.data();
-  const uint32_t* by_hi = g.by_hi.data();
+void PredicateTable::RunTask(size_t task, CohortMasks* m) const {
+  const CohortMasks::Task& t = m->tasks_[task];
+  const CohortMasks::AttributeValues& av = m->attributes_[t.attribute_index];
+  const Group& g = GroupOf(static_cast<Kind>(t.kind), av.attribute);
+  const absl::Span<const int64_t> values(m->values_.data() + av.first,
+                                         av.count);
+  const uint64_t* prefix = m->prefix_.data() + av.prefix_first;
+  const uint64_t all = prefix[av.count];
+  uint64_t* words = m->words_.data() + t.slot_base;
   const int64_t* key = g.key.data();
-  uint64_t* mask = g.mask.data();
-  uint32_t q = static_cast<uint32_t>(
-      std::lower_bound(hi_sorted, hi_sorted + sorted, values.front()) -
-      hi_sorted);
-  for (size_t j = 0; q < sorted; ++q) {
-    while (j < values.size() && values[j] <= hi_sorted[q]) ++j;
-    const uint32_t i = by_hi[q];
-    if (key[i] <= largest) mask[i] = prefix[j];
-  }
-  const uint32_t end =
-      WalkKeysUpToLargest(key, sorted, values, prefix,
-                          [mask](uint32_t i, uint64_t m) { mask[i] &= m; });
   const int64_t* hi = g.hi.data();
-  for (uint32_t i = sorted; i < g.size(); ++i) {
-    const size_t below =
-        std::lower_bound(values.begin(), values.end(), key[i]) - values.begin();
-    const size_t upto =
-        std::upper_bound(values.begin(), values.end(), hi[i]) - values.begin();
-    mask[i] |= below < upto ? prefix[upto] ^ prefix[below] : 0;
+  const uint32_t tail_end = g.sorted + t.tail_size;
+  switch (g.kind) {
+    case Kind::kLow:
+      WalkLow(key, t.begin, t.end, values, prefix, words);
+      for (uint32_t i = g.sorted; i < tail_end; ++i) {
+        words[i] = prefix[std::upper_bound(values.begin(), values.end(),
+                                           key[i]) -
+                          values.begin()];
+      }
+      break;
+    case Kind::kHigh:
+      WalkHigh(key, t.begin, t.end, values, prefix, words);
+      for (uint32_t i = g.sorted; i < tail_end; ++i) {
+        words[i] = all ^ prefix[std::lower_bound(values.begin(), values.end(),
+                                                 key[i]) -
+                                values.begin()];
+      }
+      break;
+    default:
+      if (t.runs) {
+        const CohortMasks::Run* runs = m->runs_.data() + av.runs_first;
+        for (uint32_t v = 0; v < av.count; ++v) {
+          const uint64_t bit = prefix[v + 1] ^ prefix[v];
+          const int64_t x = values[v];
+          const uint32_t end = std::min(runs[v].end, t.end);
+          for (uint32_t i = std::max(runs[v].begin, t.begin); i < end; ++i) {
+            words[i] |= hi[i] >= x ? bit : 0;
+          }
+        }
+      } else {
+        for (uint32_t s = t.begin; s < t.end; s += kRangeBlock) {
+          WalkRangeBlock(key, g.by_hi.data(), g.hi_sorted.data(), s,
+                         std::min(s + kRangeBlock, g.sorted) - s, values,
+                         prefix, words);
+        }
+      }
+      for (uint32_t i = g.sorted; i < tail_end; ++i) {
+        const size_t below =
+            std::lower_bound(values.begin(), values.end(), key[i]) -
+            values.begin();
+        const size_t upto =
+            std::upper_bound(values.begin(), values.end(), hi[i]) -
+            values.begin();
+        words[i] = below < upto ? prefix[upto] ^ prefix[below] : 0;
+      }
+      break;
   }
-  if (end > 0) MarkTouched(g, 0, end);
-  MarkTail(g);
 }
 
-template <typename F>
-void PredicateTable::Group::ForEachTouched(F&& f) {
-  for (uint32_t i = touched_begin; i < touched_end; ++i) f(i);
-  if (touched_tail) {
-    for (uint32_t i = sorted; i < size(); ++i) f(i);
-  }
-}
-
-void PredicateTable::EndCohort() {
-  for (PredicateId id : touched_eq_) eq_masks_[id] = 0;
-  touched_eq_.clear();
-  for (Group* g : touched_groups_) {
-    g->ForEachTouched([&](uint32_t i) { g->mask[i] = 0; });
-    g->touched_begin = UINT32_MAX;
-    g->touched_end = 0;
-    g->touched_tail = false;
-    g->on_touched_list = false;
-  }
-  touched_groups_.clear();
+void PredicateTable::ComputeCohort(absl::Span<const EventView> events,
+                                   CohortMasks* masks) const {
+  BeginCohort(events, masks);
+  for (size_t t = 0; t < masks->tasks(); ++t) RunTask(t, masks);
 }
 
 size_t PredicateTable::MemoryBytes() const {
   size_t bytes = info_.capacity() * sizeof(Info) +
-                 eq_masks_.size() * sizeof(uint64_t) +
-                 mask_ptr_.capacity() * sizeof(uint64_t*) +
+                 slot_of_.capacity() * sizeof(uint32_t) +
                  free_ids_.capacity() * sizeof(PredicateId) +
-                 attributes_.capacity() * sizeof(AttributeGroups) +
-                 cohort_attributes_.capacity() * sizeof(AttributeId) +
-                 walk_values_.capacity() * sizeof(int64_t) +
-                 walk_prefix_.capacity() * sizeof(uint64_t) +
-                 walk_runs_.capacity() * sizeof(Run);
-  for (const std::vector<ValueBit>& v : cohort_values_) {
-    bytes += sizeof(std::vector<ValueBit>) + v.capacity() * sizeof(ValueBit);
-  }
+                 free_eq_slots_.capacity() * sizeof(uint32_t) +
+                 attributes_.capacity() * sizeof(AttributeGroups);
   // flat_hash_set: one slot plus one control byte per bucket.
   bytes += ids_.capacity() * (sizeof(PredicateId) + 1);
   for (const AttributeGroups& a : attributes_) {
@@ -630,12 +729,27 @@ size_t PredicateTable::MemoryBytes() const {
       bytes += g->key.capacity() * sizeof(int64_t) +
                g->hi.capacity() * sizeof(int64_t) +
                g->pred.capacity() * sizeof(PredicateId) +
-               g->head.capacity() * sizeof(uint32_t) +
-               g->mask.capacity() * sizeof(uint64_t) +
-               g->by_hi.capacity() * sizeof(uint32_t) +
+               g->by_hi.capacity() * sizeof(uint16_t) +
                g->hi_sorted.capacity() * sizeof(int64_t);
     }
   }
+  return bytes;
+}
+
+size_t CohortMasks::MemoryBytes() const {
+  size_t bytes = words_.capacity() * sizeof(uint64_t) +
+                 tasks_.capacity() * sizeof(Task) +
+                 attributes_.capacity() * sizeof(AttributeValues) +
+                 values_.capacity() * sizeof(int64_t) +
+                 prefix_.capacity() * sizeof(uint64_t) +
+                 runs_.capacity() * sizeof(Run) +
+                 dirty_eq_slots_.capacity() * sizeof(uint32_t) +
+                 touched_access_.capacity() * sizeof(TouchedAccess) +
+                 present_attributes_.capacity() * sizeof(AttributeId);
+  bytes += visits_.capacity() * sizeof(std::vector<AccessVisit>);
+  for (const auto& v : visits_) bytes += v.capacity() * sizeof(AccessVisit);
+  bytes += by_attribute_.capacity() * sizeof(std::vector<ValueBit>);
+  for (const auto& v : by_attribute_) bytes += v.capacity() * sizeof(ValueBit);
   return bytes;
 }
 

@@ -9,59 +9,63 @@
 // — and NE v becomes two entries: "present" and a *negated* reference to
 // EQ v. Identical predicates are stored once and shared.
 //
-// Phase 1 (`AddCohort`, or `AddEvent` per event) computes, for a cohort of
-// up to 64 events, one 64-bit *cohort mask* per predicate: bit i is set iff
-// the predicate holds for event i. Equality predicates are found by hash
-// lookup; each range kind lives in a per-attribute group sorted by its bound,
-// and its masks are stored in that same order, so the predicates satisfied
-// by a value form a contiguous run (a suffix for kLow, a prefix for kHigh, a
-// window for kRange). `AddEvent` ORs one event's bit over its run. `AddCohort`
-// gathers the cohort's values per attribute, sorts them, and fills each group
-// with merge walks of its bounds against those values: every position is
-// written once per cohort, not once per event satisfying it, so a cohort of k
-// events costs a walk or two instead of k runs (runs average half a group,
-// and phase 1 dominated partitioned matching before this). A kLow or kHigh
-// mask is a prefix or suffix of the sorted values' bits; a kRange mask is
-// (values >= lo) & (values <= hi), the first from a walk in lo order, the
-// second from a walk in hi order (each kRange group keeps that order too);
-// when the cohort's values are few, the per-event runs are cheaper and are
-// used instead.
-// Phase 2 finds a predicate's mask word through a
-// table of pointers indexed by predicate id (into the group's array, or a
-// per-id word for equalities). Masks are cleared after the cohort
-// (`EndCohort`), touching only the words that were set.
+// Phase 1 computes, for a cohort of up to 64 events, one 64-bit *cohort
+// mask* per predicate (bit i set iff the predicate holds for event i) into a
+// CohortMasks buffer (cohort_masks.h), which is separate from the table so
+// that several cohorts can be in flight at once. Equality predicates are
+// found by hash lookup. Each range kind lives in a per-attribute *group*
+// sorted by its bound, and its masks occupy consecutive mask slots in that
+// order, so the predicates satisfied by a value form a contiguous run (a
+// suffix for kLow, a prefix for kHigh, a window for kRange).
+//
+// `BeginCohort` gathers the cohort's values per attribute and sorts them,
+// does the equality lookups, and cuts the range groups' work into tasks of
+// at most kTaskPositions positions; `RunTask` runs one. A task fills its
+// positions with merge walks of the group's bounds against the sorted
+// values: every position is written once per cohort, not once per event
+// satisfying it. A kLow or kHigh mask is a prefix or suffix of the sorted
+// values' bits; a kRange mask is (values >= lo) & (values <= hi), the first
+// from a walk in lo order, the second from a walk in hi order within each
+// block of kRangeBlock positions (each block keeps its own hi order, so
+// blocks are independent tasks). When a kRange group's values are few, the
+// per-value runs are cheaper and are used instead. Tasks of one cohort write
+// disjoint slots, so threads may run them at once: this is how the staged
+// server splits phase 1 of a cohort over its cores.
+//
+// Phase 2 finds a predicate's mask at words()[slots()[id]]; slot 0 belongs
+// to the false predicate and is always zero.
 //
 // The per-event path (`MarkSatisfied`) is the classic Fabret phase 1: it
 // sets the bits of the satisfied predicates in a caller-owned PredicateBits,
 // indexed by predicate id, and writes nothing in the table.
 //
-// Stage: owned by one partition; single-threaded by contract.
-// Thread safety: const methods (`MarkSatisfied` included) only read the
-// table, so any number of threads may call them at once, provided no thread
-// calls a non-const method meanwhile (the caller's readers/writer lock).
-// Non-const methods (`AddEvent` and `EndCohort` too) need exclusive access.
+// Stage: the predicate stage (shared by the partitions of a staged server);
+// no threads, no gRPC.
+// Thread safety: const methods (MarkSatisfied, BeginCohort, RunTask
+// included) only read the table, so any number of threads may call them at
+// once (each BeginCohort on its own CohortMasks), provided no thread calls a
+// non-const method meanwhile. Non-const methods (Acquire, Release) need
+// exclusive access: callers apply subscription changes between cohorts.
 // Invariants:
-//   - Between cohorts every mask is zero.
-//   - *mask_pointers()[id] is the cohort mask of predicate id (always zero
-//     for free ids and the false predicate).
-//   - mask_pointers() and AccessHead pointers are invalidated by
-//     Acquire/Release, which the caller only makes between cohorts.
+//   - slots()[id] is the mask slot of live predicate id (0 for free ids and
+//     the false predicate); the slots of a group's positions are
+//     [base, base + size) and distinct from every other live slot.
+//   - Slots are only appended (slot_limit() grows) until a compaction, which
+//     renumbers them and bumps layout_generation().
 #ifndef COHORT_MATCHER_PREDICATE_TABLE_H_
 #define COHORT_MATCHER_PREDICATE_TABLE_H_
 
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/types/span.h"
+#include "matcher/cohort_masks.h"
 #include "matcher/types.h"
 
 namespace cohort {
 namespace matcher {
 namespace internal {
-
-using PredicateId = uint32_t;
 
 // Predicate id 0 never holds (its mask is always zero). It stands for
 // unsatisfiable predicates (LT INT64_MIN) and marks removed rows.
@@ -69,8 +73,15 @@ inline constexpr PredicateId kFalsePredicate = 0;
 // A cluster entry is a predicate id, with this bit set when negated.
 inline constexpr uint32_t kNegatedBit = 1u << 31;
 inline constexpr uint32_t kNoCluster = UINT32_MAX;
-// Largest cohort phase 1 can hold at once: one bit per event in a mask.
-inline constexpr size_t kMaxCohortChunk = 64;
+// Most positions of one phase-1 task: big enough that handing a task to
+// another core costs little next to running it (about 10 us of walking),
+// small enough that the biggest group of a skewed workload splits into
+// several tasks. A multiple of kRangeBlock.
+inline constexpr uint32_t kTaskPositions = 4096;
+// kRange groups keep their hi order per block of this many positions, so a
+// block is walked without looking outside it (block-local indexes fit 16
+// bits).
+inline constexpr uint32_t kRangeBlock = 1024;
 
 enum class Kind : uint8_t { kFree, kFalse, kEq, kLow, kHigh, kRange };
 
@@ -148,43 +159,39 @@ class PredicateTable {
   // Number of references to `id` (0 if free).
   uint32_t References(PredicateId id) const { return info_[id].refs; }
 
-  // The head of the access cluster list of `id` (kNoCluster if none).
-  // The pointer is invalidated by Acquire/Release.
-  uint32_t* AccessHead(PredicateId id);
-
-  // Pointers to the cohort masks, indexed by predicate id, for phase 2.
-  const uint64_t* const* mask_pointers() const { return mask_ptr_.data(); }
-
   // One more than the largest predicate id issued: a PredicateBits resized
   // to this can hold every id a cluster entry names.
   size_t id_limit() const { return info_.size(); }
 
+  // Mask slots by predicate id (see the file comment), one past the largest
+  // slot in use, and the layout's generation (bumped when slots are
+  // renumbered). Valid until the next Acquire or Release.
+  const uint32_t* slots() const { return slot_of_.data(); }
+  size_t slot_limit() const { return slot_limit_; }
+  uint64_t layout_generation() const { return generation_; }
+
   // Phase 1 of the per-event path: sets in `bits` the bit of every predicate
-  // `event` satisfies (the same predicates AddEvent marks), and appends to
-  // `access_heads` the access cluster list head of each of them that heads
-  // one. Writes nothing in the table.
+  // `event` satisfies, and appends to `access` every satisfied predicate
+  // that may be an access predicate (equalities and "present"), each once.
+  // Writes nothing in the table.
   // REQUIRES: bits was resized to id_limit(); event's attributes are
   // distinct.
   void MarkSatisfied(EventView event, PredicateBits* bits,
-                     std::vector<uint32_t>* access_heads) const;
+                     std::vector<PredicateId>* access) const;
 
-  // Phase 1, one event: sets bit `bit` in the mask of every predicate `event`
-  // satisfies.
-  void AddEvent(EventView event, uint64_t bit);
-
-  // Phase 1, a whole cohort: the same masks as AddEvent(events[i], 1 << i)
-  // for every i, computed with one walk per kLow and kHigh group (see the
-  // file comment). REQUIRES: events.size() <= kMaxCohortChunk; each event's
-  // attributes are distinct; the masks are clear (EndCohort was called).
-  void AddCohort(absl::Span<const EventView> events);
-
-  // Calls `visit(head, mask)` for every predicate satisfied by some event of
-  // the current cohort that heads an access cluster list.
-  template <typename Visit>
-  void ForEachTouchedAccess(Visit&& visit) const;
-
-  // Clears every mask set since the last call.
-  void EndCohort();
+  // Phase 1 of a cohort, first step: clears what `masks` held, sets the
+  // equality masks and masks->touched_access(), and lists the tasks.
+  // REQUIRES: 1 <= events.size() <= kMaxCohortChunk; each event's
+  // attributes are distinct; no task of masks' previous cohort is running.
+  void BeginCohort(absl::Span<const EventView> events,
+                   CohortMasks* masks) const;
+  // Runs task `task` of the cohort BeginCohort set up in `masks`.
+  // REQUIRES: task < masks->tasks(); each task runs once; the table has not
+  // changed since BeginCohort.
+  void RunTask(size_t task, CohortMasks* masks) const;
+  // BeginCohort and every task, on the calling thread.
+  void ComputeCohort(absl::Span<const EventView> events,
+                     CohortMasks* masks) const;
 
   // Live predicates (excluding the false predicate).
   size_t size() const { return live_; }
@@ -198,13 +205,14 @@ class PredicateTable {
     AttributeId attribute = 0;
     Kind kind = Kind::kFree;
     uint32_t refs = 0;
-    uint32_t pos = 0;            // range kinds: position in the group
-    uint32_t head = kNoCluster;  // kEq, kFalse: access cluster list head
+    uint32_t pos = 0;  // range kinds: position in the group
   };
 
   // All range predicates of one kind on one attribute. Positions [0, sorted)
   // are sorted by (key, hi); [sorted, size) is an unsorted tail of recent
   // inserts, merged in when it grows past a fraction of the sorted part.
+  // Position i's mask is at slot base + i; [base, base + capacity) is the
+  // group's region of the slot space.
   struct Group {
     Group() = default;
     explicit Group(Kind k) : kind(k) {}
@@ -213,65 +221,61 @@ class PredicateTable {
     std::vector<int64_t> key;       // hi for kLow, lo for kHigh and kRange
     std::vector<int64_t> hi;        // kRange only
     std::vector<PredicateId> pred;  // kFreePosition where removed
-    std::vector<uint32_t> head;     // access cluster list head
-    std::vector<uint64_t> mask;
-    // kRange only: the sorted part's positions in order of hi, and their hi
-    // values in that order (AddCohort's second walk).
-    std::vector<uint32_t> by_hi;
+    // kRange only: per block of kRangeBlock positions of the sorted part,
+    // its positions (block-local) in order of hi, and their hi values in
+    // that order (the hi-order walk).
+    std::vector<uint16_t> by_hi;
     std::vector<int64_t> hi_sorted;
     uint32_t sorted = 0;
     uint32_t dead = 0;
     uint64_t max_width = 0;  // kRange: max hi - lo over the sorted part
-    // Cohort state: positions [touched_begin, touched_end) and the tail
-    // (when touched_tail) may hold non-zero masks.
-    uint32_t touched_begin = UINT32_MAX;
-    uint32_t touched_end = 0;
-    bool touched_tail = false;
-    bool on_touched_list = false;
+    uint32_t base = 0;
+    uint32_t capacity = 0;
 
     uint32_t size() const { return static_cast<uint32_t>(pred.size()); }
-    // Calls f(position) for each position that may hold a non-zero mask.
-    template <typename F>
-    void ForEachTouched(F&& f);
   };
   struct AttributeGroups {
     Group low = Group(Kind::kLow);
     Group high = Group(Kind::kHigh);
     Group range = Group(Kind::kRange);
+    // "present" (kLow with hi = INT64_MAX), if live: always the last
+    // position of the sorted part of `low` or in its tail.
+    PredicateId present = kFalsePredicate;
   };
+  using Run = CohortMasks::Run;
 
   Group& GroupOf(Kind kind, AttributeId attribute);
+  const Group& GroupOf(Kind kind, AttributeId attribute) const;
   void InsertIntoGroup(PredicateId id);
   void RemoveFromGroup(PredicateId id);
   void Rebuild(Group& g);
-  void MarkTouched(Group& g, uint32_t begin, uint32_t end);
-  // Marks the group's unsorted tail (if any) as holding masks to clear.
-  void MarkTail(Group& g);
-  // Positions [begin, end) of a group's sorted part that may hold for a
-  // value: all of them hold for kLow and kHigh; for kRange each must still
-  // pass hi >= value.
-  struct Run {
-    uint32_t begin = 0;
-    uint32_t end = 0;
-  };
-  void ScanGroup(Group& g, int64_t v, uint64_t bit);
-  // ScanGroup with the run already found (SortedRun(g, v)).
-  void ScanRun(Group& g, int64_t v, uint64_t bit, const Run& run);
-  // AddCohort's walks over one group, given the cohort's values for its
-  // attribute sorted ascending and prefix[j] = OR of the bits of values
-  // [0, j) (so prefix[values.size()] holds every bit).
-  void WalkLow(Group& g, absl::Span<const int64_t> values,
-               const uint64_t* prefix);
-  void WalkHigh(Group& g, absl::Span<const int64_t> values,
-                const uint64_t* prefix);
-  void WalkRange(Group& g, absl::Span<const int64_t> values,
-                 const uint64_t* prefix);
-  // Whether WalkRange is cheaper than one ScanGroup per value. When it
-  // returns false, (*runs)[i] is SortedRun(g, values[i]) for every i.
-  static bool RangeWalkPays(const Group& g, absl::Span<const int64_t> values,
-                            std::vector<Run>* runs);
+  // Slot layout: gives `g` a region of at least `needed` slots (moving it
+  // to the end of the slot space if it does not fit), and points the
+  // group's predicates at their slots.
+  void Place(Group& g, uint32_t needed);
+  void RefreshSlots(const Group& g);
+  // Renumbers every slot densely once moved regions and freed equality
+  // slots waste too much of the slot space.
+  void MaybeCompact();
+  uint32_t NewEqSlot();
+
+  // BeginCohort's steps.
+  void AddTasks(const Group& g, uint32_t attribute_index,
+                CohortMasks* m) const;
+  static void AddPieces(const Group& g, uint32_t attribute_index, bool runs,
+                        uint32_t begin, uint32_t end, uint32_t align,
+                        CohortMasks* m);
+  static void ClearPrevious(size_t slot_limit, uint64_t generation,
+                            CohortMasks* m);
 
   static Run SortedRun(const Group& g, int64_t v);
+  // Whether the kRange walk over `g` is cheaper than one run per value.
+  // When it returns false, (*runs)[i] is SortedRun(g, values[i]).
+  static bool RangeWalkPays(const Group& g, absl::Span<const int64_t> values,
+                            Run walk, std::vector<Run>* runs);
+  // The positions [begin, end) of the sorted part a kRange walk must visit:
+  // lo within [smallest - max_width, largest].
+  static Run RangeWalkSpan(const Group& g, absl::Span<const int64_t> values);
   // Calls `f(position)` for each position of `g` whose predicate holds for
   // `v`, removed positions (pred == kFreePosition) included.
   template <typename F>
@@ -295,59 +299,25 @@ class PredicateTable {
     }
   };
   static NormalPredicate ToNormal(const Info& info);
-
-  std::vector<Info> info_;
-  void RefreshPointers(Group& g);
-
-  std::deque<uint64_t> eq_masks_;    // by predicate id; stable addresses
-  std::vector<uint64_t*> mask_ptr_;  // by predicate id
-  std::vector<PredicateId> free_ids_;
-  absl::flat_hash_set<PredicateId, IdHash, IdEq> ids_;
   // The id of the equality predicate `attribute == value`, if live.
   const PredicateId* FindEq(AttributeId attribute, int64_t value) const {
     auto it = ids_.find(NormalPredicate{Kind::kEq, attribute, value, value});
     return it == ids_.end() ? nullptr : &*it;
   }
+
+  std::vector<Info> info_;
+  std::vector<uint32_t> slot_of_;  // by predicate id
+  std::vector<PredicateId> free_ids_;
+  absl::flat_hash_set<PredicateId, IdHash, IdEq> ids_;
   std::vector<AttributeGroups> attributes_;
-  std::vector<PredicateId> touched_eq_;
-  std::vector<Group*> touched_groups_;
-  // AddCohort scratch: the cohort's (value, bit) pairs by attribute, the
-  // attributes that have some, and one attribute's sorted values and
-  // prefix masks. Empty between calls (capacity kept).
-  struct ValueBit {
-    int64_t value;
-    uint64_t bit;
-  };
-  std::vector<std::vector<ValueBit>> cohort_values_;
-  std::vector<AttributeId> cohort_attributes_;
-  std::vector<int64_t> walk_values_;
-  std::vector<uint64_t> walk_prefix_;
-  std::vector<Run> walk_runs_;
+  // The slot space: [1, slot_limit_) is in use or wasted; wasted_ counts
+  // the slots of regions groups moved out of.
+  uint32_t slot_limit_ = 1;
+  uint64_t wasted_ = 0;
+  std::vector<uint32_t> free_eq_slots_;
+  uint64_t generation_ = 0;
   size_t live_ = 0;
 };
-
-template <typename Visit>
-void PredicateTable::ForEachTouchedAccess(Visit&& visit) const {
-  for (PredicateId id : touched_eq_) {
-    const Info& info = info_[id];
-    if (info.head != kNoCluster) visit(info.head, eq_masks_[id]);
-  }
-  // Access predicates are kEq, the false predicate, or "present" (kLow with
-  // hi = INT64_MAX), which sorts last in the sorted part of its kLow group or
-  // sits in the tail, so only those positions are looked at.
-  for (const Group* g : touched_groups_) {
-    if (g->kind != Kind::kLow) continue;
-    auto check = [&](uint32_t i) {
-      if (g->mask[i] != 0 && g->head[i] != kNoCluster) {
-        visit(g->head[i], g->mask[i]);
-      }
-    };
-    if (g->sorted > 0 && g->touched_end == g->sorted) check(g->sorted - 1);
-    if (g->touched_tail) {
-      for (uint32_t i = g->sorted; i < g->size(); ++i) check(i);
-    }
-  }
-}
 
 }  // namespace internal
 }  // namespace matcher

@@ -1,12 +1,16 @@
-// Tests of phase 1: the cohort walk (PredicateTable::AddCohort) must set
-// exactly the masks that ORing each event's runs (AddEvent) sets, on tables
-// with sorted parts, unsorted tails, removed positions and int64 extremes,
-// for every cohort size up to a chunk; and masks must be clear after
-// EndCohort. Index-level differential tests (index_test) cover phase 2.
+// Tests of phase 1: the cohort masks that BeginCohort and the tasks compute
+// must be exactly the masks the predicates' definitions give, on tables with
+// sorted parts, unsorted tails, removed positions, moved regions,
+// compactions and int64 extremes, for every cohort size up to a chunk, with
+// the same buffer reused across table changes (so clearing is checked too)
+// and tasks run in any order. Index-level differential tests (index_test,
+// partitioned_index_test) cover phase 2.
 #include "matcher/predicate_table.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -45,23 +49,71 @@ NormalPredicate RandomNormal(Rng& rng, uint32_t attributes, int64_t domain) {
   }
 }
 
-// The masks of ids [0, limit) as one vector.
-std::vector<uint64_t> Masks(const PredicateTable& table) {
-  std::vector<uint64_t> out;
-  for (size_t id = 0; id < table.id_limit(); ++id) {
-    out.push_back(*table.mask_pointers()[id]);
+// The mask of `p` by definition: bit i iff event i carries p's attribute
+// with a value in [lo, hi].
+uint64_t WantMask(const NormalPredicate& p, const std::vector<Event>& events) {
+  if (p.kind == Kind::kFalse) return 0;
+  uint64_t mask = 0;
+  for (size_t i = 0; i < events.size(); ++i) {
+    for (const AttributeValue& av : events[i]) {
+      if (av.attribute == p.attribute && p.lo <= av.value && av.value <= p.hi) {
+        mask |= uint64_t{1} << i;
+      }
+    }
   }
-  return out;
+  return mask;
+}
+
+bool MayBeAccess(const NormalPredicate& p) {
+  return p.kind == Kind::kEq || (p.kind == Kind::kLow && p.hi == kMax);
+}
+
+// Computes the cohort's masks in `masks` (tasks in a shuffled order) and
+// checks every live predicate's mask and the touched access list.
+void CheckCohort(const PredicateTable& table, const std::vector<Event>& events,
+                 Rng& rng, CohortMasks* masks, const std::string& where,
+                 uint64_t* compared) {
+  std::vector<EventView> views(events.begin(), events.end());
+  table.BeginCohort(views, masks);
+  ASSERT_EQ(masks->events(), events.size());
+  std::vector<size_t> order(masks->tasks());
+  std::iota(order.begin(), order.end(), 0);
+  for (size_t i = order.size(); i > 1; --i) {
+    std::swap(order[i - 1], order[rng.Uniform(i)]);
+  }
+  for (size_t t : order) table.RunTask(t, masks);
+  std::vector<uint64_t> want_access(table.id_limit(), 0);
+  for (PredicateId id = 1; id < table.id_limit(); ++id) {
+    if (table.References(id) == 0) continue;
+    const NormalPredicate p = table.Get(id);
+    const uint64_t want = WantMask(p, events);
+    ASSERT_EQ(masks->words()[table.slots()[id]], want)
+        << where << ": predicate " << id << " (kind "
+        << static_cast<int>(p.kind)
+        << ", attribute " << p.attribute << ", [" << p.lo << ", " << p.hi
+        << "]), first event " << FormatEvent(events[0]);
+    if (MayBeAccess(p)) want_access[id] = want;
+    ++*compared;
+  }
+  ASSERT_EQ(masks->words()[0], 0u) << where << ": the false predicate's slot";
+  std::vector<uint64_t> got_access(table.id_limit(), 0);
+  for (const TouchedAccess& t : masks->touched_access()) {
+    ASSERT_EQ(got_access[t.id], 0u) << where << ": access " << t.id << " twice";
+    ASSERT_NE(t.mask, 0u) << where << ": access " << t.id << " untouched";
+    got_access[t.id] = t.mask;
+  }
+  ASSERT_EQ(got_access, want_access) << where << ": touched access";
 }
 
 // One seed: grow a table by random acquires and releases (so groups have
-// sorted parts, tails and tombstones), and after each step compare the two
-// ways of computing one random cohort's masks.
+// sorted parts, tails, tombstones and moved regions), and after each step
+// check one random cohort, reusing one buffer throughout.
 void RunSeed(uint64_t seed, uint64_t* compared) {
   Rng rng(seed);
   const uint32_t attributes = 1 + rng.Uniform(6);
   const int64_t domain = 1 + rng.Uniform(rng.Chance(50) ? 12 : 2000);
   PredicateTable table;
+  CohortMasks masks;
   std::vector<PredicateId> held;
   for (int step = 0; step < 60; ++step) {
     for (int i = 0, n = rng.Uniform(80); i < n; ++i) {
@@ -76,37 +128,57 @@ void RunSeed(uint64_t seed, uint64_t* compared) {
     const size_t k = 1 + rng.Uniform(kMaxCohortChunk);
     std::vector<Event> events(k);
     for (Event& e : events) e = RandomEvent(rng, attributes + 1, domain);
-    std::vector<EventView> views(events.begin(), events.end());
-
-    for (size_t i = 0; i < k; ++i) table.AddEvent(views[i], uint64_t{1} << i);
-    const std::vector<uint64_t> want = Masks(table);
-    table.EndCohort();
-    ASSERT_EQ(Masks(table), std::vector<uint64_t>(want.size(), 0))
-        << "seed " << seed << " step " << step << ": AddEvent left masks set";
-
-    table.AddCohort(views);
-    const std::vector<uint64_t> got = Masks(table);
-    table.EndCohort();
-    ASSERT_EQ(Masks(table), std::vector<uint64_t>(want.size(), 0))
-        << "seed " << seed << " step " << step << ": AddCohort left masks set";
-    for (size_t id = 0; id < want.size(); ++id) {
-      ASSERT_EQ(got[id], want[id])
-          << "seed " << seed << " step " << step << " cohort of " << k
-          << ": predicate " << id << " (kind "
-          << static_cast<int>(table.Get(id).kind) << ", attribute "
-          << table.Get(id).attribute << ", [" << table.Get(id).lo << ", "
-          << table.Get(id).hi << "]), first event " << FormatEvent(events[0]);
-    }
-    *compared += want.size();
+    CheckCohort(table, events, rng, &masks,
+                absl::StrCat("seed ", seed, " step ", step, " cohort of ", k),
+                compared);
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
-TEST(PredicateTableCohort, CohortWalkSetsTheMasksOfPerEventRuns) {
+TEST(PredicateTableCohort, TasksComputeEveryMaskByDefinition) {
   uint64_t compared = 0;
   for (uint64_t seed = 1; seed <= 150; ++seed) {
     RunSeed(seed, &compared);
     if (HasFatalFailure()) return;
   }
+  EXPECT_GT(compared, 100000u);
+}
+
+// Groups large enough for several tasks and kRange blocks, grown and shrunk
+// until regions move and the slot space is compacted; one buffer reused
+// across all of it must still give exact masks.
+TEST(PredicateTableCohort, LargeGroupsMovedRegionsAndCompaction) {
+  Rng rng(77);
+  PredicateTable table;
+  CohortMasks masks;
+  std::vector<PredicateId> held;
+  uint64_t compared = 0;
+  const uint64_t generation = table.layout_generation();
+  bool split_group = false;
+  for (int round = 0; round < 8; ++round) {
+    for (int i = 0; i < 12000; ++i) {
+      held.push_back(table.Acquire(RandomNormal(rng, 2, 1 << 20)));
+    }
+    for (int i = 0, n = round % 2 == 0 ? 4000 : 10000; i < n; ++i) {
+      const size_t at = rng.Uniform(held.size());
+      table.Release(held[at]);
+      held[at] = held.back();
+      held.pop_back();
+    }
+    for (size_t k : {size_t{1}, size_t{3}, size_t{64}}) {
+      std::vector<Event> events(k);
+      for (Event& e : events) e = RandomEvent(rng, 2, 1 << 20);
+      CheckCohort(table, events, rng, &masks,
+                  absl::StrCat("round ", round, " cohort of ", k), &compared);
+      if (HasFatalFailure()) return;
+      split_group |= masks.tasks() > 6;  // more than one task per group
+    }
+  }
+  EXPECT_TRUE(split_group) << "no group was big enough to split";
+  EXPECT_GT(table.layout_generation(), generation) << "never compacted";
+  // The slot space stays near the live predicates (regions give back what
+  // they wasted).
+  EXPECT_LT(table.slot_limit(), 2 * table.size() + 4096);
   EXPECT_GT(compared, 100000u);
 }
 
@@ -122,15 +194,23 @@ TEST(PredicateTableCohort, EqualValuesAndExtremes) {
   const std::vector<Event> events = {
       {{0, 5}}, {{0, 5}}, {{0, kMin}}, {{0, kMax}}, {{1, 5}}};
   std::vector<EventView> views(events.begin(), events.end());
-  table.AddCohort(views);
-  const uint64_t* const* m = table.mask_pointers();
-  EXPECT_EQ(*m[le5], 0b00111u);
-  EXPECT_EQ(*m[ge5], 0b01011u);
-  EXPECT_EQ(*m[present], 0b01111u);
-  EXPECT_EQ(*m[ge_max], 0b01000u);  // kEq at INT64_MAX
-  EXPECT_EQ(*m[le_min], 0b00100u);  // kEq at INT64_MIN
-  table.EndCohort();
-  EXPECT_EQ(*m[le5] | *m[ge5] | *m[present], 0u);
+  CohortMasks masks;
+  table.ComputeCohort(views, &masks);
+  const uint64_t* w = masks.words();
+  const uint32_t* slot = table.slots();
+  EXPECT_EQ(w[slot[le5]], 0b00111u);
+  EXPECT_EQ(w[slot[ge5]], 0b01011u);
+  EXPECT_EQ(w[slot[present]], 0b01111u);
+  EXPECT_EQ(w[slot[ge_max]], 0b01000u);  // kEq at INT64_MAX
+  EXPECT_EQ(w[slot[le_min]], 0b00100u);  // kEq at INT64_MIN
+  // The next cohort in the same buffer starts from clear masks.
+  const std::vector<Event> none = {{{1, 5}}};
+  std::vector<EventView> none_views(none.begin(), none.end());
+  table.ComputeCohort(none_views, &masks);
+  for (PredicateId id : {le5, ge5, present, ge_max, le_min}) {
+    EXPECT_EQ(masks.words()[slot[id]], 0u) << "predicate " << id;
+  }
+  EXPECT_TRUE(masks.touched_access().empty());
 }
 
 }  // namespace

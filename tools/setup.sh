@@ -2,7 +2,7 @@
 # Installs the Debian packages the build needs, if any are missing.
 #
 #   tools/setup.sh               what building and testing need
-#   tools/setup.sh experiment    also valgrind and gnuplot, for
+#   tools/setup.sh experiment    also gnuplot, for
 #                                bench/experiment.sh
 #
 # Checks each package with dpkg first and calls apt-get only when something is
@@ -35,9 +35,9 @@ readonly PACKAGES=(
   clang               # bench/fuzz.sh: the libFuzzer builds (--config=fuzz)
   libclang-rt-14-dev  # libFuzzer and clang's sanitizer runtimes
   clang-tidy          # tools/tidy.sh
+  valgrind            # valgrind/callgrind.h (bench/locality_probe); callgrind
 )
 readonly EXPERIMENT_PACKAGES=(
-  valgrind     # cachegrind, experiment 4
   gnuplot-nox  # the report's PNG plots (pngcairo)
 )
 

@@ -1,0 +1,153 @@
+#include "bench/work_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+namespace cohort {
+namespace bench {
+namespace {
+
+double Since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       start)
+      .count();
+}
+
+}  // namespace
+
+const char* Phase1SplitName(Phase1Split split) {
+  switch (split) {
+    case Phase1Split::kTasks:
+      return "tasks";
+    case Phase1Split::kCohorts:
+      return "cohorts";
+    case Phase1Split::kAttributes:
+      return "attributes";
+  }
+  return "?";
+}
+
+bool ParsePhase1Split(const std::string& name, Phase1Split* split) {
+  for (Phase1Split s : kPhase1Splits) {
+    if (name == Phase1SplitName(s)) {
+      *split = s;
+      return true;
+    }
+  }
+  return false;
+}
+
+double SharedLayoutWork::SlowestCore(Phase1Split split) const {
+  const std::vector<double>& cores = Cores(split);
+  return cores.empty() ? 0 : *std::max_element(cores.begin(), cores.end());
+}
+
+bool CoreShare::RunsTask(uint64_t cohort, size_t task,
+                         matcher::AttributeId attribute) const {
+  switch (split) {
+    case Phase1Split::kTasks:
+      return (task + cohort) % partitions == core;
+    case Phase1Split::kCohorts:
+      return cohort % partitions == core;
+    case Phase1Split::kAttributes:
+      return attribute < attribute_core.size() &&
+             attribute_core[attribute] == core;
+  }
+  return false;
+}
+
+std::vector<uint32_t> AttributeCores(
+    const std::vector<double>& attribute_seconds, uint32_t partitions) {
+  std::vector<uint32_t> order(attribute_seconds.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return attribute_seconds[a] > attribute_seconds[b];
+  });
+  std::vector<double> load(partitions, 0);
+  std::vector<uint32_t> core(attribute_seconds.size(), 0);
+  for (uint32_t a : order) {
+    const uint32_t least = static_cast<uint32_t>(
+        std::min_element(load.begin(), load.end()) - load.begin());
+    core[a] = least;
+    load[least] += attribute_seconds[a];
+  }
+  return core;
+}
+
+SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
+                                  absl::Span<const matcher::EventView> events,
+                                  size_t cohort_max) {
+  const uint32_t p_count = index.partitions();
+  const size_t chunk = std::min(cohort_max, matcher::internal::kMaxCohortChunk);
+  SharedLayoutWork w;
+  w.partitions = p_count;
+  struct TaskTime {
+    uint64_t cohort;
+    size_t task;
+    matcher::AttributeId attribute;
+    double seconds;
+  };
+  std::vector<TaskTime> task_times;
+  std::vector<double> begin_times;
+  std::vector<double> partition_times(p_count, 0);
+  w.partition_matches.assign(p_count, 0);
+  matcher::internal::CohortMasks masks;
+  std::vector<std::vector<matcher::SubscriptionId>> out(chunk);
+  for (size_t at = 0; at < events.size(); at += chunk) {
+    const auto cohort = events.subspan(at, chunk);
+    const uint64_t k = w.cohorts++;
+    auto start = std::chrono::steady_clock::now();
+    index.BeginCohort(cohort, &masks);
+    begin_times.push_back(Since(start));
+    for (size_t t = 0; t < masks.tasks(); ++t) {
+      start = std::chrono::steady_clock::now();
+      index.RunTask(t, &masks);
+      task_times.push_back({k, t, masks.task_attribute(t), Since(start)});
+    }
+    for (uint32_t p = 0; p < p_count; ++p) {
+      for (size_t i = 0; i < cohort.size(); ++i) out[i].clear();
+      start = std::chrono::steady_clock::now();
+      index.MatchPartition(p, masks, out.data(), &w.counters);
+      partition_times[p] += Since(start);
+      for (size_t i = 0; i < cohort.size(); ++i) {
+        w.partition_matches[p] += out[i].size();
+        w.matches += out[i].size();
+      }
+    }
+    w.events += cohort.size();
+  }
+  std::vector<double> attribute_seconds;
+  for (const TaskTime& t : task_times) {
+    if (t.attribute >= attribute_seconds.size()) {
+      attribute_seconds.resize(t.attribute + 1, 0);
+    }
+    attribute_seconds[t.attribute] += t.seconds;
+    w.task_seconds += t.seconds;
+  }
+  for (double s : begin_times) w.begin_seconds += s;
+  for (double s : partition_times) w.phase2_seconds += s;
+  w.tasks = task_times.size();
+  for (Phase1Split split : kPhase1Splits) {
+    std::vector<double>& cores = w.core_seconds[static_cast<int>(split)];
+    cores = partition_times;
+    for (uint32_t c = 0; c < p_count; ++c) {
+      CoreShare share{p_count, c, split, {}};
+      if (split == Phase1Split::kAttributes) {
+        share.attribute_core = AttributeCores(attribute_seconds, p_count);
+      }
+      for (uint64_t k = 0; k < begin_times.size(); ++k) {
+        if (share.Begins(k)) cores[c] += begin_times[k];
+      }
+      for (const TaskTime& t : task_times) {
+        if (share.RunsTask(t.cohort, t.task, t.attribute)) {
+          cores[c] += t.seconds;
+        }
+      }
+    }
+  }
+  return w;
+}
+
+}  // namespace bench
+}  // namespace cohort

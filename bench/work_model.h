@@ -1,0 +1,98 @@
+// The work model of the partitioned layout (matcher::PartitionedIndex): how
+// a P-core staged server's matching work falls on its cores, measured on one
+// thread (bench/partition_work.sh, bench/locality_probe).
+//
+// Every piece of a cohort's work is timed on its own: BeginCohort (the
+// values gathered and sorted, the equality lookups), each phase-1 task, and
+// each partition's phase 2. Phase 2 of partition p is core p's. Phase 1 is
+// assigned to cores by one of three splits, the candidates issue #17 asks
+// to compare:
+//   kTasks       task t of cohort k on core (t + k) % P (the staged
+//                server's predicate stage: any idle core takes the next
+//                task; round robin is what that averages to, with no
+//                stealing credited);
+//   kCohorts     all of cohort k's phase 1 on core k % P;
+//   kAttributes  every task of attribute a on one core: attributes go to
+//                cores largest first, each to the least-loaded core (LPT),
+//                by their measured phase-1 time over the whole run — the
+//                best static split by attribute.
+// BeginCohort of cohort k is core k % P's under every split (the core that
+// forms the cohort). A core's share is the sum of its pieces; with P cores
+// working in parallel and nothing shared, the slowest core's share bounds
+// the round.
+//
+// Single-threaded; no synchronisation.
+#ifndef COHORT_BENCH_WORK_MODEL_H_
+#define COHORT_BENCH_WORK_MODEL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "matcher/partitioned_index.h"
+#include "matcher/types.h"
+
+namespace cohort {
+namespace bench {
+
+enum class Phase1Split { kTasks, kCohorts, kAttributes };
+inline constexpr Phase1Split kPhase1Splits[] = {
+    Phase1Split::kTasks, Phase1Split::kCohorts, Phase1Split::kAttributes};
+
+// "tasks", "cohorts", "attributes".
+const char* Phase1SplitName(Phase1Split split);
+// Parses a name above; false if unknown.
+bool ParsePhase1Split(const std::string& name, Phase1Split* split);
+
+struct SharedLayoutWork {
+  uint32_t partitions = 0;
+  uint64_t events = 0;
+  uint64_t cohorts = 0;
+  uint64_t tasks = 0;
+  uint64_t matches = 0;
+  std::vector<uint64_t> partition_matches;  // by partition
+  double begin_seconds = 0;   // every BeginCohort
+  double task_seconds = 0;    // every phase-1 task
+  double phase2_seconds = 0;  // every partition's phase 2
+  // Seconds by core, for each split (indexed like kPhase1Splits).
+  std::vector<double> core_seconds[3];
+  matcher::IndexCounters counters;
+
+  const std::vector<double>& Cores(Phase1Split split) const {
+    return core_seconds[static_cast<int>(split)];
+  }
+  double SlowestCore(Phase1Split split) const;
+};
+
+// Matches `events` against `index` in cohorts of `cohort_max` (at most 64),
+// timing every piece (see the file comment).
+SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
+                                  absl::Span<const matcher::EventView> events,
+                                  size_t cohort_max);
+
+// The pieces of cohort k that core `core` does under `split`, for a caller
+// that runs them itself (the cachegrind probe): whether it forms the
+// cohort, and whether task t is its. attribute_core is only read for
+// kAttributes (from TimeSharedLayout's LPT; see AttributeCores).
+struct CoreShare {
+  uint32_t partitions;
+  uint32_t core;
+  Phase1Split split;
+  std::vector<uint32_t> attribute_core;  // by attribute id
+
+  bool Begins(uint64_t cohort) const { return cohort % partitions == core; }
+  bool RunsTask(uint64_t cohort, size_t task,
+                matcher::AttributeId attribute) const;
+};
+
+// The kAttributes assignment: attribute ids (by total measured seconds
+// `attribute_seconds`) to `partitions` cores, largest first onto the
+// least-loaded core.
+std::vector<uint32_t> AttributeCores(
+    const std::vector<double>& attribute_seconds, uint32_t partitions);
+
+}  // namespace bench
+}  // namespace cohort
+
+#endif  // COHORT_BENCH_WORK_MODEL_H_

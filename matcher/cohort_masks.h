@@ -1,0 +1,157 @@
+// The output of phase 1 for one cohort (up to 64 events): one 64-bit *cohort
+// mask* per predicate (bit i set iff the predicate holds for event i), the
+// access predicates the cohort satisfies, and the phase-1 work still to do,
+// cut into *tasks* that several threads may run at once.
+//
+// Masks live in a flat array indexed by *mask slot*; PredicateTable maps
+// predicate ids to slots (PredicateTable::slots()). Equalities have a slot
+// each; the range predicates of one group (one kind on one attribute) have a
+// run of consecutive slots in the group's sorted order, so phase 1 writes
+// them front to back. A CohortMasks is separate from the table so that one
+// table can have several cohorts in flight: phase 1 of the next cohort fills
+// one buffer while phase 2 of the previous one still reads another.
+//
+// Lifecycle: PredicateTable::BeginCohort clears what the buffer's previous
+// cohort wrote, computes the equality masks and the access predicates, and
+// lists the tasks; PredicateTable::RunTask runs one task (the range groups'
+// walks); once every task has run, words() holds every mask and phase 2 may
+// read it. The buffer needs no clearing after use: the next BeginCohort
+// clears exactly what was written (or all of it, if the table's slot layout
+// changed in between).
+//
+// Thread safety: BeginCohort needs the buffer exclusively. After it, tasks
+// may run on different threads at once, each task exactly once (each writes
+// its own slots). Reads (words(), access lists) are safe from any number of
+// threads once every task has finished and that is synchronised with the
+// readers (the caller's queue or barrier). Distinct buffers are independent.
+#ifndef COHORT_MATCHER_COHORT_MASKS_H_
+#define COHORT_MATCHER_COHORT_MASKS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "matcher/types.h"
+
+namespace cohort {
+namespace matcher {
+namespace internal {
+
+using PredicateId = uint32_t;
+
+// Largest cohort phase 1 can hold at once: one bit per event in a mask.
+inline constexpr size_t kMaxCohortChunk = 64;
+
+// A satisfied predicate that may be an access predicate (an equality, or
+// "present" on an attribute) and the events that satisfy it.
+struct TouchedAccess {
+  PredicateId id;
+  uint64_t mask;
+};
+
+// One cluster list to check in phase 2: its head and the access mask.
+struct AccessVisit {
+  uint32_t head;
+  uint64_t mask;
+};
+
+class CohortMasks {
+ public:
+  CohortMasks() = default;
+  CohortMasks(const CohortMasks&) = delete;
+  CohortMasks& operator=(const CohortMasks&) = delete;
+
+  // Events of the cohort (set by BeginCohort).
+  size_t events() const { return events_; }
+  // Phase-1 tasks of the cohort and the positions each walks (a cost
+  // estimate for schedulers).
+  size_t tasks() const { return tasks_.size(); }
+  uint32_t task_positions(size_t task) const {
+    return tasks_[task].end - tasks_[task].begin + tasks_[task].tail_size;
+  }
+  // The attribute whose group a task walks.
+  AttributeId task_attribute(size_t task) const {
+    return attributes_[tasks_[task].attribute_index].attribute;
+  }
+  // Sum of task_positions over all tasks.
+  uint64_t total_positions() const { return total_positions_; }
+
+  // The masks, indexed by mask slot. Complete once every task has run.
+  const uint64_t* words() const { return words_.data(); }
+
+  // Every equality and "present" predicate some event of the cohort
+  // satisfies, with its mask (known after BeginCohort, before the tasks).
+  absl::Span<const TouchedAccess> touched_access() const {
+    return touched_access_;
+  }
+
+  // Cluster lists to visit, by partition: filled by the index that owns the
+  // clusters (Index, PartitionedIndex) from touched_access().
+  std::vector<std::vector<AccessVisit>>& visits() { return visits_; }
+  const std::vector<AccessVisit>& visits(size_t partition) const {
+    return visits_[partition];
+  }
+
+  // Heap bytes held.
+  size_t MemoryBytes() const;
+
+ private:
+  friend class PredicateTable;
+
+  // A piece of phase-1 work: positions [begin, end) of the sorted part of
+  // one group of one attribute of the cohort, and the group's unsorted tail
+  // when tail_size > 0. Slot ranges are recorded so that the next cohort
+  // can clear them whatever the table did in between.
+  struct Task {
+    uint32_t attribute_index;  // into attributes_
+    uint8_t kind;              // internal::Kind of the group
+    bool runs;                 // kRange: per-value runs, not the walk
+    uint32_t begin;
+    uint32_t end;
+    uint32_t tail_size;
+    uint32_t slot_base;        // the group's first slot
+    uint32_t tail_slot;        // first slot of the tail
+  };
+  // The cohort's values of one attribute, sorted: values_[first, first +
+  // count) and prefix_[prefix_first, prefix_first + count + 1), where
+  // prefix_[prefix_first + j] ORs the bits of the first j values.
+  struct AttributeValues {
+    AttributeId attribute;
+    uint32_t first;
+    uint32_t count;
+    uint32_t prefix_first;
+    uint32_t runs_first;  // kRange runs (RangeWalkPays said no), one per value
+  };
+  struct Run {
+    uint32_t begin;
+    uint32_t end;
+  };
+  struct ValueBit {
+    int64_t value;
+    uint64_t bit;
+  };
+
+  std::vector<uint64_t> words_;
+  uint64_t generation_ = 0;  // the table's layout generation when filled
+  size_t events_ = 0;
+  std::vector<Task> tasks_;
+  uint64_t total_positions_ = 0;
+  std::vector<AttributeValues> attributes_;
+  std::vector<int64_t> values_;
+  std::vector<uint64_t> prefix_;
+  std::vector<Run> runs_;
+  std::vector<uint32_t> dirty_eq_slots_;
+  std::vector<TouchedAccess> touched_access_;
+  std::vector<std::vector<AccessVisit>> visits_;
+  // BeginCohort scratch: (value, bit) pairs by attribute id, and the
+  // attributes that have some. Empty between calls (capacity kept).
+  std::vector<std::vector<ValueBit>> by_attribute_;
+  std::vector<AttributeId> present_attributes_;
+};
+
+}  // namespace internal
+}  // namespace matcher
+}  // namespace cohort
+
+#endif  // COHORT_MATCHER_COHORT_MASKS_H_

@@ -1,0 +1,255 @@
+#include "matcher/partitioned_index.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace cohort {
+namespace matcher {
+
+using internal::CohortMasks;
+using internal::kNoCluster;
+using internal::Location;
+using internal::PredicateId;
+
+PartitionedIndex::PartitionedIndex(uint32_t partitions, uint32_t spread_rows)
+    : partitions_(partitions),
+      spread_rows_(spread_rows),
+      clusters_(partitions) {}
+
+PartitionedIndex::~PartitionedIndex() = default;
+
+bool PartitionedIndex::Contains(SubscriptionId id) const {
+  const Placed* placed = locations_.Find(id);
+  return placed != nullptr && placed->partition != kAbsent;
+}
+
+absl::StatusOr<uint32_t> PartitionedIndex::PartitionOf(
+    SubscriptionId id) const {
+  const Placed* placed = locations_.Find(id);
+  if (placed == nullptr || placed->partition == kAbsent) {
+    return absl::NotFoundError(
+        absl::StrCat("subscription id ", id, " not found"));
+  }
+  return placed->partition;
+}
+
+uint32_t PartitionedIndex::Choose(PredicateId access, SubscriptionId id) {
+  if (access >= access_of_.size()) access_of_.resize(access + 1, kNoAccess);
+  if (access_of_[access] == kNoAccess) {
+    uint32_t k;
+    if (!free_accesses_.empty()) {
+      k = free_accesses_.back();
+      free_accesses_.pop_back();
+    } else {
+      k = static_cast<uint32_t>(accesses_.size());
+      accesses_.emplace_back();
+    }
+    accesses_[k] = Access{};
+    accesses_[k].home = next_home_++ % partitions_;
+    access_of_[access] = k;
+  }
+  Access& a = accesses_[access_of_[access]];
+  const uint32_t r = a.placed++;
+  ++a.live;
+  if (partitions_ == 1) return 0;
+  if (spread_rows_ == 0) {  // by id: any partition may hold rows of any list
+    if (a.spread_at == kNotSpread) Spread(a);
+    return id % partitions_;
+  }
+  if (r < spread_rows_) return a.home;
+  if (a.spread_at == kNotSpread) Spread(a);
+  return (a.home + r / spread_rows_) % partitions_;
+}
+
+void PartitionedIndex::Spread(Access& a) {
+  if (!free_spreads_.empty()) {
+    a.spread_at = free_spreads_.back();
+    free_spreads_.pop_back();
+  } else {
+    a.spread_at = static_cast<uint32_t>(spread_heads_.size());
+    spread_heads_.resize(spread_heads_.size() + partitions_, kNoCluster);
+  }
+  spread_heads_[a.spread_at + a.home] = a.head;
+  a.head = kNoCluster;
+}
+
+uint32_t* PartitionedIndex::Head(PredicateId access, uint32_t partition) {
+  Access& a = accesses_[access_of_[access]];
+  return a.spread_at == kNotSpread ? &a.head
+                                   : &spread_heads_[a.spread_at + partition];
+}
+
+void PartitionedIndex::Forget(PredicateId access) {
+  const uint32_t k = access_of_[access];
+  Access& a = accesses_[k];
+  if (--a.live > 0) return;
+  if (a.spread_at != kNotSpread) free_spreads_.push_back(a.spread_at);
+  access_of_[access] = kNoAccess;
+  free_accesses_.push_back(k);
+}
+
+absl::Status PartitionedIndex::PlanAdd(SubscriptionId id,
+                                       absl::Span<const Predicate> predicates,
+                                       PendingRow* row) {
+  if (id > kMaxSubscriptionId) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "subscription id ", id, " exceeds the limit of ", kMaxSubscriptionId));
+  }
+  if (Contains(id)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("subscription id ", id, " already exists"));
+  }
+  if (absl::Status s = planner_.Plan(predicates, &table_, &row->plan);
+      !s.ok()) {
+    return s;
+  }
+  row->id = id;
+  row->partition = Choose(row->plan.access, id);
+  Placed& placed = locations_.Slot(id);
+  placed.partition = row->partition;
+  placed.at = Location{};
+  ++size_;
+  return absl::OkStatus();
+}
+
+void PartitionedIndex::ApplyRow(const PendingRow& row) {
+  Placed& placed = locations_.Existing(row.id);
+  placed.at = clusters_[row.partition].AddRow(
+      Head(row.plan.access, row.partition), row.plan.access, row.id,
+      row.plan.columns);
+}
+
+void PartitionedIndex::RemoveRow(uint32_t partition, SubscriptionId id,
+                                 RemovedRows* removed) {
+  internal::ClusterStore& store = clusters_[partition];
+  Placed& placed = locations_.Existing(id);
+  const Location at = placed.at;
+  const PredicateId access = store.Access(at.cluster);
+  const uint32_t width = store.Width(at.cluster);
+  removed->access.push_back(access);
+  removed->widths.push_back(width);
+  for (uint32_t col = 0; col < width; ++col) {
+    removed->columns.push_back(store.Entry(at, col));
+  }
+  store.RemoveRow(Head(access, partition), at,
+                  [this](SubscriptionId moved, Location to) {
+                    locations_.Existing(moved).at = to;
+                  });
+  placed.at = Location{};
+  placed.partition = kAbsent;
+}
+
+void PartitionedIndex::FinishRemove(const RemovedRows& removed) {
+  size_t next = 0;
+  for (size_t i = 0; i < removed.access.size(); ++i) {
+    const PredicateId access = removed.access[i];
+    Forget(access);
+    planner_.Release(access,
+                     absl::MakeConstSpan(removed.columns)
+                         .subspan(next, removed.widths[i]),
+                     &table_);
+    next += removed.widths[i];
+    --size_;
+  }
+}
+
+absl::Status PartitionedIndex::Add(SubscriptionId id,
+                                   absl::Span<const Predicate> predicates) {
+  PendingRow row;
+  if (absl::Status s = PlanAdd(id, predicates, &row); !s.ok()) return s;
+  ApplyRow(row);
+  return absl::OkStatus();
+}
+
+absl::Status PartitionedIndex::Remove(SubscriptionId id) {
+  absl::StatusOr<uint32_t> partition = PartitionOf(id);
+  if (!partition.ok()) return partition.status();
+  RemovedRows removed;
+  RemoveRow(*partition, id, &removed);
+  FinishRemove(removed);
+  return absl::OkStatus();
+}
+
+void PartitionedIndex::BeginCohort(absl::Span<const EventView> events,
+                                   CohortMasks* masks) const {
+  table_.BeginCohort(events, masks);
+  std::vector<std::vector<internal::AccessVisit>>& visits = masks->visits();
+  visits.resize(partitions_);
+  for (auto& v : visits) v.clear();
+  for (const internal::TouchedAccess& t : masks->touched_access()) {
+    if (t.id >= access_of_.size() || access_of_[t.id] == kNoAccess) continue;
+    const Access& a = accesses_[access_of_[t.id]];
+    if (a.spread_at == kNotSpread) {
+      if (a.head != kNoCluster) visits[a.home].push_back({a.head, t.mask});
+      continue;
+    }
+    for (uint32_t p = 0; p < partitions_; ++p) {
+      const uint32_t head = spread_heads_[a.spread_at + p];
+      if (head != kNoCluster) visits[p].push_back({head, t.mask});
+    }
+  }
+}
+
+void PartitionedIndex::MatchPartition(uint32_t p, const CohortMasks& masks,
+                                      std::vector<SubscriptionId>* out,
+                                      IndexCounters* counters) const {
+  uint64_t rows = 0, visited = 0, found = 0;
+  auto emit = [&](SubscriptionId id, uint64_t mask) {
+    do {
+      out[__builtin_ctzll(mask)].push_back(id);
+      ++found;
+      mask &= mask - 1;
+    } while (mask != 0);
+  };
+  const std::vector<internal::AccessVisit>& visits = masks.visits(p);
+  for (const internal::AccessVisit& v : visits) {
+    clusters_[p].MatchList(v.head, v.mask, table_.slots(), masks.words(), emit,
+                           &visited, &rows);
+  }
+  counters->cluster_lists += visits.size();
+  counters->rows_checked += rows;
+  counters->clusters_checked += visited;
+  counters->matches += found;
+}
+
+void PartitionedIndex::MatchCohort(
+    absl::Span<const EventView> events,
+    std::vector<std::vector<SubscriptionId>>* matches) {
+  matches->resize(events.size());
+  for (auto& m : *matches) m.clear();
+  for (size_t base = 0; base < events.size();
+       base += internal::kMaxCohortChunk) {
+    const absl::Span<const EventView> chunk =
+        events.subspan(base, internal::kMaxCohortChunk);
+    BeginCohort(chunk, &masks_);
+    for (size_t t = 0; t < masks_.tasks(); ++t) RunTask(t, &masks_);
+    for (uint32_t p = 0; p < partitions_; ++p) {
+      MatchPartition(p, masks_, matches->data() + base, &counters_);
+    }
+    counters_.events += chunk.size();
+    counters_.chunks += 1;
+  }
+}
+
+size_t PartitionedIndex::clusters() const {
+  size_t n = 0;
+  for (const internal::ClusterStore& c : clusters_) n += c.clusters();
+  return n;
+}
+
+size_t PartitionedIndex::MemoryBytes() const {
+  size_t bytes = table_.MemoryBytes() + planner_.MemoryBytes() +
+                 clusters_.capacity() * sizeof(internal::ClusterStore) +
+                 access_of_.capacity() * sizeof(uint32_t) +
+                 accesses_.capacity() * sizeof(Access) +
+                 free_accesses_.capacity() * sizeof(uint32_t) +
+                 spread_heads_.capacity() * sizeof(uint32_t) +
+                 free_spreads_.capacity() * sizeof(uint32_t) +
+                 locations_.MemoryBytes() + masks_.MemoryBytes();
+  for (const internal::ClusterStore& c : clusters_) bytes += c.MemoryBytes();
+  return bytes;
+}
+
+}  // namespace matcher
+}  // namespace cohort

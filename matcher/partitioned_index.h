@@ -1,0 +1,196 @@
+// The staged server's index layout (DESIGN.md section 4): one predicate
+// table shared by P cluster partitions. Phase 1 is done once per cohort for
+// the whole index, cut into tasks that any threads may run; phase 2 is done
+// per partition, each over its own ClusterStore, reading the cohort's masks.
+// The clusters hold almost all of the index's memory and almost all of
+// phase 2's work, and they are what the partitions divide; the predicate
+// table is stored once.
+//
+// Placement. Every subscription's row lives in exactly one partition. Rows
+// are placed by access predicate, so that a cluster list is not cut into P
+// small lists (visiting a cluster costs about as much for one row as for a
+// hundred): an access predicate gets a *home* partition when it first heads
+// a row (homes go round robin), and its first kSpreadRows rows go there.
+// From then on row r (counting every row ever placed under it) goes to
+// partition (home + r / kSpreadRows) % P, so the long lists that most events
+// visit — per-attribute "present" lists, popular equalities — are spread
+// over every partition in runs of kSpreadRows, and the partitions' work
+// stays even. With spread_rows = 0, rows go by id instead (id % P, the
+// sharded layout's placement), for comparison.
+//
+// Two ways to use it:
+//   - Whole: Add, Remove and MatchCohort on one thread (tests, the work
+//     model, cachegrind).
+//   - Split, as the staged server does: a subscription change in steps, so
+//     that partition p's rows are written by the thread that owns p; and a
+//     cohort's phase 1 in tasks and its phase 2 per partition, on whatever
+//     threads the caller chooses.
+//
+// Thread safety (the caller orders the steps; nothing here locks):
+//   - Add, Remove, PlanAdd, FinishRemove: exclusive (no other call at all).
+//   - ApplyRow and RemoveRow: concurrently with each other for distinct
+//     partitions; nothing else meanwhile.
+//   - BeginCohort, RunTask, MatchPartition, and the other const methods:
+//     any number of threads at once, while none of the above runs. Each
+//     CohortMasks is begun by one thread, each of its tasks is run once, and
+//     MatchPartition(p, masks) may start once all its tasks have finished.
+// Invariants: a planned row is applied before the next cohort begins; rows
+// of one access predicate in partition p hang from one head, which only p's
+// ApplyRow and RemoveRow write.
+// Memory: partition p's clusters are allocated by the thread that calls
+// ApplyRow and RemoveRow for p (the staged server: p's pinned thread, so
+// they come from its NUMA node); everything else by the exclusive caller.
+#ifndef COHORT_MATCHER_PARTITIONED_INDEX_H_
+#define COHORT_MATCHER_PARTITIONED_INDEX_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "matcher/cluster_store.h"
+#include "matcher/cohort_masks.h"
+#include "matcher/index.h"
+#include "matcher/paged_array.h"
+#include "matcher/predicate_table.h"
+#include "matcher/row_planner.h"
+#include "matcher/types.h"
+
+namespace cohort {
+namespace matcher {
+
+// Rows an access predicate places in its home partition before its list is
+// spread, and the length of each partition's run after that. Smaller runs
+// balance the partitions better but cut lists into more clusters, each
+// visited separately: on fabret-1m at P = 16 (bench/locality_probe, one
+// run each) 16 rows gave 2.0x the clusters and 1.7x the slowest core's work
+// of 256, 64 rows 1.1x; 512 and 1024 left the partitions uneven (1.3x).
+// 256 is also a block of MatchCluster (kMatchBlock).
+inline constexpr uint32_t kSpreadRows = 256;
+
+class PartitionedIndex {
+ public:
+  // A subscription's row, planned by PlanAdd for `partition`.
+  struct PendingRow {
+    SubscriptionId id = 0;
+    uint32_t partition = 0;
+    internal::RowPlan plan;
+  };
+  // What RemoveRow took out and FinishRemove releases: per row, its access
+  // predicate and its columns (widths[i] entries of `columns` in order).
+  struct RemovedRows {
+    std::vector<internal::PredicateId> access;
+    std::vector<uint32_t> widths;
+    std::vector<uint32_t> columns;
+  };
+
+  // REQUIRES: partitions >= 1. spread_rows: see the file comment.
+  explicit PartitionedIndex(uint32_t partitions,
+                            uint32_t spread_rows = kSpreadRows);
+  PartitionedIndex(const PartitionedIndex&) = delete;
+  PartitionedIndex& operator=(const PartitionedIndex&) = delete;
+  ~PartitionedIndex();
+
+  uint32_t partitions() const { return partitions_; }
+
+  // Whole use: as Index::Add, Index::Remove, Index::MatchCohort.
+  absl::Status Add(SubscriptionId id, absl::Span<const Predicate> predicates);
+  absl::Status Remove(SubscriptionId id);
+  void MatchCohort(absl::Span<const EventView> events,
+                   std::vector<std::vector<SubscriptionId>>* matches);
+
+  bool Contains(SubscriptionId id) const;
+
+  // Split use, subscribing. PlanAdd checks and plans the row of `id` (errors
+  // as Index::Add; on error nothing changes), and from then on id counts as
+  // present; ApplyRow then adds the row to row.partition's clusters.
+  absl::Status PlanAdd(SubscriptionId id,
+                       absl::Span<const Predicate> predicates,
+                       PendingRow* row);
+  void ApplyRow(const PendingRow& row);
+
+  // Split use, unsubscribing. PartitionOf tells where `id` lives (NOT_FOUND
+  // if absent). RemoveRow takes id's row out of `partition`'s clusters and
+  // appends it to *removed; FinishRemove then releases the predicates of
+  // every row in `removed`. REQUIRES: PartitionOf(id) == partition, and id
+  // is in one RemoveRow per change.
+  absl::StatusOr<uint32_t> PartitionOf(SubscriptionId id) const;
+  void RemoveRow(uint32_t partition, SubscriptionId id, RemovedRows* removed);
+  void FinishRemove(const RemovedRows& removed);
+
+  // Phase 1: PredicateTable::BeginCohort, then masks->visits(p): the cluster
+  // lists partition p checks. REQUIRES: as PredicateTable::BeginCohort.
+  void BeginCohort(absl::Span<const EventView> events,
+                   internal::CohortMasks* masks) const;
+  void RunTask(size_t task, internal::CohortMasks* masks) const {
+    table_.RunTask(task, masks);
+  }
+
+  // Phase 2 of partition p: appends to out[i] the id of each of p's
+  // subscriptions that event i of the cohort matches, and adds what it
+  // checked to *counters (events and chunks are the caller's to count).
+  // REQUIRES: every task of `masks` has run; out has masks.events() vectors.
+  void MatchPartition(uint32_t p, const internal::CohortMasks& masks,
+                      std::vector<SubscriptionId>* out,
+                      IndexCounters* counters) const;
+
+  size_t size() const { return size_; }
+  size_t predicates() const { return table_.size(); }
+  // Clusters in partition p, and in all.
+  size_t clusters(uint32_t p) const { return clusters_[p].clusters(); }
+  size_t clusters() const;
+  // Heap bytes held: the shared table, every partition's clusters, the
+  // placement and location tables, and the mask buffer MatchCohort uses
+  // (CohortMasks held by callers are theirs to count).
+  size_t MemoryBytes() const;
+  // Heap bytes of partition p's clusters alone.
+  size_t PartitionBytes(uint32_t p) const { return clusters_[p].MemoryBytes(); }
+  // Counters of MatchCohort (the whole use).
+  const IndexCounters& counters() const { return counters_; }
+
+ private:
+  // Where an access predicate's rows go; see the file comment.
+  struct Access {
+    uint32_t placed = 0;  // rows ever placed under it
+    uint32_t live = 0;    // rows now
+    uint32_t home = 0;
+    uint32_t head = internal::kNoCluster;  // while not spread: home's head
+    uint32_t spread_at = kNotSpread;       // else: P heads in spread_heads_
+  };
+  // A subscription: its partition (kAbsent if none) and row there.
+  struct Placed {
+    internal::Location at;
+    uint32_t partition = kAbsent;
+  };
+  static constexpr uint32_t kNotSpread = UINT32_MAX;
+  static constexpr uint32_t kAbsent = UINT32_MAX;
+  static constexpr uint32_t kNoAccess = UINT32_MAX;
+
+  // The partition row number `placed` under access predicate `a` goes to.
+  uint32_t Choose(internal::PredicateId access, SubscriptionId id);
+  uint32_t* Head(internal::PredicateId access, uint32_t partition);
+  void Spread(Access& a);
+  void Forget(internal::PredicateId access);
+
+  const uint32_t partitions_;
+  const uint32_t spread_rows_;
+  internal::PredicateTable table_;
+  internal::RowPlanner planner_;
+  std::vector<internal::ClusterStore> clusters_;  // by partition
+  std::vector<uint32_t> access_of_;               // by predicate id
+  std::vector<Access> accesses_;
+  std::vector<uint32_t> free_accesses_;
+  std::vector<uint32_t> spread_heads_;
+  std::vector<uint32_t> free_spreads_;
+  uint32_t next_home_ = 0;
+  internal::PagedArray<Placed> locations_;
+  size_t size_ = 0;
+  internal::CohortMasks masks_;  // MatchCohort's
+  IndexCounters counters_;
+};
+
+}  // namespace matcher
+}  // namespace cohort
+
+#endif  // COHORT_MATCHER_PARTITIONED_INDEX_H_

@@ -1,0 +1,381 @@
+// Tests of PartitionedIndex: randomized differential tests against
+// ReferenceMatcher for several partition counts and placements, through the
+// whole API and through the split steps the staged server uses (in any
+// partition order); placement properties (lists stay whole until they grow,
+// then spread over every partition); memory against one partition; and a
+// concurrency test of the split use, meant for ThreadSanitizer too:
+//   bazel test --config=tsan //matcher:partitioned_index_test
+#include "matcher/partitioned_index.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bench/workload.h"
+#include "gtest/gtest.h"
+#include "matcher/index_test_util.h"
+#include "matcher/reference_matcher.h"
+#include "matcher/types.h"
+
+namespace cohort {
+namespace matcher {
+namespace {
+
+using test_util::Event;
+using test_util::FormatEvent;
+using test_util::RandomEvent;
+using test_util::RandomPredicate;
+using test_util::Rng;
+using test_util::Subscription;
+
+Subscription RandomSubscription(Rng& rng, uint32_t attributes,
+                                int64_t domain) {
+  Subscription s;
+  for (int k = 0, n = 1 + rng.Uniform(6); k < n; ++k) {
+    s.push_back(RandomPredicate(rng, attributes, domain));
+  }
+  return s;
+}
+
+// Adds `subs` through the split steps: every row planned, then applied
+// partition by partition in a shuffled order of partitions.
+void AddSplit(PartitionedIndex& index,
+              const std::vector<std::pair<SubscriptionId, Subscription>>& subs,
+              Rng& rng) {
+  std::vector<PartitionedIndex::PendingRow> rows(subs.size());
+  for (size_t i = 0; i < subs.size(); ++i) {
+    ASSERT_TRUE(index.PlanAdd(subs[i].first, subs[i].second, &rows[i]).ok());
+    ASSERT_TRUE(index.Contains(subs[i].first));
+  }
+  std::vector<uint32_t> order(index.partitions());
+  for (uint32_t p = 0; p < order.size(); ++p) order[p] = p;
+  for (size_t i = order.size(); i > 1; --i) {
+    std::swap(order[i - 1], order[rng.Uniform(i)]);
+  }
+  for (uint32_t p : order) {
+    for (const auto& row : rows) {
+      if (row.partition == p) index.ApplyRow(row);
+    }
+  }
+}
+
+// Removes `ids` through the split steps, partitions in reverse order.
+void RemoveSplit(PartitionedIndex& index,
+                 const std::vector<SubscriptionId>& ids) {
+  std::map<uint32_t, std::vector<SubscriptionId>> by_partition;
+  for (SubscriptionId id : ids) {
+    absl::StatusOr<uint32_t> p = index.PartitionOf(id);
+    ASSERT_TRUE(p.ok()) << id;
+    by_partition[*p].push_back(id);
+  }
+  PartitionedIndex::RemovedRows removed;
+  for (auto it = by_partition.rbegin(); it != by_partition.rend(); ++it) {
+    for (SubscriptionId id : it->second) {
+      index.RemoveRow(it->first, id, &removed);
+    }
+  }
+  index.FinishRemove(removed);
+}
+
+struct Config {
+  uint32_t partitions;
+  uint32_t spread_rows;
+  bool split;  // the split steps instead of Add/Remove
+};
+
+std::string Name(const Config& c) {
+  return absl::StrCat("P=", c.partitions, " spread_rows=", c.spread_rows,
+                      c.split ? " split" : " whole");
+}
+
+// One seed: rounds of random adds and removes, then events matched in
+// cohorts of random sizes, each checked against the reference.
+bool RunSeed(const Config& config, uint64_t seed, uint64_t* pairs) {
+  Rng rng(seed);
+  const uint32_t attributes = 1 + rng.Uniform(8);
+  const int64_t domain = 1 + rng.Uniform(12);
+  PartitionedIndex index(config.partitions, config.spread_rows);
+  ReferenceMatcher reference;
+  std::vector<std::pair<SubscriptionId, Subscription>> live;
+  SubscriptionId next_id = static_cast<SubscriptionId>(rng.Uniform(1000));
+  static constexpr size_t kCohorts[] = {1, 2, 63, 64, 65, 1000};
+  for (int round = 0; round < 4; ++round) {
+    std::vector<std::pair<SubscriptionId, Subscription>> adds(
+        20 + rng.Uniform(200));
+    for (auto& [id, s] : adds) {
+      id = next_id++;
+      s = RandomSubscription(rng, attributes, domain);
+      reference.Add(id, s);
+    }
+    if (config.split) {
+      AddSplit(index, adds, rng);
+    } else {
+      for (const auto& [id, s] : adds) EXPECT_TRUE(index.Add(id, s).ok());
+    }
+    live.insert(live.end(), adds.begin(), adds.end());
+    std::vector<SubscriptionId> removes;
+    for (int i = 0, n = rng.Uniform(live.size() / 2 + 1); i < n; ++i) {
+      const size_t at = rng.Uniform(live.size());
+      removes.push_back(live[at].first);
+      reference.Remove(live[at].first);
+      live.erase(live.begin() + at);
+    }
+    if (config.split) {
+      RemoveSplit(index, removes);
+    } else {
+      for (SubscriptionId id : removes) EXPECT_TRUE(index.Remove(id).ok());
+    }
+    EXPECT_EQ(index.size(), live.size());
+    std::vector<Event> events(100 + rng.Uniform(300));
+    for (Event& e : events) e = RandomEvent(rng, attributes + 1, domain);
+    std::vector<EventView> views(events.begin(), events.end());
+    std::vector<std::vector<SubscriptionId>> got;
+    for (size_t start = 0; start < views.size();) {
+      const size_t n = std::min(kCohorts[rng.Uniform(6)], views.size() - start);
+      index.MatchCohort(absl::MakeConstSpan(views).subspan(start, n), &got);
+      for (size_t i = 0; i < n; ++i) {
+        std::sort(got[i].begin(), got[i].end());
+        const std::vector<SubscriptionId> want =
+            reference.Match(events[start + i]);
+        *pairs += live.size();
+        if (got[i] != want) {
+          ADD_FAILURE() << Name(config) << " seed " << seed << " round "
+                        << round << ": found " << got[i].size()
+                        << " matches, reference " << want.size() << " for "
+                        << FormatEvent(events[start + i]);
+          return false;
+        }
+      }
+      start += n;
+    }
+  }
+  return true;
+}
+
+TEST(PartitionedIndexDifferential, RandomizedAgainstReference) {
+  // spread_rows 2 spreads nearly every list; 0 places rows by id.
+  const Config configs[] = {{1, kSpreadRows, false}, {2, kSpreadRows, false},
+                            {3, 2, false},           {8, 2, true},
+                            {5, 0, true},            {16, kSpreadRows, true}};
+  for (const Config& config : configs) {
+    uint64_t pairs = 0;
+    for (uint64_t seed = 1; seed <= 15; ++seed) {
+      if (!RunSeed(config, seed, &pairs)) return;
+    }
+    EXPECT_GE(pairs, 200'000u) << Name(config);
+  }
+}
+
+// A list stays in its home partition until it has spread_rows rows; then
+// its rows go to every partition in runs of spread_rows.
+TEST(PartitionedIndex, ListsStayWholeUntilTheyGrowThenSpread) {
+  constexpr uint32_t kP = 4;
+  PartitionedIndex index(kP, /*spread_rows=*/8);
+  // Attribute 0 == 1: 40 rows. Attributes 1 == v: one row each.
+  std::map<uint32_t, int> big;
+  for (SubscriptionId id = 0; id < 40; ++id) {
+    PartitionedIndex::PendingRow row;
+    ASSERT_TRUE(index.PlanAdd(id, {{0, Op::kEq, 1, 0}}, &row).ok());
+    index.ApplyRow(row);
+    ++big[row.partition];
+    EXPECT_EQ(row.partition, (big.begin()->first + id / 8) % kP) << id;
+  }
+  EXPECT_EQ(big.size(), kP);  // 40 rows in runs of 8 reach all 4
+  std::set<uint32_t> homes;
+  for (SubscriptionId id = 100; id < 108; ++id) {
+    const Subscription s = {{1, Op::kEq, static_cast<int64_t>(id), 0}};
+    ASSERT_TRUE(index.Add(id, s).ok());
+    homes.insert(*index.PartitionOf(id));
+  }
+  EXPECT_EQ(homes.size(), kP) << "homes go round robin";
+  // Every row is still found, whichever partition holds it.
+  std::vector<std::vector<SubscriptionId>> out;
+  const Event e = {{0, 1}, {1, 103}};
+  const EventView view(e);
+  index.MatchCohort(absl::MakeConstSpan(&view, 1), &out);
+  EXPECT_EQ(out[0].size(), 41u);
+  EXPECT_EQ(index.PartitionOf(999).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(index.Add(5, {{0, Op::kEq, 2, 0}}).code(),
+            absl::StatusCode::kAlreadyExists);
+  for (SubscriptionId id = 0; id < 40; ++id) ASSERT_TRUE(index.Remove(id).ok());
+  for (SubscriptionId id = 100; id < 108; ++id) {
+    ASSERT_TRUE(index.Remove(id).ok());
+  }
+  EXPECT_EQ(index.size(), 0u);
+  EXPECT_EQ(index.predicates(), 0u);
+  EXPECT_EQ(index.clusters(), 0u);
+}
+
+// The layout's point: on a fabret-like workload, 16 partitions store about
+// what one does (the predicate table once, the clusters divided), and find
+// exactly the same matches.
+TEST(PartitionedIndex, SixteenPartitionsCostLittleMemoryAndMatchTheSame) {
+  bench::WorkloadOptions options = *bench::PresetOptions("fabret-1m");
+  options.subscriptions = 100'000;
+  options.events = 256;
+  const bench::Workload w = bench::Generate(options);
+  PartitionedIndex one(1), sixteen(16);
+  for (size_t i = 0; i < w.subscriptions.size(); ++i) {
+    const SubscriptionId id = static_cast<SubscriptionId>(i);
+    ASSERT_TRUE(one.Add(id, w.subscriptions[i]).ok());
+    ASSERT_TRUE(sixteen.Add(id, w.subscriptions[i]).ok());
+  }
+  EXPECT_LE(sixteen.MemoryBytes(), one.MemoryBytes() * 115 / 100)
+      << "16 partitions: " << sixteen.MemoryBytes() << " bytes, one "
+      << one.MemoryBytes();
+  EXPECT_LE(sixteen.clusters(), one.clusters() * 115 / 100);
+  // No partition holds more than twice its share of the clusters' memory.
+  size_t most = 0, all = 0;
+  for (uint32_t p = 0; p < 16; ++p) {
+    most = std::max(most, sixteen.PartitionBytes(p));
+    all += sixteen.PartitionBytes(p);
+  }
+  EXPECT_LE(most * 16, 2 * all);
+  std::vector<EventView> views(w.events.begin(), w.events.end());
+  std::vector<std::vector<SubscriptionId>> a, b;
+  one.MatchCohort(views, &a);
+  sixteen.MatchCohort(views, &b);
+  uint64_t matches = 0;
+  for (size_t i = 0; i < views.size(); ++i) {
+    std::sort(a[i].begin(), a[i].end());
+    std::sort(b[i].begin(), b[i].end());
+    ASSERT_EQ(a[i], b[i]) << "event " << i;
+    matches += a[i].size();
+  }
+  EXPECT_GT(matches, 1000u);
+  EXPECT_EQ(one.counters().rows_checked, sixteen.counters().rows_checked);
+}
+
+// A reusable barrier for `n` threads (std::barrier is C++20).
+class Barrier {
+ public:
+  explicit Barrier(int n) : n_(n) {}
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    const uint64_t phase = phase_;
+    if (++waiting_ == n_) {
+      waiting_ = 0;
+      ++phase_;
+      cv_.notify_all();
+      return;
+    }
+    cv_.wait(lock, [&] { return phase_ != phase; });
+  }
+
+ private:
+  const int n_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int waiting_ = 0;
+  uint64_t phase_ = 0;
+};
+
+// Concurrency property (the staged server's use, under TSAN): P threads
+// share one PartitionedIndex. Each round, the threads apply their own
+// partitions' rows of a planned batch at once, then match cohorts: any
+// thread takes any phase-1 task (each exactly once), and once all are done
+// each thread matches its own partition; the merged results must equal the
+// reference for every event. Two mask buffers alternate, so a cohort is
+// begun while other threads still match the previous one.
+TEST(PartitionedIndexConcurrency, TasksAndPartitionsOnSeveralThreads) {
+  constexpr uint32_t kP = 4;
+  constexpr int kRounds = 6;
+  constexpr int kCohorts = 8;
+  Rng rng(5);
+  PartitionedIndex index(kP, /*spread_rows=*/4);
+  ReferenceMatcher reference;
+  internal::CohortMasks masks[2];
+  std::vector<PartitionedIndex::PendingRow> rows;
+  std::vector<std::vector<Event>> events(kCohorts);
+  std::vector<std::vector<EventView>> views(kCohorts);
+  std::atomic<size_t> next_task[kCohorts];
+  std::atomic<size_t> tasks_done[kCohorts];
+  // [cohort][partition][event] -> ids
+  std::vector<std::vector<std::vector<std::vector<SubscriptionId>>>> found;
+  Barrier sync(kP);
+
+  // One round of thread p, between the planning and the checking.
+  auto run_round = [&](uint32_t p) {
+    for (const auto& row : rows) {
+      if (row.partition == p) index.ApplyRow(row);
+    }
+    sync.Wait();
+    for (int c = 0; c < kCohorts; ++c) {
+      internal::CohortMasks& m = masks[c % 2];
+      // Every thread finished cohort c - 2 (this buffer's last) before it
+      // passed cohort c - 1's barrier.
+      if (p == c % kP) index.BeginCohort(views[c], &m);
+      sync.Wait();
+      for (size_t t; (t = next_task[c].fetch_add(1)) < m.tasks();) {
+        index.RunTask(t, &m);
+        tasks_done[c].fetch_add(1, std::memory_order_release);
+      }
+      while (tasks_done[c].load(std::memory_order_acquire) < m.tasks()) {
+        std::this_thread::yield();
+      }
+      found[c][p].assign(events[c].size(), {});
+      IndexCounters counters;
+      index.MatchPartition(p, m, found[c][p].data(), &counters);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (uint32_t p = 1; p < kP; ++p) {
+    threads.emplace_back([&, p] {
+      for (int round = 0; round < kRounds; ++round) {
+        sync.Wait();  // the batch is planned
+        run_round(p);
+        sync.Wait();  // done; thread 0 checks
+      }
+    });
+  }
+  SubscriptionId next_id = 0;
+  uint64_t checked = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    rows.assign(300, {});
+    for (auto& row : rows) {
+      const Subscription s = RandomSubscription(rng, 4, 6);
+      ASSERT_TRUE(index.PlanAdd(next_id, s, &row).ok());
+      reference.Add(next_id++, s);
+    }
+    found.assign(kCohorts,
+                 std::vector<std::vector<std::vector<SubscriptionId>>>(kP));
+    for (int c = 0; c < kCohorts; ++c) {
+      events[c].assign(1 + rng.Uniform(64), {});
+      for (Event& e : events[c]) e = RandomEvent(rng, 5, 6);
+      views[c].assign(events[c].begin(), events[c].end());
+      next_task[c] = 0;
+      tasks_done[c] = 0;
+    }
+    sync.Wait();
+    run_round(0);
+    sync.Wait();
+    for (int c = 0; c < kCohorts; ++c) {
+      for (size_t i = 0; i < events[c].size(); ++i) {
+        std::vector<SubscriptionId> got;
+        for (uint32_t p = 0; p < kP; ++p) {
+          got.insert(got.end(), found[c][p][i].begin(), found[c][p][i].end());
+        }
+        std::sort(got.begin(), got.end());
+        EXPECT_EQ(got, reference.Match(events[c][i]))
+            << "round " << round << " cohort " << c << " event " << i;
+        ++checked;
+      }
+    }
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_GT(checked, 1000u);
+}
+
+}  // namespace
+}  // namespace matcher
+}  // namespace cohort

@@ -1,0 +1,86 @@
+// How a subscription becomes a cluster row (Fabret et al.): shared by Index
+// and PartitionedIndex.
+//
+// `Plan` normalises a subscription into entries (see predicate_table.h),
+// interns them, and picks its *access predicate* — the equality entry least
+// likely to be satisfied by an event, estimated from value-frequency
+// statistics of the subscriptions seen so far. A subscription with no
+// equality predicate gets "attribute present" on the attribute of its most
+// selective entry (its *per-attribute list*), and that entry leads its
+// columns. The remaining entries become the row's columns, most selective
+// first, so that rows fail in their first columns. `Release` undoes a Plan
+// when the row is removed.
+//
+// Stage: the predicate stage (it writes the shared predicate table); no
+// threads. Thread safety: none; callers serialise Plan and Release with
+// everything else that writes or reads the table.
+#ifndef COHORT_MATCHER_ROW_PLANNER_H_
+#define COHORT_MATCHER_ROW_PLANNER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "matcher/predicate_table.h"
+#include "matcher/types.h"
+
+namespace cohort {
+namespace matcher {
+
+// Upper bound on predicates in one subscription (the service enforces a
+// smaller, configurable limit); keeps a cluster's width small.
+inline constexpr size_t kMaxPredicatesPerSubscription = 1024;
+
+namespace internal {
+
+// A planned row: its access predicate and its columns (predicate ids, with
+// kNegatedBit on negated entries).
+struct RowPlan {
+  PredicateId access = kFalsePredicate;
+  std::vector<uint32_t> columns;
+};
+
+class RowPlanner {
+ public:
+  RowPlanner();
+  ~RowPlanner();
+  RowPlanner(const RowPlanner&) = delete;
+  RowPlanner& operator=(const RowPlanner&) = delete;
+
+  // Plans the row of a subscription with the conjunction `predicates`,
+  // taking references in *table to its access predicate and columns.
+  // Errors: INVALID_ARGUMENT if predicates is empty or longer than
+  // kMaxPredicatesPerSubscription, or a BETWEEN has value > upper. On error
+  // nothing changes.
+  absl::Status Plan(absl::Span<const Predicate> predicates,
+                    PredicateTable* table, RowPlan* plan);
+
+  // Drops what Plan took for a row: its access predicate and its columns.
+  void Release(PredicateId access, absl::Span<const uint32_t> columns,
+               PredicateTable* table);
+
+  // Heap bytes held (the statistics).
+  size_t MemoryBytes() const;
+
+ private:
+  class Statistics;
+  struct Entry;
+  struct Ranked;
+
+  static absl::Status Normalise(absl::Span<const Predicate> predicates,
+                                std::vector<Entry>* entries);
+  PredicateId ChooseAccess(std::vector<Ranked>* ranked,
+                           PredicateTable* table);
+  void Forget(uint32_t entry, PredicateTable* table);
+
+  std::unique_ptr<Statistics> stats_;
+};
+
+}  // namespace internal
+}  // namespace matcher
+}  // namespace cohort
+
+#endif  // COHORT_MATCHER_ROW_PLANNER_H_
