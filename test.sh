@@ -92,6 +92,7 @@ readonly TSAN_TARGETS=(
   //matcher:match_event_test
   //matcher:partitioned_index_test
   //service/stages:admission_test
+  //service/stages:cohort_pipeline_test
   //service/stages:engine_test
   //service/storage:journal_test
   //service/storage:durability_test

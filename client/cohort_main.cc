@@ -358,9 +358,9 @@ int Listen() {
 }
 
 void PrintStatsTable(const v1::Stats& s) {
-  const std::string layout = s.index_layout() == "replicated"
-                                 ? " replicating the index"
-                                 : "";
+  const std::string layout = s.index_layout().empty()
+                                 ? ""
+                                 : absl::StrCat(", index ", s.index_layout());
   std::printf("mode %s, %u partitions%s, cohort_max %u, cohort_wait_us %llu, "
               "uptime %.1f s\n",
               s.mode().c_str(), s.partitions(), layout.c_str(), s.cohort_max(),
@@ -381,8 +381,9 @@ void PrintStatsTable(const v1::Stats& s) {
               "svc p99", "batches", "batch", "events", "matches", "reject",
               "expired", "drop");
   for (const v1::StageStats& st : s.stages()) {
-    // Events per batch: a partition's mean cohort size (changes are not
-    // batches), the front's mean events per Publish request.
+    // Events per batch: the predicate stage's and a partition's mean cohort
+    // size (changes are not batches), the front's mean events per Publish
+    // request.
     const double mean_batch =
         st.batches() == 0
             ? 0.0

@@ -46,19 +46,25 @@ ABSL_FLAG(std::string, auth_tokens, "",
           "lines, else they are open; GetStats is open. A token that is sent "
           "must be in the file. Empty: no authorization.");
 ABSL_FLAG(std::string, mode, "staged",
-          "staged: front stage -> per-core partition stages matching cohorts "
-          "-> reply stage. threaded: the thread-per-request baseline (a pool "
-          "of --threads workers sharing one index), kept for comparison.");
+          "staged: front stage -> cohorts formed once -> predicate stage and "
+          "per-core partition stages -> reply stage. threaded: the "
+          "thread-per-request baseline (a pool of --threads workers sharing "
+          "one index), kept for comparison.");
 ABSL_FLAG(uint32_t, partitions, 0,
-          "Partition stages in staged mode, each owning a disjoint shard of "
-          "the index and one thread. 0 = one per CPU this process may use.");
+          "Partition stages in staged mode, one thread each, owning a "
+          "disjoint part of the index (see --index). 0 = one per CPU this "
+          "process may use.");
 ABSL_FLAG(std::string, index, "partitioned",
-          "Index layout in staged mode. partitioned: each partition owns a "
-          "disjoint shard and sees every event. replicated: each partition "
-          "holds the whole index and matches every P-th event (P times the "
-          "memory and subscribe work); the paper's staged server without "
-          "partitioning, for the locality experiment in "
-          "bench/experiment.sh.");
+          "Index layout in staged mode. partitioned: one predicate table for "
+          "the server; each cohort's phase 1 is done once, its work split "
+          "over the partitions' cores, and each partition matches every "
+          "cohort against its own disjoint part of the clusters. "
+          "sharded_phase1: each partition owns a whole index of every P-th "
+          "subscription and evaluates phase 1 for every event (the earlier "
+          "layout, kept for comparison). replicated: each partition holds "
+          "the whole index and matches every P-th event (P times the memory "
+          "and subscribe work); the paper's staged server without "
+          "partitioning. bench/experiment.sh compares them.");
 ABSL_FLAG(bool, pin_cores, true,
           "Pin partition p to the p-th usable CPU. Takes effect only when "
           "there are at least as many usable CPUs as partitions.");
@@ -67,19 +73,19 @@ ABSL_FLAG(std::string, numa, "auto",
           "CPU's NUMA node (libnuma; a no-op on a one-node machine, and "
           "without --pin_cores); off: leave placement to the kernel.");
 ABSL_FLAG(uint32_t, cohort_max, 64,
-          "Cohort size limit: a partition runs a cohort as soon as this many "
-          "events wait. 1 turns cohort scheduling off; 0 = no limit. 64 is "
-          "the matcher's chunk (one bit per event in a predicate mask); on "
-          "fabret-1m the matcher runs 2.7-3x faster per event at 64 than at "
-          "1, and cohortd with 1 saturates at a quarter of the load 64 "
-          "serves (bench/latency_sweep.sh).");
-ABSL_FLAG(uint32_t, cohort_wait_us, 100,
-          "Cohort wait limit in microseconds: a partition runs a smaller "
-          "cohort once its oldest event has waited this long. Under load "
-          "cohorts fill by themselves; this bounds the latency added when "
-          "load is light. On fabret-1m (bench/latency_sweep.sh) 100 gave a "
-          "lower p99 than 0 (cohorts too small under load) and than 1000 "
-          "(waiting when idle).");
+          "Cohort size limit: a cohort runs as soon as this many events "
+          "wait. 1 turns cohort scheduling off; 0 = no limit. 64 is the "
+          "matcher's chunk (one bit per event in a predicate mask), and the "
+          "partitioned layout's largest cohort: there 0 or more than 64 "
+          "means 64. On fabret-1m the matcher runs about 3x faster per event "
+          "at 64 than at 1.");
+ABSL_FLAG(uint32_t, cohort_wait_us, 0,
+          "Cohort wait limit in microseconds: how long the oldest queued "
+          "event may wait for company while a stage is free to run it. 0: a "
+          "free stage runs whatever is queued, as the StagedServer paper's "
+          "stages do; under load cohorts still fill, because events queue "
+          "while the previous cohort runs. A positive value makes light-load "
+          "cohorts bigger at the price of that much latency.");
 ABSL_FLAG(uint64_t, queue_limit, 4096,
           "Most events admitted and not yet answered; bounds every stage "
           "queue. When full, Publish fails with RESOURCE_EXHAUSTED and "
@@ -290,9 +296,11 @@ int Main(int argc, char** argv) {
   if (!(*server)->recovery_summary().empty()) {
     std::printf("cohortd: %s\n", (*server)->recovery_summary().c_str());
   }
-  const bool replicated =
-      options->mode == "staged" &&
-      options->engine.index_layout == IndexLayout::kReplicated;
+  const std::string layout =
+      options->mode == "staged"
+          ? absl::StrCat(", index ",
+                         IndexLayoutName(options->engine.index_layout))
+          : "";
   if (!options->tls.enabled() && !IsLoopbackListen(options->listen)) {
     std::fprintf(stderr,
                  "cohortd: warning: --listen=%s is not a loopback address and "
@@ -306,7 +314,7 @@ int Main(int argc, char** argv) {
       "cohort_max %u, cohort_wait_us %lld; %s)\n",
       (*server)->port(), options->mode.c_str(),
       options->mode == "staged" ? options->engine.partitions : 0,
-      replicated ? " replicating the index" : "", options->engine.cohort_max,
+      layout.c_str(), options->engine.cohort_max,
       static_cast<long long>(options->engine.cohort_wait_us),
       (*server)->security_summary().c_str());
   if (options->mode == "staged") {

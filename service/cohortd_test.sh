@@ -25,7 +25,7 @@ check "bad --slow_listener names the flag" grep -q -- "--slow_listener" <<<"${ou
 out=$("${COHORTD}" --index=shared 2>&1)
 check "bad --index exits 2" test $? -eq 2
 check "bad --index names the flag and the choices" \
-  grep -q -- "--index: unknown layout \"shared\"; use partitioned or replicated" <<<"${out}"
+  grep -q -- "--index: unknown layout \"shared\"; use partitioned, sharded_phase1 or replicated" <<<"${out}"
 out=$("${COHORTD}" --numa=on 2>&1)
 check "bad --numa exits 2" test $? -eq 2
 check "bad --numa names the flag and the choices" \

@@ -34,19 +34,26 @@ using testing::LocalServerOptions;
 // Long enough that a request with a 50 ms deadline expires in the queue.
 constexpr uint32_t kLongCohortWaitUs = 300000;
 
-struct PartitionTotals {
-  uint64_t events = 0;   // matched
-  uint64_t expired = 0;  // skipped
+// The default (partitioned) layout: the predicate stage forms each cohort
+// once, skipping expired events; every partition matches every event of
+// every cohort.
+struct MatchTotals {
+  uint64_t formed = 0;   // events the predicate stage put in cohorts
+  uint64_t expired = 0;  // events it skipped as expired
+  uint64_t matched = 0;  // events matched, summed over the partitions
   uint64_t partitions = 0;
 };
 
-PartitionTotals Partitions(const v1::Stats& stats) {
-  PartitionTotals totals;
+MatchTotals Totals(const v1::Stats& stats) {
+  MatchTotals totals;
   for (const v1::StageStats& stage : stats.stages()) {
-    if (stage.stage() != "partition") continue;
-    totals.events += stage.events();
-    totals.expired += stage.expired();
-    ++totals.partitions;
+    if (stage.stage() == "predicate") {
+      totals.formed += stage.events();
+      totals.expired += stage.expired();
+    } else if (stage.stage() == "partition") {
+      totals.matched += stage.events();
+      ++totals.partitions;
+    }
   }
   return totals;
 }
@@ -73,8 +80,9 @@ std::unique_ptr<CohortServer> StartServer(uint32_t max_streams) {
 }
 
 // Property: a Publish whose deadline passes while its event waits for a
-// cohort is skipped by every partition (counted as expired, not matched) and
-// never reaches the listener; the next Publish is matched and delivered.
+// cohort is skipped when the cohort forms (counted once as expired, matched
+// by no partition) and never reaches the listener; the next Publish is
+// matched and delivered.
 TEST(ServerDeadline, ExpiredPublishIsNeitherMatchedNorDelivered) {
   std::unique_ptr<CohortServer> server = StartServer(64);
   ASSERT_NE(server, nullptr);
@@ -95,10 +103,10 @@ TEST(ServerDeadline, ExpiredPublishIsNeitherMatchedNorDelivered) {
         << status.error_message();
   }
   v1::Stats stats = WaitForStats(client, [](const v1::Stats& s) {
-    return Partitions(s).expired == 2;
+    return Totals(s).expired == 1;
   });
-  EXPECT_EQ(Partitions(stats).expired, 2u);  // both partitions skipped it
-  EXPECT_EQ(Partitions(stats).events, 0u);
+  EXPECT_EQ(Totals(stats).expired, 1u);
+  EXPECT_EQ(Totals(stats).matched, 0u);
 
   v1::PublishResponse response;
   ASSERT_TRUE(client.Publish(KeyEvent(1, "on time"), &response).ok());
@@ -107,7 +115,7 @@ TEST(ServerDeadline, ExpiredPublishIsNeitherMatchedNorDelivered) {
   std::vector<v1::Delivery> deliveries = listener.WaitFor(1);
   ASSERT_EQ(deliveries.size(), 1u);
   EXPECT_EQ(deliveries[0].event().payload(), "on time");
-  EXPECT_EQ(Partitions(client.Stats()).events, 2u);
+  EXPECT_EQ(Totals(client.Stats()).matched, 2u);  // by both partitions
 }
 
 // Property: a Publish that arrives with its deadline already passed is
@@ -127,7 +135,7 @@ TEST(ServerDeadline, PublishArrivingExpiredIsRefusedUpFront) {
 }
 
 // Property: when the client cancels a PublishStream, the requests it has
-// queued are skipped by the partitions instead of matched.
+// queued are skipped instead of matched.
 TEST(ServerDeadline, CancelledPublishStreamIsSkipped) {
   std::unique_ptr<CohortServer> server = StartServer(64);
   ASSERT_NE(server, nullptr);
@@ -137,16 +145,16 @@ TEST(ServerDeadline, CancelledPublishStreamIsSkipped) {
   grpc::ClientContext context;
   auto stream = client.stub()->PublishStream(&context);
   ASSERT_TRUE(stream->Write(KeyEvent(1)));
-  // Admitted, and waiting kLongCohortWaitUs for company in the partitions.
+  // Admitted, and waiting kLongCohortWaitUs for company.
   WaitForStats(client,
                [](const v1::Stats& s) { return s.events_published() == 1; });
   context.TryCancel();
   EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
   v1::Stats stats = WaitForStats(client, [](const v1::Stats& s) {
-    return Partitions(s).expired == 2;
+    return Totals(s).expired == 1;
   });
-  EXPECT_EQ(Partitions(stats).expired, 2u);
-  EXPECT_EQ(Partitions(stats).events, 0u);
+  EXPECT_EQ(Totals(stats).expired, 1u);
+  EXPECT_EQ(Totals(stats).matched, 0u);
 }
 
 // Long enough for a few thousand streams to open before it passes.
@@ -195,9 +203,9 @@ OpenStream OpenPublish(v1::PubSub::Stub* stub, Abandon how) {
 
 // Property: thousands of Listen and PublishStream streams, abandoned in the
 // three ways a client can walk away, all give back their stream slot and
-// listener registration; every publish is either matched or skipped as
-// expired by each partition (never lost, never counted twice); afterwards the server
-// admits exactly --max_streams streams again.
+// listener registration; every publish is either matched by each partition
+// or skipped as expired (never lost, never counted twice); afterwards the
+// server admits exactly --max_streams streams again.
 TEST(ServerStreams, AbandonedStreamsReleaseEverything) {
   constexpr int kListens = 2000;
   constexpr int kPublishes = 1000;
@@ -250,15 +258,17 @@ TEST(ServerStreams, AbandonedStreamsReleaseEverything) {
   EXPECT_EQ(stats.listeners(), 0u);
   streams.clear();
 
-  // Every published event was either matched or skipped by each partition.
+  // Every published event was either matched by each partition or skipped.
   const uint64_t published = stats.events_published();
   EXPECT_GT(published, 0u);
   stats = WaitForStats(client, [&](const v1::Stats& s) {
-    const PartitionTotals p = Partitions(s);
-    return p.events + p.expired == p.partitions * published;
+    const MatchTotals t = Totals(s);
+    return t.formed + t.expired == published &&
+           t.matched == t.partitions * t.formed;
   });
-  const PartitionTotals totals = Partitions(stats);
-  EXPECT_EQ(totals.events + totals.expired, totals.partitions * published);
+  const MatchTotals totals = Totals(stats);
+  EXPECT_EQ(totals.formed + totals.expired, published);
+  EXPECT_EQ(totals.matched, totals.partitions * totals.formed);
 
   // The slots are really free: exactly kMaxStreams open again.
   for (uint32_t i = 0; i < kMaxStreams; ++i) {

@@ -32,9 +32,7 @@ ServerOptions OptionsFor(const Config& config) {
   options.mode = config.mode;
   options.engine.partitions = config.partitions;
   options.engine.cohort_max = config.cohort_max;
-  if (config.replicated) {
-    options.engine.index_layout = IndexLayout::kReplicated;
-  }
+  options.engine.index_layout = *ParseIndexLayout(config.layout);
   options.engine.threads = 3;
   return options;
 }
@@ -148,7 +146,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Config{"staged", 1, 1}, Config{"staged", 1, 64},
                       Config{"staged", 2, 1}, Config{"staged", 2, 64},
                       Config{"staged", 3, 1}, Config{"staged", 3, 64},
-                      Config{"staged", 3, 64, true},
+                      Config{"staged", 3, 64, "sharded_phase1"},
+                      Config{"staged", 3, 64, "replicated"},
                       Config{"threaded", 0, 0}),
     ConfigName);
 
@@ -207,11 +206,14 @@ TEST(ServerIntrospection, HealthStatsAndMetrics) {
   EXPECT_EQ(stats.events_published(), 1u);
   EXPECT_EQ(stats.mode(), "staged");
   EXPECT_EQ(stats.partitions(), 2u);
-  ASSERT_EQ(stats.stages_size(), 4);  // front, 2 partitions, reply
-  EXPECT_EQ(stats.stages(1).name(), "partition/0");
+  // front, predicate, 2 partitions, reply
+  ASSERT_EQ(stats.stages_size(), 5);
+  EXPECT_EQ(stats.stages(1).name(), "predicate");
   EXPECT_EQ(stats.stages(1).events(), 1u);
-  EXPECT_EQ(stats.stages(3).name(), "reply");
-  EXPECT_EQ(stats.stages(3).matches(), 1u);
+  EXPECT_EQ(stats.stages(2).name(), "partition/0");
+  EXPECT_EQ(stats.stages(2).events(), 1u);
+  EXPECT_EQ(stats.stages(4).name(), "reply");
+  EXPECT_EQ(stats.stages(4).matches(), 1u);
   const std::string metrics =
       testing::HttpGet((*server)->metrics_port(), "/metrics");
   EXPECT_NE(metrics.find("cohort_subscriptions 1"), std::string::npos)

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "matcher/types.h"
+#include "service/stages/partitioned_engine.h"
 #include "service/stages/sharded_engine.h"
 #include "service/stages/threaded_engine.h"
 
@@ -33,21 +34,33 @@ absl::Status ExpiredStatus(const PublishJob& job, size_t skipped) {
 }  // namespace
 
 absl::StatusOr<IndexLayout> ParseIndexLayout(absl::string_view name) {
-  if (name == "partitioned") return IndexLayout::kPartitioned;
-  if (name == "replicated") return IndexLayout::kReplicated;
+  for (IndexLayout layout :
+       {IndexLayout::kPartitioned, IndexLayout::kShardedPhase1,
+        IndexLayout::kReplicated}) {
+    if (name == IndexLayoutName(layout)) return layout;
+  }
   return absl::InvalidArgumentError(
       absl::StrCat("--index: unknown layout \"", name,
-                   "\"; use partitioned or replicated"));
+                   "\"; use partitioned, sharded_phase1 or replicated"));
 }
 
 absl::string_view IndexLayoutName(IndexLayout layout) {
-  return layout == IndexLayout::kReplicated ? "replicated" : "partitioned";
+  switch (layout) {
+    case IndexLayout::kPartitioned:
+      return "partitioned";
+    case IndexLayout::kShardedPhase1:
+      return "sharded_phase1";
+    case IndexLayout::kReplicated:
+      return "replicated";
+  }
+  return "?";
 }
 
-Engine::Engine(const EngineOptions& options, uint32_t shards)
+Engine::Engine(const EngineOptions& options, uint32_t id_shards,
+               uint32_t partials)
     : options_(options),
-      shards_(shards),
-      directory_(shards, matcher::kMaxSubscriptionId),
+      partials_(partials),
+      directory_(id_shards, matcher::kMaxSubscriptionId),
       listeners_(options.max_subscribers),
       admission_(options.queue_limit, options.latency_target_us * 1000),
       front_("front", "front", std::nullopt, 0),
@@ -59,8 +72,8 @@ void Engine::Prepare(PublishJob* job) {
   const size_t n = job->events.size();
   job->state.reset(new PublishJob::EventState[n]);
   for (size_t i = 0; i < n; ++i) {
-    job->state[i].pending.store(shards_, std::memory_order_relaxed);
-    job->state[i].partials.resize(shards_);
+    job->state[i].pending.store(partials_, std::memory_order_relaxed);
+    job->state[i].partials.resize(partials_);
   }
   job->events_left.store(n, std::memory_order_relaxed);
   job->events_skipped.store(0, std::memory_order_relaxed);
@@ -290,6 +303,9 @@ absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
   if (mode == "staged") {
     if (options.partitions == 0) {
       return absl::InvalidArgumentError("--partitions must be at least 1");
+    }
+    if (options.index_layout == IndexLayout::kPartitioned) {
+      return std::unique_ptr<Engine>(new PartitionedEngine(options));
     }
     return std::unique_ptr<Engine>(new ShardedEngine(options));
   }

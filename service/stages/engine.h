@@ -66,9 +66,16 @@ namespace service {
 
 // How the staged engine lays the index out over its partition stages.
 enum class IndexLayout {
-  // Each partition owns a disjoint shard (subscription n goes to partition
-  // n % P) and sees every event: the design, and the default.
+  // The design and the default (PartitionedEngine): one predicate table for
+  // the server, phase 1 once per cohort with its work split over the
+  // partitions' cores; each partition owns a disjoint part of the clusters
+  // (matcher::PartitionedIndex) and matches every cohort against it.
   kPartitioned,
+  // The earlier partitioned layout (ShardedEngine), kept for comparison:
+  // each partition owns a whole index of a disjoint shard (subscription n
+  // goes to partition n % P), forms its own cohorts and runs phase 1 over
+  // its own predicate table for every event.
+  kShardedPhase1,
   // Each partition holds a replica of the whole index and matches every P-th
   // event: the paper's "staged server without partitioning", kept for the
   // locality experiment (bench/experiment.sh). P times the memory, and every
@@ -76,7 +83,7 @@ enum class IndexLayout {
   kReplicated,
 };
 
-// "partitioned" or "replicated" (--index).
+// "partitioned", "sharded_phase1" or "replicated" (--index).
 absl::StatusOr<IndexLayout> ParseIndexLayout(absl::string_view name);
 absl::string_view IndexLayoutName(IndexLayout layout);
 
@@ -91,9 +98,12 @@ struct EngineOptions {
   // (numa.h). No effect on unpinned partitions or in threaded mode.
   bool numa = false;
   // Cohort activation thresholds: run a cohort when `cohort_max` events wait
-  // (0 = no limit) or the oldest has waited `cohort_wait_us`.
+  // (0 = no limit) or the oldest has waited `cohort_wait_us` (0: run what is
+  // queued as soon as a stage is free). The partitioned layout forms cohorts
+  // of at most 64 events (one bit each in a mask), so there a cohort_max of
+  // 0 or above 64 means 64.
   uint32_t cohort_max = 64;
-  int64_t cohort_wait_us = 50;
+  int64_t cohort_wait_us = 0;
   // Most events admitted and not yet answered (bounds every queue).
   uint64_t queue_limit = 4096;
   // 0, or a target for the time from admission to answer: the limit on
@@ -154,8 +164,9 @@ struct PublishJob {
            (cancelled != nullptr && cancelled->load(std::memory_order_relaxed));
   }
 
-  // Engine state. `state[i].partials` has one entry per index shard: P for
-  // the partitioned layout, 1 for the replicated one and the threaded engine.
+  // Engine state. `state[i].partials` has one entry per partition that
+  // reports on the event: P for the partitioned and sharded_phase1 layouts,
+  // 1 for the replicated one and the threaded engine.
   std::unique_ptr<EventState[]> state;
   std::atomic<size_t> events_left{0};
   std::atomic<size_t> events_skipped{0};
@@ -198,9 +209,10 @@ using StatusCallback = std::function<void(absl::Status)>;
 
 class Engine {
  public:
-  // `shards`: how many partials each event gets (the id directory's
-  // partitions): P for the partitioned layout, else 1.
-  explicit Engine(const EngineOptions& options, uint32_t shards);
+  // `id_shards`: the id directory's partitions (P for sharded_phase1, else
+  // 1); `partials`: how many partial results each event gets (P for the
+  // partitioned and sharded_phase1 layouts, else 1).
+  Engine(const EngineOptions& options, uint32_t id_shards, uint32_t partials);
   virtual ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -294,7 +306,7 @@ class Engine {
   bool closing_ ABSL_GUARDED_BY(gate_) = false;
 
   const EngineOptions options_;
-  const uint32_t shards_;
+  const uint32_t partials_;
   // Held while assigning ids (or killing them) and appending the record,
   // when durable: the journal's order is then the directory's.
   std::mutex order_mu_;

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -125,7 +126,7 @@ TEST_P(EngineDifferentialTest, ResultsAndDeliveriesEqualTheOracle) {
   EngineOptions options;
   options.partitions = GetParam().partitions;
   options.cohort_max = GetParam().cohort_max;
-  if (GetParam().replicated) options.index_layout = IndexLayout::kReplicated;
+  options.index_layout = *ParseIndexLayout(GetParam().layout);
   options.cohort_wait_us = 200;
   options.threads = 3;
   Harness h(GetParam().mode, options);
@@ -208,8 +209,11 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Config{"staged", 1, 1}, Config{"staged", 1, 64},
                       Config{"staged", 2, 1}, Config{"staged", 2, 64},
                       Config{"staged", 3, 1}, Config{"staged", 3, 64},
-                      Config{"staged", 2, 64, true},
-                      Config{"staged", 3, 1, true},
+                      Config{"staged", 4, 0},
+                      Config{"staged", 2, 1, "sharded_phase1"},
+                      Config{"staged", 3, 64, "sharded_phase1"},
+                      Config{"staged", 2, 64, "replicated"},
+                      Config{"staged", 3, 1, "replicated"},
                       Config{"threaded", 0, 0}),
     ConfigName);
 
@@ -254,15 +258,29 @@ TEST(EngineStatsTest, PartitionBatchesCountCohortsOnly) {
   EXPECT_EQ(partitions, 2);
   EXPECT_EQ(updates, 20u);
   EXPECT_EQ(stats.index_layout(), "partitioned");
+  // One predicate stage formed each cohort once for both partitions.
+  int predicate = 0;
+  for (const v1::StageStats& stage : stats.stages()) {
+    if (stage.stage() != "predicate") continue;
+    ++predicate;
+    EXPECT_EQ(stage.events(), kEvents);
+    EXPECT_EQ(stage.batches(), kEvents);
+    EXPECT_EQ(stage.wait().count(), kEvents);
+  }
+  EXPECT_EQ(predicate, 1);
 }
 
 // Property (also under tsan): a job that is cancelled, or whose deadline
-// passes, while its event waits in the partition queues is skipped by every
-// partition: it ends with CANCELLED / DEADLINE_EXCEEDED, is counted as
-// expired, and is not delivered; a job in the same cohort that has not
-// expired is matched and delivered as usual.
+// passes, while its event waits for a cohort is skipped: it ends with
+// CANCELLED / DEADLINE_EXCEEDED, is counted as expired (once, by the
+// predicate stage that forms the cohort; in the sharded layouts by every
+// partition that skips it), and is not delivered; a job in the same cohort
+// that has not expired is matched and delivered as usual.
 TEST(EngineExpiryTest, ExpiredJobsAreSkippedAndOthersMatched) {
-  for (IndexLayout layout : {IndexLayout::kPartitioned, IndexLayout::kReplicated}) {
+  for (IndexLayout layout :
+       {IndexLayout::kPartitioned, IndexLayout::kShardedPhase1,
+        IndexLayout::kReplicated}) {
+    SCOPED_TRACE(IndexLayoutName(layout));
     EngineOptions options;
     options.partitions = 2;
     options.pin_cores = false;
@@ -315,10 +333,13 @@ TEST(EngineExpiryTest, ExpiredJobsAreSkippedAndOthersMatched) {
     h.engine().FillStats(&stats);
     uint64_t expired = 0;
     for (const v1::StageStats& stage : stats.stages()) {
-      if (stage.stage() == "partition") expired += stage.expired();
+      if (stage.stage() == "partition" || stage.stage() == "predicate") {
+        expired += stage.expired();
+      }
     }
-    // Partitioned: every partition skips both; replicated: one each.
-    EXPECT_EQ(expired, layout == IndexLayout::kPartitioned ? 4u : 2u);
+    // Sharded: every partition skips both; replicated: one each;
+    // partitioned: the predicate stage, once each.
+    EXPECT_EQ(expired, layout == IndexLayout::kShardedPhase1 ? 4u : 2u);
   }
 }
 
@@ -478,9 +499,7 @@ class EngineDurabilityTest : public ::testing::TestWithParam<Config> {
     options.partitions = GetParam().partitions;
     options.cohort_max = GetParam().cohort_max;
     options.threads = 2;
-    if (GetParam().replicated) {
-      options.index_layout = IndexLayout::kReplicated;
-    }
+    options.index_layout = *ParseIndexLayout(GetParam().layout);
     return options;
   }
   // Journals the harness's new names, as the server does.
@@ -618,9 +637,173 @@ TEST_P(EngineDurabilityTest, ChangesTheJournalRefusesAreUnavailable) {
 
 INSTANTIATE_TEST_SUITE_P(
     Modes, EngineDurabilityTest,
-    ::testing::Values(Config{"staged", 2, 64}, Config{"staged", 3, 1, true},
+    ::testing::Values(Config{"staged", 2, 64},
+                      Config{"staged", 3, 64, "sharded_phase1"},
+                      Config{"staged", 3, 1, "replicated"},
                       Config{"threaded", 0, 0}),
     testing::ConfigName);
+
+class EngineConcurrencyTest : public ::testing::TestWithParam<Config> {};
+
+// Property (the concurrency test of issue 17, also under tsan): while
+// subscribers churn — subscribing and unsubscribing random subscriptions —
+// and publishers keep cohorts in flight across all partitions, every answer
+// agrees with the oracle: a subscription that was live for the whole of a
+// publish (its Subscribe answered before the publish began, no Unsubscribe
+// begun before it was answered) is in the answer iff it matches; one that
+// was live for part of it may be in the answer only if it matches; one never
+// live during it never is.
+TEST_P(EngineConcurrencyTest, ChangesWithCohortsInFlightMatchTheOracle) {
+  using Clock = std::chrono::steady_clock;
+  EngineOptions options;
+  options.partitions = GetParam().partitions;
+  options.cohort_max = GetParam().cohort_max;
+  options.index_layout = *ParseIndexLayout(GetParam().layout);
+  options.threads = 2;
+  Harness h(GetParam().mode, options);
+  constexpr int kAttributes = 4;
+  constexpr int kDomain = 3;
+  Rng setup(11);
+  std::map<uint64_t, v1::SubscriptionSpec> stable;
+  {
+    v1::SubscribeRequest request;
+    for (int i = 0; i < 200; ++i) {
+      *request.add_subscriptions() =
+          testing::RandomSpec(setup, "stable", kAttributes, kDomain);
+    }
+    auto ids = h.Subscribe(request);
+    ASSERT_TRUE(ids.ok()) << ids.status();
+    for (int i = 0; i < 200; ++i) stable[(*ids)[i]] = request.subscriptions(i);
+  }
+  // A churned subscription's life: Subscribe called and answered;
+  // Unsubscribe called and answered (never, if max).
+  struct Life {
+    v1::SubscriptionSpec spec;
+    Clock::time_point called, answered;
+    Clock::time_point removing = Clock::time_point::max();
+    Clock::time_point removed = Clock::time_point::max();
+  };
+  struct Published {
+    v1::PublishRequest request;
+    v1::PublishResponse response;
+    Clock::time_point begun, answered;
+  };
+  constexpr int kChurners = 2;
+  constexpr int kPublishers = 2;
+  constexpr int kRounds = 60;
+  std::vector<std::map<uint64_t, Life>> lives(kChurners);
+  std::vector<std::vector<Published>> published(kPublishers);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kChurners; ++t) {
+    threads.emplace_back([&, t] {
+      Rng rng(100 + t);
+      std::vector<uint64_t> mine;
+      for (int round = 0; round < kRounds; ++round) {
+        v1::SubscribeRequest request;
+        for (int i = 0, n = 1 + rng() % 8; i < n; ++i) {
+          *request.add_subscriptions() = testing::RandomSpec(
+              rng, absl::StrCat("c", t), kAttributes, kDomain);
+        }
+        const Clock::time_point called = Clock::now();
+        auto ids = h.Subscribe(request);
+        const Clock::time_point answered = Clock::now();
+        ASSERT_TRUE(ids.ok()) << ids.status();
+        for (size_t i = 0; i < ids->size(); ++i) {
+          lives[t][(*ids)[i]] =
+              Life{request.subscriptions(static_cast<int>(i)), called,
+                   answered};
+          mine.push_back((*ids)[i]);
+        }
+        std::vector<uint64_t> doomed;
+        for (size_t i = 0; i < mine.size();) {
+          if (rng() % 3 == 0) {
+            doomed.push_back(mine[i]);
+            mine[i] = mine.back();
+            mine.pop_back();
+          } else {
+            ++i;
+          }
+        }
+        const Clock::time_point removing = Clock::now();
+        ASSERT_TRUE(h.Unsubscribe(doomed).ok());
+        const Clock::time_point removed = Clock::now();
+        for (uint64_t id : doomed) {
+          lives[t][id].removing = removing;
+          lives[t][id].removed = removed;
+        }
+      }
+    });
+  }
+  for (int t = 0; t < kPublishers; ++t) {
+    threads.emplace_back([&, t] {
+      Rng rng(200 + t);
+      for (int round = 0; round < kRounds; ++round) {
+        Published p;
+        p.request.set_return_ids(true);
+        for (int i = 0, n = 1 + rng() % 40; i < n; ++i) {
+          *p.request.add_events() =
+              testing::RandomEvent(rng, kAttributes, kDomain, "e");
+        }
+        p.begun = Clock::now();
+        ASSERT_TRUE(h.Publish(p.request, &p.response).ok());
+        p.answered = Clock::now();
+        published[t].push_back(std::move(p));
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+
+  uint64_t checked = 0, churned_seen = 0;
+  for (const auto& mine : published) {
+    for (const Published& p : mine) {
+      ASSERT_EQ(p.response.results_size(), p.request.events_size());
+      for (int i = 0; i < p.request.events_size(); ++i) {
+        const v1::Event& event = p.request.events(i);
+        const auto& ids = p.response.results(i).subscription_ids();
+        const std::set<uint64_t> got(ids.begin(), ids.end());
+        ASSERT_EQ(got.size(), static_cast<size_t>(ids.size()));
+        for (const auto& [id, spec] : stable) {
+          EXPECT_EQ(got.count(id), testing::Matches(spec, event) ? 1u : 0u)
+              << "stable " << id << " " << event.DebugString();
+        }
+        std::set<uint64_t> allowed;
+        for (const auto& churner : lives) {
+          for (const auto& [id, life] : churner) {
+            const bool whole =
+                life.answered < p.begun && life.removing > p.answered;
+            const bool part =
+                life.called < p.answered && life.removed > p.begun;
+            const bool matches = testing::Matches(life.spec, event);
+            if (whole && matches) {
+              EXPECT_EQ(got.count(id), 1u)
+                  << "live throughout, matching, missing: " << id;
+            }
+            if (part && matches) allowed.insert(id);
+          }
+        }
+        for (uint64_t id : got) {
+          if (stable.count(id) > 0) continue;
+          EXPECT_EQ(allowed.count(id), 1u)
+              << "answered with " << id
+              << ", which was not live or does not match";
+          ++churned_seen;
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000u);
+  EXPECT_GT(churned_seen, 100u) << "the churn never met a publish";
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, EngineConcurrencyTest,
+                         ::testing::Values(Config{"staged", 3, 64},
+                                           Config{"staged", 4, 0},
+                                           Config{"staged", 2, 1},
+                                           Config{"staged", 3, 64,
+                                                  "sharded_phase1"},
+                                           Config{"threaded", 0, 0}),
+                         ConfigName);
 
 class EngineOrderingTest : public ::testing::TestWithParam<Config> {};
 
@@ -631,7 +814,7 @@ TEST_P(EngineOrderingTest, ChangesAreVisibleToEventsPublishedAfterThem) {
   EngineOptions options;
   options.partitions = GetParam().partitions;
   options.cohort_max = GetParam().cohort_max;
-  if (GetParam().replicated) options.index_layout = IndexLayout::kReplicated;
+  options.index_layout = *ParseIndexLayout(GetParam().layout);
   options.cohort_wait_us = 100;
   options.threads = 2;
   Harness h(GetParam().mode, options);
@@ -675,7 +858,10 @@ INSTANTIATE_TEST_SUITE_P(Modes, EngineOrderingTest,
                          ::testing::Values(Config{"staged", 1, 64},
                                            Config{"staged", 3, 64},
                                            Config{"staged", 2, 1},
-                                           Config{"staged", 3, 64, true},
+                                           Config{"staged", 3, 64,
+                                                  "sharded_phase1"},
+                                           Config{"staged", 3, 64,
+                                                  "replicated"},
                                            Config{"threaded", 0, 0}),
                          ConfigName);
 

@@ -23,10 +23,19 @@ struct ShardedEngine::UpdateJob {
   StatusCallback unsubscribed;
 };
 
+namespace {
+
+// Index shards: P for sharded_phase1, one (replicated on every partition)
+// for replicated.
+uint32_t ShardCount(const EngineOptions& options) {
+  return options.index_layout == IndexLayout::kReplicated ? 1
+                                                          : options.partitions;
+}
+
+}  // namespace
+
 ShardedEngine::ShardedEngine(const EngineOptions& options)
-    : Engine(options, options.index_layout == IndexLayout::kReplicated
-                          ? 1
-                          : options.partitions),
+    : Engine(options, ShardCount(options), ShardCount(options)),
       reply_(options.queue_limit,
              [this](PublishJob* job, size_t event, StageProfile* profile) {
                FinishEvent(job, event, profile);
@@ -45,7 +54,7 @@ ShardedEngine::~ShardedEngine() { Shutdown(); }
 
 void ShardedEngine::Dispatch(PublishJob* job) {
   const int64_t now = MonotonicNanos();
-  if (options_.index_layout == IndexLayout::kPartitioned) {
+  if (options_.index_layout == IndexLayout::kShardedPhase1) {
     for (auto& partition : partitions_list_) {
       partition->queue().PushEvents(job, now);
     }

@@ -26,13 +26,16 @@ struct Config {
   std::string mode;  // "staged" or "threaded"
   uint32_t partitions;
   uint32_t cohort_max;
-  bool replicated = false;  // staged: IndexLayout::kReplicated
+  // staged: --index ("partitioned", "sharded_phase1" or "replicated")
+  std::string layout = "partitioned";
 };
 
 inline std::string ConfigName(const ::testing::TestParamInfo<Config>& info) {
   return absl::StrCat(info.param.mode, "_p", info.param.partitions, "_c",
                       info.param.cohort_max,
-                      info.param.replicated ? "_replicated" : "");
+                      info.param.mode == "staged"
+                          ? absl::StrCat("_", info.param.layout)
+                          : "");
 }
 
 // Values from a small domain, so that predicates are often satisfied, plus

@@ -9,7 +9,7 @@ namespace cohort {
 namespace service {
 
 ThreadedEngine::ThreadedEngine(const EngineOptions& options)
-    : Engine(options, /*shards=*/1),
+    : Engine(options, /*id_shards=*/1, /*partials=*/1),
       workers_profile_("worker", "worker", std::nullopt, options.queue_limit) {
   for (uint32_t i = 0; i < options.threads; ++i) {
     workers_.emplace_back([this] { RunWorker(); });

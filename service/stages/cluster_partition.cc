@@ -1,0 +1,66 @@
+#include "service/stages/cluster_partition.h"
+
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace cohort {
+namespace service {
+
+ClusterPartition::ClusterPartition(uint32_t partition, uint64_t queue_limit,
+                                   matcher::PartitionedIndex* index,
+                                   const SubscriptionDirectory* directory,
+                                   const ListenerRegistry* listeners,
+                                   const std::vector<uint32_t>* subscriber_of,
+                                   ReadyFn ready)
+    : partition_(partition),
+      index_(index),
+      directory_(directory),
+      listeners_(listeners),
+      subscriber_of_(subscriber_of),
+      ready_(std::move(ready)),
+      profile_(absl::StrCat("partition/", partition), "partition", partition,
+               queue_limit) {}
+
+void ClusterPartition::Match(const CohortPipeline::Work& work,
+                             const PredicateStage::Cohort& cohort) {
+  const int64_t start = MonotonicNanos();
+  const size_t n = cohort.events.size();
+  if (matches_.size() < n) matches_.resize(n);
+  for (size_t i = 0; i < n; ++i) matches_[i].clear();
+  matcher::IndexCounters counters;
+  index_->MatchPartition(partition_, cohort.masks, matches_.data(), &counters);
+  for (size_t i = 0; i < n; ++i) {
+    const QueuedEvent& e = cohort.events[i];
+    // Matcher ids are global ids - 1: the directory's single id shard.
+    FillPartial(*directory_, *listeners_, /*partition=*/0,
+                e.job->request->return_ids(), *subscriber_of_, &matches_[i],
+                &e.job->state[e.event].partials[partition_]);
+  }
+  // Everything is recorded before the events are handed on, so a GetStats
+  // that follows a reply includes this cohort.
+  profile_.AddEvents(n);
+  profile_.AddMatches(counters.matches);
+  waits_.assign(n, start - work.ready_ns);
+  profile_.RecordWaits(waits_);
+  profile_.RecordBatch(work.queue_length, n, MonotonicNanos() - start);
+  for (const QueuedEvent& e : cohort.events) {
+    if (e.job->state[e.event].pending.fetch_sub(
+            1, std::memory_order_acq_rel) == 1) {
+      ready_(e.job, e.event);
+    }
+  }
+}
+
+void ClusterPartition::Apply(
+    absl::Span<const matcher::PartitionedIndex::PendingRow> rows,
+    absl::Span<const uint32_t> removes,
+    matcher::PartitionedIndex::RemovedRows* removed) {
+  for (const auto& row : rows) index_->ApplyRow(row);
+  for (uint32_t id : removes) index_->RemoveRow(partition_, id, removed);
+  profile_.AddUpdates(rows.size() + removes.size());
+}
+
+}  // namespace service
+}  // namespace cohort

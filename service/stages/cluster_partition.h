@@ -1,0 +1,87 @@
+// A partition stage of the partitioned layout (DESIGN.md section 4): phase
+// 2 of every cohort over the clusters this partition owns (partition p of
+// matcher::PartitionedIndex), and its part of each subscription change.
+//
+// Match reads the cohort's masks (the predicate stage computed them once
+// for the whole server), checks the cluster lists the cohort's access
+// predicates lead to in this partition, writes each event's partial result
+// (PublishJob::partials[p]) and hands every event whose partials are all
+// written to the reply stage. Apply adds this partition's rows of a planned
+// Subscribe, or takes out the rows of an Unsubscribe, on this partition's
+// thread, so the clusters' memory comes from that thread's NUMA node.
+//
+// Its profile row ("partition/<p>"): queue length is the events of cohorts
+// whose phase 1 is done and that this partition has yet to match, wait is
+// from the end of a cohort's phase 1 to the start of its match here, a
+// batch is a cohort.
+//
+// Thread safety: Match and Apply run on the partition's own thread only
+// (the engine's thread p). Match only reads the index (const), so the P
+// partitions match at once; Apply writes partition p's clusters, at once
+// with the other partitions' Apply and nothing else (the pipeline's update
+// steps).
+#ifndef COHORT_SERVICE_STAGES_CLUSTER_PARTITION_H_
+#define COHORT_SERVICE_STAGES_CLUSTER_PARTITION_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "matcher/partitioned_index.h"
+#include "matcher/types.h"
+#include "service/observability/stage_profile.h"
+#include "service/stages/cohort_pipeline.h"
+#include "service/stages/engine.h"
+#include "service/stages/listeners.h"
+#include "service/stages/predicate_stage.h"
+#include "service/stages/subscription_directory.h"
+
+namespace cohort {
+namespace service {
+
+class ClusterPartition {
+ public:
+  // Hands an event whose partials are all written to the reply stage.
+  using ReadyFn = std::function<void(PublishJob* job, uint32_t event)>;
+
+  // Nothing here is owned. `subscriber_of` maps a matcher id (global id -
+  // 1) to its subscriber; the engine writes it only while no cohort is in
+  // flight.
+  ClusterPartition(uint32_t partition, uint64_t queue_limit,
+                   matcher::PartitionedIndex* index,
+                   const SubscriptionDirectory* directory,
+                   const ListenerRegistry* listeners,
+                   const std::vector<uint32_t>* subscriber_of, ReadyFn ready);
+  ClusterPartition(const ClusterPartition&) = delete;
+  ClusterPartition& operator=(const ClusterPartition&) = delete;
+
+  // The pipeline's kMatch for `cohort`.
+  void Match(const CohortPipeline::Work& work,
+             const PredicateStage::Cohort& cohort);
+  // The pipeline's kApplyUpdate: adds `rows` (planned for this partition)
+  // and removes the rows of `removes`, appending them to *removed.
+  void Apply(absl::Span<const matcher::PartitionedIndex::PendingRow> rows,
+             absl::Span<const uint32_t> removes,
+             matcher::PartitionedIndex::RemovedRows* removed);
+
+  StageProfile& profile() { return profile_; }
+  const StageProfile& profile() const { return profile_; }
+
+ private:
+  const uint32_t partition_;
+  matcher::PartitionedIndex* const index_;
+  const SubscriptionDirectory* const directory_;
+  const ListenerRegistry* const listeners_;
+  const std::vector<uint32_t>* const subscriber_of_;
+  const ReadyFn ready_;
+  StageProfile profile_;
+  // Owned by the partition's thread.
+  std::vector<std::vector<matcher::SubscriptionId>> matches_;
+  std::vector<int64_t> waits_;
+};
+
+}  // namespace service
+}  // namespace cohort
+
+#endif  // COHORT_SERVICE_STAGES_CLUSTER_PARTITION_H_

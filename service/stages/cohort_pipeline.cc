@@ -1,0 +1,244 @@
+#include "service/stages/cohort_pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "service/observability/stage_profile.h"
+
+namespace cohort {
+namespace service {
+
+CohortPipeline::CohortPipeline(uint32_t partitions, uint32_t cohort_max,
+                               int64_t cohort_wait_ns)
+    : partitions_(partitions),
+      cohort_max_(cohort_max),
+      cohort_wait_ns_(cohort_wait_ns),
+      next_match_(partitions, 0),
+      to_apply_(partitions, false) {}
+
+void CohortPipeline::PushEvents(PublishJob* job, int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (uint32_t i = 0; i < job->events.size(); ++i) {
+    items_.push_back(Item{QueuedEvent{job, i, now_ns}, nullptr});
+  }
+  // One waiter is enough: whoever wakes forms the cohort or, if no buffer
+  // is free, leaves it to the thread that frees one.
+  cv_.notify_one();
+}
+
+void CohortPipeline::PushUpdate(UpdateBatch* update, int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  items_.push_back(Item{QueuedEvent{nullptr, 0, now_ns}, update});
+  ++updates_;
+  cv_.notify_all();
+}
+
+void CohortPipeline::Flush() {
+  std::lock_guard<std::mutex> lock(mu_);
+  flushing_ = true;
+  cv_.notify_all();
+}
+
+void CohortPipeline::Close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  flushing_ = true;
+  cv_.notify_all();
+}
+
+size_t CohortPipeline::LeadingEvents() const {
+  if (updates_ == 0) return items_.size();
+  size_t n = 0;
+  while (n < items_.size() && items_[n].update == nullptr) ++n;
+  return n;
+}
+
+bool CohortPipeline::InFlight() const {
+  for (const Slot& s : slots_) {
+    if (s.state != SlotState::kFree) return true;
+  }
+  return false;
+}
+
+void CohortPipeline::PhaseOneDone(Slot& slot) {
+  slot.state = SlotState::kPhase2;
+  slot.ready_ns = MonotonicNanos();
+  cv_.notify_all();
+}
+
+bool CohortPipeline::TakeUpdateWork(uint32_t p, Work* work) {
+  if (update_state_ == UpdateState::kApplying && to_apply_[p]) {
+    to_apply_[p] = false;
+    work->kind = Work::Kind::kApplyUpdate;
+    work->update = update_;
+    return true;
+  }
+  if (update_state_ == UpdateState::kFinishReady) {
+    update_state_ = UpdateState::kFinishing;
+    work->kind = Work::Kind::kFinishUpdate;
+    work->update = update_;
+    return true;
+  }
+  return false;
+}
+
+bool CohortPipeline::TakeCohortWork(uint32_t p, Work* work) {
+  // Oldest cohort first: its tasks and matches finish events soonest.
+  for (uint64_t c = finished_; c < formed_; ++c) {
+    Slot& s = slots_[c % kBuffers];
+    if (s.state == SlotState::kPhase1 && s.next_task < s.tasks) {
+      work->kind = Work::Kind::kTask;
+      work->buffer = static_cast<uint32_t>(c % kBuffers);
+      work->cohort = c;
+      work->task = s.next_task++;
+      return true;
+    }
+    if (s.state != SlotState::kPhase2 || next_match_[p] != c) continue;
+    if (s.events == 0) {  // every event had expired: nothing to match
+      ++next_match_[p];
+      if (++s.matched == partitions_) {
+        s.state = SlotState::kFree;
+        ++finished_;
+        cv_.notify_all();
+      }
+      continue;
+    }
+    work->kind = Work::Kind::kMatch;
+    work->buffer = static_cast<uint32_t>(c % kBuffers);
+    work->cohort = c;
+    work->ready_ns = s.ready_ns;
+    work->queue_length = 0;
+    for (uint64_t d = c; d < formed_; ++d) {
+      const Slot& ready = slots_[d % kBuffers];
+      if (ready.state == SlotState::kPhase2) work->queue_length += ready.events;
+    }
+    return true;
+  }
+  return false;
+}
+
+bool CohortPipeline::TakeForm(Work* work, int64_t* deadline_ns) {
+  *deadline_ns = 0;
+  if (update_state_ != UpdateState::kNone) return false;
+  Slot& s = slots_[formed_ % kBuffers];
+  if (s.state != SlotState::kFree) return false;
+  const size_t ready = LeadingEvents();
+  if (ready == 0) return false;
+  const int64_t deadline = items_.front().event.enqueue_ns + cohort_wait_ns_;
+  // A change queued behind the events (ready < items_.size()) waits for
+  // them, so they go now.
+  if (ready < cohort_max_ && ready == items_.size() && !flushing_ &&
+      MonotonicNanos() < deadline) {
+    *deadline_ns = deadline;
+    return false;
+  }
+  const size_t take = std::min<size_t>(ready, cohort_max_);
+  work->kind = Work::Kind::kForm;
+  work->buffer = static_cast<uint32_t>(formed_ % kBuffers);
+  work->cohort = formed_;
+  work->queue_length = items_.size() - updates_;
+  work->events.clear();
+  for (size_t i = 0; i < take; ++i) {
+    work->events.push_back(items_.front().event);
+    items_.pop_front();
+  }
+  s = Slot{};
+  s.state = SlotState::kForming;
+  s.cohort = formed_++;
+  s.events = take;
+  return true;
+}
+
+bool CohortPipeline::TakePlan(Work* work) {
+  if (update_state_ != UpdateState::kNone || items_.empty() ||
+      items_.front().update == nullptr || InFlight()) {
+    return false;
+  }
+  update_ = items_.front().update;
+  items_.pop_front();
+  --updates_;
+  update_state_ = UpdateState::kPlanning;
+  work->kind = Work::Kind::kPlanUpdate;
+  work->update = update_;
+  return true;
+}
+
+bool CohortPipeline::Next(uint32_t p, Work* work) {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (TakeUpdateWork(p, work) || TakeCohortWork(p, work)) return true;
+    int64_t deadline = 0;
+    if (TakeForm(work, &deadline) || TakePlan(work)) return true;
+    if (closed_ && items_.empty() && !InFlight() &&
+        update_state_ == UpdateState::kNone) {
+      return false;
+    }
+    if (deadline > 0) {
+      cv_.wait_until(lock, std::chrono::steady_clock::time_point(
+                               std::chrono::nanoseconds(deadline)));
+    } else {
+      cv_.wait(lock);
+    }
+  }
+}
+
+bool CohortPipeline::Formed(uint32_t buffer, size_t tasks, size_t events) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Slot& s = slots_[buffer];
+  s.events = events;
+  s.tasks = events == 0 ? 0 : tasks;
+  if (s.tasks == 0) {
+    PhaseOneDone(s);
+    return true;
+  }
+  s.state = SlotState::kPhase1;
+  cv_.notify_all();
+  return false;
+}
+
+bool CohortPipeline::TaskDone(uint32_t buffer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Slot& s = slots_[buffer];
+  if (++s.tasks_done < s.tasks) return false;
+  PhaseOneDone(s);
+  return true;
+}
+
+void CohortPipeline::MatchDone(uint32_t buffer, uint32_t p) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Slot& s = slots_[buffer];
+  ++next_match_[p];
+  if (++s.matched == partitions_) {
+    s.state = SlotState::kFree;
+    ++finished_;
+    cv_.notify_all();
+  }
+}
+
+void CohortPipeline::UpdatePlanned(const std::vector<bool>& involved) {
+  std::lock_guard<std::mutex> lock(mu_);
+  to_apply_ = involved;
+  applying_ = static_cast<uint32_t>(
+      std::count(involved.begin(), involved.end(), true));
+  update_state_ = applying_ > 0 ? UpdateState::kApplying
+                                : UpdateState::kFinishReady;
+  cv_.notify_all();
+}
+
+void CohortPipeline::UpdateApplied(uint32_t /*p*/) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (--applying_ == 0) {
+    update_state_ = UpdateState::kFinishReady;
+    cv_.notify_all();
+  }
+}
+
+void CohortPipeline::UpdateFinished() {
+  std::lock_guard<std::mutex> lock(mu_);
+  update_state_ = UpdateState::kNone;
+  update_ = nullptr;
+  cv_.notify_all();
+}
+
+}  // namespace service
+}  // namespace cohort

@@ -1,0 +1,190 @@
+// The schedule of the partitioned layout's stages (DESIGN.md section 4):
+// what each of the P partition threads does next.
+//
+//   front dispatch --> predicate stage ----------> partition 0..P-1 --> reply
+//   one queue of       phase 1 of a cohort, cut     phase 2 over its own
+//   events and         into tasks that any idle     clusters, reading the
+//   changes            partition thread takes       cohort's masks
+//
+// The front stage pushes every admitted event, and every subscription
+// change, onto one queue, in arrival order (PushEvents, PushUpdate). A
+// cohort is formed once for the whole server: when a mask buffer is free
+// and the events at the head of the queue trip an activation threshold —
+// `cohort_max` of them, the oldest `cohort_wait_ns` old, a change queued
+// behind them, or a flush — one partition thread takes up to cohort_max of
+// them (kForm) and starts its phase 1 (PredicateTable::BeginCohort), which
+// lists the cohort's tasks. Any partition thread then takes tasks (kTask);
+// once all have run, every partition matches the cohort against its own
+// clusters (kMatch), in cohort order. A buffer is free again once every
+// partition has matched its cohort. With kBuffers buffers, phase 1 of the
+// next cohort runs while partitions still match the previous one, and a
+// partition that finishes early spends its time on the next cohort's tasks:
+// the predicate stage's work goes to whichever cores are idle.
+//
+// A subscription change waits at the head of the queue until no cohort is
+// in flight, then is applied in three steps: one thread plans it against
+// the shared predicate table (kPlanUpdate), each partition involved applies
+// its rows (kApplyUpdate, at once on their threads), and one thread
+// finishes it (kFinishUpdate: releases predicates, answers). No cohort
+// forms meanwhile, so predicate ids are stable while a cohort is in flight,
+// and a publish admitted after a change was answered is matched against it.
+//
+// The pipeline only schedules: the engine does the work and reports it
+// (Formed, TaskDone, MatchDone, UpdatePlanned, UpdateApplied,
+// UpdateFinished).
+//
+// Thread safety: every method may be called from any thread; one mutex
+// guards all state (held for a few hundred nanoseconds per call: tasks are
+// tens of microseconds). Next blocks. A buffer's contents belong to the
+// thread given kForm until it calls Formed, then are read-only for every
+// thread until the buffer's last MatchDone; the mutex orders those
+// hand-offs.
+// Invariants: cohorts are numbered in formation order; cohort s uses buffer
+// s % kBuffers; each partition matches cohorts in that order; a change is
+// planned only when no buffer is in use, and no cohort forms until it is
+// finished.
+#ifndef COHORT_SERVICE_STAGES_COHORT_PIPELINE_H_
+#define COHORT_SERVICE_STAGES_COHORT_PIPELINE_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/types/span.h"
+#include "service/stages/engine.h"
+
+namespace cohort {
+namespace service {
+
+// One published event waiting in the front dispatch's queue.
+struct QueuedEvent {
+  PublishJob* job;
+  uint32_t event;
+  int64_t enqueue_ns;
+};
+
+class CohortPipeline {
+ public:
+  // Cohorts in flight at once: one in phase 1 while another is in phase 2.
+  // Each holds a mask buffer (a word per predicate, 2.5 MB on fabret-1m),
+  // so more cost memory; two already let an early partition start the next
+  // cohort's phase 1.
+  static constexpr uint32_t kBuffers = 2;
+
+  struct Work {
+    enum class Kind {
+      kForm,          // form a cohort of `events` in `buffer`
+      kTask,          // run phase-1 task `task` of `buffer`'s cohort
+      kMatch,         // phase 2 of this partition for `buffer`'s cohort
+      kPlanUpdate,    // plan `update` (exclusive)
+      kApplyUpdate,   // apply this partition's part of the planned update
+      kFinishUpdate,  // finish the update (exclusive)
+    };
+    Kind kind = Kind::kForm;
+    uint32_t buffer = 0;
+    uint64_t cohort = 0;  // kForm, kTask, kMatch: its number, from 0
+    size_t task = 0;
+    std::vector<QueuedEvent> events;  // kForm
+    // kForm: events queued when the cohort was taken (these included).
+    // kMatch: events in cohorts ready for this partition (this one
+    // included).
+    size_t queue_length = 0;
+    int64_t ready_ns = 0;  // kMatch: when the cohort's phase 1 finished
+    UpdateBatch* update = nullptr;  // kPlanUpdate
+  };
+
+  // REQUIRES: partitions >= 1; 1 <= cohort_max <= 64.
+  CohortPipeline(uint32_t partitions, uint32_t cohort_max,
+                 int64_t cohort_wait_ns);
+  CohortPipeline(const CohortPipeline&) = delete;
+  CohortPipeline& operator=(const CohortPipeline&) = delete;
+
+  // The front dispatch: queues every event of `job`, or a change.
+  void PushEvents(PublishJob* job, int64_t now_ns);
+  void PushUpdate(UpdateBatch* update, int64_t now_ns);
+  // From now on cohorts form as soon as events are queued (shutdown).
+  void Flush();
+  // After Close, Next returns false once everything queued is done.
+  // Implies Flush.
+  void Close();
+
+  // Blocks until partition `p` has work and describes it in *work; false
+  // when closed and drained.
+  bool Next(uint32_t p, Work* work);
+
+  // The cohort of kForm `buffer` has `tasks` phase-1 tasks left for others
+  // to take (0: its phase 1 is done) and `events` events (0: every event had
+  // expired, and the buffer is free again). Returns true if its phase 1 is
+  // done now.
+  bool Formed(uint32_t buffer, size_t tasks, size_t events);
+  // A task of `buffer` ran. Returns true if it was the cohort's last.
+  bool TaskDone(uint32_t buffer);
+  // Partition p matched `buffer`'s cohort.
+  void MatchDone(uint32_t buffer, uint32_t p);
+  // The update is planned; `involved[p]` says whether partition p has a
+  // part to apply.
+  void UpdatePlanned(const std::vector<bool>& involved);
+  void UpdateApplied(uint32_t p);
+  void UpdateFinished();
+
+ private:
+  struct Item {
+    QueuedEvent event;                // when update == nullptr
+    UpdateBatch* update = nullptr;
+  };
+  enum class SlotState { kFree, kForming, kPhase1, kPhase2 };
+  struct Slot {
+    SlotState state = SlotState::kFree;
+    uint64_t cohort = 0;
+    size_t events = 0;
+    size_t tasks = 0;
+    size_t next_task = 0;
+    size_t tasks_done = 0;
+    uint32_t matched = 0;
+    int64_t ready_ns = 0;
+  };
+  enum class UpdateState { kNone, kPlanning, kApplying, kFinishReady,
+                           kFinishing };
+
+  // Next's choices, in priority order; each fills *work and returns true if
+  // it applies. REQUIRES: mu_ held.
+  bool TakeUpdateWork(uint32_t p, Work* work)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool TakeCohortWork(uint32_t p, Work* work)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forms a cohort if the activation rule allows; otherwise sets
+  // *deadline_ns to when the oldest event's wait runs out (0: none).
+  bool TakeForm(Work* work, int64_t* deadline_ns)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool TakePlan(Work* work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  size_t LeadingEvents() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool InFlight() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PhaseOneDone(Slot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const uint32_t partitions_;
+  const uint32_t cohort_max_;
+  const int64_t cohort_wait_ns_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> items_ ABSL_GUARDED_BY(mu_);
+  size_t updates_ ABSL_GUARDED_BY(mu_) = 0;  // changes in items_
+  Slot slots_[kBuffers] ABSL_GUARDED_BY(mu_);
+  uint64_t formed_ ABSL_GUARDED_BY(mu_) = 0;    // cohorts formed so far
+  uint64_t finished_ ABSL_GUARDED_BY(mu_) = 0;  // cohorts all matched
+  // The next cohort each partition matches.
+  std::vector<uint64_t> next_match_ ABSL_GUARDED_BY(mu_);
+  UpdateState update_state_ ABSL_GUARDED_BY(mu_) = UpdateState::kNone;
+  UpdateBatch* update_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::vector<bool> to_apply_ ABSL_GUARDED_BY(mu_);  // by partition
+  uint32_t applying_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool flushing_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace service
+}  // namespace cohort
+
+#endif  // COHORT_SERVICE_STAGES_COHORT_PIPELINE_H_

@@ -1,0 +1,308 @@
+// Tests of CohortPipeline, the partitioned layout's schedule, without an
+// index: the activation rule (cohort_max, the wait limit, a change queued
+// behind, flush), and — with P threads doing the work it hands out, also
+// under ThreadSanitizer — its invariants: every event is in exactly one
+// cohort, formed once; every task of a cohort runs exactly once, before any
+// partition matches it; every partition matches every cohort once, in
+// order; at most kBuffers cohorts are in flight; a change is planned only
+// with no cohort in flight, applied by exactly the partitions involved, and
+// no cohort work runs until it is finished; Close drains everything.
+#include "service/stages/cohort_pipeline.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace cohort {
+namespace service {
+namespace {
+
+using Kind = CohortPipeline::Work::Kind;
+constexpr int64_t kForever = int64_t{3600} * 1000 * 1000 * 1000;
+
+// A publish of `n` events (only their count matters to the pipeline).
+std::unique_ptr<PublishJob> Job(size_t n) {
+  auto job = std::make_unique<PublishJob>();
+  job->events.resize(n);
+  return job;
+}
+
+// Next(p) on another thread, so a test can see whether it blocks.
+std::future<CohortPipeline::Work> NextAsync(CohortPipeline& pipeline,
+                                            uint32_t p) {
+  return std::async(std::launch::async, [&pipeline, p] {
+    CohortPipeline::Work work;
+    EXPECT_TRUE(pipeline.Next(p, &work));
+    return work;
+  });
+}
+
+bool Blocks(std::future<CohortPipeline::Work>& f) {
+  return f.wait_for(std::chrono::milliseconds(50)) ==
+         std::future_status::timeout;
+}
+
+TEST(CohortPipeline, FormsOnceCohortMaxEventsWait) {
+  CohortPipeline pipeline(1, 4, kForever);
+  auto job = Job(3);
+  pipeline.PushEvents(job.get(), MonotonicNanos());
+  auto next = NextAsync(pipeline, 0);
+  EXPECT_TRUE(Blocks(next)) << "formed before cohort_max events waited";
+  auto more = Job(2);
+  pipeline.PushEvents(more.get(), MonotonicNanos());
+  CohortPipeline::Work work = next.get();
+  ASSERT_EQ(work.kind, Kind::kForm);
+  ASSERT_EQ(work.events.size(), 4u);
+  EXPECT_EQ(work.queue_length, 5u);
+  EXPECT_EQ(work.events[3].job, more.get());
+  EXPECT_TRUE(pipeline.Formed(work.buffer, 0, 4));
+  ASSERT_TRUE(pipeline.Next(0, &work));
+  EXPECT_EQ(work.kind, Kind::kMatch);
+  pipeline.MatchDone(work.buffer, 0);
+  pipeline.Close();  // the fifth event goes at once now
+  ASSERT_TRUE(pipeline.Next(0, &work));
+  EXPECT_EQ(work.kind, Kind::kForm);
+  EXPECT_EQ(work.events.size(), 1u);
+  pipeline.Formed(work.buffer, 0, 1);
+  ASSERT_TRUE(pipeline.Next(0, &work));
+  pipeline.MatchDone(work.buffer, 0);
+  EXPECT_FALSE(pipeline.Next(0, &work));
+}
+
+TEST(CohortPipeline, FormsWhenTheOldestHasWaited) {
+  constexpr int64_t kWaitNs = 20 * 1000 * 1000;
+  CohortPipeline pipeline(1, 64, kWaitNs);
+  auto job = Job(1);
+  const int64_t pushed = MonotonicNanos();
+  pipeline.PushEvents(job.get(), pushed);
+  CohortPipeline::Work work;
+  ASSERT_TRUE(pipeline.Next(0, &work));
+  EXPECT_EQ(work.kind, Kind::kForm);
+  EXPECT_GE(MonotonicNanos() - pushed, kWaitNs);
+}
+
+TEST(CohortPipeline, WaitZeroRunsWhatIsQueued) {
+  CohortPipeline pipeline(2, 64, 0);
+  auto job = Job(3);
+  pipeline.PushEvents(job.get(), MonotonicNanos());
+  CohortPipeline::Work work;
+  ASSERT_TRUE(pipeline.Next(1, &work));
+  EXPECT_EQ(work.kind, Kind::kForm);
+  EXPECT_EQ(work.events.size(), 3u);
+}
+
+// Events ahead of a change form a cohort at once (the change waits for
+// them); the change is planned only once that cohort is matched everywhere,
+// and events behind it wait until it is finished.
+TEST(CohortPipeline, ChangeWaitsForTheCohortsBeforeIt) {
+  CohortPipeline pipeline(2, 64, kForever);
+  auto before = Job(2), after = Job(1);
+  UpdateBatch update;
+  pipeline.PushEvents(before.get(), MonotonicNanos());
+  pipeline.PushUpdate(&update, MonotonicNanos());
+  pipeline.PushEvents(after.get(), MonotonicNanos());
+  CohortPipeline::Work work;
+  ASSERT_TRUE(pipeline.Next(0, &work));
+  ASSERT_EQ(work.kind, Kind::kForm);
+  EXPECT_EQ(work.events.size(), 2u);
+  const uint32_t buffer = work.buffer;
+  pipeline.Formed(buffer, 0, 2);
+  ASSERT_TRUE(pipeline.Next(0, &work));
+  ASSERT_EQ(work.kind, Kind::kMatch);
+  pipeline.MatchDone(buffer, 0);
+  auto planner = NextAsync(pipeline, 0);
+  EXPECT_TRUE(Blocks(planner)) << "planned with partition 1 still matching";
+  ASSERT_TRUE(pipeline.Next(1, &work));
+  ASSERT_EQ(work.kind, Kind::kMatch);
+  pipeline.MatchDone(buffer, 1);
+  work = planner.get();
+  ASSERT_EQ(work.kind, Kind::kPlanUpdate);
+  EXPECT_EQ(work.update, &update);
+  auto other = NextAsync(pipeline, 1);
+  EXPECT_TRUE(Blocks(other)) << "work handed out while a change is planned";
+  pipeline.UpdatePlanned({false, true});  // only partition 1 has rows
+  work = other.get();
+  EXPECT_EQ(work.kind, Kind::kApplyUpdate);
+  auto finisher = NextAsync(pipeline, 0);
+  EXPECT_TRUE(Blocks(finisher)) << "finished before partition 1 applied";
+  pipeline.UpdateApplied(1);
+  work = finisher.get();
+  EXPECT_EQ(work.kind, Kind::kFinishUpdate);
+  pipeline.UpdateFinished();
+  pipeline.Flush();
+  ASSERT_TRUE(pipeline.Next(1, &work));
+  EXPECT_EQ(work.kind, Kind::kForm);
+  ASSERT_EQ(work.events.size(), 1u);
+  EXPECT_EQ(work.events[0].job, after.get());
+}
+
+// A cohort whose events all expired frees its buffer without a match.
+TEST(CohortPipeline, CohortWithNoLiveEventsNeedsNoMatch) {
+  CohortPipeline pipeline(2, 1, 0);
+  auto job = Job(2);
+  pipeline.PushEvents(job.get(), MonotonicNanos());
+  CohortPipeline::Work work;
+  ASSERT_TRUE(pipeline.Next(0, &work));
+  ASSERT_EQ(work.kind, Kind::kForm);
+  pipeline.Formed(work.buffer, 5, 0);
+  ASSERT_TRUE(pipeline.Next(1, &work));
+  ASSERT_EQ(work.kind, Kind::kForm) << "the empty cohort was handed out";
+  pipeline.Formed(work.buffer, 0, 1);
+  for (uint32_t p : {0u, 1u}) {
+    ASSERT_TRUE(pipeline.Next(p, &work));
+    EXPECT_EQ(work.kind, Kind::kMatch);
+    pipeline.MatchDone(work.buffer, p);
+  }
+  pipeline.Close();
+  EXPECT_FALSE(pipeline.Next(0, &work));
+}
+
+// The invariants with P threads working, publishers pushing and a changer
+// queueing changes (see the file comment).
+TEST(CohortPipeline, ThreadsDoEveryPieceOnceInOrder) {
+  constexpr uint32_t kP = 3;
+  constexpr int kJobs = 300;
+  constexpr int kChanges = 20;
+  CohortPipeline pipeline(kP, 16, 50 * 1000);
+  std::vector<std::unique_ptr<PublishJob>> jobs;
+  for (int j = 0; j < kJobs; ++j) jobs.push_back(Job(1 + j % 7));
+  std::vector<UpdateBatch> changes(kChanges);
+
+  std::mutex mu;  // guards the bookkeeping below
+  uint64_t formed = 0;
+  std::vector<uint64_t> cohort_of_buffer(CohortPipeline::kBuffers);
+  std::vector<size_t> tasks_of_buffer(CohortPipeline::kBuffers);
+  std::vector<std::vector<int>> task_runs(CohortPipeline::kBuffers);
+  std::vector<int> in_flight_peak(1, 0);
+  int in_flight = 0;
+  std::vector<std::vector<uint64_t>> matched(kP);
+  std::map<uint64_t, uint32_t> matches_of;  // cohort -> partitions done
+  std::map<const PublishJob*, std::vector<int>> seen;  // event -> times
+  int cohort_work = 0;  // cohort pieces running now
+  bool changing = false;
+  int planned = 0, applied = 0, finished = 0;
+
+  auto worker = [&](uint32_t p) {
+    CohortPipeline::Work work;
+    std::vector<bool> involved(kP);
+    while (pipeline.Next(p, &work)) {
+      std::unique_lock<std::mutex> lock(mu);
+      const bool cohort_piece = work.kind == Kind::kForm ||
+                                work.kind == Kind::kTask ||
+                                work.kind == Kind::kMatch;
+      if (cohort_piece) {
+        EXPECT_FALSE(changing) << "cohort work during a change";
+        ++cohort_work;
+      }
+      switch (work.kind) {
+        case Kind::kForm: {
+          const uint64_t cohort = work.cohort;
+          ++formed;
+          cohort_of_buffer[work.buffer] = cohort;
+          EXPECT_EQ(work.buffer, cohort % CohortPipeline::kBuffers);
+          in_flight_peak[0] = std::max(in_flight_peak[0], ++in_flight);
+          EXPECT_LE(work.events.size(), 16u);
+          for (const QueuedEvent& e : work.events) {
+            auto& times = seen[e.job];
+            times.resize(e.job->events.size());
+            ++times[e.event];
+          }
+          const size_t tasks = cohort % 4;  // some cohorts need none
+          tasks_of_buffer[work.buffer] = tasks;
+          task_runs[work.buffer].assign(tasks, 0);
+          --cohort_work;
+          lock.unlock();
+          pipeline.Formed(work.buffer, tasks, work.events.size());
+          continue;
+        }
+        case Kind::kTask:
+          ++task_runs[work.buffer][work.task];
+          break;
+        case Kind::kMatch: {
+          for (int runs : task_runs[work.buffer]) {
+            EXPECT_EQ(runs, 1) << "matched before every task ran once";
+          }
+          const uint64_t cohort = work.cohort;
+          EXPECT_EQ(cohort_of_buffer[work.buffer], cohort);
+          EXPECT_EQ(matched[p].size(), cohort) << "partition " << p
+                                               << " skipped or repeated";
+          matched[p].push_back(cohort);
+          if (++matches_of[cohort] == kP) --in_flight;
+          break;
+        }
+        case Kind::kPlanUpdate:
+          EXPECT_EQ(cohort_work, 0);
+          EXPECT_EQ(in_flight, 0) << "planned with a cohort in flight";
+          changing = true;
+          ++planned;
+          for (uint32_t q = 0; q < kP; ++q) involved[q] = (planned + q) % 2;
+          lock.unlock();
+          pipeline.UpdatePlanned(involved);
+          continue;
+        case Kind::kApplyUpdate:
+          EXPECT_TRUE(changing);
+          ++applied;
+          lock.unlock();
+          pipeline.UpdateApplied(p);
+          continue;
+        case Kind::kFinishUpdate:
+          changing = false;
+          ++finished;
+          lock.unlock();
+          pipeline.UpdateFinished();
+          continue;
+      }
+      --cohort_work;
+      lock.unlock();
+      if (work.kind == Kind::kTask) {
+        pipeline.TaskDone(work.buffer);
+      } else {
+        pipeline.MatchDone(work.buffer, p);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (uint32_t p = 0; p < kP; ++p) threads.emplace_back(worker, p);
+  std::thread changer([&] {
+    for (UpdateBatch& change : changes) {
+      pipeline.PushUpdate(&change, MonotonicNanos());
+      std::this_thread::sleep_for(std::chrono::microseconds(300));
+    }
+  });
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    pipeline.PushEvents(jobs[j].get(), MonotonicNanos());
+    if (j % 5 == 0) std::this_thread::yield();
+  }
+  changer.join();
+  pipeline.Close();
+  for (std::thread& t : threads) t.join();
+
+  for (const auto& job : jobs) {
+    ASSERT_EQ(seen[job.get()].size(), job->events.size());
+    for (int times : seen[job.get()]) EXPECT_EQ(times, 1);
+  }
+  for (uint32_t p = 0; p < kP; ++p) {
+    EXPECT_EQ(matched[p].size(), formed) << "partition " << p;
+  }
+  EXPECT_LE(in_flight_peak[0], static_cast<int>(CohortPipeline::kBuffers));
+  EXPECT_EQ(planned, kChanges);
+  EXPECT_EQ(finished, kChanges);
+  int want_applied = 0;
+  for (int n = 1; n <= kChanges; ++n) {
+    for (uint32_t q = 0; q < kP; ++q) want_applied += (n + q) % 2;
+  }
+  EXPECT_EQ(applied, want_applied);
+  EXPECT_GT(formed, 10u);
+}
+
+}  // namespace
+}  // namespace service
+}  // namespace cohort

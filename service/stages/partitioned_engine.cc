@@ -1,0 +1,292 @@
+#include "service/stages/partitioned_engine.h"
+
+#include <algorithm>
+#include <future>
+#include <string>
+#include <utility>
+
+#include "matcher/cohort_masks.h"
+#include "service/stages/placement.h"
+
+namespace cohort {
+namespace service {
+namespace {
+
+// The partitioned layout's cohorts hold at most one mask bit per event.
+uint32_t CohortLimit(uint32_t cohort_max) {
+  constexpr uint32_t kMax = matcher::internal::kMaxCohortChunk;
+  return cohort_max == 0 ? kMax : std::min(cohort_max, kMax);
+}
+
+}  // namespace
+
+// A Subscribe or Unsubscribe in flight: its batch goes through the
+// pipeline; the thread that finishes it answers and deletes it.
+struct PartitionedEngine::Change {
+  std::vector<SubscriptionInput> inputs;  // Subscribe only
+  std::vector<uint64_t> ids;              // assigned or removed, input order
+  UpdateBatch batch;
+  SubscribeCallback subscribed;  // exactly one of these two is set
+  StatusCallback unsubscribed;
+};
+
+PartitionedEngine::PartitionedEngine(const EngineOptions& options)
+    : Engine(options, /*id_shards=*/1, /*partials=*/options.partitions),
+      index_(options.partitions),
+      pipeline_(options.partitions, CohortLimit(options.cohort_max),
+                options.cohort_wait_us * 1000),
+      reply_(options.queue_limit,
+             [this](PublishJob* job, size_t event, StageProfile* profile) {
+               FinishEvent(job, event, profile);
+             },
+             &admission_),
+      predicate_(&index_, &pipeline_, options.queue_limit,
+                 [this](PublishJob* job, uint32_t event) {
+                   reply_.Push(job, event);
+                 }) {
+  for (uint32_t p = 0; p < options.partitions; ++p) {
+    partitions_.push_back(std::make_unique<ClusterPartition>(
+        p, options.queue_limit, &index_, &directory_, &listeners_,
+        &subscriber_of_,
+        [this](PublishJob* job, uint32_t event) { reply_.Push(job, event); }));
+  }
+  planned_.rows.resize(options.partitions);
+  planned_.removes.resize(options.partitions);
+  planned_.removed.resize(options.partitions);
+  reply_.Start();
+  // Each thread is pinned and placed before Start returns, so its profile's
+  // cpu and numa_node are set before the server reports them.
+  for (uint32_t p = 0; p < options.partitions; ++p) {
+    std::promise<void> placed;
+    std::future<void> done = placed.get_future();
+    threads_.emplace_back([this, p, &placed] {
+      PlacePartitionThread(p, options_, &partitions_[p]->profile());
+      placed.set_value();
+      Run(p);
+    });
+    done.wait();
+  }
+}
+
+PartitionedEngine::~PartitionedEngine() { Shutdown(); }
+
+void PartitionedEngine::Run(uint32_t p) {
+  CohortPipeline::Work work;
+  while (pipeline_.Next(p, &work)) {
+    switch (work.kind) {
+      case CohortPipeline::Work::Kind::kForm:
+        predicate_.Form(work);
+        break;
+      case CohortPipeline::Work::Kind::kTask:
+        predicate_.RunTask(work);
+        break;
+      case CohortPipeline::Work::Kind::kMatch:
+        partitions_[p]->Match(work, predicate_.cohort(work.buffer));
+        pipeline_.MatchDone(work.buffer, p);
+        break;
+      case CohortPipeline::Work::Kind::kPlanUpdate:
+        Plan(*work.update);
+        break;
+      case CohortPipeline::Work::Kind::kApplyUpdate:
+        partitions_[p]->Apply(planned_.rows[p], planned_.removes[p],
+                              &planned_.removed[p]);
+        pipeline_.UpdateApplied(p);
+        break;
+      case CohortPipeline::Work::Kind::kFinishUpdate:
+        Finish(work.update);
+        break;
+    }
+  }
+}
+
+void PartitionedEngine::Plan(const UpdateBatch& update) {
+  const uint32_t p_count = static_cast<uint32_t>(partitions_.size());
+  for (const UpdateBatch::Add& add : update.adds) {
+    matcher::PartitionedIndex::PendingRow row;
+    absl::Status s = index_.PlanAdd(add.local_id, add.input->predicates, &row);
+    if (!s.ok()) {
+      if (planned_.status.ok()) planned_.status = s;
+      continue;
+    }
+    if (subscriber_of_.size() <= add.local_id) {
+      subscriber_of_.resize(add.local_id + 1);
+    }
+    subscriber_of_[add.local_id] = add.input->subscriber;
+    planned_.rows[row.partition].push_back(std::move(row));
+  }
+  for (uint32_t id : update.removes) {
+    absl::StatusOr<uint32_t> p = index_.PartitionOf(id);
+    if (!p.ok()) {
+      if (planned_.status.ok()) planned_.status = p.status();
+      continue;
+    }
+    planned_.removes[*p].push_back(id);
+  }
+  std::vector<bool> involved(p_count);
+  for (uint32_t p = 0; p < p_count; ++p) {
+    involved[p] = !planned_.rows[p].empty() || !planned_.removes[p].empty();
+  }
+  pipeline_.UpdatePlanned(involved);
+}
+
+void PartitionedEngine::Finish(UpdateBatch* update) {
+  for (matcher::PartitionedIndex::RemovedRows& removed : planned_.removed) {
+    index_.FinishRemove(removed);
+    removed = {};
+  }
+  for (auto& rows : planned_.rows) rows.clear();
+  for (auto& removes : planned_.removes) removes.clear();
+  const absl::Status status = std::exchange(planned_.status, absl::OkStatus());
+  // The change is in the index: cohorts may form again, and every event
+  // queued after it will be matched against it.
+  pipeline_.UpdateFinished();
+  update->done(status);  // may delete the change
+}
+
+void PartitionedEngine::Queue(Change* change) {
+  change->batch.done = [this, change](absl::Status status) {
+    OnApplied(change, status);
+  };
+  pipeline_.PushUpdate(&change->batch, MonotonicNanos());
+}
+
+void PartitionedEngine::OnApplied(Change* change, const absl::Status& status) {
+  if (change->subscribed) {
+    if (status.ok()) {
+      change->subscribed(std::move(change->ids));
+    } else {
+      // Validated input cannot fail to apply; if it does anyway, the ids are
+      // not reported, so they must not stay live.
+      for (uint64_t id : change->ids) directory_.Forget(id);
+      change->subscribed(absl::InternalError(status.ToString()));
+    }
+  } else {
+    change->unsubscribed(status);
+  }
+  delete change;
+}
+
+void PartitionedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,
+                                  SubscribeCallback done) {
+  if (subscriptions.empty()) {
+    done(std::vector<uint64_t>());
+    return;
+  }
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  if (closing_) {
+    done(ShuttingDownError());
+    return;
+  }
+  std::unique_lock<std::mutex> order;
+  absl::StatusOr<uint64_t> first = AssignIds(subscriptions.size(), &order);
+  if (!first.ok()) {
+    done(first.status());
+    return;
+  }
+  auto change = std::make_unique<Change>();
+  change->inputs = std::move(subscriptions);
+  change->subscribed = std::move(done);
+  for (size_t i = 0; i < change->inputs.size(); ++i) {
+    const uint64_t id = *first + i;
+    change->ids.push_back(id);
+    change->batch.adds.push_back(
+        {directory_.Place(id).local_id, &change->inputs[i]});
+  }
+  Change* raw = change.release();
+  JournalSubscribe(*first, raw->inputs, [this, raw](absl::Status s) {
+    if (s.ok()) {
+      Queue(raw);
+      return;
+    }
+    raw->subscribed(s);
+    delete raw;
+  });
+}
+
+void PartitionedEngine::Unsubscribe(std::vector<uint64_t> ids,
+                                    StatusCallback done) {
+  if (ids.empty()) {
+    done(absl::OkStatus());
+    return;
+  }
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  if (closing_) {
+    done(ShuttingDownError());
+    return;
+  }
+  std::unique_lock<std::mutex> order;
+  if (absl::Status status = KillIds(ids, &order); !status.ok()) {
+    done(status);
+    return;
+  }
+  auto change = std::make_unique<Change>();
+  change->unsubscribed = std::move(done);
+  change->ids = std::move(ids);
+  for (uint64_t id : change->ids) {
+    change->batch.removes.push_back(directory_.Place(id).local_id);
+  }
+  Change* raw = change.release();
+  JournalUnsubscribe(raw->ids, [this, raw](absl::Status s) {
+    if (s.ok()) {
+      Queue(raw);
+      return;
+    }
+    raw->unsubscribed(s);
+    delete raw;
+  });
+}
+
+absl::Status PartitionedEngine::Restore(const StoreState& state) {
+  auto change = std::make_unique<Change>();
+  change->ids.reserve(state.live.size());
+  change->inputs.reserve(state.live.size());
+  for (const auto& [id, input] : state.live) {
+    change->ids.push_back(id);
+    change->inputs.push_back(input);
+  }
+  if (absl::Status s = directory_.Restore(state.next_id, change->ids);
+      !s.ok()) {
+    return s;
+  }
+  if (change->ids.empty()) return absl::OkStatus();
+  for (size_t i = 0; i < change->ids.size(); ++i) {
+    change->batch.adds.push_back(
+        {directory_.Place(change->ids[i]).local_id, &change->inputs[i]});
+  }
+  std::promise<absl::Status> applied;
+  change->subscribed = [&applied](absl::StatusOr<std::vector<uint64_t>> ids) {
+    applied.set_value(ids.status());
+  };
+  Queue(change.release());
+  return applied.get_future().get();
+}
+
+void PartitionedEngine::Dispatch(PublishJob* job) {
+  pipeline_.PushEvents(job, MonotonicNanos());
+}
+
+void PartitionedEngine::Flush() { pipeline_.Flush(); }
+
+void PartitionedEngine::StopStages() {
+  if (stopped_) return;
+  stopped_ = true;
+  // The partition threads finish everything queued first; every event they
+  // finish reaches the reply stage before it is told to stop.
+  pipeline_.Close();
+  for (std::thread& t : threads_) t.join();
+  reply_.Stop();
+}
+
+void PartitionedEngine::AddStageStats(v1::Stats* stats) const {
+  stats->set_mode("staged");
+  stats->set_index_layout(std::string(IndexLayoutName(options_.index_layout)));
+  stats->set_partitions(static_cast<uint32_t>(partitions_.size()));
+  predicate_.profile().ToProto(stats->add_stages());
+  for (const auto& partition : partitions_) {
+    partition->profile().ToProto(stats->add_stages());
+  }
+  reply_.profile().ToProto(stats->add_stages());
+}
+
+}  // namespace service
+}  // namespace cohort

@@ -1,0 +1,80 @@
+#include "service/stages/predicate_stage.h"
+
+#include <optional>
+#include <utility>
+
+namespace cohort {
+namespace service {
+namespace {
+
+// Below this many positions, the former runs a cohort's phase-1 tasks
+// itself: they take it about as long as waking another core would (a few
+// microseconds), and a cohort of one event at light load stays on one core.
+constexpr uint64_t kInlinePositions = 8192;
+
+}  // namespace
+
+PredicateStage::PredicateStage(const matcher::PartitionedIndex* index,
+                               CohortPipeline* pipeline, uint64_t queue_limit,
+                               ExpiredFn expired)
+    : index_(index),
+      pipeline_(pipeline),
+      expired_(std::move(expired)),
+      profile_("predicate", "predicate", std::nullopt, queue_limit) {}
+
+void PredicateStage::Form(const CohortPipeline::Work& work) {
+  Cohort& c = cohorts_[work.buffer];
+  const int64_t start = MonotonicNanos();
+  c.formed_ns = start;
+  c.queue_length = work.queue_length;
+  c.events.clear();
+  c.views.clear();
+  std::vector<int64_t> waits;
+  waits.reserve(work.events.size());
+  std::vector<QueuedEvent> expired;
+  for (const QueuedEvent& e : work.events) {
+    waits.push_back(start - e.enqueue_ns);
+    // One clock reading for the whole cohort: an event that expires while
+    // the cohort runs is still matched.
+    if (e.job->Expired(start)) {
+      e.job->state[e.event].skipped.store(true, std::memory_order_relaxed);
+      expired.push_back(e);
+      continue;
+    }
+    c.events.push_back(e);
+    c.views.push_back(e.job->events[e.event]);
+  }
+  profile_.RecordWaits(waits);
+  profile_.AddEvents(c.events.size());
+  profile_.AddExpired(expired.size());
+  size_t tasks = 0;
+  if (!c.events.empty()) {
+    index_->BeginCohort(c.views, &c.masks);
+    tasks = c.masks.tasks();
+    if (c.masks.total_positions() < kInlinePositions) {
+      for (size_t t = 0; t < tasks; ++t) index_->RunTask(t, &c.masks);
+      tasks = 0;
+    }
+  }
+  const Batch batch{c.queue_length, c.events.size(), c.formed_ns};
+  const bool done = pipeline_->Formed(work.buffer, tasks, c.events.size());
+  if (done && batch.events > 0) PhaseOneDone(batch);
+  // Last: the reply stage may finish (and free) a job as soon as it has
+  // its events.
+  for (const QueuedEvent& e : expired) expired_(e.job, e.event);
+}
+
+void PredicateStage::RunTask(const CohortPipeline::Work& work) {
+  Cohort& c = cohorts_[work.buffer];
+  index_->RunTask(work.task, &c.masks);
+  const Batch batch{c.queue_length, c.events.size(), c.formed_ns};
+  if (pipeline_->TaskDone(work.buffer)) PhaseOneDone(batch);
+}
+
+void PredicateStage::PhaseOneDone(const Batch& batch) {
+  profile_.RecordBatch(batch.queue_length, batch.events,
+                       MonotonicNanos() - batch.formed_ns);
+}
+
+}  // namespace service
+}  // namespace cohort
