@@ -3,17 +3,24 @@
 # Fabret workload against cohortd on 127.0.0.1:
 #
 #   1. clients   response time and throughput vs closed-loop publishing
-#                clients 1, 2, 4, 8, 16: staged vs --mode=threaded;
+#                clients 1, 2, 4, 8, 16: staged vs --mode=threaded, and
+#                which change bought what: the staged server as it was
+#                (--index=sharded_phase1 --cohort_wait_us=100), with the
+#                partitioned layout only (--cohort_wait_us=100), and as it
+#                is (the defaults);
 #   2. cohort    the cohort-limit sweep --cohort_max 1, 4, 10, 20, 64 and
 #                unbounded (0) under a saturating load: throughput, latency
 #                and the loss relative to unbounded;
-#   3. locality  partitioned index vs one whole index per stage
-#                (--index=replicated) vs threaded, and how the partitioned
-#                server scales with partitions;
+#   3. locality  the index layouts side by side — partitioned (phase 1 once
+#                per cohort), sharded_phase1 (an index per partition),
+#                replicated (the whole index per stage) — vs threaded, and
+#                how the partitioned server scales with partitions;
 #   4. cache     simulated last-level cache misses and instructions per
-#                published event (valgrind cachegrind over
-#                bench/locality_probe): partitioned with and without cohorts,
-#                replicated, threaded.
+#                published event (valgrind callgrind over
+#                bench/locality_probe, instrumented only while one core
+#                matches): partitioned (under each split of phase 1) and
+#                sharded_phase1 with and without cohorts, replicated,
+#                threaded.
 #
 #   bench/experiment.sh [--quick] [--only=1,2,3,4] [--reps=N] [--duration=S]
 #       [--out=DIR] [--bin=DIR] [--server_cpus=LIST] [--client_cpus=LIST]
@@ -27,7 +34,7 @@
 #
 # Writes DIR (default results/<UTC date>[-quick][-N]/): meta.txt (machine,
 # commit, workload checksum, flags), runs.csv and raw/ (one `cohort load`
-# JSON per run, cachegrind summaries), and, unless --no_report, the report
+# JSON per run, callgrind summaries), and, unless --no_report, the report
 # from tools/experiment_report.py: report.md, one CSV per experiment and PNG
 # plots (gnuplot).
 #
@@ -80,7 +87,7 @@ else
   : "${reps:=3}" "${duration:=10}"
   cg_subs=1000000 cg_events=4000 cg_partitions=8
 fi
-# Cachegrind's simulated core: 32 KB L1s and a 4 MB last-level cache, one
+# Callgrind's simulated core: 32 KB L1s and a 4 MB last-level cache, one
 # core's share of the 32 MB L3 that 8 cores share on the EPYC CPUs here.
 readonly CG_CACHES=(--I1=32768,8,64 --D1=32768,8,64 --LL=4194304,16,64)
 
@@ -139,7 +146,7 @@ checksum() {  # prints the SHA-256 `cohort workload` reports for the knobs
   echo "workload: fabret-1m seed 1, ${subs} subscriptions, ${events} events, sha256 $(checksum "${subs}" "${events}")"
   if wants 4; then
     echo "cache_workload: fabret-1m seed 1, ${cg_subs} subscriptions, ${cg_events} events, sha256 $(checksum "${cg_subs}" "${cg_events}")"
-    echo "cache_model: cachegrind ${CG_CACHES[*]}, core 0 of ${cg_partitions}"
+    echo "cache_model: callgrind ${CG_CACHES[*]}, each of ${cg_partitions} cores in turn"
   fi
   echo "server_cpus: ${server_cpus:-all}"
   echo "client_cpus: ${client_cpus:-all}"
@@ -211,11 +218,18 @@ if wants 1; then
   echo "== 1. response time vs clients: staged vs threaded"
   echo "clients,--mode=unary --batch=1 --clients=N (closed loop)" >>"${OUT}/loads.csv"
   start_server staged --mode=staged
+  start_server staged_wait100 --mode=staged --cohort_wait_us=100
+  start_server sharded_wait100 --mode=staged --index=sharded_phase1 \
+    --cohort_wait_us=100
   start_server threaded --mode=threaded
+  configs=(staged staged_wait100 sharded_wait100 threaded)
   for rep in $(seq "${reps}"); do
     for clients in 1 2 4 8 16; do
-      order=(staged threaded)
-      ((rep % 2 == 0)) && order=(threaded staged)
+      # Rotate the order so that no server always goes first.
+      order=()
+      for ((i = 0; i < ${#configs[@]}; ++i)); do
+        order+=("${configs[(i + rep) % ${#configs[@]}]}")
+      done
       for config in "${order[@]}"; do
         measure clients "${config}" "${clients}" "${rep}" \
           --mode=unary --batch=1 --clients="${clients}"
@@ -247,6 +261,7 @@ if wants 3; then
   echo "locality,${STREAM_LOAD[*]} (stream) and --mode=unary --batch=1 --clients=16 (closed)" >>"${OUT}/loads.csv"
   echo "scaling,${STREAM_LOAD[*]}" >>"${OUT}/loads.csv"
   start_server partitioned --index=partitioned
+  start_server sharded_phase1 --index=sharded_phase1
   start_server replicated --index=replicated
   start_server threaded --mode=threaded
   most=${partitions}
@@ -255,7 +270,7 @@ if wants 3; then
   for ((p = 1; p < most; p *= 2)); do counts+=("${p}"); done
   for p in "${counts[@]}"; do start_server "p${p}" --partitions="${p}"; done
   for rep in $(seq "${reps}"); do
-    for config in partitioned replicated threaded; do
+    for config in partitioned sharded_phase1 replicated threaded; do
       measure locality "${config}" stream "${rep}" "${STREAM_LOAD[@]}"
       measure locality "${config}" closed16 "${rep}" --mode=unary --batch=1 --clients=16
     done
@@ -268,32 +283,47 @@ if wants 3; then
 fi
 
 # --- 4. simulated caches --------------------------------------------------
+# One callgrind run per configuration: instrumentation (and so the cache
+# simulation and the counts) is on only while the probe does the cores'
+# matching, each core in turn from cold simulated caches (locality_probe
+# --all_cores), so building the index costs nothing here and the counts are
+# the whole machine's.
 if wants 4; then
-  echo "== 4. cachegrind: core 0 of ${cg_partitions}, ${cg_subs} subscriptions, ${cg_events} events"
+  echo "== 4. callgrind: ${cg_partitions} cores, ${cg_subs} subscriptions, ${cg_events} events"
   if ! command -v valgrind >/dev/null; then
     echo "experiment: valgrind is not installed; skipping experiment 4" >&2
   else
     jobs_max=$(nproc)
-    configs=("partitioned 64" "partitioned 1" "replicated 64" "threaded 1")
+    # layout, cohort_max, phase-1 split (partitioned only)
+    configs=("partitioned 64 tasks" "partitioned 64 cohorts"
+             "partitioned 64 attributes" "partitioned 1 tasks"
+             "sharded_phase1 64 -" "sharded_phase1 1 -" "replicated 64 -"
+             "threaded 1 -")
+    names=()
     for config in "${configs[@]}"; do
-      read -r layout cohort <<<"${config}"
-      for match in match nomatch; do
-        name="cache_${layout}_c${cohort}_${match}"
-        while (($(jobs -rp | wc -l) >= jobs_max)); do wait -n || true; done
-        valgrind --tool=cachegrind --cache-sim=yes "${CG_CACHES[@]}" \
-          --cachegrind-out-file=/dev/null \
-          "${PROBE}" --preset=fabret-1m --subscriptions="${cg_subs}" \
-          --events="${cg_events}" --partitions="${cg_partitions}" \
-          --layout="${layout}" --cohort_max="${cohort}" --"${match}" \
-          >"${OUT}/raw/${name}.json" 2>"${OUT}/raw/${name}.cachegrind" &
-      done
+      read -r layout cohort split <<<"${config}"
+      extra=(--all_cores)
+      name="cache_${layout}_c${cohort}"
+      if [[ "${split}" != - ]]; then
+        extra+=(--phase1_split="${split}")
+        name="cache_${layout}_${split}_c${cohort}"
+      fi
+      names+=("${name}")
+      while (($(jobs -rp | wc -l) >= jobs_max)); do wait -n || true; done
+      valgrind --tool=callgrind --cache-sim=yes --instr-atstart=no \
+        "${CG_CACHES[@]}" --callgrind-out-file=/dev/null \
+        "${PROBE}" --preset=fabret-1m --subscriptions="${cg_subs}" \
+        --events="${cg_events}" --partitions="${cg_partitions}" \
+        --layout="${layout}" --cohort_max="${cohort}" "${extra[@]}" \
+        >"${OUT}/raw/${name}.json" 2>"${OUT}/raw/${name}.callgrind" &
     done
     wait
-    for config in "${configs[@]}"; do
-      read -r layout cohort <<<"${config}"
-      echo "cache,${layout}_c${cohort},${cohort},1,raw/cache_${layout}_c${cohort}_match.json" >>"${OUT}/runs.csv"
-      grep -q "LL misses" "${OUT}/raw/cache_${layout}_c${cohort}_match.cachegrind" ||
-        { echo "experiment: cachegrind failed:" >&2; cat "${OUT}/raw/cache_${layout}_c${cohort}_match.cachegrind" >&2; exit 1; }
+    for i in "${!configs[@]}"; do
+      read -r layout cohort split <<<"${configs[i]}"
+      name=${names[i]}
+      echo "cache,${name#cache_},${cohort},1,raw/${name}.json" >>"${OUT}/runs.csv"
+      grep -q "LL misses" "${OUT}/raw/${name}.callgrind" ||
+        { echo "experiment: callgrind failed:" >&2; cat "${OUT}/raw/${name}.callgrind" >&2; exit 1; }
     done
   fi
 fi

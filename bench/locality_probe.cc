@@ -6,40 +6,51 @@
 //   valgrind --tool=callgrind --cache-sim=yes --instr-atstart=no \
 //     --LL=4194304,16,64 locality_probe --preset=fabret-1m \
 //     --subscriptions=100000 --events=2000 --partitions=4 \
-//     --layout=partitioned --cohort_max=64
+//     --layout=partitioned --cohort_max=64 --all_cores
 //
 // Layouts:
 //   partitioned     the staged server's default (matcher::PartitionedIndex):
 //                   one predicate table for all cores, phase 1 once per
 //                   cohort split over the cores (--phase1_split), phase 2 of
 //                   partition p on core p;
-//   sharded_phase1  the earlier partitioned layout: core 0's own index of
+//   sharded_phase1  the earlier partitioned layout: each core's own index of
 //                   the subscriptions it owns (every P-th, as cohortd places
 //                   them), phase 1 and 2 for every event in cohorts
 //                   (Index::MatchCohort);
-//   replicated      the whole index, matching every P-th event in cohorts;
+//   replicated      the whole index, each core matching every P-th event in
+//                   cohorts;
 //   threaded        the thread-per-request worker: the whole index, every
 //                   P-th event one at a time (Index::MatchEvent).
-// For the last three the probe plays core --core alone. For partitioned the
-// cores share one index, so the probe builds all of it and then:
-//   - by default times every piece of every cohort (bench/work_model.h) and
-//     reports each core's share under each phase-1 split;
-//   - with --core_share, computes every cohort's masks first (all pieces,
-//     into one buffer per cohort), then does core --core's pieces alone:
-//     the cohorts it forms (on a scratch buffer), its phase-1 tasks and its
-//     partition's phase 2. Masks other cores computed are therefore cold,
-//     as they would be in this core's own caches.
-// Only the matching work is run under callgrind instrumentation
+// What runs:
+//   - sharded_phase1, replicated, threaded: core --core's share alone;
+//   - partitioned (the cores share one index, so the probe builds all of
+//     it): every piece of every cohort timed, and each core's share under
+//     each phase-1 split added up (bench/work_model.h);
+//   - partitioned --threads: matching for real on P pinned threads
+//     scheduled by the server's CohortPipeline (cohorts formed once,
+//     phase-1 tasks taken by idle threads, phase 2 per partition), without
+//     gRPC or replies;
+//   - --all_cores, any layout (for callgrind): every core's share in turn,
+//     the simulated caches scrubbed before each, so each core starts cold
+//     and sees only its own accesses, as in its own caches; the counts are
+//     the whole machine's. For partitioned, every cohort's masks are
+//     computed first, outside instrumentation, so the masks other cores
+//     wrote are cold in each core's pass.
+// Only the matching work runs under callgrind instrumentation
 // (CALLGRIND_START/STOP_INSTRUMENTATION around it; a no-op outside
 // valgrind); `match_seconds` is its wall time. The probe prints one JSON
-// object; `cores_per_event` (P where a core sees every event, else 1) turns
-// a core's cost per event it saw into the machine's cost per published
-// event. With --ready_file and --go_file, bench/partition_work.sh starts
-// the matching loops of P probes at once (--concurrent).
+// object; `cores_per_event` (P where core --core alone ran and every core
+// sees every event, else 1) turns the cost per event it saw into the
+// machine's cost per published event. With --ready_file and --go_file,
+// bench/partition_work.sh starts the matching loops of P probes at once
+// (--concurrent).
+#include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 #include <valgrind/callgrind.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -57,6 +68,7 @@
 #include "bench/workload.h"
 #include "matcher/index.h"
 #include "matcher/partitioned_index.h"
+#include "service/stages/cohort_pipeline.h"
 
 ABSL_FLAG(std::string, preset, "fabret-1m",
           "Workload preset to generate in memory; ignored with --workload.");
@@ -80,11 +92,18 @@ ABSL_FLAG(uint32_t, spread_rows, cohort::matcher::kSpreadRows,
           "partitioned: rows an access predicate's list holds in its home "
           "partition before it spreads (0: place rows by id instead).");
 ABSL_FLAG(std::string, phase1_split, "tasks",
-          "partitioned: how phase 1 falls on the cores for --core_share: "
+          "partitioned: how phase 1 falls on the cores for --all_cores: "
           "tasks, cohorts or attributes (bench/work_model.h).");
-ABSL_FLAG(bool, core_share, false,
-          "partitioned: run only core --core's pieces (after computing every "
-          "cohort's masks), for callgrind, instead of timing every piece.");
+ABSL_FLAG(bool, all_cores, false,
+          "For callgrind: do every core's matching in turn under "
+          "instrumentation, the simulated caches scrubbed between cores, "
+          "instead of core --core's alone (or, partitioned, timing every "
+          "piece); the counts are then the whole machine's.");
+ABSL_FLAG(bool, threads, false,
+          "partitioned: match for real on --partitions threads, thread p "
+          "pinned to the p-th usable CPU, scheduled by the server's "
+          "CohortPipeline (bench/partition_work.sh --concurrent); "
+          "match_seconds is the wall time of the whole run.");
 ABSL_FLAG(std::string, ready_file, "",
           "Create this file once the index is built (before matching).");
 ABSL_FLAG(std::string, go_file, "",
@@ -148,12 +167,33 @@ std::string JsonList(const std::vector<double>& v) {
       "]");
 }
 
-// Core --core's pieces of every cohort, after all masks are computed; adds
-// its matches to *matches. False if the --go_file handshake failed.
-bool RunCoreShare(const matcher::PartitionedIndex& index,
-                  absl::Span<const matcher::EventView> events, size_t chunk,
-                  const CoreShare& share, uint64_t* matches, double* seconds) {
+// Empties the simulated caches between two cores' work under callgrind
+// (with collection off: the scrub is not counted): each core's pass starts
+// cold, as its own caches would, and sees only its own accesses.
+void ScrubSimulatedCaches() {
+  // Four times the largest last-level cache experiment.sh simulates.
+  static std::vector<uint64_t>* scrub =
+      new std::vector<uint64_t>((size_t{16} << 20) / sizeof(uint64_t));
+  CALLGRIND_TOGGLE_COLLECT;
+  for (size_t i = 0; i < scrub->size(); i += 64 / sizeof(uint64_t)) {
+    (*scrub)[i] += i;
+  }
+  CALLGRIND_TOGGLE_COLLECT;
+}
+
+// --all_cores for the partitioned layout: every cohort's masks computed
+// first (not instrumented), then each core's pieces in turn — the cohorts
+// it forms (on a scratch buffer), its phase-1 tasks under `split` (which
+// rewrite the same masks), its partition's phase 2 — instrumented, with the
+// simulated caches scrubbed before each core. Masks other cores computed
+// are therefore cold, as they would be in this core's own caches. Adds the
+// matches to *matches; false if the --go_file handshake failed.
+bool RunAllCoreShares(const matcher::PartitionedIndex& index,
+                      absl::Span<const matcher::EventView> events,
+                      size_t chunk, Phase1Split split, uint64_t* matches,
+                      double* seconds) {
   using matcher::internal::CohortMasks;
+  const uint32_t p = index.partitions();
   std::vector<std::unique_ptr<CohortMasks>> masks;
   std::vector<double> attribute_positions;
   for (size_t at = 0; at < events.size(); at += chunk) {
@@ -166,32 +206,124 @@ bool RunCoreShare(const matcher::PartitionedIndex& index,
       attribute_positions[a] += masks.back()->task_positions(t);
     }
   }
-  CoreShare mine = share;
-  if (mine.split == Phase1Split::kAttributes) {
-    // LPT by positions walked: deterministic, unlike measured seconds.
-    mine.attribute_core = AttributeCores(attribute_positions, share.partitions);
-  }
+  // kAttributes: LPT by positions walked (deterministic, unlike seconds).
+  const std::vector<uint32_t> attribute_core =
+      AttributeCores(attribute_positions, p);
   if (!ReadyThenWaitForGo()) return false;
   CohortMasks scratch;
   std::vector<std::vector<matcher::SubscriptionId>> out(chunk);
   matcher::IndexCounters counters;
   const auto start = Clock::now();
   CALLGRIND_START_INSTRUMENTATION;
-  for (size_t k = 0; k < masks.size(); ++k) {
-    const auto cohort = events.subspan(k * chunk, chunk);
-    if (mine.Begins(k)) index.BeginCohort(cohort, &scratch);
-    for (size_t t = 0; t < masks[k]->tasks(); ++t) {
-      if (mine.RunsTask(k, t, masks[k]->task_attribute(t))) {
-        index.RunTask(t, masks[k].get());  // rewrites the same masks
+  for (uint32_t core = 0; core < p; ++core) {
+    const CoreShare mine{p, core, split, attribute_core};
+    ScrubSimulatedCaches();
+    for (size_t k = 0; k < masks.size(); ++k) {
+      const auto cohort = events.subspan(k * chunk, chunk);
+      if (mine.Begins(k)) index.BeginCohort(cohort, &scratch);
+      for (size_t t = 0; t < masks[k]->tasks(); ++t) {
+        if (mine.RunsTask(k, masks[k]->task_attribute(t),
+                          masks[k]->task_part(t, p))) {
+          index.RunTask(t, masks[k].get());
+        }
       }
+      for (size_t i = 0; i < cohort.size(); ++i) out[i].clear();
+      index.MatchPartition(core, *masks[k], out.data(), &counters);
+      for (size_t i = 0; i < cohort.size(); ++i) *matches += out[i].size();
     }
-    for (size_t i = 0; i < cohort.size(); ++i) out[i].clear();
-    index.MatchPartition(mine.core, *masks[k], out.data(), &counters);
-    for (size_t i = 0; i < cohort.size(); ++i) *matches += out[i].size();
   }
   CALLGRIND_STOP_INSTRUMENTATION;
   *seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return true;
+}
+
+// Pins the calling thread to the index-th CPU this process may use; false
+// if there are not that many.
+bool PinToCpu(uint32_t index) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return false;
+  uint32_t seen = 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed) || seen++ != index) continue;
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    CPU_SET(cpu, &mine);
+    return pthread_setaffinity_np(pthread_self(), sizeof(mine), &mine) == 0;
+  }
+  return false;
+}
+
+// The staged server's matching on P threads (see --threads): returns the
+// matches found, and the wall time from the first cohort to the last match.
+uint64_t RunThreads(const matcher::PartitionedIndex& index,
+                    const Workload& workload, uint32_t p, size_t chunk,
+                    double* seconds, bool* pinned) {
+  using service::CohortPipeline;
+  using service::PublishJob;
+  // One job per event: only the events' values matter here.
+  std::vector<std::unique_ptr<PublishJob>> jobs;
+  for (const auto& event : workload.events) {
+    jobs.push_back(std::make_unique<PublishJob>());
+    jobs.back()->events.push_back(event);
+  }
+  CohortPipeline pipeline(p, static_cast<uint32_t>(chunk), /*wait=*/0);
+  struct Cohort {
+    std::vector<matcher::EventView> views;
+    matcher::internal::CohortMasks masks;
+    std::vector<uint32_t> preferred;
+  };
+  std::vector<Cohort> cohorts(CohortPipeline::kBuffers);
+  std::atomic<uint64_t> matches{0};
+  std::atomic<bool> all_pinned{true};
+  auto work = [&](uint32_t t) {
+    if (!PinToCpu(t)) all_pinned = false;
+    std::vector<std::vector<matcher::SubscriptionId>> out(chunk);
+    matcher::IndexCounters counters;
+    uint64_t found = 0;
+    CohortPipeline::Work w;
+    while (pipeline.Next(t, &w)) {
+      Cohort& c = cohorts[w.buffer];
+      switch (w.kind) {
+        case CohortPipeline::Work::Kind::kForm:
+          c.views.clear();
+          for (const service::QueuedEvent& e : w.events) {
+            c.views.push_back(e.job->events[e.event]);
+          }
+          index.BeginCohort(c.views, &c.masks);
+          c.preferred.clear();
+          for (size_t t = 0; t < c.masks.tasks(); ++t) {
+            c.preferred.push_back(c.masks.task_part(t, p));
+          }
+          pipeline.Formed(w.buffer, c.preferred, c.views.size());
+          break;
+        case CohortPipeline::Work::Kind::kTask:
+          index.RunTask(w.task, &c.masks);
+          pipeline.TaskDone(w.buffer);
+          break;
+        case CohortPipeline::Work::Kind::kMatch:
+          for (size_t i = 0; i < c.views.size(); ++i) out[i].clear();
+          index.MatchPartition(t, c.masks, out.data(), &counters);
+          for (size_t i = 0; i < c.views.size(); ++i) found += out[i].size();
+          pipeline.MatchDone(w.buffer, t);
+          break;
+        default:  // no subscription changes here
+          break;
+      }
+    }
+    matches += found;
+  };
+  std::vector<std::thread> threads;
+  const auto start = Clock::now();
+  for (uint32_t t = 0; t < p; ++t) threads.emplace_back(work, t);
+  // Every event queued at once and the pipeline closed: cohorts of `chunk`
+  // form back to back, as under a saturating load.
+  for (auto& job : jobs) pipeline.PushEvents(job.get(), 0);
+  pipeline.Close();
+  for (std::thread& thread : threads) thread.join();
+  *seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  *pinned = all_pinned;
+  return matches;
 }
 
 int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
@@ -213,14 +345,25 @@ int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
   r->subscriptions = index.size();
   r->events = events.size();
   r->cores_per_event = p;
-  if (absl::GetFlag(FLAGS_core_share)) {
-    if (!RunCoreShare(index, events, chunk, CoreShare{p, core, split, {}},
-                      &r->matches, &r->match_seconds)) {
+  if (absl::GetFlag(FLAGS_threads)) {
+    if (!ReadyThenWaitForGo()) return 1;
+    bool pinned = false;
+    r->matches = RunThreads(index, workload, p, chunk, &r->match_seconds,
+                            &pinned);
+    r->index_bytes = index.MemoryBytes();
+    absl::StrAppend(&r->extra, ", \"threads\": ", p, ", \"pinned\": ",
+                    pinned ? "true" : "false");
+    return 0;
+  }
+  if (absl::GetFlag(FLAGS_all_cores)) {
+    if (!RunAllCoreShares(index, events, chunk, split, &r->matches,
+                          &r->match_seconds)) {
       return 1;
     }
+    r->cores_per_event = 1;  // the counts are every core's already
     r->index_bytes = index.MemoryBytes();
     absl::StrAppend(&r->extra, ", \"phase1_split\": \"",
-                    Phase1SplitName(split), "\"");
+                    Phase1SplitName(split), "\", \"all_cores\": true");
     return 0;
   }
   if (!ReadyThenWaitForGo()) return 1;
@@ -242,60 +385,84 @@ int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
                       "\"phase2_seconds\": %.6f",
                       w.begin_seconds, w.task_seconds, w.phase2_seconds),
       ", \"rows_checked\": ", w.counters.rows_checked,
+      ", \"partition_rows_checked\": [",
+      absl::StrJoin(w.partition_rows, ", "), "]",
       ", \"clusters_checked\": ", w.counters.clusters_checked);
   for (Phase1Split s : kPhase1Splits) {
     absl::StrAppend(&r->extra, ", \"core_seconds_", Phase1SplitName(s),
                     "\": ", JsonList(w.Cores(s)));
   }
+  absl::StrAppend(&r->extra, ", \"core_seconds_stealing\": ",
+                  JsonList(w.stealing_seconds));
   return 0;
 }
 
-// sharded_phase1, replicated and threaded: core --core alone.
+// sharded_phase1, replicated and threaded: core --core alone, or with
+// --all_cores every core in turn (each with its own shard when sharded; the
+// replicas are one index in memory, which the cache scrubs between cores
+// make as good as P copies).
 int RunOwnIndex(const Workload& workload, const std::string& layout,
                 uint32_t p, uint32_t core, uint32_t cohort_max, Result* r) {
   const bool sharded = layout == "sharded_phase1";
-  // The core's subscriptions: as SubscriptionDirectory places them, the n-th
+  const bool all = absl::GetFlag(FLAGS_all_cores);
+  std::vector<uint32_t> cores;
+  for (uint32_t c = all ? 0 : core; c < (all ? p : core + 1); ++c) {
+    cores.push_back(c);
+  }
+  // Core c's subscriptions: as SubscriptionDirectory places them, the n-th
   // (n = 0, 1, ...) goes to partition n % P.
-  matcher::Index index;
+  std::vector<std::unique_ptr<matcher::Index>> indexes;
   const size_t total = workload.subscriptions.size();
-  for (size_t n = sharded ? core : 0; n < total; n += sharded ? p : 1) {
-    absl::Status s = index.Add(static_cast<matcher::SubscriptionId>(n),
-                               workload.subscriptions[n]);
-    if (!s.ok()) {
-      return Fail(absl::StrCat("subscription ", n, ": ", s.ToString()));
+  for (uint32_t c : sharded ? cores : std::vector<uint32_t>{core}) {
+    indexes.push_back(std::make_unique<matcher::Index>());
+    for (size_t n = sharded ? c : 0; n < total; n += sharded ? p : 1) {
+      absl::Status s = indexes.back()->Add(
+          static_cast<matcher::SubscriptionId>(n), workload.subscriptions[n]);
+      if (!s.ok()) {
+        return Fail(absl::StrCat("subscription ", n, ": ", s.ToString()));
+      }
     }
   }
-  // The core's events: all of them when sharded, else every P-th.
-  std::vector<matcher::EventView> events;
-  for (size_t k = sharded ? 0 : core; k < workload.events.size();
-       k += sharded ? 1 : p) {
-    events.push_back(workload.events[k]);
+  // Core c's events: all of them when sharded, else every P-th.
+  std::vector<std::vector<matcher::EventView>> events;
+  for (uint32_t c : cores) {
+    events.emplace_back();
+    for (size_t k = sharded ? 0 : c; k < workload.events.size();
+         k += sharded ? 1 : p) {
+      events.back().push_back(workload.events[k]);
+    }
   }
-  r->subscriptions = index.size();
-  r->events = events.size();
-  r->cores_per_event = sharded ? p : 1;
+  r->subscriptions = indexes[0]->size();
+  r->events = all ? workload.events.size() : events[0].size();
+  r->cores_per_event = sharded && !all ? p : 1;
   if (!ReadyThenWaitForGo()) return 1;
   const auto start = Clock::now();
   CALLGRIND_START_INSTRUMENTATION;
-  if (layout == "threaded") {
-    matcher::MatchScratch scratch;
-    std::vector<matcher::SubscriptionId> out;
-    for (matcher::EventView event : events) {
-      index.MatchEvent(event, &scratch, &out);
-      r->matches += out.size();
+  for (size_t i = 0; i < cores.size(); ++i) {
+    if (all) ScrubSimulatedCaches();
+    matcher::Index& index = *indexes[sharded ? i : 0];
+    const std::vector<matcher::EventView>& mine = events[i];
+    if (layout == "threaded") {
+      matcher::MatchScratch scratch;
+      std::vector<matcher::SubscriptionId> out;
+      for (matcher::EventView event : mine) {
+        index.MatchEvent(event, &scratch, &out);
+        r->matches += out.size();
+      }
+      continue;
     }
-  } else {
     std::vector<std::vector<matcher::SubscriptionId>> out;
-    for (size_t at = 0; at < events.size(); at += cohort_max) {
-      const size_t n = std::min<size_t>(cohort_max, events.size() - at);
-      index.MatchCohort(absl::MakeConstSpan(events).subspan(at, n), &out);
-      for (size_t i = 0; i < n; ++i) r->matches += out[i].size();
+    for (size_t at = 0; at < mine.size(); at += cohort_max) {
+      const size_t n = std::min<size_t>(cohort_max, mine.size() - at);
+      index.MatchCohort(absl::MakeConstSpan(mine).subspan(at, n), &out);
+      for (size_t k = 0; k < n; ++k) r->matches += out[k].size();
     }
   }
   CALLGRIND_STOP_INSTRUMENTATION;
   r->match_seconds =
       std::chrono::duration<double>(Clock::now() - start).count();
-  r->index_bytes = index.MemoryBytes();
+  r->index_bytes = indexes[0]->MemoryBytes();
+  if (all) absl::StrAppend(&r->extra, ", \"all_cores\": true");
   return 0;
 }
 

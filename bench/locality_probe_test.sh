@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # locality_probe plays the cores of a P-core server. Summed over the P
 # cores, every layout must find the same matches (and some): the
-# partitioned layout's timed run reports each core's partition, its
-# --core_share run (the callgrind mode) only that core's share, under every
-# phase-1 split and either placement; bad flags exit 2 naming the flag.
+# partitioned layout's timed run reports each core's partition; an
+# --all_cores run (the callgrind mode) finds them all at once, in every
+# layout, under every phase-1 split; bad flags exit 2 naming the flag.
 set -uo pipefail
 readonly PROBE="$1"
 source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/testing/checks.sh"
@@ -22,10 +22,12 @@ total() {
 partitioned=$(total --layout=partitioned --cohort_max=64)
 partitioned_1=$(total --layout=partitioned --cohort_max=1)
 by_id=$(total --layout=partitioned --spread_rows=0)
-share_tasks=$(total --layout=partitioned --core_share --phase1_split=tasks)
-share_cohorts=$(total --layout=partitioned --core_share --phase1_split=cohorts)
-share_attributes=$(total --layout=partitioned --core_share \
-  --phase1_split=attributes)
+all_cores() {
+  "${PROBE}" "${small[@]}" --all_cores "$@" | field matches
+}
+share_tasks=$(all_cores --layout=partitioned --phase1_split=tasks)
+share_cohorts=$(all_cores --layout=partitioned --phase1_split=cohorts)
+share_attributes=$(all_cores --layout=partitioned --phase1_split=attributes)
 sharded=$(total --layout=sharded_phase1 --cohort_max=64)
 replicated=$(total --layout=replicated --cohort_max=10)
 threaded=$(total --layout=threaded)
@@ -35,8 +37,12 @@ check "cohort size does not change the matches" \
 check "placing rows by id finds the same" test "${by_id}" = "${partitioned}"
 for split in tasks cohorts attributes; do
   var="share_${split}"
-  check "--core_share (${split}) finds the same" \
+  check "--all_cores (${split}) finds the same" \
     test "${!var}" = "${partitioned}"
+done
+for layout in sharded_phase1 replicated threaded; do
+  check "--all_cores (${layout}) finds the same" \
+    test "$(all_cores --layout="${layout}")" = "${partitioned}"
 done
 check "sharded_phase1 finds what partitioned finds" \
   test "${sharded}" = "${partitioned}"

@@ -43,11 +43,11 @@ double SharedLayoutWork::SlowestCore(Phase1Split split) const {
   return cores.empty() ? 0 : *std::max_element(cores.begin(), cores.end());
 }
 
-bool CoreShare::RunsTask(uint64_t cohort, size_t task,
-                         matcher::AttributeId attribute) const {
+bool CoreShare::RunsTask(uint64_t cohort, matcher::AttributeId attribute,
+                         uint32_t part) const {
   switch (split) {
     case Phase1Split::kTasks:
-      return (task + cohort) % partitions == core;
+      return part == core;
     case Phase1Split::kCohorts:
       return cohort % partitions == core;
     case Phase1Split::kAttributes:
@@ -84,14 +84,21 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
   w.partitions = p_count;
   struct TaskTime {
     uint64_t cohort;
-    size_t task;
+    uint32_t part;
     matcher::AttributeId attribute;
     double seconds;
   };
   std::vector<TaskTime> task_times;
   std::vector<double> begin_times;
   std::vector<double> partition_times(p_count, 0);
+  w.stealing_seconds.assign(p_count, 0);
+  std::vector<double>& stealing = w.stealing_seconds;
+  auto least = [&stealing] {
+    return std::min_element(stealing.begin(), stealing.end()) -
+           stealing.begin();
+  };
   w.partition_matches.assign(p_count, 0);
+  w.partition_rows.assign(p_count, 0);
   matcher::internal::CohortMasks masks;
   std::vector<std::vector<matcher::SubscriptionId>> out(chunk);
   for (size_t at = 0; at < events.size(); at += chunk) {
@@ -100,16 +107,27 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
     auto start = std::chrono::steady_clock::now();
     index.BeginCohort(cohort, &masks);
     begin_times.push_back(Since(start));
+    stealing[least()] += begin_times.back();
     for (size_t t = 0; t < masks.tasks(); ++t) {
       start = std::chrono::steady_clock::now();
       index.RunTask(t, &masks);
-      task_times.push_back({k, t, masks.task_attribute(t), Since(start)});
+      task_times.push_back(
+          {k, masks.task_part(t, p_count), masks.task_attribute(t),
+           Since(start)});
+      stealing[least()] += task_times.back().seconds;
     }
-    for (uint32_t p = 0; p < p_count; ++p) {
+    // Partitions in a rotating order, so none always runs first after
+    // phase 1 (with its masks freshest in the cache).
+    for (uint32_t q = 0; q < p_count; ++q) {
+      const uint32_t p = static_cast<uint32_t>((q + k) % p_count);
       for (size_t i = 0; i < cohort.size(); ++i) out[i].clear();
+      const uint64_t rows_before = w.counters.rows_checked;
       start = std::chrono::steady_clock::now();
       index.MatchPartition(p, masks, out.data(), &w.counters);
-      partition_times[p] += Since(start);
+      const double seconds = Since(start);
+      partition_times[p] += seconds;
+      stealing[p] += seconds;
+      w.partition_rows[p] += w.counters.rows_checked - rows_before;
       for (size_t i = 0; i < cohort.size(); ++i) {
         w.partition_matches[p] += out[i].size();
         w.matches += out[i].size();
@@ -140,7 +158,7 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
         if (share.Begins(k)) cores[c] += begin_times[k];
       }
       for (const TaskTime& t : task_times) {
-        if (share.RunsTask(t.cohort, t.task, t.attribute)) {
+        if (share.RunsTask(t.cohort, t.attribute, t.part)) {
           cores[c] += t.seconds;
         }
       }

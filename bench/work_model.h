@@ -7,10 +7,10 @@
 // each partition's phase 2. Phase 2 of partition p is core p's. Phase 1 is
 // assigned to cores by one of three splits, the candidates issue #17 asks
 // to compare:
-//   kTasks       task t of cohort k on core (t + k) % P (the staged
-//                server's predicate stage: any idle core takes the next
-//                task; round robin is what that averages to, with no
-//                stealing credited);
+//   kTasks       each task on the core whose part of the predicate table
+//                it walks (CohortMasks::task_part), as the staged server's
+//                predicate stage prefers, with no credit for an idle core
+//                stealing another's task;
 //   kCohorts     all of cohort k's phase 1 on core k % P;
 //   kAttributes  every task of attribute a on one core: attributes go to
 //                cores largest first, each to the least-loaded core (LPT),
@@ -20,6 +20,13 @@
 // forms the cohort). A core's share is the sum of its pieces; with P cores
 // working in parallel and nothing shared, the slowest core's share bounds
 // the round.
+//
+// The static kTasks split credits the server's predicate stage with nothing
+// for taking tasks from whichever core is idle. `stealing_seconds` models
+// that too: cohort by cohort, its BeginCohort and then each task go to the
+// core with the least work so far (which by then includes its partition's
+// phase 2 of the previous cohort, as in the server's pipeline), then every
+// partition's phase 2 is added to its core.
 //
 // Single-threaded; no synchronisation.
 #ifndef COHORT_BENCH_WORK_MODEL_H_
@@ -52,11 +59,16 @@ struct SharedLayoutWork {
   uint64_t tasks = 0;
   uint64_t matches = 0;
   std::vector<uint64_t> partition_matches;  // by partition
+  // Cluster rows each partition checked: its phase-2 work, in a count that
+  // does not depend on the machine's noise.
+  std::vector<uint64_t> partition_rows;
   double begin_seconds = 0;   // every BeginCohort
   double task_seconds = 0;    // every phase-1 task
   double phase2_seconds = 0;  // every partition's phase 2
-  // Seconds by core, for each split (indexed like kPhase1Splits).
+  // Seconds by core, for each split (indexed like kPhase1Splits), and with
+  // tasks taken by the least-loaded core (see the file comment).
   std::vector<double> core_seconds[3];
+  std::vector<double> stealing_seconds;
   matcher::IndexCounters counters;
 
   const std::vector<double>& Cores(Phase1Split split) const {
@@ -82,8 +94,10 @@ struct CoreShare {
   std::vector<uint32_t> attribute_core;  // by attribute id
 
   bool Begins(uint64_t cohort) const { return cohort % partitions == core; }
-  bool RunsTask(uint64_t cohort, size_t task,
-                matcher::AttributeId attribute) const;
+  // Task `task` of cohort `cohort`, of `attribute` and task_part `part`
+  // (of `partitions` parts).
+  bool RunsTask(uint64_t cohort, matcher::AttributeId attribute,
+                uint32_t part) const;
 };
 
 // The kAttributes assignment: attribute ids (by total measured seconds

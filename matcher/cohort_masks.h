@@ -74,6 +74,18 @@ class CohortMasks {
   AttributeId task_attribute(size_t task) const {
     return attributes_[tasks_[task].attribute_index].attribute;
   }
+  // Which of `parts` equal, consecutive parts of the mask slot space a
+  // task's positions start in. Slots follow the table's groups, so the
+  // tasks of part p walk the same slice of the predicate table and write
+  // the same masks in every cohort (until the table is compacted), and the
+  // parts hold about equal numbers of positions: a scheduler that runs part
+  // p's tasks on core p keeps each slice in one core's caches from cohort
+  // to cohort. REQUIRES: parts >= 1.
+  uint32_t task_part(size_t task, uint32_t parts) const {
+    const Task& t = tasks_[task];
+    const uint64_t slot = uint64_t{t.slot_base} + t.begin;
+    return static_cast<uint32_t>(slot * parts / (slot_limit_ + 1));
+  }
   // Sum of task_positions over all tasks.
   uint64_t total_positions() const { return total_positions_; }
 
@@ -134,6 +146,7 @@ class CohortMasks {
 
   std::vector<uint64_t> words_;
   uint64_t generation_ = 0;  // the table's layout generation when filled
+  size_t slot_limit_ = 0;    // the table's slot_limit() when filled
   size_t events_ = 0;
   std::vector<Task> tasks_;
   uint64_t total_positions_ = 0;

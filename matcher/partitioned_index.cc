@@ -1,5 +1,6 @@
 #include "matcher/partitioned_index.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -15,7 +16,8 @@ using internal::PredicateId;
 PartitionedIndex::PartitionedIndex(uint32_t partitions, uint32_t spread_rows)
     : partitions_(partitions),
       spread_rows_(spread_rows),
-      clusters_(partitions) {}
+      clusters_(partitions),
+      rows_in_(partitions, 0) {}
 
 PartitionedIndex::~PartitionedIndex() = default;
 
@@ -46,20 +48,25 @@ uint32_t PartitionedIndex::Choose(PredicateId access, SubscriptionId id) {
       accesses_.emplace_back();
     }
     accesses_[k] = Access{};
-    accesses_[k].home = next_home_++ % partitions_;
+    accesses_[k].home = static_cast<uint32_t>(
+        std::min_element(rows_in_.begin(), rows_in_.end()) - rows_in_.begin());
     access_of_[access] = k;
   }
   Access& a = accesses_[access_of_[access]];
   const uint32_t r = a.placed++;
   ++a.live;
-  if (partitions_ == 1) return 0;
-  if (spread_rows_ == 0) {  // by id: any partition may hold rows of any list
+  uint32_t p = a.home;
+  if (partitions_ == 1) {
+    p = 0;
+  } else if (spread_rows_ == 0) {  // by id: any partition may hold any list
     if (a.spread_at == kNotSpread) Spread(a);
-    return id % partitions_;
+    p = id % partitions_;
+  } else if (r >= spread_rows_) {
+    if (a.spread_at == kNotSpread) Spread(a);
+    p = (a.home + r / spread_rows_) % partitions_;
   }
-  if (r < spread_rows_) return a.home;
-  if (a.spread_at == kNotSpread) Spread(a);
-  return (a.home + r / spread_rows_) % partitions_;
+  ++rows_in_[p];
+  return p;
 }
 
 void PartitionedIndex::Spread(Access& a) {
@@ -123,6 +130,7 @@ void PartitionedIndex::ApplyRow(const PendingRow& row) {
 void PartitionedIndex::RemoveRow(uint32_t partition, SubscriptionId id,
                                  RemovedRows* removed) {
   internal::ClusterStore& store = clusters_[partition];
+  --rows_in_[partition];
   Placed& placed = locations_.Existing(id);
   const Location at = placed.at;
   const PredicateId access = store.Access(at.cluster);

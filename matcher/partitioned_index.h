@@ -10,7 +10,8 @@
 // are placed by access predicate, so that a cluster list is not cut into P
 // small lists (visiting a cluster costs about as much for one row as for a
 // hundred): an access predicate gets a *home* partition when it first heads
-// a row (homes go round robin), and its first kSpreadRows rows go there.
+// a row (the partition then holding the fewest rows), and its first
+// kSpreadRows rows go there.
 // From then on row r (counting every row ever placed under it) goes to
 // partition (home + r / kSpreadRows) % P, so the long lists that most events
 // visit — per-attribute "present" lists, popular equalities — are spread
@@ -178,12 +179,12 @@ class PartitionedIndex {
   internal::PredicateTable table_;
   internal::RowPlanner planner_;
   std::vector<internal::ClusterStore> clusters_;  // by partition
+  std::vector<uint64_t> rows_in_;                 // live rows, by partition
   std::vector<uint32_t> access_of_;               // by predicate id
   std::vector<Access> accesses_;
   std::vector<uint32_t> free_accesses_;
   std::vector<uint32_t> spread_heads_;
   std::vector<uint32_t> free_spreads_;
-  uint32_t next_home_ = 0;
   internal::PagedArray<Placed> locations_;
   size_t size_ = 0;
   internal::CohortMasks masks_;  // MatchCohort's

@@ -480,6 +480,7 @@ void PredicateTable::ClearPrevious(size_t slot_limit, uint64_t generation,
     if (m->words_.size() < slot_limit) m->words_.resize(slot_limit, 0);
   }
   m->generation_ = generation;
+  m->slot_limit_ = slot_limit;
   m->dirty_eq_slots_.clear();
   m->tasks_.clear();
   m->total_positions_ = 0;
@@ -602,9 +603,11 @@ void PredicateTable::AddPieces(const Group& g, uint32_t index, bool runs,
   if (begin >= end) begin = end = g.sorted;
   const uint32_t tail = g.size() - g.sorted;
   if (begin == end && tail == 0) return;
+  // Pieces end at multiples of kTaskPositions, so piece j of a group covers
+  // the same positions in every cohort (task_part).
   uint32_t s = begin;
   do {
-    const uint32_t e = std::min(end, s + kTaskPositions);
+    const uint32_t e = std::min(end, (s / kTaskPositions + 1) * kTaskPositions);
     const uint32_t t = e == end ? tail : 0;
     m->tasks_.push_back({index, static_cast<uint8_t>(g.kind), runs, s, e, t,
                          g.base, g.base + g.sorted});

@@ -4,7 +4,7 @@
     tools/experiment_report.py results/2026-11-22
 
 Reads meta.txt, servers.csv, loads.csv, runs.csv and raw/ (one `cohort load`
-JSON per run; cachegrind summaries for experiment 4). Writes, next to them:
+JSON per run; callgrind summaries for experiment 4). Writes, next to them:
 clients.csv, cohort.csv, locality.csv, scaling.csv, cache.csv (medians with
 min and max over repetitions), fig_*.png (gnuplot, pngcairo) and report.md,
 and prints report.md. Every figure and table names the machine, the flags and
@@ -96,11 +96,15 @@ def errors(runs):
 
 
 def partition_batch(run):
-    """Mean cohort size over the partition stages in the run's stats."""
+    """Mean cohort size in the run's stats: the predicate stage's (the
+    partitioned layout forms each cohort once), else the partitions'."""
     stages = (run.get("stats") or {}).get("stages") or []
-    sizes = [s["events_per_batch"] for s in stages
-             if s["name"].startswith("partition/") and s["events"] > 0]
-    return statistics.mean(sizes) if sizes else float("nan")
+    for prefix in ("predicate", "partition/"):
+        sizes = [s["events_per_batch"] for s in stages
+                 if s["name"].startswith(prefix) and s["events"] > 0]
+        if sizes:
+            return statistics.mean(sizes)
+    return float("nan")
 
 
 def write_csv(folder, name, header, rows):
@@ -197,6 +201,28 @@ def clients_section(folder, meta, servers, loads, runs, plots, md):
                   f"{fmt([lat(r, 'p99') for r in s], digits=2)} | "
                   f"{fmt([lat(r, 'p99') for r in t], digits=2)} | "
                   f"{fmt([rate(r) for r in s])} | {fmt([rate(r) for r in t])} |")
+    steps = [("sharded_wait100", "as it was: `--index=sharded_phase1 "
+              "--cohort_wait_us=100`"),
+             ("staged_wait100", "partitioned layout: `--cohort_wait_us=100`"),
+             ("staged", "and no wait when a stage is free: the defaults"),
+             ("threaded", "`--mode=threaded`")]
+    steps = [(c, what) for c, what in steps
+             if any((c, x) in data for x in xs)]
+    if len(steps) > 2:
+        md.append("\nWhich change bought what: mean response time (ms) of the "
+                  "staged server as it was, with the partitioned layout "
+                  "(phase 1 once per cohort, cohorts formed once), and with "
+                  "no wait for company when a stage is free.\n")
+        md.append("| clients | " + " | ".join(
+            f"{c} ({what})" for c, what in steps) + " |")
+        md.append("|---|" + "---|" * len(steps))
+        for x in xs:
+            cells = []
+            for c, _what in steps:
+                rs = data.get((c, x), [])
+                cells.append(fmt([lat(r, "mean") for r in rs], digits=2)
+                             if rs else "-")
+            md.append(f"| {x} | " + " | ".join(cells) + " |")
     err = sum(errors(rs) for rs in data.values())
     md.append(f"\nErrors and unanswered requests over all runs: {err}.\n")
     cap = caption(meta, servers, (loads.get("clients", ""), configs))
@@ -305,14 +331,19 @@ def locality_section(folder, meta, servers, loads, runs, plots, md):
     configs = runs.configs("locality")
     if not configs:
         return
-    md.append("## 3. Locality: partitioned index vs a whole index per stage\n")
-    md.append("`partitioned`: each partition owns 1/P of the subscriptions "
-              "and sees every event (the design). `replicated`: every "
-              "partition holds the whole index and matches every P-th event "
-              "in cohorts (the staged server without partitioning). "
-              "`threaded`: workers share one index, one event at a time. "
-              "`stream` is the saturating load of experiment 2; `closed16` "
-              "is 16 closed-loop clients as in experiment 1.\n")
+    md.append("## 3. Locality: the index layouts and the threaded server\n")
+    md.append("`partitioned` (the design): one predicate table, each "
+              "cohort's phase 1 done once with its work split over the "
+              "partitions' cores, each partition matching every cohort "
+              "against its own part of the clusters. `sharded_phase1` (the "
+              "earlier layout): each partition owns a whole index of 1/P of "
+              "the subscriptions and runs both phases for every event. "
+              "`replicated`: every partition holds the whole index and "
+              "matches every P-th event in cohorts (the staged server "
+              "without partitioning). `threaded`: workers share one index, "
+              "one event at a time. `stream` is the saturating load of "
+              "experiment 2; `closed16` is 16 closed-loop clients as in "
+              "experiment 1.\n")
     md.append("| server | stream events/s | stream p99 ms | closed16 mean ms "
               "| closed16 events/s |")
     md.append("|---|---|---|---|---|")
@@ -403,7 +434,7 @@ unset multiplot
     add_figure(md, plots, png, 3, cap)
 
 
-CACHEGRIND = {
+CALLGRIND = {
     "I": re.compile(r"I\s+refs:\s+([\d,]+)"),
     "D": re.compile(r"D\s+refs:\s+([\d,]+)"),
     "D1": re.compile(r"D1\s+misses:\s+([\d,]+)"),
@@ -411,11 +442,12 @@ CACHEGRIND = {
 }
 
 
-def read_cachegrind(path):
+def read_callgrind(path):
+    """The summary counts valgrind --cache-sim=yes prints at exit."""
     with open(path) as f:
         text = f.read()
     out = {}
-    for key, pattern in CACHEGRIND.items():
+    for key, pattern in CALLGRIND.items():
         m = pattern.search(text)
         if not m:
             raise ValueError(f"{path}: no '{key}' count")
@@ -428,35 +460,44 @@ def cache_section(folder, meta, servers, runs_rows, plots, md):
     if not rows:
         return
     md.append("## 4. Simulated caches: instructions and misses per event\n")
-    md.append(f"Cachegrind over `bench/locality_probe`, which does what one "
-              f"core of a {meta.get('cache_model', '').split('of ')[-1]}-core "
-              "server does (see its header): counts of a run with matching "
-              "minus one without (index construction, workload generation), "
-              "per published event for the whole machine (a partitioned "
-              "server's event costs all P cores). Hardware counters are not "
-              "available in these virtual machines.\n")
-    md.append("| layout | cohort_max | events matched by core 0 | "
+    cores = re.search(r"each of (\d+) cores", meta.get("cache_model", ""))
+    md.append(f"Callgrind over `bench/locality_probe --all_cores`, which "
+              f"does what each core of a {cores.group(1) if cores else '?'}"
+              "-core server does, core by core, each starting from cold "
+              "simulated caches "
+              "of its own (L1s and a last-level slice; see its header), with "
+              "instrumentation on only while the cores match (not while the "
+              "index is built, nor, for partitioned, while the cohorts' masks "
+              "are first computed: the masks other cores wrote are cold in "
+              "each core's pass). Counts are the whole machine's, per "
+              "published event. partitioned/S: phase 1 split over the cores "
+              "by S (tasks is the server's: each core walks its own part of "
+              "the predicate table). Hardware counters are not available in "
+              "these virtual machines.\n")
+    md.append("| layout | cohort_max | events | "
               "instructions/event | D1 misses/event | LL misses/event | "
               "LL misses per 1k instructions |")
     md.append("|---|---|---|---|---|---|---|")
     out, dat = [], []
     for r in rows:
-        stem = os.path.join(folder, r["file"]).removesuffix("_match.json")
-        with open(stem + "_match.json") as f:
+        stem = os.path.join(folder, r["file"]).removesuffix(".json")
+        with open(stem + ".json") as f:
             probe = json.load(f)
-        on = read_cachegrind(stem + "_match.cachegrind")
-        off = read_cachegrind(stem + "_nomatch.cachegrind")
+        counts = read_callgrind(stem + ".callgrind")
         scale = probe["cores_per_event"] / max(1, probe["events"])
-        per = {k: (on[k] - off[k]) * scale for k in on}
+        per = {k: counts[k] * scale for k in counts}
         per_k = per["LL"] / per["I"] * 1000 if per["I"] else float("nan")
-        md.append(f"| {probe['layout']} | {probe['cohort_max']} | "
+        name = probe["layout"]
+        if "phase1_split" in probe:
+            name += "/" + probe["phase1_split"]
+        md.append(f"| {name} | {probe['cohort_max']} | "
                   f"{probe['events']:,} | {per['I']:,.0f} | {per['D1']:,.0f} | "
                   f"{per['LL']:,.0f} | {per_k:.2f} |")
-        out.append([probe["layout"], probe["cohort_max"], probe["partitions"],
+        out.append([name, probe["cohort_max"], probe["partitions"],
                     probe["subscriptions"], probe["events"], probe["matches"],
                     round(per["I"]), round(per["D"]), round(per["D1"]),
                     round(per["LL"]), round(per_k, 3)])
-        dat.append(f'"{probe["layout"]}\\nc{probe["cohort_max"]}" '
+        dat.append(f'"{name}\\nc{probe["cohort_max"]}" '
                    f"{per['I']:.1f} {per['LL']:.2f}")
     write_csv(folder, "cache.csv",
               ["layout", "cohort_max", "partitions", "subscriptions_core0",
@@ -468,9 +509,9 @@ def cache_section(folder, meta, servers, runs_rows, plots, md):
     cap = (f"machine: {meta.get('machine', '?')} (simulated: "
            f"{meta.get('cache_model', '?')}). workload: "
            f"{meta.get('cache_workload', '?')}. probe: bench/locality_probe "
-           "--layout=L --cohort_max=C --match/--nomatch.")
+           "--layout=L --cohort_max=C --all_cores [--phase1_split=S].")
     png = gnuplot(folder, "fig_cache.png", """
-set multiplot layout 1,2 title "Experiment 4: cachegrind, per published event (whole machine)"
+set multiplot layout 1,2 title "Experiment 4: callgrind, per published event (whole machine)"
 set bmargin at screen BOTTOM + 0.1
 set grid
 set style fill solid 0.5

@@ -86,11 +86,11 @@ bool CohortPipeline::TakeCohortWork(uint32_t p, Work* work) {
   // Oldest cohort first: its tasks and matches finish events soonest.
   for (uint64_t c = finished_; c < formed_; ++c) {
     Slot& s = slots_[c % kBuffers];
-    if (s.state == SlotState::kPhase1 && s.next_task < s.tasks) {
+    if (s.state == SlotState::kPhase1 && s.unclaimed > 0) {
       work->kind = Work::Kind::kTask;
       work->buffer = static_cast<uint32_t>(c % kBuffers);
       work->cohort = c;
-      work->task = s.next_task++;
+      work->task = Claim(s, p);
       return true;
     }
     if (s.state != SlotState::kPhase2 || next_match_[p] != c) continue;
@@ -115,6 +115,32 @@ bool CohortPipeline::TakeCohortWork(uint32_t p, Work* work) {
     return true;
   }
   return false;
+}
+
+size_t CohortPipeline::Claim(Slot& slot, uint32_t p) {
+  --slot.unclaimed;
+  TaskQueue& mine = slot.queues[p];
+  while (mine.tasks.size() > mine.head) {
+    const uint32_t t = mine.tasks.back();
+    mine.tasks.pop_back();
+    if (!slot.claimed[t]) {
+      slot.claimed[t] = true;
+      return t;
+    }
+  }
+  // Steal the others' first tasks: they take theirs from the back.
+  const uint32_t n = static_cast<uint32_t>(slot.queues.size());
+  for (uint32_t i = 1; i < n; ++i) {
+    TaskQueue& other = slot.queues[(p + i) % n];
+    while (other.head < other.tasks.size()) {
+      const uint32_t t = other.tasks[other.head++];
+      if (!slot.claimed[t]) {
+        slot.claimed[t] = true;
+        return t;
+      }
+    }
+  }
+  return 0;  // unreachable while unclaimed was > 0
 }
 
 bool CohortPipeline::TakeForm(Work* work, int64_t* deadline_ns) {
@@ -142,10 +168,11 @@ bool CohortPipeline::TakeForm(Work* work, int64_t* deadline_ns) {
     work->events.push_back(items_.front().event);
     items_.pop_front();
   }
-  s = Slot{};
   s.state = SlotState::kForming;
   s.cohort = formed_++;
   s.events = take;
+  s.tasks = s.unclaimed = s.tasks_done = 0;
+  s.matched = 0;
   return true;
 }
 
@@ -182,14 +209,26 @@ bool CohortPipeline::Next(uint32_t p, Work* work) {
   }
 }
 
-bool CohortPipeline::Formed(uint32_t buffer, size_t tasks, size_t events) {
+bool CohortPipeline::Formed(uint32_t buffer,
+                            absl::Span<const uint32_t> preferred,
+                            size_t events) {
   std::lock_guard<std::mutex> lock(mu_);
   Slot& s = slots_[buffer];
   s.events = events;
-  s.tasks = events == 0 ? 0 : tasks;
+  s.tasks = s.unclaimed = events == 0 ? 0 : preferred.size();
   if (s.tasks == 0) {
     PhaseOneDone(s);
     return true;
+  }
+  // The queues keep their capacity from cohort to cohort.
+  s.queues.resize(partitions_);
+  for (TaskQueue& q : s.queues) {
+    q.tasks.clear();
+    q.head = 0;
+  }
+  s.claimed.assign(s.tasks, false);
+  for (uint32_t t = 0; t < s.tasks; ++t) {
+    s.queues[preferred[t] % partitions_].tasks.push_back(t);
   }
   s.state = SlotState::kPhase1;
   cv_.notify_all();

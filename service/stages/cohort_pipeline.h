@@ -13,13 +13,17 @@
 // `cohort_max` of them, the oldest `cohort_wait_ns` old, a change queued
 // behind them, or a flush — one partition thread takes up to cohort_max of
 // them (kForm) and starts its phase 1 (PredicateTable::BeginCohort), which
-// lists the cohort's tasks. Any partition thread then takes tasks (kTask);
-// once all have run, every partition matches the cohort against its own
-// clusters (kMatch), in cohort order. A buffer is free again once every
-// partition has matched its cohort. With kBuffers buffers, phase 1 of the
-// next cohort runs while partitions still match the previous one, and a
-// partition that finishes early spends its time on the next cohort's tasks:
-// the predicate stage's work goes to whichever cores are idle.
+// lists the cohort's tasks, each with the partition it prefers. Partition
+// threads then take tasks (kTask): their own first — a task's preference
+// follows the part of the predicate table it walks (CohortMasks::task_part),
+// so that part stays in one core's caches from cohort to cohort — and,
+// with none of their own left, another's. Once all have run, every
+// partition matches the cohort against its own clusters (kMatch), in
+// cohort order. A buffer is free again once every partition has matched
+// its cohort. With kBuffers buffers, phase 1 of the next cohort runs while
+// partitions still match the previous one, and a partition that finishes
+// early spends its time on the next cohort's tasks: the predicate stage's
+// work goes to whichever cores are idle.
 //
 // A subscription change waits at the head of the queue until no cohort is
 // in flight, then is applied in three steps: one thread plans it against
@@ -115,11 +119,13 @@ class CohortPipeline {
   // when closed and drained.
   bool Next(uint32_t p, Work* work);
 
-  // The cohort of kForm `buffer` has `tasks` phase-1 tasks left for others
-  // to take (0: its phase 1 is done) and `events` events (0: every event had
-  // expired, and the buffer is free again). Returns true if its phase 1 is
-  // done now.
-  bool Formed(uint32_t buffer, size_t tasks, size_t events);
+  // The cohort of kForm `buffer` has `events` events (0: every event had
+  // expired, and no partition need match it) and phase-1 tasks 0 ..
+  // preferred.size() - 1 left to run, task t preferably by partition
+  // preferred[t] % partitions (none: its phase 1 is done). Returns true if
+  // its phase 1 is done now.
+  bool Formed(uint32_t buffer, absl::Span<const uint32_t> preferred,
+              size_t events);
   // A task of `buffer` ran. Returns true if it was the cohort's last.
   bool TaskDone(uint32_t buffer);
   // Partition p matched `buffer`'s cohort.
@@ -136,15 +142,23 @@ class CohortPipeline {
     UpdateBatch* update = nullptr;
   };
   enum class SlotState { kFree, kForming, kPhase1, kPhase2 };
+  // The tasks a partition prefers, not yet handed out by it: it takes from
+  // the back, others steal from `head`.
+  struct TaskQueue {
+    std::vector<uint32_t> tasks;
+    size_t head = 0;
+  };
   struct Slot {
     SlotState state = SlotState::kFree;
     uint64_t cohort = 0;
     size_t events = 0;
     size_t tasks = 0;
-    size_t next_task = 0;
+    size_t unclaimed = 0;
     size_t tasks_done = 0;
     uint32_t matched = 0;
     int64_t ready_ns = 0;
+    std::vector<TaskQueue> queues;  // by partition
+    std::vector<bool> claimed;      // by task
   };
   enum class UpdateState { kNone, kPlanning, kApplying, kFinishReady,
                            kFinishing };
@@ -160,6 +174,9 @@ class CohortPipeline {
   bool TakeForm(Work* work, int64_t* deadline_ns)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool TakePlan(Work* work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A task of `slot` for partition p: one it prefers, else another's.
+  // REQUIRES: slot.unclaimed > 0.
+  static size_t Claim(Slot& slot, uint32_t p);
   size_t LeadingEvents() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool InFlight() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PhaseOneDone(Slot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -63,7 +63,7 @@ TEST(CohortPipeline, FormsOnceCohortMaxEventsWait) {
   ASSERT_EQ(work.events.size(), 4u);
   EXPECT_EQ(work.queue_length, 5u);
   EXPECT_EQ(work.events[3].job, more.get());
-  EXPECT_TRUE(pipeline.Formed(work.buffer, 0, 4));
+  EXPECT_TRUE(pipeline.Formed(work.buffer, {}, 4));
   ASSERT_TRUE(pipeline.Next(0, &work));
   EXPECT_EQ(work.kind, Kind::kMatch);
   pipeline.MatchDone(work.buffer, 0);
@@ -71,7 +71,7 @@ TEST(CohortPipeline, FormsOnceCohortMaxEventsWait) {
   ASSERT_TRUE(pipeline.Next(0, &work));
   EXPECT_EQ(work.kind, Kind::kForm);
   EXPECT_EQ(work.events.size(), 1u);
-  pipeline.Formed(work.buffer, 0, 1);
+  pipeline.Formed(work.buffer, {}, 1);
   ASSERT_TRUE(pipeline.Next(0, &work));
   pipeline.MatchDone(work.buffer, 0);
   EXPECT_FALSE(pipeline.Next(0, &work));
@@ -114,7 +114,7 @@ TEST(CohortPipeline, ChangeWaitsForTheCohortsBeforeIt) {
   ASSERT_EQ(work.kind, Kind::kForm);
   EXPECT_EQ(work.events.size(), 2u);
   const uint32_t buffer = work.buffer;
-  pipeline.Formed(buffer, 0, 2);
+  pipeline.Formed(buffer, {}, 2);
   ASSERT_TRUE(pipeline.Next(0, &work));
   ASSERT_EQ(work.kind, Kind::kMatch);
   pipeline.MatchDone(buffer, 0);
@@ -152,10 +152,10 @@ TEST(CohortPipeline, CohortWithNoLiveEventsNeedsNoMatch) {
   CohortPipeline::Work work;
   ASSERT_TRUE(pipeline.Next(0, &work));
   ASSERT_EQ(work.kind, Kind::kForm);
-  pipeline.Formed(work.buffer, 5, 0);
+  pipeline.Formed(work.buffer, {0, 1, 2, 3, 4}, 0);
   ASSERT_TRUE(pipeline.Next(1, &work));
   ASSERT_EQ(work.kind, Kind::kForm) << "the empty cohort was handed out";
-  pipeline.Formed(work.buffer, 0, 1);
+  pipeline.Formed(work.buffer, {}, 1);
   for (uint32_t p : {0u, 1u}) {
     ASSERT_TRUE(pipeline.Next(p, &work));
     EXPECT_EQ(work.kind, Kind::kMatch);
@@ -218,9 +218,13 @@ TEST(CohortPipeline, ThreadsDoEveryPieceOnceInOrder) {
           const size_t tasks = cohort % 4;  // some cohorts need none
           tasks_of_buffer[work.buffer] = tasks;
           task_runs[work.buffer].assign(tasks, 0);
+          std::vector<uint32_t> preferred;
+          for (size_t t = 0; t < tasks; ++t) {
+            preferred.push_back(static_cast<uint32_t>(cohort + t));
+          }
           --cohort_work;
           lock.unlock();
-          pipeline.Formed(work.buffer, tasks, work.events.size());
+          pipeline.Formed(work.buffer, preferred, work.events.size());
           continue;
         }
         case Kind::kTask:

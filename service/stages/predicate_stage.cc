@@ -47,17 +47,22 @@ void PredicateStage::Form(const CohortPipeline::Work& work) {
   profile_.RecordWaits(waits);
   profile_.AddEvents(c.events.size());
   profile_.AddExpired(expired.size());
-  size_t tasks = 0;
+  c.preferred.clear();
   if (!c.events.empty()) {
     index_->BeginCohort(c.views, &c.masks);
-    tasks = c.masks.tasks();
     if (c.masks.total_positions() < kInlinePositions) {
-      for (size_t t = 0; t < tasks; ++t) index_->RunTask(t, &c.masks);
-      tasks = 0;
+      for (size_t t = 0; t < c.masks.tasks(); ++t) {
+        index_->RunTask(t, &c.masks);
+      }
+    } else {
+      for (size_t t = 0; t < c.masks.tasks(); ++t) {
+        c.preferred.push_back(c.masks.task_part(t, index_->partitions()));
+      }
     }
   }
   const Batch batch{c.queue_length, c.events.size(), c.formed_ns};
-  const bool done = pipeline_->Formed(work.buffer, tasks, c.events.size());
+  const bool done =
+      pipeline_->Formed(work.buffer, c.preferred, c.events.size());
   if (done && batch.events > 0) PhaseOneDone(batch);
   // Last: the reply stage may finish (and free) a job as soon as it has
   // its events.

@@ -8,9 +8,10 @@
 //     expired (their requests' deadlines passed or their callers went away):
 //     those go straight to the reply stage, unmatched. The rest are the
 //     cohort: PartitionedIndex::BeginCohort gathers their values, does the
-//     equality lookups and lists the range groups' tasks. A cohort whose
-//     tasks are few runs them at once rather than hand them out (waking
-//     another core costs more than it would save).
+//     equality lookups and lists the range groups' tasks, each preferring
+//     the partition whose part of the table it walks (task_part). A cohort
+//     whose tasks are few runs them at once rather than hand them out
+//     (waking another core costs more than it would save).
 //   - RunTask: one phase-1 task of a cohort.
 // When a cohort's last task has run, its masks are complete and every
 // partition may match it (the pipeline's kMatch).
@@ -50,6 +51,9 @@ class PredicateStage {
     matcher::internal::CohortMasks masks;
     int64_t formed_ns = 0;
     size_t queue_length = 0;
+    // The tasks left to hand out, each as its task_part of P: the
+    // pipeline offers it to that partition first.
+    std::vector<uint32_t> preferred;
   };
   // Hands an event that will not be matched to the reply stage.
   using ExpiredFn = std::function<void(PublishJob* job, uint32_t event)>;

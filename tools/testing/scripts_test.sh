@@ -21,6 +21,8 @@ trap 'rm -rf "${tmp}"' EXIT
     grep -q "20000 subscriptions in" "${tmp}/run.out" "${tmp}/run.err"
   check "./run.sh reports events/s" grep -q "events/s" "${tmp}/run.out"
   check "./run.sh prints the stage profile" grep -q "^partition/0 " "${tmp}/run.out"
+  check "./run.sh's profile has the predicate stage" \
+    grep -q "^predicate " "${tmp}/run.out"
   check "./run.sh stops the server" grep -q "^run.sh: cohortd: " "${tmp}/run.out"
 
   # bench/experiment.sh: all four experiments, tiny, with the report.
@@ -55,8 +57,11 @@ with open(os.path.join(sys.argv[1], "runs.csv")) as f:
 PY
   check "no publish run had errors or unanswered requests" test ! -s "${tmp}/errors"
   cat "${tmp}/errors"
-  # 10 (clients) + 6 (cohort) + 6 (locality) + 2 (scaling) + 4 (cache) runs.
-  check "runs.csv lists 28 runs" test "$(tail -n +2 "${out}/runs.csv" | wc -l)" -eq 28
+  # 20 (clients: 5 counts x 4 servers) + 6 (cohort) + 8 (locality: 4
+  # servers x 2 loads) + 2 (scaling) + 8 (cache) runs.
+  check "runs.csv lists 44 runs" test "$(tail -n +2 "${out}/runs.csv" | wc -l)" -eq 44
+  check "the report says which change bought what" \
+    grep -q "^Which change bought what" "${out}/report.md"
 
   bench/experiment.sh --bogus >/dev/null 2>"${tmp}/bogus.err"
   check "experiment.sh rejects an unknown argument with 2" test $? -eq 2
@@ -113,21 +118,24 @@ sys.exit(not runs or any(json.load(open(f))["load"]["failed"] for f in runs))
   rm -rf "${out}"
   bench/partition_work.sh --quick --out="${out}" >"${tmp}/partition_work.log" 2>&1
   check "partition_work.sh --quick exits 0" test $? -eq 0
-  # 5 partition counts x 2 layouts, and the P=1 rows are the baseline.
-  check "partition_work: 10 rows, P=1 at 1.00x" python3 -c '
+  # 5 partition counts x 3 layouts, and the P=1 rows are the baseline.
+  check "partition_work: 15 rows, P=1 at 1.00x" python3 -c '
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1] + "/work.csv")))
-ok = len(rows) == 10 and all(float(r["speedup"]) == 1.0
+ok = len(rows) == 15 and all(float(r["speedup"]) == 1.0
                              for r in rows if r["partitions"] == "1")
 sys.exit(not ok)' "${out}"
-  # --concurrent: P probes at once, loops started together; the script
+  check "partition_work: the partitioned layout under every split" \
+    grep -q "^| 16 | .* | .* | .* | .* | .* |$" "${out}/report.md"
+  # --concurrent: P probes (partitioned: P threads) at once; the script
   # itself fails unless the cores' matches add up to one total.
   bench/partition_work.sh --quick --concurrent --partitions=1,2 \
     --out="${out}-concurrent" >"${tmp}/partition_work_concurrent.log" 2>&1
   check "partition_work.sh --quick --concurrent exits 0" test $? -eq 0
-  check "partition_work --concurrent: 4 rows, 2 cores' runs, matches add up" \
-    bash -c '[[ $(($(wc -l <"$1/work.csv") - 1)) == 4 ]] &&
-      [[ -s "$1/runs/partitioned-2-1-1.json" ]] &&
+  check "partition_work --concurrent: 6 rows, 2 cores' runs, matches add up" \
+    bash -c '[[ $(($(wc -l <"$1/work.csv") - 1)) == 6 ]] &&
+      [[ -s "$1/runs/sharded_phase1-2-1-1.json" ]] &&
+      grep -q "\"threads\": 2" "$1/runs/partitioned-2-1-0.json" &&
       grep -q "matches add up to [0-9,]* for every P and layout" "$1/report.md"' \
     _ "${out}-concurrent"
 
