@@ -267,7 +267,8 @@ uint64_t RunThreads(const matcher::PartitionedIndex& index,
     jobs.push_back(std::make_unique<PublishJob>());
     jobs.back()->events.push_back(event);
   }
-  CohortPipeline pipeline(p, static_cast<uint32_t>(chunk), /*wait=*/0);
+  CohortPipeline pipeline(p, static_cast<uint32_t>(chunk),
+                          /*cohort_wait_ns=*/0);
   struct Cohort {
     std::vector<matcher::EventView> views;
     matcher::internal::CohortMasks masks;
