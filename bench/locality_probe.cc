@@ -3,10 +3,12 @@
 // model), and experiment 4 of bench/experiment.sh runs it under valgrind's
 // callgrind for simulated cache misses and instructions per event.
 //
-//   valgrind --tool=callgrind --cache-sim=yes --instr-atstart=no \
-//     --LL=4194304,16,64 locality_probe --preset=fabret-1m \
-//     --subscriptions=100000 --events=2000 --partitions=4 \
+//   valgrind --tool=callgrind --cache-sim=yes --instr-atstart=no
+//     --LL=4194304,16,64 locality_probe --preset=fabret-1m
+//     --subscriptions=100000 --events=2000 --partitions=4
 //     --layout=partitioned --cohort_max=64 --all_cores
+//
+// (one command line).
 //
 // Layouts:
 //   partitioned     the staged server's default (matcher::PartitionedIndex):
@@ -294,7 +296,11 @@ uint64_t RunThreads(const matcher::PartitionedIndex& index,
           index.BeginCohort(c.views, &c.masks);
           c.preferred.clear();
           for (size_t t = 0; t < c.masks.tasks(); ++t) {
-            c.preferred.push_back(c.masks.task_part(t, p));
+            if (w.solo) {
+              index.RunTask(t, &c.masks);
+            } else {
+              c.preferred.push_back(c.masks.task_part(t, p));
+            }
           }
           pipeline.Formed(w.buffer, c.preferred, c.views.size());
           break;
@@ -304,9 +310,9 @@ uint64_t RunThreads(const matcher::PartitionedIndex& index,
           break;
         case CohortPipeline::Work::Kind::kMatch:
           for (size_t i = 0; i < c.views.size(); ++i) out[i].clear();
-          index.MatchPartition(t, c.masks, out.data(), &counters);
+          index.MatchPartition(w.partition, c.masks, out.data(), &counters);
           for (size_t i = 0; i < c.views.size(); ++i) found += out[i].size();
-          pipeline.MatchDone(w.buffer, t);
+          pipeline.MatchDone(w.buffer, w.partition);
           break;
         default:  // no subscription changes here
           break;

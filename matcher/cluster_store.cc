@@ -82,11 +82,13 @@ inline uint32_t EntryHolds(const uint64_t* bits, uint32_t e) {
 
 }  // namespace
 
-void ClusterStore::MatchListForEvent(
-    uint32_t head, const PredicateBits& bits,
-    std::vector<SubscriptionId>* matches) const {
+void ClusterStore::MatchListForEvent(uint32_t head, const PredicateBits& bits,
+                                     std::vector<SubscriptionId>* matches,
+                                     uint64_t* clusters, uint64_t* rows) const {
   for (uint32_t i = head; i != kNoCluster; i = clusters_[i].next) {
     MatchClusterForEvent(clusters_[i], bits.words(), matches);
+    *rows += clusters_[i].rows;
+    ++*clusters;
   }
 }
 

@@ -83,9 +83,11 @@ class ClusterStore {
   // Phase 2 of the per-event path: appends to `*matches` the id of every
   // live row on the list starting at `head` whose entries all hold in `bits`
   // (a negated entry holds when its bit is clear). The access predicate is
-  // taken to hold. REQUIRES: bits can hold every entry's id.
+  // taken to hold. Adds the clusters and rows checked to `*clusters` and
+  // `*rows`. REQUIRES: bits can hold every entry's id.
   void MatchListForEvent(uint32_t head, const PredicateBits& bits,
-                         std::vector<SubscriptionId>* matches) const;
+                         std::vector<SubscriptionId>* matches,
+                         uint64_t* clusters, uint64_t* rows) const;
 
   size_t clusters() const { return clusters_.size() - free_.size(); }
   size_t MemoryBytes() const;

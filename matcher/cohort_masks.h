@@ -3,6 +3,14 @@
 // access predicates the cohort satisfies, and the phase-1 work still to do,
 // cut into *tasks* that several threads may run at once.
 //
+// A cohort of at most kPerEventCohort events is kept per event instead
+// (per_event()): a PredicateBits of each event's satisfied predicates —
+// its equalities set by BeginCohort, its range predicates by one task per
+// event; phase 2 then checks each event's cluster lists against its bits
+// (ClusterStore::MatchListForEvent). For so few events a bit vector (one
+// bit per predicate, in cache) beats a 64-bit mask per predicate read
+// through its slot.
+//
 // Masks live in a flat array indexed by *mask slot*; PredicateTable maps
 // predicate ids to slots (PredicateTable::slots()). Equalities have a slot
 // each; the range predicates of one group (one kind on one attribute) have a
@@ -42,6 +50,46 @@ using PredicateId = uint32_t;
 
 // Largest cohort phase 1 can hold at once: one bit per event in a mask.
 inline constexpr size_t kMaxCohortChunk = 64;
+// Largest cohort kept per event (see the file comment). On fabret-1m
+// (matcher_bench --events=4000 --cohort_max=1,3,4,5,6,7,8,10
+// --repetitions=5: one index, one thread, passes interleaved) a cohort of
+// 4, 5, 6, 7 and 8 events through the masks costs 234, 223, 209, 198 and
+// 181 us per event, the per-event path 212 us each (1 to 3 events).
+inline constexpr size_t kPerEventCohort = 5;
+
+// One bit per predicate id: the predicates one event satisfies, for the
+// per-event path. Remembers which words it set, so `Clear` touches only
+// those (the vector is cleared lazily, not zeroed whole per event).
+// Thread safety: none; each thread owns its own.
+// Invariant: words_[w] != 0 implies w is in dirty_.
+class PredicateBits {
+ public:
+  // Makes room for ids below `limit`. REQUIRES: no bit is set.
+  void Resize(size_t limit) {
+    const size_t words = (limit + 63) / 64;
+    if (words > words_.size()) words_.resize(words, 0);
+  }
+  // REQUIRES: id is below a limit passed to Resize.
+  void Set(PredicateId id) {
+    uint64_t& word = words_[id >> 6];
+    if (word == 0) dirty_.push_back(id >> 6);
+    word |= uint64_t{1} << (id & 63);
+  }
+  // Clears every bit set since the last call.
+  void Clear() {
+    for (uint32_t w : dirty_) words_[w] = 0;
+    dirty_.clear();
+  }
+  const uint64_t* words() const { return words_.data(); }
+  size_t MemoryBytes() const {
+    return words_.capacity() * sizeof(uint64_t) +
+           dirty_.capacity() * sizeof(uint32_t);
+  }
+
+ private:
+  std::vector<uint64_t> words_;
+  std::vector<uint32_t> dirty_;  // indices of the non-zero words
+};
 
 // A satisfied predicate that may be an access predicate (an equality, or
 // "present" on an attribute) and the events that satisfy it.
@@ -70,9 +118,9 @@ class CohortMasks {
   uint32_t task_positions(size_t task) const {
     return tasks_[task].end - tasks_[task].begin + tasks_[task].tail_size;
   }
-  // The attribute whose group a task walks.
+  // The attribute whose group a task walks (per event: 0).
   AttributeId task_attribute(size_t task) const {
-    return attributes_[tasks_[task].attribute_index].attribute;
+    return per_event_ ? 0 : attributes_[tasks_[task].attribute_index].attribute;
   }
   // Which of `parts` equal, consecutive parts of the mask slot space a
   // task's positions start in. Slots follow the table's groups, so the
@@ -82,6 +130,7 @@ class CohortMasks {
   // p's tasks on core p keeps each slice in one core's caches from cohort
   // to cohort. REQUIRES: parts >= 1.
   uint32_t task_part(size_t task, uint32_t parts) const {
+    if (per_event_) return static_cast<uint32_t>(task % parts);
     const Task& t = tasks_[task];
     const uint64_t slot = uint64_t{t.slot_base} + t.begin;
     return static_cast<uint32_t>(slot * parts / (slot_limit_ + 1));
@@ -90,10 +139,17 @@ class CohortMasks {
   uint64_t total_positions() const { return total_positions_; }
 
   // The masks, indexed by mask slot. Complete once every task has run.
+  // REQUIRES: !per_event().
   const uint64_t* words() const { return words_.data(); }
 
+  // Whether the cohort is kept per event, and event i's satisfied
+  // predicates then. REQUIRES for event_bits: per_event(), i < events().
+  bool per_event() const { return per_event_; }
+  const PredicateBits& event_bits(size_t i) const { return event_bits_[i]; }
+
   // Every equality and "present" predicate some event of the cohort
-  // satisfies, with its mask (known after BeginCohort, before the tasks).
+  // satisfies, with its mask (known after BeginCohort, before the tasks;
+  // per event, one entry per event satisfying it, with that event's bit).
   absl::Span<const TouchedAccess> touched_access() const {
     return touched_access_;
   }
@@ -145,9 +201,12 @@ class CohortMasks {
   };
 
   std::vector<uint64_t> words_;
-  uint64_t generation_ = 0;  // the table's layout generation when filled
-  size_t slot_limit_ = 0;    // the table's slot_limit() when filled
+  size_t slot_limit_ = 0;  // the table's slot_limit() when filled
   size_t events_ = 0;
+  bool per_event_ = false;
+  std::vector<PredicateBits> event_bits_;  // by event, when per_event_
+  std::vector<EventView> event_views_;     // by event, when per_event_
+  std::vector<PredicateId> event_access_;  // BeginCohort scratch
   std::vector<Task> tasks_;
   uint64_t total_positions_ = 0;
   std::vector<AttributeValues> attributes_;

@@ -92,8 +92,16 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
     const uint32_t head = Head(t.id);
     if (head == internal::kNoCluster) continue;
     ++lists;
-    clusters_.MatchList(head, t.mask, table_.slots(), masks_.words(), emit,
-                        &visited, &rows);
+    if (masks_.per_event()) {
+      const int e = __builtin_ctzll(t.mask);
+      const size_t before = out[e].size();
+      clusters_.MatchListForEvent(head, masks_.event_bits(e), &out[e],
+                                  &visited, &rows);
+      found += out[e].size() - before;
+    } else {
+      clusters_.MatchList(head, t.mask, table_.slots(), masks_.words(), emit,
+                          &visited, &rows);
+    }
   }
   counters_.events += events.size();
   counters_.chunks += 1;
@@ -112,10 +120,12 @@ void Index::MatchEvent(EventView event, MatchScratch* scratch,
   table_.MarkSatisfied(event, &scratch->bits_, &scratch->access_);
   // Each satisfied access predicate is reported once, so every cluster (and
   // so every subscription) is visited at most once.
+  uint64_t clusters = 0, rows = 0;  // MatchEvent keeps no counters
   for (PredicateId id : scratch->access_) {
     const uint32_t head = Head(id);
     if (head != internal::kNoCluster) {
-      clusters_.MatchListForEvent(head, scratch->bits_, matches);
+      clusters_.MatchListForEvent(head, scratch->bits_, matches, &clusters,
+                                  &rows);
     }
   }
   scratch->bits_.Clear();

@@ -162,11 +162,19 @@ template <typename Emit>
 void Index::MatchMasksForBenchmark(const internal::CohortMasks& masks,
                                    Emit&& emit) const {
   uint64_t visited = 0, rows = 0;
+  std::vector<SubscriptionId> found;
   for (const internal::TouchedAccess& t : masks.touched_access()) {
     const uint32_t head = Head(t.id);
     if (head == internal::kNoCluster) continue;
-    clusters_.MatchList(head, t.mask, table_.slots(), masks.words(), emit,
-                        &visited, &rows);
+    if (!masks.per_event()) {
+      clusters_.MatchList(head, t.mask, table_.slots(), masks.words(), emit,
+                          &visited, &rows);
+      continue;
+    }
+    found.clear();
+    clusters_.MatchListForEvent(head, masks.event_bits(__builtin_ctzll(t.mask)),
+                                &found, &visited, &rows);
+    for (SubscriptionId id : found) emit(id, t.mask);
   }
 }
 

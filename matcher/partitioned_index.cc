@@ -212,8 +212,16 @@ void PartitionedIndex::MatchPartition(uint32_t p, const CohortMasks& masks,
   };
   const std::vector<internal::AccessVisit>& visits = masks.visits(p);
   for (const internal::AccessVisit& v : visits) {
-    clusters_[p].MatchList(v.head, v.mask, table_.slots(), masks.words(), emit,
-                           &visited, &rows);
+    if (masks.per_event()) {
+      const int e = __builtin_ctzll(v.mask);
+      const size_t before = out[e].size();
+      clusters_[p].MatchListForEvent(v.head, masks.event_bits(e), &out[e],
+                                     &visited, &rows);
+      found += out[e].size() - before;
+    } else {
+      clusters_[p].MatchList(v.head, v.mask, table_.slots(), masks.words(),
+                             emit, &visited, &rows);
+    }
   }
   counters->cluster_lists += visits.size();
   counters->rows_checked += rows;

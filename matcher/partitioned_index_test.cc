@@ -203,7 +203,9 @@ TEST(PartitionedIndex, ListsStayWholeUntilTheyGrowThenSpread) {
   // none.
   EXPECT_EQ(singles.count(home), 0u);
   for (uint32_t p = 0; p < kP; ++p) {
-    if (p != home) EXPECT_EQ(singles[p], 2) << "partition " << p;
+    if (p != home) {
+      EXPECT_EQ(singles[p], 2) << "partition " << p;
+    }
   }
   // Every row is still found, whichever partition holds it.
   std::vector<std::vector<SubscriptionId>> out;

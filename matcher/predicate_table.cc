@@ -445,6 +445,12 @@ void PredicateTable::ForEachHolding(const Group& g, int64_t v, F&& f) {
 
 void PredicateTable::MarkSatisfied(EventView event, PredicateBits* bits,
                                    std::vector<PredicateId>* access) const {
+  MarkEqualities(event, bits, access);
+  MarkRanges(event, bits);
+}
+
+void PredicateTable::MarkEqualities(EventView event, PredicateBits* bits,
+                                    std::vector<PredicateId>* access) const {
   for (const AttributeValue& av : event) {
     if (av.attribute >= attributes_.size()) continue;  // no predicates on it
     // Never finds the false predicate: its kind is kFalse, not kEq.
@@ -452,6 +458,14 @@ void PredicateTable::MarkSatisfied(EventView event, PredicateBits* bits,
       bits->Set(*id);
       access->push_back(*id);
     }
+    const PredicateId present = attributes_[av.attribute].present;
+    if (present != kFalsePredicate) access->push_back(present);
+  }
+}
+
+void PredicateTable::MarkRanges(EventView event, PredicateBits* bits) const {
+  for (const AttributeValue& av : event) {
+    if (av.attribute >= attributes_.size()) continue;  // no predicates on it
     const AttributeGroups& groups = attributes_[av.attribute];
     // A removed position keeps its place until Rebuild; its id is
     // kFreePosition, the false predicate, whose bit must stay clear because
@@ -461,15 +475,17 @@ void PredicateTable::MarkSatisfied(EventView event, PredicateBits* bits,
         if (g->pred[i] != kFreePosition) bits->Set(g->pred[i]);
       });
     }
-    if (groups.present != kFalsePredicate) access->push_back(groups.present);
   }
 }
 
-void PredicateTable::ClearPrevious(size_t slot_limit, uint64_t generation,
-                                   CohortMasks* m) {
-  if (m->generation_ != generation || m->words_.empty()) {
-    m->words_.assign(slot_limit, 0);  // the slots were renumbered
-  } else {
+// Every word a cohort sets lies in a range it recorded (its tasks' pieces
+// and tails, its equality slots), so clearing those ranges leaves the whole
+// buffer zero: recorded slots are indexes into the buffer, valid whatever
+// the table did since.
+void PredicateTable::ClearPrevious(CohortMasks* m) {
+  if (m->per_event_) {
+    for (PredicateBits& bits : m->event_bits_) bits.Clear();
+  } else if (!m->words_.empty()) {
     uint64_t* words = m->words_.data();
     for (uint32_t slot : m->dirty_eq_slots_) words[slot] = 0;
     for (const CohortMasks::Task& t : m->tasks_) {
@@ -477,10 +493,8 @@ void PredicateTable::ClearPrevious(size_t slot_limit, uint64_t generation,
                   (t.end - t.begin) * sizeof(uint64_t));
       std::memset(words + t.tail_slot, 0, t.tail_size * sizeof(uint64_t));
     }
-    if (m->words_.size() < slot_limit) m->words_.resize(slot_limit, 0);
   }
-  m->generation_ = generation;
-  m->slot_limit_ = slot_limit;
+  m->event_views_.clear();
   m->dirty_eq_slots_.clear();
   m->tasks_.clear();
   m->total_positions_ = 0;
@@ -494,8 +508,29 @@ void PredicateTable::ClearPrevious(size_t slot_limit, uint64_t generation,
 void PredicateTable::BeginCohort(absl::Span<const EventView> events,
                                  CohortMasks* m) const {
   assert(!events.empty() && events.size() <= kMaxCohortChunk);
-  ClearPrevious(slot_limit_, generation_, m);
+  ClearPrevious(m);
+  m->slot_limit_ = slot_limit_;
   m->events_ = events.size();
+  m->per_event_ = events.size() <= kPerEventCohort;
+  if (m->per_event_) {
+    // The equalities now (they give the access predicates); each event's
+    // range groups are a task.
+    if (m->event_bits_.size() < events.size()) {
+      m->event_bits_.resize(events.size());
+    }
+    m->event_views_.assign(events.begin(), events.end());
+    for (size_t e = 0; e < events.size(); ++e) {
+      m->event_bits_[e].Resize(id_limit());
+      m->event_access_.clear();
+      MarkEqualities(events[e], &m->event_bits_[e], &m->event_access_);
+      for (PredicateId id : m->event_access_) {
+        m->touched_access_.push_back({id, uint64_t{1} << e});
+      }
+      m->tasks_.push_back({static_cast<uint32_t>(e), 0, false, 0, 0, 0, 0, 0});
+    }
+    return;
+  }
+  if (m->words_.size() < slot_limit_) m->words_.resize(slot_limit_, 0);
   if (m->by_attribute_.size() < attributes_.size()) {
     m->by_attribute_.resize(attributes_.size());
   }
@@ -654,6 +689,10 @@ bool PredicateTable::RangeWalkPays(const Group& g,
 }
 
 void PredicateTable::RunTask(size_t task, CohortMasks* m) const {
+  if (m->per_event_) {
+    MarkRanges(m->event_views_[task], &m->event_bits_[task]);
+    return;
+  }
   const CohortMasks::Task& t = m->tasks_[task];
   const CohortMasks::AttributeValues& av = m->attributes_[t.attribute_index];
   const Group& g = GroupOf(static_cast<Kind>(t.kind), av.attribute);
@@ -751,7 +790,10 @@ size_t CohortMasks::MemoryBytes() const {
                  present_attributes_.capacity() * sizeof(AttributeId);
   bytes += visits_.capacity() * sizeof(std::vector<AccessVisit>);
   for (const auto& v : visits_) bytes += v.capacity() * sizeof(AccessVisit);
-  bytes += by_attribute_.capacity() * sizeof(std::vector<ValueBit>);
+  bytes += by_attribute_.capacity() * sizeof(std::vector<ValueBit>) +
+           event_access_.capacity() * sizeof(PredicateId) +
+           event_views_.capacity() * sizeof(EventView);
+  for (const PredicateBits& b : event_bits_) bytes += b.MemoryBytes();
   for (const auto& v : by_attribute_) bytes += v.capacity() * sizeof(ValueBit);
   return bytes;
 }

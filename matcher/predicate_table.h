@@ -85,40 +85,6 @@ inline constexpr uint32_t kRangeBlock = 1024;
 
 enum class Kind : uint8_t { kFree, kFalse, kEq, kLow, kHigh, kRange };
 
-// One bit per predicate id: the predicates one event satisfies, for the
-// per-event path. Remembers which words it set, so `Clear` touches only
-// those (the vector is cleared lazily, not zeroed whole per event).
-// Thread safety: none; each thread owns its own.
-// Invariant: words_[w] != 0 implies w is in dirty_.
-class PredicateBits {
- public:
-  // Makes room for ids below `limit`. REQUIRES: no bit is set.
-  void Resize(size_t limit) {
-    const size_t words = (limit + 63) / 64;
-    if (words > words_.size()) words_.resize(words, 0);
-  }
-  // REQUIRES: id is below a limit passed to Resize.
-  void Set(PredicateId id) {
-    uint64_t& word = words_[id >> 6];
-    if (word == 0) dirty_.push_back(id >> 6);
-    word |= uint64_t{1} << (id & 63);
-  }
-  // Clears every bit set since the last call.
-  void Clear() {
-    for (uint32_t w : dirty_) words_[w] = 0;
-    dirty_.clear();
-  }
-  const uint64_t* words() const { return words_.data(); }
-  size_t MemoryBytes() const {
-    return words_.capacity() * sizeof(uint64_t) +
-           dirty_.capacity() * sizeof(uint32_t);
-  }
-
- private:
-  std::vector<uint64_t> words_;
-  std::vector<uint32_t> dirty_;  // indices of the non-zero words
-};
-
 // A normalised predicate: the interval [lo, hi] of its attribute (for kEq,
 // lo == hi).
 struct NormalPredicate {
@@ -265,8 +231,12 @@ class PredicateTable {
   static void AddPieces(const Group& g, uint32_t attribute_index, bool runs,
                         uint32_t begin, uint32_t end, uint32_t align,
                         CohortMasks* m);
-  static void ClearPrevious(size_t slot_limit, uint64_t generation,
-                            CohortMasks* m);
+  static void ClearPrevious(CohortMasks* m);
+  // MarkSatisfied in two halves: the equalities (and the access
+  // predicates), and the range groups.
+  void MarkEqualities(EventView event, PredicateBits* bits,
+                      std::vector<PredicateId>* access) const;
+  void MarkRanges(EventView event, PredicateBits* bits) const;
 
   static Run SortedRun(const Group& g, int64_t v);
   // Whether the kRange walk over `g` is cheaper than one run per value.

@@ -82,12 +82,23 @@ void CheckCohort(const PredicateTable& table, const std::vector<Event>& events,
     std::swap(order[i - 1], order[rng.Uniform(i)]);
   }
   for (size_t t : order) table.RunTask(t, masks);
+  // A small cohort keeps a bit vector per event instead of masks.
+  auto got_mask = [&](PredicateId id) {
+    if (!masks->per_event()) return masks->words()[table.slots()[id]];
+    uint64_t mask = 0;
+    for (size_t i = 0; i < events.size(); ++i) {
+      const uint64_t* bits = masks->event_bits(i).words();
+      if ((bits[id >> 6] >> (id & 63)) & 1) mask |= uint64_t{1} << i;
+    }
+    return mask;
+  };
+  EXPECT_EQ(masks->per_event(), events.size() <= kPerEventCohort);
   std::vector<uint64_t> want_access(table.id_limit(), 0);
   for (PredicateId id = 1; id < table.id_limit(); ++id) {
     if (table.References(id) == 0) continue;
     const NormalPredicate p = table.Get(id);
     const uint64_t want = WantMask(p, events);
-    ASSERT_EQ(masks->words()[table.slots()[id]], want)
+    ASSERT_EQ(got_mask(id), want)
         << where << ": predicate " << id << " (kind "
         << static_cast<int>(p.kind)
         << ", attribute " << p.attribute << ", [" << p.lo << ", " << p.hi
@@ -95,12 +106,17 @@ void CheckCohort(const PredicateTable& table, const std::vector<Event>& events,
     if (MayBeAccess(p)) want_access[id] = want;
     ++*compared;
   }
-  ASSERT_EQ(masks->words()[0], 0u) << where << ": the false predicate's slot";
+  ASSERT_EQ(got_mask(0), 0u) << where << ": the false predicate";
   std::vector<uint64_t> got_access(table.id_limit(), 0);
   for (const TouchedAccess& t : masks->touched_access()) {
-    ASSERT_EQ(got_access[t.id], 0u) << where << ": access " << t.id << " twice";
+    // Once per predicate, or per event with that event's bit alone.
+    ASSERT_EQ(got_access[t.id] & t.mask, 0u)
+        << where << ": access " << t.id << " twice";
     ASSERT_NE(t.mask, 0u) << where << ": access " << t.id << " untouched";
-    got_access[t.id] = t.mask;
+    if (masks->per_event()) {
+      ASSERT_EQ(t.mask & (t.mask - 1), 0u) << where;
+    }
+    got_access[t.id] |= t.mask;
   }
   ASSERT_EQ(got_access, want_access) << where << ": touched access";
 }
@@ -191,11 +207,14 @@ TEST(PredicateTableCohort, EqualValuesAndExtremes) {
   const PredicateId present = table.Acquire(FromInterval(0, kMin, kMax));
   const PredicateId ge_max = table.Acquire(FromInterval(0, kMax, kMax));
   const PredicateId le_min = table.Acquire(FromInterval(0, kMin, kMin));
-  const std::vector<Event> events = {
+  std::vector<Event> events = {
       {{0, 5}}, {{0, 5}}, {{0, kMin}}, {{0, kMax}}, {{1, 5}}};
+  // Padded past kPerEventCohort so the cohort is kept in masks.
+  events.resize(std::max(events.size(), kPerEventCohort + 1), Event{{1, 5}});
   std::vector<EventView> views(events.begin(), events.end());
   CohortMasks masks;
   table.ComputeCohort(views, &masks);
+  ASSERT_FALSE(masks.per_event());
   const uint64_t* w = masks.words();
   const uint32_t* slot = table.slots();
   EXPECT_EQ(w[slot[le5]], 0b00111u);
@@ -204,7 +223,7 @@ TEST(PredicateTableCohort, EqualValuesAndExtremes) {
   EXPECT_EQ(w[slot[ge_max]], 0b01000u);  // kEq at INT64_MAX
   EXPECT_EQ(w[slot[le_min]], 0b00100u);  // kEq at INT64_MIN
   // The next cohort in the same buffer starts from clear masks.
-  const std::vector<Event> none = {{{1, 5}}};
+  const std::vector<Event> none(kPerEventCohort + 1, Event{{1, 5}});
   std::vector<EventView> none_views(none.begin(), none.end());
   table.ComputeCohort(none_views, &masks);
   for (PredicateId id : {le5, ge5, present, ge_max, le_min}) {

@@ -24,31 +24,34 @@ ClusterPartition::ClusterPartition(uint32_t partition, uint64_t queue_limit,
                queue_limit) {}
 
 void ClusterPartition::Match(const CohortPipeline::Work& work,
-                             const PredicateStage::Cohort& cohort) {
+                             const PredicateStage::Cohort& cohort,
+                             Scratch* scratch) {
   const int64_t start = MonotonicNanos();
   const size_t n = cohort.events.size();
-  if (matches_.size() < n) matches_.resize(n);
-  for (size_t i = 0; i < n; ++i) matches_[i].clear();
+  std::vector<std::vector<matcher::SubscriptionId>>& matches =
+      scratch->matches;
+  if (matches.size() < n) matches.resize(n);
+  for (size_t i = 0; i < n; ++i) matches[i].clear();
   matcher::IndexCounters counters;
-  index_->MatchPartition(partition_, cohort.masks, matches_.data(), &counters);
+  index_->MatchPartition(partition_, cohort.masks, matches.data(), &counters);
   for (size_t i = 0; i < n; ++i) {
     const QueuedEvent& e = cohort.events[i];
     // Matcher ids are global ids - 1: the directory's single id shard.
     FillPartial(*directory_, *listeners_, /*partition=*/0,
-                e.job->request->return_ids(), *subscriber_of_, &matches_[i],
+                e.job->request->return_ids(), *subscriber_of_, &matches[i],
                 &e.job->state[e.event].partials[partition_]);
   }
   // Everything is recorded before the events are handed on, so a GetStats
   // that follows a reply includes this cohort.
   profile_.AddEvents(n);
   profile_.AddMatches(counters.matches);
-  waits_.assign(n, start - work.ready_ns);
-  profile_.RecordWaits(waits_);
+  scratch->waits.assign(n, start - work.ready_ns);
+  profile_.RecordWaits(scratch->waits);
   profile_.RecordBatch(work.queue_length, n, MonotonicNanos() - start);
   for (const QueuedEvent& e : cohort.events) {
     if (e.job->state[e.event].pending.fetch_sub(
             1, std::memory_order_acq_rel) == 1) {
-      ready_(e.job, e.event);
+      ready_(e.job, e.event, work.finish_now);
     }
   }
 }

@@ -15,11 +15,13 @@
 // from the end of a cohort's phase 1 to the start of its match here, a
 // batch is a cohort.
 //
-// Thread safety: Match and Apply run on the partition's own thread only
-// (the engine's thread p). Match only reads the index (const), so the P
-// partitions match at once; Apply writes partition p's clusters, at once
-// with the other partitions' Apply and nothing else (the pipeline's update
-// steps).
+// Thread safety: Apply runs on the partition's own thread (the engine's
+// thread p): it writes partition p's clusters, at once with the other
+// partitions' Apply and nothing else (the pipeline's update steps). Match
+// only reads the index (const) and writes the partials of its cohort's
+// events for this partition, so it may run on any thread — the partition's
+// own, or the thread running a solo cohort — and the P partitions match at
+// once; one thread at a time matches one partition against one cohort.
 #ifndef COHORT_SERVICE_STAGES_CLUSTER_PARTITION_H_
 #define COHORT_SERVICE_STAGES_CLUSTER_PARTITION_H_
 
@@ -42,8 +44,15 @@ namespace service {
 
 class ClusterPartition {
  public:
-  // Hands an event whose partials are all written to the reply stage.
-  using ReadyFn = std::function<void(PublishJob* job, uint32_t event)>;
+  // What Match needs for one cohort, owned by the thread that calls it.
+  struct Scratch {
+    std::vector<std::vector<matcher::SubscriptionId>> matches;
+    std::vector<int64_t> waits;
+  };
+  // Hands an event whose partials are all written to the reply stage, or,
+  // `now` (kMatch's finish_now), has it finished on the calling thread.
+  using ReadyFn =
+      std::function<void(PublishJob* job, uint32_t event, bool now)>;
 
   // Nothing here is owned. `subscriber_of` maps a matcher id (global id -
   // 1) to its subscriber; the engine writes it only while no cohort is in
@@ -56,9 +65,9 @@ class ClusterPartition {
   ClusterPartition(const ClusterPartition&) = delete;
   ClusterPartition& operator=(const ClusterPartition&) = delete;
 
-  // The pipeline's kMatch for `cohort`.
+  // The pipeline's kMatch for `cohort`, with the calling thread's scratch.
   void Match(const CohortPipeline::Work& work,
-             const PredicateStage::Cohort& cohort);
+             const PredicateStage::Cohort& cohort, Scratch* scratch);
   // The pipeline's kApplyUpdate: adds `rows` (planned for this partition)
   // and removes the rows of `removes`, appending them to *removed.
   void Apply(absl::Span<const matcher::PartitionedIndex::PendingRow> rows,
@@ -76,9 +85,6 @@ class ClusterPartition {
   const std::vector<uint32_t>* const subscriber_of_;
   const ReadyFn ready_;
   StageProfile profile_;
-  // Owned by the partition's thread.
-  std::vector<std::vector<matcher::SubscriptionId>> matches_;
-  std::vector<int64_t> waits_;
 };
 
 }  // namespace service

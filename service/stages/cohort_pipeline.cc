@@ -13,7 +13,6 @@ CohortPipeline::CohortPipeline(uint32_t partitions, uint32_t cohort_max,
     : partitions_(partitions),
       cohort_max_(cohort_max),
       cohort_wait_ns_(cohort_wait_ns),
-      next_match_(partitions, 0),
       to_apply_(partitions, false) {}
 
 void CohortPipeline::PushEvents(PublishJob* job, int64_t now_ns) {
@@ -60,10 +59,27 @@ bool CohortPipeline::InFlight() const {
   return false;
 }
 
+std::vector<uint32_t> CohortPipeline::InFlightByAge() const {
+  std::vector<uint32_t> order;
+  for (uint32_t b = 0; b < kBuffers; ++b) {
+    if (slots_[b].state != SlotState::kFree) order.push_back(b);
+  }
+  std::sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) {
+    return slots_[a].cohort < slots_[b].cohort;
+  });
+  return order;
+}
+
 void CohortPipeline::PhaseOneDone(Slot& slot) {
   slot.state = SlotState::kPhase2;
   slot.ready_ns = MonotonicNanos();
-  cv_.notify_all();
+  // A solo cohort's former goes on by itself; the others all have work.
+  if (!slot.solo) cv_.notify_all();
+}
+
+void CohortPipeline::Free(Slot& slot) {
+  slot.state = SlotState::kFree;
+  cv_.notify_all();  // room to form a cohort, or to plan a change
 }
 
 bool CohortPipeline::TakeUpdateWork(uint32_t p, Work* work) {
@@ -84,33 +100,47 @@ bool CohortPipeline::TakeUpdateWork(uint32_t p, Work* work) {
 
 bool CohortPipeline::TakeCohortWork(uint32_t p, Work* work) {
   // Oldest cohort first: its tasks and matches finish events soonest.
-  for (uint64_t c = finished_; c < formed_; ++c) {
-    Slot& s = slots_[c % kBuffers];
-    if (s.state == SlotState::kPhase1 && s.unclaimed > 0) {
-      work->kind = Work::Kind::kTask;
-      work->buffer = static_cast<uint32_t>(c % kBuffers);
-      work->cohort = c;
-      work->task = Claim(s, p);
-      return true;
-    }
-    if (s.state != SlotState::kPhase2 || next_match_[p] != c) continue;
-    if (s.events == 0) {  // every event had expired: nothing to match
-      ++next_match_[p];
-      if (++s.matched == partitions_) {
-        s.state = SlotState::kFree;
-        ++finished_;
-        cv_.notify_all();
+  for (uint32_t b : InFlightByAge()) {
+    Slot& s = slots_[b];
+    work->buffer = b;
+    work->cohort = s.cohort;
+    if (s.solo) {
+      if (s.owner != p) continue;
+      if (s.state == SlotState::kPhase1 && s.unclaimed > 0) {
+        work->kind = Work::Kind::kTask;
+        work->task = Claim(s, p);
+        return true;
+      }
+      if (s.state != SlotState::kPhase2) continue;
+      for (uint32_t q = 0; q < partitions_; ++q) {
+        if (s.taken[q]) continue;
+        s.taken[q] = true;
+        work->kind = Work::Kind::kMatch;
+        work->partition = q;
+        work->finish_now = true;
+        work->ready_ns = s.ready_ns;
+        work->queue_length = s.events;
+        return true;
       }
       continue;
     }
+    if (s.state == SlotState::kPhase1 && s.unclaimed > 0) {
+      work->kind = Work::Kind::kTask;
+      work->task = Claim(s, p);
+      return true;
+    }
+    if (s.state != SlotState::kPhase2 || s.taken[p]) continue;
+    s.taken[p] = true;
     work->kind = Work::Kind::kMatch;
-    work->buffer = static_cast<uint32_t>(c % kBuffers);
-    work->cohort = c;
+    work->partition = p;
+    work->finish_now = s.events <= kSoloCohort;
     work->ready_ns = s.ready_ns;
-    work->queue_length = 0;
-    for (uint64_t d = c; d < formed_; ++d) {
-      const Slot& ready = slots_[d % kBuffers];
-      if (ready.state == SlotState::kPhase2) work->queue_length += ready.events;
+    work->queue_length = 0;  // events of the cohorts ready for p
+    for (const Slot& ready : slots_) {
+      if (ready.state == SlotState::kPhase2 && !ready.solo &&
+          (&ready == &s || !ready.taken[p])) {
+        work->queue_length += ready.events;
+      }
     }
     return true;
   }
@@ -143,11 +173,13 @@ size_t CohortPipeline::Claim(Slot& slot, uint32_t p) {
   return 0;  // unreachable while unclaimed was > 0
 }
 
-bool CohortPipeline::TakeForm(Work* work, int64_t* deadline_ns) {
+bool CohortPipeline::TakeForm(uint32_t p, Work* work, int64_t* deadline_ns) {
   *deadline_ns = 0;
   if (update_state_ != UpdateState::kNone) return false;
-  Slot& s = slots_[formed_ % kBuffers];
-  if (s.state != SlotState::kFree) return false;
+  uint32_t b = 0;
+  while (b < kBuffers && slots_[b].state != SlotState::kFree) ++b;
+  if (b == kBuffers) return false;
+  Slot& s = slots_[b];
   const size_t ready = LeadingEvents();
   if (ready == 0) return false;
   const int64_t deadline = items_.front().event.enqueue_ns + cohort_wait_ns_;
@@ -158,10 +190,18 @@ bool CohortPipeline::TakeForm(Work* work, int64_t* deadline_ns) {
     *deadline_ns = deadline;
     return false;
   }
-  const size_t take = std::min<size_t>(ready, cohort_max_);
+  // Few events queued and some other partition thread busy: run the
+  // oldest alone, here, and leave the rest for whoever is free next (an
+  // event kept per event shares nothing with the others, so batching them
+  // would only make the first wait for the last). With every other thread
+  // idle, even a lone event is split: its match then takes a fraction of
+  // the time.
+  const bool solo = ready <= kSoloCohort && idle_ + 1 < partitions_;
+  const size_t take = solo ? 1 : std::min<size_t>(ready, cohort_max_);
   work->kind = Work::Kind::kForm;
-  work->buffer = static_cast<uint32_t>(formed_ % kBuffers);
+  work->buffer = b;
   work->cohort = formed_;
+  work->solo = solo;
   work->queue_length = items_.size() - updates_;
   work->events.clear();
   for (size_t i = 0; i < take; ++i) {
@@ -173,6 +213,9 @@ bool CohortPipeline::TakeForm(Work* work, int64_t* deadline_ns) {
   s.events = take;
   s.tasks = s.unclaimed = s.tasks_done = 0;
   s.matched = 0;
+  s.solo = work->solo;
+  s.owner = p;
+  s.taken.assign(partitions_, false);
   return true;
 }
 
@@ -195,17 +238,19 @@ bool CohortPipeline::Next(uint32_t p, Work* work) {
   for (;;) {
     if (TakeUpdateWork(p, work) || TakeCohortWork(p, work)) return true;
     int64_t deadline = 0;
-    if (TakeForm(work, &deadline) || TakePlan(work)) return true;
+    if (TakeForm(p, work, &deadline) || TakePlan(work)) return true;
     if (closed_ && items_.empty() && !InFlight() &&
         update_state_ == UpdateState::kNone) {
       return false;
     }
+    ++idle_;
     if (deadline > 0) {
       cv_.wait_until(lock, std::chrono::steady_clock::time_point(
                                std::chrono::nanoseconds(deadline)));
     } else {
       cv_.wait(lock);
     }
+    --idle_;
   }
 }
 
@@ -215,7 +260,11 @@ bool CohortPipeline::Formed(uint32_t buffer,
   std::lock_guard<std::mutex> lock(mu_);
   Slot& s = slots_[buffer];
   s.events = events;
-  s.tasks = s.unclaimed = events == 0 ? 0 : preferred.size();
+  if (events == 0) {  // every event had expired: nothing to match
+    Free(s);
+    return true;
+  }
+  s.tasks = s.unclaimed = preferred.size();
   if (s.tasks == 0) {
     PhaseOneDone(s);
     return true;
@@ -243,15 +292,10 @@ bool CohortPipeline::TaskDone(uint32_t buffer) {
   return true;
 }
 
-void CohortPipeline::MatchDone(uint32_t buffer, uint32_t p) {
+void CohortPipeline::MatchDone(uint32_t buffer, uint32_t /*partition*/) {
   std::lock_guard<std::mutex> lock(mu_);
   Slot& s = slots_[buffer];
-  ++next_match_[p];
-  if (++s.matched == partitions_) {
-    s.state = SlotState::kFree;
-    ++finished_;
-    cv_.notify_all();
-  }
+  if (++s.matched == partitions_) Free(s);
 }
 
 void CohortPipeline::UpdatePlanned(const std::vector<bool>& involved) {

@@ -18,12 +18,24 @@
 // follows the part of the predicate table it walks (CohortMasks::task_part),
 // so that part stays in one core's caches from cohort to cohort — and,
 // with none of their own left, another's. Once all have run, every
-// partition matches the cohort against its own clusters (kMatch), in
-// cohort order. A buffer is free again once every partition has matched
+// partition matches the cohort against its own clusters (kMatch), oldest
+// cohort first. A buffer is free again once every partition has matched
 // its cohort. With kBuffers buffers, phase 1 of the next cohort runs while
 // partitions still match the previous one, and a partition that finishes
 // early spends its time on the next cohort's tasks: the predicate stage's
 // work goes to whichever cores are idle.
+//
+// When at most kSoloCohort events are queued and some other partition
+// thread is busy, the oldest forms a *solo* cohort of its own, run whole by
+// the thread that forms it: its phase 1, every partition's match, and its
+// reply. Splitting so little work over busy cores costs more in hand-offs
+// (a wake-up each, tens of microseconds) and barriers than it saves, and
+// solo cohorts run side by side on the cores, as a threaded server's
+// requests do. With every other thread idle a lone event is split anyway
+// (its match then takes a fraction of the time); once more events queue,
+// cohorts take them all and are split. The events of a cohort of at most
+// kSoloCohort events are finished by the thread that completes them
+// rather than handed to the reply stage (kMatch's finish_now).
 //
 // A subscription change waits at the head of the queue until no cohort is
 // in flight, then is applied in three steps: one thread plans it against
@@ -43,10 +55,10 @@
 // thread given kForm until it calls Formed, then are read-only for every
 // thread until the buffer's last MatchDone; the mutex orders those
 // hand-offs.
-// Invariants: cohorts are numbered in formation order; cohort s uses buffer
-// s % kBuffers; each partition matches cohorts in that order; a change is
-// planned only when no buffer is in use, and no cohort forms until it is
-// finished.
+// Invariants: cohorts are numbered in formation order; every partition
+// matches every cohort with live events exactly once (a solo cohort's on
+// its former's thread); a change is planned only when no buffer is in use,
+// and no cohort forms until it is finished.
 #ifndef COHORT_SERVICE_STAGES_COHORT_PIPELINE_H_
 #define COHORT_SERVICE_STAGES_COHORT_PIPELINE_H_
 
@@ -77,12 +89,16 @@ class CohortPipeline {
   // so more cost memory; two already let an early partition start the next
   // cohort's phase 1.
   static constexpr uint32_t kBuffers = 2;
+  // The most events queued for an event to go solo: as many as the matcher
+  // keeps per event (matcher::internal::kPerEventCohort), which share no
+  // work in a cohort.
+  static constexpr size_t kSoloCohort = 5;
 
   struct Work {
     enum class Kind {
       kForm,          // form a cohort of `events` in `buffer`
       kTask,          // run phase-1 task `task` of `buffer`'s cohort
-      kMatch,         // phase 2 of this partition for `buffer`'s cohort
+      kMatch,         // phase 2 of `partition` for `buffer`'s cohort
       kPlanUpdate,    // plan `update` (exclusive)
       kApplyUpdate,   // apply this partition's part of the planned update
       kFinishUpdate,  // finish the update (exclusive)
@@ -91,6 +107,13 @@ class CohortPipeline {
     uint32_t buffer = 0;
     uint64_t cohort = 0;  // kForm, kTask, kMatch: its number, from 0
     size_t task = 0;
+    uint32_t partition = 0;  // kMatch: whose clusters (solo: any)
+    // kForm: run the whole cohort yourself.
+    bool solo = false;
+    // kMatch: finish the events this match completes yourself rather than
+    // hand them to the reply stage: the cohort is solo, or so small that
+    // a hand-off would cost more than the reply.
+    bool finish_now = false;
     std::vector<QueuedEvent> events;  // kForm
     // kForm: events queued when the cohort was taken (these included).
     // kMatch: events in cohorts ready for this partition (this one
@@ -128,8 +151,9 @@ class CohortPipeline {
               size_t events);
   // A task of `buffer` ran. Returns true if it was the cohort's last.
   bool TaskDone(uint32_t buffer);
-  // Partition p matched `buffer`'s cohort.
-  void MatchDone(uint32_t buffer, uint32_t p);
+  // `buffer`'s cohort is matched against partition `partition`'s
+  // clusters.
+  void MatchDone(uint32_t buffer, uint32_t partition);
   // The update is planned; `involved[p]` says whether partition p has a
   // part to apply.
   void UpdatePlanned(const std::vector<bool>& involved);
@@ -157,6 +181,9 @@ class CohortPipeline {
     size_t tasks_done = 0;
     uint32_t matched = 0;
     int64_t ready_ns = 0;
+    bool solo = false;
+    uint32_t owner = 0;             // solo: the thread that runs it all
+    std::vector<bool> taken;        // by partition: its match handed out
     std::vector<TaskQueue> queues;  // by partition
     std::vector<bool> claimed;      // by task
   };
@@ -169,9 +196,9 @@ class CohortPipeline {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool TakeCohortWork(uint32_t p, Work* work)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Forms a cohort if the activation rule allows; otherwise sets
-  // *deadline_ns to when the oldest event's wait runs out (0: none).
-  bool TakeForm(Work* work, int64_t* deadline_ns)
+  // Forms a cohort on thread p if the activation rule allows; otherwise
+  // sets *deadline_ns to when the oldest event's wait runs out (0: none).
+  bool TakeForm(uint32_t p, Work* work, int64_t* deadline_ns)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool TakePlan(Work* work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A task of `slot` for partition p: one it prefers, else another's.
@@ -180,6 +207,10 @@ class CohortPipeline {
   size_t LeadingEvents() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool InFlight() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PhaseOneDone(Slot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Free(Slot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The buffers in use, oldest cohort first.
+  std::vector<uint32_t> InFlightByAge() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const uint32_t partitions_;
   const uint32_t cohort_max_;
@@ -189,14 +220,12 @@ class CohortPipeline {
   std::deque<Item> items_ ABSL_GUARDED_BY(mu_);
   size_t updates_ ABSL_GUARDED_BY(mu_) = 0;  // changes in items_
   Slot slots_[kBuffers] ABSL_GUARDED_BY(mu_);
-  uint64_t formed_ ABSL_GUARDED_BY(mu_) = 0;    // cohorts formed so far
-  uint64_t finished_ ABSL_GUARDED_BY(mu_) = 0;  // cohorts all matched
-  // The next cohort each partition matches.
-  std::vector<uint64_t> next_match_ ABSL_GUARDED_BY(mu_);
+  uint64_t formed_ ABSL_GUARDED_BY(mu_) = 0;  // cohorts formed so far
   UpdateState update_state_ ABSL_GUARDED_BY(mu_) = UpdateState::kNone;
   UpdateBatch* update_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::vector<bool> to_apply_ ABSL_GUARDED_BY(mu_);  // by partition
   uint32_t applying_ ABSL_GUARDED_BY(mu_) = 0;
+  uint32_t idle_ ABSL_GUARDED_BY(mu_) = 0;  // threads waiting in Next
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool flushing_ ABSL_GUARDED_BY(mu_) = false;
 };

@@ -3,10 +3,11 @@
 // behind, flush), and — with P threads doing the work it hands out, also
 // under ThreadSanitizer — its invariants: every event is in exactly one
 // cohort, formed once; every task of a cohort runs exactly once, before any
-// partition matches it; every partition matches every cohort once, in
-// order; at most kBuffers cohorts are in flight; a change is planned only
-// with no cohort in flight, applied by exactly the partitions involved, and
-// no cohort work runs until it is finished; Close drains everything.
+// partition matches it; every partition matches every cohort once, on its
+// own thread, or a solo cohort's on its former's; at most kBuffers cohorts
+// are in flight; a change is planned only with no cohort in flight, applied
+// by exactly the partitions involved, and no cohort work runs until it is
+// finished; Close drains everything.
 #include "service/stages/cohort_pipeline.h"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <future>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -91,12 +93,13 @@ TEST(CohortPipeline, FormsWhenTheOldestHasWaited) {
 
 TEST(CohortPipeline, WaitZeroRunsWhatIsQueued) {
   CohortPipeline pipeline(2, 64, 0);
-  auto job = Job(3);
+  auto job = Job(CohortPipeline::kSoloCohort + 2);
   pipeline.PushEvents(job.get(), MonotonicNanos());
   CohortPipeline::Work work;
   ASSERT_TRUE(pipeline.Next(1, &work));
   EXPECT_EQ(work.kind, Kind::kForm);
-  EXPECT_EQ(work.events.size(), 3u);
+  EXPECT_EQ(work.events.size(), CohortPipeline::kSoloCohort + 2);
+  EXPECT_FALSE(work.solo);
 }
 
 // Events ahead of a change form a cohort at once (the change waits for
@@ -104,7 +107,7 @@ TEST(CohortPipeline, WaitZeroRunsWhatIsQueued) {
 // and events behind it wait until it is finished.
 TEST(CohortPipeline, ChangeWaitsForTheCohortsBeforeIt) {
   CohortPipeline pipeline(2, 64, kForever);
-  auto before = Job(2), after = Job(1);
+  auto before = Job(CohortPipeline::kSoloCohort + 1), after = Job(1);
   UpdateBatch update;
   pipeline.PushEvents(before.get(), MonotonicNanos());
   pipeline.PushUpdate(&update, MonotonicNanos());
@@ -112,9 +115,10 @@ TEST(CohortPipeline, ChangeWaitsForTheCohortsBeforeIt) {
   CohortPipeline::Work work;
   ASSERT_TRUE(pipeline.Next(0, &work));
   ASSERT_EQ(work.kind, Kind::kForm);
-  EXPECT_EQ(work.events.size(), 2u);
+  EXPECT_EQ(work.events.size(), CohortPipeline::kSoloCohort + 1);
+  EXPECT_FALSE(work.solo);
   const uint32_t buffer = work.buffer;
-  pipeline.Formed(buffer, {}, 2);
+  pipeline.Formed(buffer, {}, work.events.size());
   ASSERT_TRUE(pipeline.Next(0, &work));
   ASSERT_EQ(work.kind, Kind::kMatch);
   pipeline.MatchDone(buffer, 0);
@@ -155,19 +159,23 @@ TEST(CohortPipeline, CohortWithNoLiveEventsNeedsNoMatch) {
   pipeline.Formed(work.buffer, {0, 1, 2, 3, 4}, 0);
   ASSERT_TRUE(pipeline.Next(1, &work));
   ASSERT_EQ(work.kind, Kind::kForm) << "the empty cohort was handed out";
+  EXPECT_TRUE(work.solo);
   pipeline.Formed(work.buffer, {}, 1);
+  // A solo cohort: its former matches every partition.
   for (uint32_t p : {0u, 1u}) {
-    ASSERT_TRUE(pipeline.Next(p, &work));
-    EXPECT_EQ(work.kind, Kind::kMatch);
-    pipeline.MatchDone(work.buffer, p);
+    ASSERT_TRUE(pipeline.Next(1, &work));
+    ASSERT_EQ(work.kind, Kind::kMatch);
+    EXPECT_EQ(work.partition, p);
+    pipeline.MatchDone(work.buffer, work.partition);
   }
   pipeline.Close();
   EXPECT_FALSE(pipeline.Next(0, &work));
+  EXPECT_FALSE(pipeline.Next(1, &work));
 }
 
 // The invariants with P threads working, publishers pushing and a changer
 // queueing changes (see the file comment).
-TEST(CohortPipeline, ThreadsDoEveryPieceOnceInOrder) {
+TEST(CohortPipeline, ThreadsDoEveryPieceOnce) {
   constexpr uint32_t kP = 3;
   constexpr int kJobs = 300;
   constexpr int kChanges = 20;
@@ -183,8 +191,10 @@ TEST(CohortPipeline, ThreadsDoEveryPieceOnceInOrder) {
   std::vector<std::vector<int>> task_runs(CohortPipeline::kBuffers);
   std::vector<int> in_flight_peak(1, 0);
   int in_flight = 0;
-  std::vector<std::vector<uint64_t>> matched(kP);
+  std::vector<std::set<uint64_t>> matched(kP);  // by partition: cohorts
   std::map<uint64_t, uint32_t> matches_of;  // cohort -> partitions done
+  std::map<uint64_t, uint32_t> solo_owner;  // solo cohort -> its former
+  uint64_t solo = 0;
   std::map<const PublishJob*, std::vector<int>> seen;  // event -> times
   int cohort_work = 0;  // cohort pieces running now
   bool changing = false;
@@ -207,9 +217,13 @@ TEST(CohortPipeline, ThreadsDoEveryPieceOnceInOrder) {
           const uint64_t cohort = work.cohort;
           ++formed;
           cohort_of_buffer[work.buffer] = cohort;
-          EXPECT_EQ(work.buffer, cohort % CohortPipeline::kBuffers);
           in_flight_peak[0] = std::max(in_flight_peak[0], ++in_flight);
           EXPECT_LE(work.events.size(), 16u);
+          if (work.solo) {
+            EXPECT_EQ(work.events.size(), 1u);
+            solo_owner[cohort] = p;
+            ++solo;
+          }
           for (const QueuedEvent& e : work.events) {
             auto& times = seen[e.job];
             times.resize(e.job->events.size());
@@ -236,9 +250,14 @@ TEST(CohortPipeline, ThreadsDoEveryPieceOnceInOrder) {
           }
           const uint64_t cohort = work.cohort;
           EXPECT_EQ(cohort_of_buffer[work.buffer], cohort);
-          EXPECT_EQ(matched[p].size(), cohort) << "partition " << p
-                                               << " skipped or repeated";
-          matched[p].push_back(cohort);
+          if (solo_owner.count(cohort) > 0) {
+            EXPECT_EQ(solo_owner[cohort], p) << "solo cohort matched elsewhere";
+          } else {
+            EXPECT_EQ(work.partition, p) << "split cohort matched elsewhere";
+          }
+          EXPECT_TRUE(matched[work.partition].insert(cohort).second)
+              << "partition " << work.partition << " matched " << cohort
+              << " twice";
           if (++matches_of[cohort] == kP) --in_flight;
           break;
         }
@@ -269,7 +288,7 @@ TEST(CohortPipeline, ThreadsDoEveryPieceOnceInOrder) {
       if (work.kind == Kind::kTask) {
         pipeline.TaskDone(work.buffer);
       } else {
-        pipeline.MatchDone(work.buffer, p);
+        pipeline.MatchDone(work.buffer, work.partition);
       }
     }
   };
@@ -305,6 +324,8 @@ TEST(CohortPipeline, ThreadsDoEveryPieceOnceInOrder) {
   }
   EXPECT_EQ(applied, want_applied);
   EXPECT_GT(formed, 10u);
+  EXPECT_GT(solo, 0u);
+  EXPECT_GT(formed, solo) << "no cohort was split";
 }
 
 }  // namespace

@@ -258,6 +258,11 @@ void FillPartial(const SubscriptionDirectory& directory,
       partial->ids.push_back(directory.GlobalId(partition, id));
     }
   }
+  // With nobody listening at all, a match's subscriber is not worth the
+  // cache miss of looking it up (thousands per event on fabret-1m). A
+  // listener that registers meanwhile gets deliveries from the next event
+  // on, as with the per-match test.
+  if (listeners.size() == 0) return;
   for (matcher::SubscriptionId id : *local) {
     const uint32_t subscriber = subscriber_of[id];
     if (listeners.HasListeners(subscriber)) {

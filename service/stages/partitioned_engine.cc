@@ -47,8 +47,13 @@ PartitionedEngine::PartitionedEngine(const EngineOptions& options)
   for (uint32_t p = 0; p < options.partitions; ++p) {
     partitions_.push_back(std::make_unique<ClusterPartition>(
         p, options.queue_limit, &index_, &directory_, &listeners_,
-        &subscriber_of_,
-        [this](PublishJob* job, uint32_t event) { reply_.Push(job, event); }));
+        &subscriber_of_, [this](PublishJob* job, uint32_t event, bool now) {
+          if (now) {
+            reply_.FinishNow(job, event);
+          } else {
+            reply_.Push(job, event);
+          }
+        }));
   }
   planned_.rows.resize(options.partitions);
   planned_.removes.resize(options.partitions);
@@ -72,6 +77,7 @@ PartitionedEngine::~PartitionedEngine() { Shutdown(); }
 
 void PartitionedEngine::Run(uint32_t p) {
   CohortPipeline::Work work;
+  ClusterPartition::Scratch scratch;
   while (pipeline_.Next(p, &work)) {
     switch (work.kind) {
       case CohortPipeline::Work::Kind::kForm:
@@ -81,8 +87,9 @@ void PartitionedEngine::Run(uint32_t p) {
         predicate_.RunTask(work);
         break;
       case CohortPipeline::Work::Kind::kMatch:
-        partitions_[p]->Match(work, predicate_.cohort(work.buffer));
-        pipeline_.MatchDone(work.buffer, p);
+        partitions_[work.partition]->Match(
+            work, predicate_.cohort(work.buffer), &scratch);
+        pipeline_.MatchDone(work.buffer, work.partition);
         break;
       case CohortPipeline::Work::Kind::kPlanUpdate:
         Plan(*work.update);

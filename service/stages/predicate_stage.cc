@@ -50,7 +50,11 @@ void PredicateStage::Form(const CohortPipeline::Work& work) {
   c.preferred.clear();
   if (!c.events.empty()) {
     index_->BeginCohort(c.views, &c.masks);
-    if (c.masks.total_positions() < kInlinePositions) {
+    // A solo cohort is this thread's alone; a lone task is not worth
+    // handing over.
+    if (work.solo || c.masks.tasks() <= 1 ||
+        (!c.masks.per_event() &&
+         c.masks.total_positions() < kInlinePositions)) {
       for (size_t t = 0; t < c.masks.tasks(); ++t) {
         index_->RunTask(t, &c.masks);
       }

@@ -8,10 +8,11 @@
 // whatever has queued as one batch (a cohort of replies: one lock, one wake
 // per batch).
 //
-// Thread safety: Push may be called from any thread, at once; Start and
-// Stop from one thread (the engine's constructor and Shutdown). The queue is
-// multi-producer, single-consumer, and bounded by admission: every queued
-// event is an admitted one. `finish` runs on the reply thread.
+// Thread safety: Push and FinishNow may be called from any thread, at once;
+// Start and Stop from one thread (the engine's constructor and Shutdown).
+// The queue is multi-producer, single-consumer, and bounded by admission:
+// every queued event is an admitted one. `finish` runs on the reply thread,
+// or on FinishNow's caller, for different events at once.
 #ifndef COHORT_SERVICE_STAGES_REPLY_STAGE_H_
 #define COHORT_SERVICE_STAGES_REPLY_STAGE_H_
 
@@ -46,6 +47,10 @@ class ReplyStage {
   void Start();
   // Hands over an event whose partials are all written.
   void Push(PublishJob* job, uint32_t event);
+  // Finishes an event whose partials are all written on the calling thread,
+  // as the reply thread would (for the small cohorts whose reply costs less
+  // than a hand-off; CohortPipeline::Work::finish_now).
+  void FinishNow(PublishJob* job, uint32_t event);
   // Finishes every event pushed so far, then joins the thread. REQUIRES:
   // nothing pushes any more. Idempotent.
   void Stop();
