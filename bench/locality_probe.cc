@@ -392,8 +392,11 @@ int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
                       "\"phase2_seconds\": %.6f",
                       w.begin_seconds, w.task_seconds, w.phase2_seconds),
       ", \"rows_checked\": ", w.counters.rows_checked,
-      ", \"partition_rows_checked\": [",
-      absl::StrJoin(w.partition_rows, ", "), "]",
+      ", \"partition_rows_checked\": [", absl::StrJoin(w.partition_rows, ", "),
+      "]", ", \"partition_clusters_checked\": [",
+      absl::StrJoin(w.partition_clusters, ", "), "]",
+      ", \"partition_matches\": [", absl::StrJoin(w.partition_matches, ", "),
+      "]", ", \"partition_seconds\": ", JsonList(w.partition_seconds),
       ", \"clusters_checked\": ", w.counters.clusters_checked);
   for (Phase1Split s : kPhase1Splits) {
     absl::StrAppend(&r->extra, ", \"core_seconds_", Phase1SplitName(s),

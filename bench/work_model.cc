@@ -99,6 +99,7 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
   };
   w.partition_matches.assign(p_count, 0);
   w.partition_rows.assign(p_count, 0);
+  w.partition_clusters.assign(p_count, 0);
   matcher::internal::CohortMasks masks;
   std::vector<std::vector<matcher::SubscriptionId>> out(chunk);
   for (size_t at = 0; at < events.size(); at += chunk) {
@@ -122,12 +123,14 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
       const uint32_t p = static_cast<uint32_t>((q + k) % p_count);
       for (size_t i = 0; i < cohort.size(); ++i) out[i].clear();
       const uint64_t rows_before = w.counters.rows_checked;
+      const uint64_t clusters_before = w.counters.clusters_checked;
       start = std::chrono::steady_clock::now();
       index.MatchPartition(p, masks, out.data(), &w.counters);
       const double seconds = Since(start);
       partition_times[p] += seconds;
       stealing[p] += seconds;
       w.partition_rows[p] += w.counters.rows_checked - rows_before;
+      w.partition_clusters[p] += w.counters.clusters_checked - clusters_before;
       for (size_t i = 0; i < cohort.size(); ++i) {
         w.partition_matches[p] += out[i].size();
         w.matches += out[i].size();
@@ -145,6 +148,7 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
   }
   for (double s : begin_times) w.begin_seconds += s;
   for (double s : partition_times) w.phase2_seconds += s;
+  w.partition_seconds = partition_times;
   w.tasks = task_times.size();
   for (Phase1Split split : kPhase1Splits) {
     std::vector<double>& cores = w.core_seconds[static_cast<int>(split)];

@@ -62,6 +62,9 @@ struct SharedLayoutWork {
   // Cluster rows each partition checked: its phase-2 work, in a count that
   // does not depend on the machine's noise.
   std::vector<uint64_t> partition_rows;
+  // Clusters each partition visited, and its phase-2 seconds.
+  std::vector<uint64_t> partition_clusters;
+  std::vector<double> partition_seconds;
   double begin_seconds = 0;   // every BeginCohort
   double task_seconds = 0;    // every phase-1 task
   double phase2_seconds = 0;  // every partition's phase 2

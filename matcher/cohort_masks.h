@@ -122,18 +122,23 @@ class CohortMasks {
   AttributeId task_attribute(size_t task) const {
     return per_event_ ? 0 : attributes_[tasks_[task].attribute_index].attribute;
   }
-  // Which of `parts` equal, consecutive parts of the mask slot space a
-  // task's positions start in. Slots follow the table's groups, so the
-  // tasks of part p walk the same slice of the predicate table and write
-  // the same masks in every cohort (until the table is compacted), and the
-  // parts hold about equal numbers of positions: a scheduler that runs part
-  // p's tasks on core p keeps each slice in one core's caches from cohort
-  // to cohort. REQUIRES: parts >= 1.
+  // Which of `parts` consecutive parts of the cohort's phase-1 positions
+  // (each about total_positions() / parts long) the middle of a task falls
+  // in. Tasks are listed in the same order in every cohort (attribute id,
+  // then group, then position), so part p walks about the same slice of
+  // the predicate table and writes about the same masks from cohort to
+  // cohort: a scheduler that runs part p's tasks on core p keeps each slice
+  // in one core's caches, and gives the cores about equal work. (Cutting
+  // the mask slot space into equal parts instead left fabret-1m's busiest
+  // of 16 cores with 1.56-1.59x the mean core's phase-1 work, BeginCohort
+  // included, since equality slots, which no task walks, lie unevenly in
+  // it; by positions, 1.24-1.37x: bench/locality_probe --partitions=16.)
+  // REQUIRES: parts >= 1.
   uint32_t task_part(size_t task, uint32_t parts) const {
     if (per_event_) return static_cast<uint32_t>(task % parts);
     const Task& t = tasks_[task];
-    const uint64_t slot = uint64_t{t.slot_base} + t.begin;
-    return static_cast<uint32_t>(slot * parts / (slot_limit_ + 1));
+    const uint64_t middle = 2 * t.before + (t.end - t.begin) + t.tail_size;
+    return static_cast<uint32_t>(middle * parts / (2 * total_positions_ + 1));
   }
   // Sum of task_positions over all tasks.
   uint64_t total_positions() const { return total_positions_; }
@@ -180,6 +185,7 @@ class CohortMasks {
     uint32_t tail_size;
     uint32_t slot_base;        // the group's first slot
     uint32_t tail_slot;        // first slot of the tail
+    uint64_t before = 0;       // positions of the tasks listed before it
   };
   // The cohort's values of one attribute, sorted: values_[first, first +
   // count) and prefix_[prefix_first, prefix_first + count + 1), where

@@ -17,7 +17,8 @@ PartitionedIndex::PartitionedIndex(uint32_t partitions, uint32_t spread_rows)
     : partitions_(partitions),
       spread_rows_(spread_rows),
       clusters_(partitions),
-      rows_in_(partitions, 0) {}
+      rows_in_{std::vector<uint64_t>(partitions, 0),
+               std::vector<uint64_t>(partitions, 0)} {}
 
 PartitionedIndex::~PartitionedIndex() = default;
 
@@ -47,9 +48,14 @@ uint32_t PartitionedIndex::Choose(PredicateId access, SubscriptionId id) {
       k = static_cast<uint32_t>(accesses_.size());
       accesses_.emplace_back();
     }
-    accesses_[k] = Access{};
-    accesses_[k].home = static_cast<uint32_t>(
-        std::min_element(rows_in_.begin(), rows_in_.end()) - rows_in_.begin());
+    Access& fresh = accesses_[k];
+    fresh = Access{};
+    fresh.row_class = table_.Get(access).kind == internal::Kind::kEq
+                          ? kEqualityRows
+                          : kPresentRows;
+    const std::vector<uint64_t>& rows = rows_in_[fresh.row_class];
+    fresh.home = static_cast<uint32_t>(
+        std::min_element(rows.begin(), rows.end()) - rows.begin());
     access_of_[access] = k;
   }
   Access& a = accesses_[access_of_[access]];
@@ -65,7 +71,7 @@ uint32_t PartitionedIndex::Choose(PredicateId access, SubscriptionId id) {
     if (a.spread_at == kNotSpread) Spread(a);
     p = (a.home + r / spread_rows_) % partitions_;
   }
-  ++rows_in_[p];
+  ++rows_in_[a.row_class][p];
   return p;
 }
 
@@ -130,10 +136,10 @@ void PartitionedIndex::ApplyRow(const PendingRow& row) {
 void PartitionedIndex::RemoveRow(uint32_t partition, SubscriptionId id,
                                  RemovedRows* removed) {
   internal::ClusterStore& store = clusters_[partition];
-  --rows_in_[partition];
   Placed& placed = locations_.Existing(id);
   const Location at = placed.at;
   const PredicateId access = store.Access(at.cluster);
+  --rows_in_[accesses_[access_of_[access]].row_class][partition];
   const uint32_t width = store.Width(at.cluster);
   removed->access.push_back(access);
   removed->widths.push_back(width);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -176,7 +177,8 @@ TEST(PartitionedIndexDifferential, RandomizedAgainstReference) {
 
 // A list stays in its home partition until it has spread_rows rows; then
 // its rows go to every partition in runs of spread_rows. A new list's home
-// is the partition with the fewest rows.
+// is the partition with the fewest rows of its class (here all equality
+// lists).
 TEST(PartitionedIndex, ListsStayWholeUntilTheyGrowThenSpread) {
   constexpr uint32_t kP = 4;
   PartitionedIndex index(kP, /*spread_rows=*/8);
@@ -224,6 +226,51 @@ TEST(PartitionedIndex, ListsStayWholeUntilTheyGrowThenSpread) {
   EXPECT_EQ(index.size(), 0u);
   EXPECT_EQ(index.predicates(), 0u);
   EXPECT_EQ(index.clusters(), 0u);
+}
+
+// Equality lists and per-attribute "present" lists (subscriptions without
+// an equality) are balanced as two classes: a present list's home is the
+// partition with the fewest present rows, however many equality rows it
+// holds, so the heavy present lists do not pile up where equality rows are
+// few. Removing rows gives the room back to their class.
+TEST(PartitionedIndex, PresentListsAreBalancedAsAClassOfTheirOwn) {
+  constexpr uint32_t kP = 4;
+  PartitionedIndex index(kP, /*spread_rows=*/64);
+  // Equality rows only in partitions 0..2 (one list each, 30 rows): by all
+  // rows, partition 3 would be every new list's home.
+  SubscriptionId id = 0;
+  std::map<uint32_t, int> equality_rows;
+  for (int64_t value = 1; value <= 3; ++value) {
+    for (int i = 0; i < 30; ++i, ++id) {
+      ASSERT_TRUE(index.Add(id, {{0, Op::kEq, value, 0}}).ok());
+      ++equality_rows[*index.PartitionOf(id)];
+    }
+  }
+  ASSERT_EQ(equality_rows.size(), 3u);
+  ASSERT_EQ(equality_rows.count(3), 0u);
+  // Four present lists (attributes 1..4, ranges only), 10 rows each: one
+  // per partition.
+  std::set<uint32_t> present_homes;
+  std::vector<SubscriptionId> present_ids;
+  for (AttributeId a = 1; a <= 4; ++a) {
+    const uint32_t first = static_cast<uint32_t>(id);
+    for (int i = 0; i < 10; ++i, ++id) {
+      ASSERT_TRUE(index.Add(id, {{a, Op::kLe, 500 + i, 0}}).ok());
+      EXPECT_EQ(*index.PartitionOf(id), *index.PartitionOf(first));
+      present_ids.push_back(id);
+    }
+    present_homes.insert(*index.PartitionOf(first));
+  }
+  EXPECT_EQ(present_homes.size(), kP);
+  // A new equality list still goes where equality rows are fewest.
+  ASSERT_TRUE(index.Add(id, {{0, Op::kEq, 9, 0}}).ok());
+  EXPECT_EQ(*index.PartitionOf(id), 3u);
+  // Emptying attribute 1's present list frees its partition for the next
+  // present list.
+  const uint32_t freed = *index.PartitionOf(present_ids[0]);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(index.Remove(present_ids[i]).ok());
+  ASSERT_TRUE(index.Add(++id, {{5, Op::kGe, 7, 0}}).ok());
+  EXPECT_EQ(*index.PartitionOf(id), freed);
 }
 
 // The layout's point: on a fabret-like workload, 16 partitions store about

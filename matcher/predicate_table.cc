@@ -554,6 +554,9 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
     }
   }
   for (TouchedAccess& t : m->touched_access_) t.mask = words[slot_of_[t.id]];
+  // In attribute order, so that the tasks are listed in the same order in
+  // every cohort (CohortMasks::task_part).
+  std::sort(m->present_attributes_.begin(), m->present_attributes_.end());
   for (AttributeId attribute : m->present_attributes_) {
     std::vector<CohortMasks::ValueBit>& values = m->by_attribute_[attribute];
     const AttributeGroups& groups = attributes_[attribute];
@@ -639,13 +642,13 @@ void PredicateTable::AddPieces(const Group& g, uint32_t index, bool runs,
   const uint32_t tail = g.size() - g.sorted;
   if (begin == end && tail == 0) return;
   // Pieces end at multiples of kTaskPositions, so piece j of a group covers
-  // the same positions in every cohort (task_part).
+  // the same positions in every cohort.
   uint32_t s = begin;
   do {
     const uint32_t e = std::min(end, (s / kTaskPositions + 1) * kTaskPositions);
     const uint32_t t = e == end ? tail : 0;
     m->tasks_.push_back({index, static_cast<uint8_t>(g.kind), runs, s, e, t,
-                         g.base, g.base + g.sorted});
+                         g.base, g.base + g.sorted, m->total_positions_});
     m->total_positions_ += (e - s) + t;
     s = e;
   } while (s < end);

@@ -198,6 +198,62 @@ TEST(PredicateTableCohort, LargeGroupsMovedRegionsAndCompaction) {
   EXPECT_GT(compared, 100000u);
 }
 
+// task_part cuts a cohort's phase-1 positions into equal consecutive parts
+// in an order that does not depend on the order of the cohort's events or
+// of their attributes: the same events in another order give the same
+// tasks in the same parts (so a core keeps walking the same slice of the
+// table), parts never go backwards along the task list, and each part's
+// positions are within one task of total / parts.
+TEST(PredicateTableCohort, TaskPartsAreEqualByPositionsAndStable) {
+  Rng rng(2026);
+  PredicateTable table;
+  for (int i = 0; i < 60000; ++i) table.Acquire(RandomNormal(rng, 8, 1 << 20));
+  CohortMasks masks, shuffled_masks;
+  int checked = 0;
+  for (int round = 0; round < 20; ++round) {
+    std::vector<Event> events(64);
+    for (Event& e : events) e = RandomEvent(rng, 8, 1 << 20);
+    std::vector<Event> shuffled = events;
+    for (size_t i = shuffled.size(); i > 1; --i) {
+      std::swap(shuffled[i - 1], shuffled[rng.Uniform(i)]);
+    }
+    for (Event& e : shuffled) {
+      for (size_t i = e.size(); i > 1; --i) {
+        std::swap(e[i - 1], e[rng.Uniform(i)]);
+      }
+    }
+    const std::vector<EventView> views(events.begin(), events.end());
+    const std::vector<EventView> shuffled_views(shuffled.begin(),
+                                                shuffled.end());
+    table.BeginCohort(views, &masks);
+    table.BeginCohort(shuffled_views, &shuffled_masks);
+    ASSERT_FALSE(masks.per_event());
+    ASSERT_EQ(masks.tasks(), shuffled_masks.tasks());
+    ASSERT_GT(masks.tasks(), 8u) << "round " << round;
+    for (uint32_t parts : {1u, 2u, 5u, 16u}) {
+      std::vector<uint64_t> positions(parts, 0);
+      uint32_t last = 0;
+      for (size_t t = 0; t < masks.tasks(); ++t) {
+        const uint32_t part = masks.task_part(t, parts);
+        ASSERT_LT(part, parts);
+        EXPECT_GE(part, last) << "task " << t << " of round " << round;
+        last = part;
+        EXPECT_EQ(part, shuffled_masks.task_part(t, parts));
+        EXPECT_EQ(masks.task_attribute(t), shuffled_masks.task_attribute(t));
+        EXPECT_EQ(masks.task_positions(t), shuffled_masks.task_positions(t));
+        positions[part] += masks.task_positions(t);
+      }
+      const double even = double(masks.total_positions()) / parts;
+      for (uint32_t p = 0; p < parts; ++p) {
+        EXPECT_NEAR(double(positions[p]), even, kTaskPositions)
+            << "part " << p << " of " << parts << ", round " << round;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 80);
+}
+
 // Ties, duplicates and the extremes: every event carrying the same value,
 // values equal to bounds, and INT64_MIN/MAX against "present".
 TEST(PredicateTableCohort, EqualValuesAndExtremes) {

@@ -90,8 +90,12 @@ def main():
                     cells.append(f"{s:.4f} ({bound:.2f}x)")
                 mean = statistics.median(
                     sum(c[0]["core_seconds_tasks"]) / p for c in reps.values())
-                split_rows.append(f"| {p} | " + " | ".join(cells) +
-                                  f" | {mean:.4f} |")
+                inside = [sum(c[0]["core_seconds_tasks"]) /
+                          max(c[0]["core_seconds_tasks"]) for c in reps.values()]
+                split_rows.append(
+                    f"| {p} | " + " | ".join(cells) + f" | {mean:.4f} | "
+                    f"{statistics.median(inside):.2f}x ({min(inside):.2f}–"
+                    f"{max(inside):.2f}) |")
     if concurrent:
         distinct = set().union(*totals.values())
         if len(distinct) != 1:
@@ -122,8 +126,9 @@ def main():
         lines.append(
             "seconds: the slowest core's share. partitioned: every piece of "
             "every cohort timed on one thread, phase 1 split over the cores "
-            "as the server's predicate stage does (tasks round robin), "
-            "phase 2 of partition p on core p; sharded_phase1 and "
+            "as the server's predicate stage prefers (each task on the core "
+            "whose part of the predicate table it walks), phase 2 of "
+            "partition p on core p; sharded_phase1 and "
             "replicated: core 0 alone. The speedup assumes P cores do their "
             "shares in parallel with no interference, so it bounds what P "
             "cores can reach. Memory: the whole index at P (partitioned: one "
@@ -133,16 +138,22 @@ def main():
             lines += ["", "## partitioned: the slowest core under three "
                       "splits of phase 1", "",
                       "Seconds of the slowest core (bound vs P=1); the last "
-                      "column is the mean core's (tasks split). tasks: task "
-                      "t of cohort k on core (t + k) % P, the server's split "
-                      "with no credit for stealing; stealing: each task to "
+                      "columns are the mean core's and, per repetition, the "
+                      "run's whole work over its slowest core (tasks "
+                      "split): a bound taken inside one run, which the "
+                      "machine's drift between runs does not move. tasks: "
+                      "each task on the core whose part of the predicate "
+                      "table it walks (CohortMasks::task_part), the "
+                      "server's preference with no credit for stealing; "
+                      "stealing: BeginCohort and each task to "
                       "the least-loaded core, what the server's idle cores "
                       "taking tasks does over a run (bench/work_model.h).",
                       "",
                       "| P | tasks (static) | cohorts (k on core k % P)"
                       " | attributes (LPT by time) | tasks, stealing | "
-                      "mean core |",
-                      "|---|---|---|---|---|---|", *split_rows]
+                      "mean core | work / slowest core, same run "
+                      "(min–max) |",
+                      "|---|---|---|---|---|---|---|", *split_rows]
     lines += ["", "Reproduce: `bench/partition_work.sh"
               + (" --concurrent" if concurrent else "") + "`.", ""]
     with open(os.path.join(out, "report.md"), "w") as f:
