@@ -27,7 +27,8 @@
 //   - sharded_phase1, replicated, threaded: core --core's share alone;
 //   - partitioned (the cores share one index, so the probe builds all of
 //     it): every piece of every cohort timed, and each core's share under
-//     each phase-1 split added up (bench/work_model.h);
+//     each phase-1 split added up (bench/work_model.h), with each cohort
+//     also matched whole on a one-partition index beside it (--baseline);
 //   - partitioned --threads: matching for real on P pinned threads
 //     scheduled by the server's CohortPipeline (cohorts formed once,
 //     phase-1 tasks taken by idle threads, phase 2 per partition), without
@@ -90,9 +91,10 @@ ABSL_FLAG(std::string, layout, "partitioned",
 ABSL_FLAG(uint32_t, cohort_max, 64,
           "Events per cohort (partitioned: at most 64; sharded_phase1 and "
           "replicated: per MatchCohort call).");
-ABSL_FLAG(uint32_t, spread_rows, cohort::matcher::kSpreadRows,
+ABSL_FLAG(int64_t, spread_rows, -1,
           "partitioned: rows an access predicate's list holds in its home "
-          "partition before it spreads (0: place rows by id instead).");
+          "partition before it spreads (0: place rows by id instead; -1: "
+          "matcher::SpreadRows(P), as the server does).");
 ABSL_FLAG(std::string, phase1_split, "tasks",
           "partitioned: how phase 1 falls on the cores for --all_cores: "
           "tasks, cohorts or attributes (bench/work_model.h).");
@@ -106,6 +108,10 @@ ABSL_FLAG(bool, threads, false,
           "pinned to the p-th usable CPU, scheduled by the server's "
           "CohortPipeline (bench/partition_work.sh --concurrent); "
           "match_seconds is the wall time of the whole run.");
+ABSL_FLAG(bool, baseline, true,
+          "partitioned work model: also build the index in one partition and "
+          "match every cohort on it right beside its pieces, so that T(1) "
+          "and the cores' shares are timed in one run (baseline_seconds).");
 ABSL_FLAG(std::string, ready_file, "",
           "Create this file once the index is built (before matching).");
 ABSL_FLAG(std::string, go_file, "",
@@ -339,14 +345,20 @@ int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
   if (!ParsePhase1Split(absl::GetFlag(FLAGS_phase1_split), &split)) {
     return Fail("--phase1_split: use tasks, cohorts or attributes", 2);
   }
-  matcher::PartitionedIndex index(p, absl::GetFlag(FLAGS_spread_rows));
-  for (size_t n = 0; n < workload.subscriptions.size(); ++n) {
-    absl::Status s = index.Add(static_cast<matcher::SubscriptionId>(n),
-                               workload.subscriptions[n]);
-    if (!s.ok()) {
-      return Fail(absl::StrCat("subscription ", n, ": ", s.ToString()));
+  auto build = [&workload](matcher::PartitionedIndex* index) {
+    for (size_t n = 0; n < workload.subscriptions.size(); ++n) {
+      absl::Status s = index->Add(static_cast<matcher::SubscriptionId>(n),
+                                  workload.subscriptions[n]);
+      if (!s.ok()) {
+        return Fail(absl::StrCat("subscription ", n, ": ", s.ToString()));
+      }
     }
-  }
+    return 0;
+  };
+  const int64_t spread = absl::GetFlag(FLAGS_spread_rows);
+  matcher::PartitionedIndex index(
+      p, spread < 0 ? matcher::SpreadRows(p) : static_cast<uint32_t>(spread));
+  if (const int rc = build(&index); rc != 0) return rc;
   const std::vector<matcher::EventView> events(workload.events.begin(),
                                                workload.events.end());
   r->subscriptions = index.size();
@@ -373,8 +385,18 @@ int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
                     Phase1SplitName(split), "\", \"all_cores\": true");
     return 0;
   }
+  std::unique_ptr<matcher::PartitionedIndex> baseline;
+  if (absl::GetFlag(FLAGS_baseline)) {
+    baseline = std::make_unique<matcher::PartitionedIndex>(1);
+    if (const int rc = build(baseline.get()); rc != 0) return rc;
+  }
   if (!ReadyThenWaitForGo()) return 1;
-  const SharedLayoutWork w = TimeSharedLayout(index, events, chunk);
+  const SharedLayoutWork w =
+      TimeSharedLayout(index, events, chunk, baseline.get());
+  if (baseline != nullptr && w.baseline_matches != w.matches) {
+    return Fail(absl::StrCat("the baseline found ", w.baseline_matches,
+                             " matches, the partitions ", w.matches));
+  }
   // The staged server keeps two mask buffers (one cohort in phase 1 while
   // the previous one is in phase 2); count them with the index.
   matcher::internal::CohortMasks masks;
@@ -391,6 +413,9 @@ int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
       absl::StrFormat(", \"begin_seconds\": %.6f, \"task_seconds\": %.6f, "
                       "\"phase2_seconds\": %.6f",
                       w.begin_seconds, w.task_seconds, w.phase2_seconds),
+      baseline == nullptr
+          ? ""
+          : absl::StrFormat(", \"baseline_seconds\": %.6f", w.baseline_seconds),
       ", \"rows_checked\": ", w.counters.rows_checked,
       ", \"partition_rows_checked\": [", absl::StrJoin(w.partition_rows, ", "),
       "]", ", \"partition_clusters_checked\": [",

@@ -77,7 +77,8 @@ std::vector<uint32_t> AttributeCores(
 
 SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
                                   absl::Span<const matcher::EventView> events,
-                                  size_t cohort_max) {
+                                  size_t cohort_max,
+                                  const matcher::PartitionedIndex* baseline) {
   const uint32_t p_count = index.partitions();
   const size_t chunk = std::min(cohort_max, matcher::internal::kMaxCohortChunk);
   SharedLayoutWork w;
@@ -100,11 +101,27 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
   w.partition_matches.assign(p_count, 0);
   w.partition_rows.assign(p_count, 0);
   w.partition_clusters.assign(p_count, 0);
-  matcher::internal::CohortMasks masks;
+  matcher::internal::CohortMasks masks, baseline_masks;
   std::vector<std::vector<matcher::SubscriptionId>> out(chunk);
+  matcher::IndexCounters baseline_counters;
+  // The whole cohort on the baseline, timed as one piece.
+  auto time_baseline = [&](absl::Span<const matcher::EventView> cohort) {
+    for (size_t i = 0; i < cohort.size(); ++i) out[i].clear();
+    const auto start = std::chrono::steady_clock::now();
+    baseline->BeginCohort(cohort, &baseline_masks);
+    for (size_t t = 0; t < baseline_masks.tasks(); ++t) {
+      baseline->RunTask(t, &baseline_masks);
+    }
+    baseline->MatchPartition(0, baseline_masks, out.data(), &baseline_counters);
+    w.baseline_seconds += Since(start);
+    for (size_t i = 0; i < cohort.size(); ++i) {
+      w.baseline_matches += out[i].size();
+    }
+  };
   for (size_t at = 0; at < events.size(); at += chunk) {
     const auto cohort = events.subspan(at, chunk);
     const uint64_t k = w.cohorts++;
+    if (baseline != nullptr && k % 2 == 0) time_baseline(cohort);
     auto start = std::chrono::steady_clock::now();
     index.BeginCohort(cohort, &masks);
     begin_times.push_back(Since(start));
@@ -137,6 +154,7 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
       }
     }
     w.events += cohort.size();
+    if (baseline != nullptr && k % 2 == 1) time_baseline(cohort);
   }
   std::vector<double> attribute_seconds;
   for (const TaskTime& t : task_times) {

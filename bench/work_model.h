@@ -28,6 +28,13 @@
 // phase 2 of the previous cohort, as in the server's pipeline), then every
 // partition's phase 2 is added to its core.
 //
+// With a `baseline` index (the same subscriptions in one partition), each
+// cohort is also matched whole on it, right beside its pieces on `index`
+// (which goes first alternates from cohort to cohort), so that T(1) and the
+// slowest core's share are timed in one run, interleaved: the machine's
+// drift between runs, which on a shared VM moves a run's time by 30% and
+// more, does not enter their ratio.
+//
 // Single-threaded; no synchronisation.
 #ifndef COHORT_BENCH_WORK_MODEL_H_
 #define COHORT_BENCH_WORK_MODEL_H_
@@ -68,6 +75,9 @@ struct SharedLayoutWork {
   double begin_seconds = 0;   // every BeginCohort
   double task_seconds = 0;    // every phase-1 task
   double phase2_seconds = 0;  // every partition's phase 2
+  // The baseline's whole matching, and its matches (0 without one).
+  double baseline_seconds = 0;
+  uint64_t baseline_matches = 0;
   // Seconds by core, for each split (indexed like kPhase1Splits), and with
   // tasks taken by the least-loaded core (see the file comment).
   std::vector<double> core_seconds[3];
@@ -81,10 +91,12 @@ struct SharedLayoutWork {
 };
 
 // Matches `events` against `index` in cohorts of `cohort_max` (at most 64),
-// timing every piece (see the file comment).
-SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
-                                  absl::Span<const matcher::EventView> events,
-                                  size_t cohort_max);
+// timing every piece, and each cohort on `baseline` too unless it is null
+// (see the file comment). REQUIRES: baseline, if given, has one partition.
+SharedLayoutWork TimeSharedLayout(
+    const matcher::PartitionedIndex& index,
+    absl::Span<const matcher::EventView> events, size_t cohort_max,
+    const matcher::PartitionedIndex* baseline = nullptr);
 
 // The pieces of cohort k that core `core` does under `split`, for a caller
 // that runs them itself (the cachegrind probe): whether it forms the

@@ -11,7 +11,7 @@
 // small lists (visiting a cluster costs about as much for one row as for a
 // hundred): an access predicate gets a *home* partition when it first heads
 // a row (the partition then holding the fewest rows of its class), and its
-// first kSpreadRows rows go there. The two classes are equality lists and
+// first spread_rows rows go there. The two classes are equality lists and
 // per-attribute "present" lists (subscriptions without an equality), whose
 // rows every event carrying the attribute checks and which produce most
 // matches; balancing each class on its own keeps the present lists from
@@ -20,11 +20,12 @@
 // 1.62x the mean matches and 1.30x the mean phase-2 time; by class, 1.11x,
 // 1.41x and 1.10x.)
 // From then on row r (counting every row ever placed under it) goes to
-// partition (home + r / kSpreadRows) % P, so the long lists that most events
-// visit — per-attribute "present" lists, popular equalities — are spread
-// over every partition in runs of kSpreadRows, and the partitions' work
-// stays even. With spread_rows = 0, rows go by id instead (id % P, the
-// sharded layout's placement), for comparison.
+// partition (home + r / spread_rows) % P, so the long lists that most
+// events visit — per-attribute "present" lists, popular equalities — are
+// spread over every partition in runs of spread_rows, and the partitions'
+// work stays even. spread_rows is SpreadRows(P) unless given; with
+// spread_rows = 0, rows go by id instead (id % P, the sharded layout's
+// placement), for comparison.
 //
 // Two ways to use it:
 //   - Whole: Add, Remove and MatchCohort on one thread (tests, the work
@@ -69,13 +70,26 @@ namespace cohort {
 namespace matcher {
 
 // Rows an access predicate places in its home partition before its list is
-// spread, and the length of each partition's run after that. Smaller runs
-// balance the partitions better but cut lists into more clusters, each
-// visited separately: on fabret-1m at P = 16 (bench/locality_probe, one
-// run each) 16 rows gave 2.0x the clusters and 1.7x the slowest core's work
-// of 256, 64 rows 1.1x; 512 and 1024 left the partitions uneven (1.3x).
-// 256 is also a block of MatchCluster (kMatchBlock).
+// spread, and the length of each partition's run after that, at 16 or more
+// partitions. Smaller runs balance the partitions better but cut lists into
+// more clusters, each visited separately: on fabret-1m at P = 16
+// (bench/locality_probe, one run each) 16 rows gave 2.0x the clusters and
+// 1.7x the slowest core's work of 256, 64 rows 1.1x; 512 and 1024 left the
+// partitions uneven (1.3x). 256 is also a block of MatchCluster
+// (kMatchBlock).
 inline constexpr uint32_t kSpreadRows = 256;
+
+// The spread_rows PartitionedIndex uses with P partitions: kSpreadRows x 16
+// / P, at least kSpreadRows. With fewer partitions each holds a larger
+// share of the work, so longer runs balance it as well, and every list
+// that spreads costs clusters (each of its widths gets a cluster in every
+// partition): on fabret-1m at P = 2, runs of 256 checked 7% more clusters
+// than one partition and spent 5% more in phase 2, while with 2,048 no
+// list spreads and homes alone keep the partitions within 1% of each
+// other's rows checked (bench/locality_probe --spread_rows).
+constexpr uint32_t SpreadRows(uint32_t partitions) {
+  return partitions >= 16 ? kSpreadRows : kSpreadRows * 16 / partitions;
+}
 
 class PartitionedIndex {
  public:
@@ -94,8 +108,9 @@ class PartitionedIndex {
   };
 
   // REQUIRES: partitions >= 1. spread_rows: see the file comment.
-  explicit PartitionedIndex(uint32_t partitions,
-                            uint32_t spread_rows = kSpreadRows);
+  explicit PartitionedIndex(uint32_t partitions)
+      : PartitionedIndex(partitions, SpreadRows(partitions)) {}
+  PartitionedIndex(uint32_t partitions, uint32_t spread_rows);
   PartitionedIndex(const PartitionedIndex&) = delete;
   PartitionedIndex& operator=(const PartitionedIndex&) = delete;
   ~PartitionedIndex();

@@ -228,6 +228,23 @@ TEST(PartitionedIndex, ListsStayWholeUntilTheyGrowThenSpread) {
   EXPECT_EQ(index.clusters(), 0u);
 }
 
+// Runs are kSpreadRows long from 16 partitions on and longer below, where
+// each partition's share of the work is larger.
+TEST(PartitionedIndex, SpreadRowsShrinkWithPartitionsToKSpreadRows) {
+  EXPECT_EQ(SpreadRows(1), 16 * kSpreadRows);
+  EXPECT_EQ(SpreadRows(2), 8 * kSpreadRows);
+  EXPECT_EQ(SpreadRows(8), 2 * kSpreadRows);
+  EXPECT_EQ(SpreadRows(16), kSpreadRows);
+  EXPECT_EQ(SpreadRows(64), kSpreadRows);
+  // The one-argument constructor uses it: at P = 2 a list of 2 * 256 rows
+  // stays in its home.
+  PartitionedIndex index(2);
+  for (SubscriptionId id = 0; id < 2 * kSpreadRows; ++id) {
+    ASSERT_TRUE(index.Add(id, {{0, Op::kEq, 1, 0}}).ok());
+    EXPECT_EQ(*index.PartitionOf(id), *index.PartitionOf(0)) << id;
+  }
+}
+
 // Equality lists and per-attribute "present" lists (subscriptions without
 // an equality) are balanced as two classes: a present list's home is the
 // partition with the fewest present rows, however many equality rows it
