@@ -51,11 +51,18 @@ using PredicateId = uint32_t;
 // Largest cohort phase 1 can hold at once: one bit per event in a mask.
 inline constexpr size_t kMaxCohortChunk = 64;
 // Largest cohort kept per event (see the file comment). On fabret-1m
-// (matcher_bench --events=4000 --cohort_max=1,3,4,5,6,7,8,10
-// --repetitions=5: one index, one thread, passes interleaved) a cohort of
-// 4, 5, 6, 7 and 8 events through the masks costs 234, 223, 209, 198 and
-// 181 us per event, the per-event path 212 us each (1 to 3 events).
-inline constexpr size_t kPerEventCohort = 5;
+// (matcher_bench, 8,000 events, --cohort_max=1,4,8,12,14,16
+// --repetitions=5: one index, one thread, passes interleaved; built once
+// with every cohort of 2 or more through the masks and once with cohorts
+// of up to 14 kept per event) a cohort of 4, 8, 12 and 14 events costs
+// 366, 264, 255 and 188 us per event through the masks, and 256, 241, 243
+// and 247 us kept per event. Through the masks, phase 2 reads a 64-bit
+// word per column entry through the slot table, two dependent reads into
+// megabytes, where a per-event check reads one bit in a vector that stays
+// in cache; below about 13 events the masks do not share enough to pay
+// for that. (An earlier run over 4,000 events put the crossover at 6;
+// single passes vary by 20% on this machine.)
+inline constexpr size_t kPerEventCohort = 12;
 
 // One bit per predicate id: the predicates one event satisfies, for the
 // per-event path. Remembers which words it set, so `Clear` touches only

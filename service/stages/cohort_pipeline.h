@@ -70,6 +70,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/types/span.h"
+#include "matcher/cohort_masks.h"
 #include "service/stages/engine.h"
 
 namespace cohort {
@@ -92,7 +93,7 @@ class CohortPipeline {
   // The most events queued for an event to go solo: as many as the matcher
   // keeps per event (matcher::internal::kPerEventCohort), which share no
   // work in a cohort.
-  static constexpr size_t kSoloCohort = 5;
+  static constexpr size_t kSoloCohort = matcher::internal::kPerEventCohort;
 
   struct Work {
     enum class Kind {
