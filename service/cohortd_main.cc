@@ -17,6 +17,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "service/api/server.h"
 #include "service/stages/engine.h"
@@ -296,11 +297,16 @@ int Main(int argc, char** argv) {
   if (!(*server)->recovery_summary().empty()) {
     std::printf("cohortd: %s\n", (*server)->recovery_summary().c_str());
   }
-  const std::string layout =
+  // The threaded baseline has workers, not partitions or cohorts.
+  const std::string engine =
       options->mode == "staged"
-          ? absl::StrCat(", index ",
-                         IndexLayoutName(options->engine.index_layout))
-          : "";
+          ? absl::StrFormat(
+                "%u partitions, index %s, cohort_max %u, cohort_wait_us %lld",
+                options->engine.partitions,
+                IndexLayoutName(options->engine.index_layout),
+                options->engine.cohort_max,
+                static_cast<long long>(options->engine.cohort_wait_us))
+          : absl::StrFormat("%u workers", options->engine.threads);
   if (!options->tls.enabled() && !IsLoopbackListen(options->listen)) {
     std::fprintf(stderr,
                  "cohortd: warning: --listen=%s is not a loopback address and "
@@ -309,14 +315,9 @@ int Main(int argc, char** argv) {
                  options->listen.c_str(),
                  options->auth_tokens_file.empty() ? "" : " and their tokens");
   }
-  std::printf(
-      "cohortd: serving on port %d (mode %s, %u partitions%s, "
-      "cohort_max %u, cohort_wait_us %lld; %s)\n",
-      (*server)->port(), options->mode.c_str(),
-      options->mode == "staged" ? options->engine.partitions : 0,
-      layout.c_str(), options->engine.cohort_max,
-      static_cast<long long>(options->engine.cohort_wait_us),
-      (*server)->security_summary().c_str());
+  std::printf("cohortd: serving on port %d (mode %s, %s; %s)\n",
+              (*server)->port(), options->mode.c_str(), engine.c_str(),
+              (*server)->security_summary().c_str());
   if (options->mode == "staged") {
     // Where the partitions run, as their stats report it.
     v1::Stats stats;

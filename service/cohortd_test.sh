@@ -6,6 +6,7 @@
 set -uo pipefail
 readonly COHORTD="$1"
 source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/testing/checks.sh"
+source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/testing/cohortd.sh"
 
 help=$("${COHORTD}" --help 2>&1)
 for flag in listen mode partitions index pin_cores cohort_max cohort_wait_us \
@@ -51,6 +52,8 @@ for _ in $(seq 100); do
 done
 metrics_port=$(sed -n 's|.*metrics on http://127.0.0.1:\([0-9]*\)/metrics|\1|p' "${log}")
 check "prints the gRPC port" grep -q "serving on port [1-9]" "${log}"
+check "names the staged engine: $(grep 'serving on' "${log}")" \
+  grep -qE "\(mode staged, 2 partitions, index partitioned, cohort_max 64, cohort_wait_us 0; TLS off, auth off\)$" "${log}"
 check "prints the metrics port" test -n "${metrics_port}"
 # Two partitions on this (at least 2-CPU) machine: pinned, and with the
 # default --numa=auto their memory placed on their CPUs' nodes.
@@ -69,5 +72,13 @@ wait "${pid}"
 check "SIGTERM exits 0" test $? -eq 0
 check "SIGTERM shuts down in order" grep -q "SIGTERM received; shutting down" "${log}"
 check "reports it stopped" grep -q "cohortd: stopped" "${log}"
+rm -f "${log}"
+
+# The threaded baseline names its workers (it has no partitions or cohorts).
+start_cohortd "${log}" "${COHORTD}" --listen=127.0.0.1:0 --mode=threaded \
+  --threads=3
+check "names the threaded engine: $(grep 'serving on' "${log}")" \
+  grep -qE "\(mode threaded, 3 workers; TLS off, auth off\)$" "${log}"
+stop_cohortd "${COHORTD_PID}"
 rm -f "${log}"
 finish_checks cohortd_test
