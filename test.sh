@@ -10,8 +10,8 @@
 # not by tsan.
 #
 # Then it smoke-tests ./run.sh, bench/experiment.sh --quick,
-# bench/durability.sh --quick and bench/partition_work.sh --quick on small
-# workloads and runs deploy/check.sh (tools/testing/scripts_test.sh; they
+# bench/durability.sh --quick, bench/partition_work.sh --quick and
+# bench/matcher_presets.sh --quick on small workloads and runs deploy/check.sh (tools/testing/scripts_test.sh; they
 # build with -c opt and install valgrind and gnuplot through tools/setup.sh
 # experiment; deploy/check.sh installs kubernetes-validate from PyPI into a
 # cache venv, and skips the schema check if it cannot).

@@ -9,7 +9,11 @@
 // the same loaded index, interleaved repetition by repetition so that machine
 // noise hits them alike; their ratios are therefore taken in one run.
 // Latency of an event is the wall time of the MatchCohort call that carried
-// it (matching only: no queueing, no RPC).
+// it (matching only: no queueing, no RPC). `--cohort_max=event,...` also
+// measures Index::MatchEvent, the per-event path, one event per call.
+
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -32,7 +36,8 @@
 #include "matcher/index.h"
 
 ABSL_FLAG(std::string, preset, "fabret-1m",
-          "Workload preset to generate in memory (fabret-1m, fabret-uniform); "
+          "Workload preset to generate in memory (fabret-1m, fabret-uniform, "
+          "selective-1m, ranges-1m: bench/workloads.md); "
           "ignored when --workload is set.");
 ABSL_FLAG(std::string, workload, "",
           "Read the workload from this file (cohort-workload v1 text) instead "
@@ -43,7 +48,9 @@ ABSL_FLAG(int64_t, events, -1,
           "Override the preset's event count (-1: preset value).");
 ABSL_FLAG(std::string, cohort_max, "64",
           "Events per MatchCohort call; a comma-separated list measures each "
-          "size in the same run (e.g. 1,64).");
+          "size in the same run (e.g. 1,64). 'event' measures "
+          "Index::MatchEvent (the per-event path, one event per call) in the "
+          "same way (e.g. event,1,64).");
 ABSL_FLAG(int, repetitions, 3,
           "Timed passes over all events per cohort size; events/s is reported "
           "as median, min and max over passes.");
@@ -65,7 +72,7 @@ struct Pass {
 };
 
 struct Result {
-  size_t cohort_max = 0;
+  size_t cohort_max = 0;  // 0: Index::MatchEvent, one event per call
   std::vector<Pass> passes;
   std::vector<float> latency_us;  // one per event per pass
   uint64_t rows_checked = 0;
@@ -80,21 +87,50 @@ absl::StatusOr<Workload> LoadWorkload() {
                         absl::GetFlag(FLAGS_events));
 }
 
+// Parses --cohort_max: positive sizes, and "event" as 0 (MatchEvent).
 absl::StatusOr<std::vector<size_t>> ParseCohortSizes(const std::string& s) {
   std::vector<size_t> sizes;
   for (absl::string_view part : absl::StrSplit(s, ',')) {
     size_t n;
-    if (!absl::SimpleAtoi(part, &n) || n == 0) {
+    if (part == "event") {
+      n = 0;
+    } else if (!absl::SimpleAtoi(part, &n) || n == 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--cohort_max: '", part, "' is not a positive integer"));
+          absl::StrCat("--cohort_max: '", part,
+                       "' is neither a positive integer nor 'event'"));
     }
     sizes.push_back(n);
   }
   return sizes;
 }
 
+// One pass of Index::MatchEvent over every event. MatchEvent keeps no
+// counters, so rows and clusters checked stay 0 for this path.
+void RunEventPass(const matcher::Index& index,
+                  const std::vector<matcher::EventView>& events,
+                  Result* result) {
+  matcher::MatchScratch scratch;
+  std::vector<matcher::SubscriptionId> out;
+  Pass pass;
+  const Clock::time_point start = Clock::now();
+  for (const matcher::EventView& event : events) {
+    const Clock::time_point t0 = Clock::now();
+    index.MatchEvent(event, &scratch, &out);
+    result->latency_us.push_back(
+        std::chrono::duration<float, std::micro>(Clock::now() - t0).count());
+    pass.matches += out.size();
+  }
+  pass.seconds = Seconds(Clock::now() - start);
+  result->passes.push_back(pass);
+  result->events += events.size();
+}
+
 void RunPass(matcher::Index& index,
              const std::vector<matcher::EventView>& events, Result* result) {
+  if (result->cohort_max == 0) {
+    RunEventPass(index, events, result);
+    return;
+  }
   std::vector<std::vector<matcher::SubscriptionId>> out;
   const uint64_t rows_before = index.counters().rows_checked;
   const uint64_t clusters_before = index.counters().clusters_checked;
@@ -124,6 +160,13 @@ double Percentile(std::vector<float>& v, double q) {
   const size_t k = std::min(v.size() - 1, static_cast<size_t>(q * v.size()));
   std::nth_element(v.begin(), v.begin() + k, v.end());
   return v[k];
+}
+
+// The process's peak resident set so far (workload, index and scratch).
+double PeakRssMb() {
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return usage.ru_maxrss / 1024.0;  // kilobytes on Linux
 }
 
 std::string MachineDescription() {
@@ -165,27 +208,35 @@ std::string Format(const Context& c, Result& r, const std::string& format) {
   const double per_event = static_cast<double>(matches) / r.events;
   const double rows = static_cast<double>(r.rows_checked) / r.events;
   const double clusters = static_cast<double>(r.clusters_checked) / r.events;
+  const bool event_path = r.cohort_max == 0;
   if (format == "text") {
     return absl::StrFormat(
-        "cohort_max %-5d %10.0f events/s (min %.0f, max %.0f, %d passes)  "
-        "p50 %.1f us  p99 %.1f us  %.1f matches/event  %.0f rows in %.0f "
-        "clusters checked/event\n",
-        r.cohort_max, median, rates.front(), rates.back(), rates.size(), p50,
-        p99, per_event, rows, clusters);
+        "%-16s %10.0f events/s (min %.0f, max %.0f, %d passes)  "
+        "p50 %.1f us  p99 %.1f us  %.1f matches/event%s\n",
+        event_path ? std::string("MatchEvent")
+                   : absl::StrCat("cohort_max ", r.cohort_max),
+        median, rates.front(), rates.back(), rates.size(), p50, p99, per_event,
+        event_path
+            ? ""
+            : absl::StrFormat("  %.0f rows in %.0f clusters checked/event",
+                              rows, clusters));
   }
+  // MatchEvent reports cohort_max 1 (one event per call) and no counters.
   return absl::StrFormat(
       "{\"workload\": \"%s\", \"workload_sha256\": \"%s\", "
-      "\"subscriptions\": %d, \"events\": %d, \"cohort_max\": %d, "
+      "\"subscriptions\": %d, \"events\": %d, \"path\": \"%s\", "
+      "\"cohort_max\": %d, "
       "\"load_s\": %.3f, \"events_per_s\": %.0f, \"events_per_s_min\": %.0f, "
       "\"events_per_s_max\": %.0f, \"repetitions\": %d, \"p50_us\": %.2f, "
       "\"p99_us\": %.2f, \"matches_per_event\": %.3f, "
       "\"rows_checked_per_event\": %.1f, \"clusters_checked_per_event\": %.1f, "
-      "\"bytes_per_subscription\": %.1f, "
+      "\"bytes_per_subscription\": %.1f, \"peak_rss_mb\": %.1f, "
       "\"predicates\": %d, \"clusters\": %d, \"machine\": \"%s\"}\n",
-      c.workload_name, c.sha256, c.subscriptions, c.events, r.cohort_max,
+      c.workload_name, c.sha256, c.subscriptions, c.events,
+      event_path ? "MatchEvent" : "MatchCohort", event_path ? 1 : r.cohort_max,
       c.load_s, median, rates.front(), rates.back(), rates.size(), p50, p99,
-      per_event, rows, clusters, c.bytes_per_subscription, c.predicates,
-      c.clusters, c.machine);
+      per_event, rows, clusters, c.bytes_per_subscription, PeakRssMb(),
+      c.predicates, c.clusters, c.machine);
 }
 
 int Main() {

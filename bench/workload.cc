@@ -46,8 +46,33 @@ absl::StatusOr<WorkloadOptions> PresetOptions(absl::string_view name) {
     options.zipf_values = 0;
     return options;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown preset '", name, "' (known: fabret-1m, fabret-uniform)"));
+  if (name == "selective-1m") {
+    // What most publish/subscribe users have: mostly equalities over large
+    // domains, a handful of matches per event (bench/workloads.md).
+    options.preset = "selective-1m";
+    options.domain = 100000;
+    options.min_predicates = 3;
+    options.max_predicates = 6;
+    options.eq_fraction = 0.9;
+    options.zipf_values = 0.5;
+    return options;
+  }
+  if (name == "ranges-1m") {
+    // Ranges only, over a domain of a million values, so that nearly every
+    // range is a predicate of its own (bench/workloads.md).
+    options.preset = "ranges-1m";
+    options.domain = 1000000;
+    options.min_predicates = 5;
+    options.max_predicates = 10;
+    options.eq_fraction = 0;
+    options.event_attributes = 20;
+    options.between_max_width = 100000;
+    return options;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown preset '", name,
+                   "' (known: fabret-1m, fabret-uniform, selective-1m, "
+                   "ranges-1m)"));
 }
 
 namespace {

@@ -101,8 +101,11 @@ inline constexpr int64_t kMaxDomain = int64_t{1} << 24;
 inline constexpr int64_t kMaxPermutationEntries = int64_t{1} << 26;
 inline constexpr int64_t kMaxPayloadBytes = int64_t{1} << 20;
 
-// PresetOptions() returns the options of "fabret-1m" or "fabret-uniform" (the
-// same with both Zipf exponents 0), or InvalidArgument for any other name.
+// PresetOptions() returns the options of a preset (bench/workloads.md):
+// "fabret-1m"; "fabret-uniform" (the same with both Zipf exponents 0);
+// "selective-1m" (equality-heavy over 100,000 values, a handful of matches
+// per event); "ranges-1m" (5-10 ranges per subscription over 1,000,000
+// values). InvalidArgument for any other name.
 absl::StatusOr<WorkloadOptions> PresetOptions(absl::string_view name);
 
 // Validate() returns OK, or InvalidArgument naming the first offending field

@@ -21,7 +21,8 @@
 #include "bench/workload_file.h"
 
 ABSL_FLAG(std::string, preset, "fabret-1m",
-          "Workload preset: fabret-1m or fabret-uniform.");
+          "Workload preset: fabret-1m, fabret-uniform, selective-1m or "
+          "ranges-1m (bench/workloads.md).");
 ABSL_FLAG(std::optional<int64_t>, subscriptions, std::nullopt,
           "Number of subscriptions (default: the preset's).");
 ABSL_FLAG(std::optional<int64_t>, events, std::nullopt, "Number of events.");

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -26,6 +27,11 @@ constexpr char kGoldenFabretSmall[] =
     "8486cc9491ea078ecc674b1c14d0b79f46a08d6994b5786f10928a40edeeb0ff";
 constexpr char kGoldenUniformSmall[] =
     "f5fa2927b0620d71e1ba1477596749e9f3775b7d211d71563a0fbd89ff5a99ee";
+// selective-1m and ranges-1m, shrunk the same way (bench/workloads.md).
+constexpr char kGoldenSelectiveSmall[] =
+    "a1d8d466d16e4983b49b079e23d4690e6f181942d28bbfa29c10c7f7d2b05827";
+constexpr char kGoldenRangesSmall[] =
+    "081fe1b2e98a557c1257d3abbe8bff605917a970340232aa9d01c8db19c515b6";
 
 WorkloadOptions Small(absl::string_view preset, int64_t subscriptions = 2000,
                       int64_t events = 500) {
@@ -100,6 +106,71 @@ TEST(PresetOptions, UniformDiffersFromFabretOnlyInZipfExponents) {
   uniform.zipf_values = fabret.zipf_values;
   EXPECT_EQ(uniform, fabret);
   EXPECT_TRUE(Validate(fabret).ok());
+}
+
+TEST(PresetOptions, SelectiveIsEqualityHeavyOverALargeDomain) {
+  const WorkloadOptions o = *PresetOptions("selective-1m");
+  EXPECT_EQ(o.preset, "selective-1m");
+  EXPECT_EQ(o.subscriptions, 1000000);
+  EXPECT_EQ(o.domain, 100000);
+  EXPECT_EQ(o.eq_fraction, 0.9);
+  EXPECT_EQ(o.min_predicates, 3);
+  EXPECT_EQ(o.max_predicates, 6);
+  EXPECT_EQ(o.zipf_values, 0.5);
+  EXPECT_TRUE(Validate(o).ok());
+}
+
+TEST(PresetOptions, RangesHasOnlyRangesOverAMillionValues) {
+  const WorkloadOptions o = *PresetOptions("ranges-1m");
+  EXPECT_EQ(o.preset, "ranges-1m");
+  EXPECT_EQ(o.subscriptions, 1000000);
+  EXPECT_EQ(o.domain, 1000000);
+  EXPECT_EQ(o.eq_fraction, 0.0);
+  EXPECT_EQ(o.min_predicates, 5);
+  EXPECT_EQ(o.max_predicates, 10);
+  EXPECT_EQ(o.event_attributes, 20);
+  EXPECT_EQ(o.between_max_width, 100000);
+  EXPECT_TRUE(Validate(o).ok());
+}
+
+TEST(Generate, SmallSelectiveAndRangesMatchGoldenSha256) {
+  EXPECT_EQ(Sha256Hex(WorkloadText(Generate(Small("selective-1m")))),
+            kGoldenSelectiveSmall);
+  EXPECT_EQ(Sha256Hex(WorkloadText(Generate(Small("ranges-1m")))),
+            kGoldenRangesSmall);
+}
+
+TEST(Generate, RangesPresetGivesFiveToTenRangesNearlyAllDistinct) {
+  const Workload w = Generate(Small("ranges-1m", 5000, 10));
+  std::set<std::tuple<uint32_t, int, int64_t, int64_t>> ranges;
+  size_t range_count = 0;
+  for (const auto& sub : w.subscriptions) {
+    EXPECT_GE(sub.size(), 5u);
+    EXPECT_LE(sub.size(), 10u);
+    for (const matcher::Predicate& p : sub) {
+      ASSERT_NE(p.op, Op::kEq);
+      if (p.op == Op::kNe) continue;
+      ++range_count;
+      ranges.insert({p.attribute, static_cast<int>(p.op), p.value, p.upper});
+    }
+  }
+  ASSERT_GT(range_count, 20000u);
+  // "Nearly every range is a predicate of its own."
+  EXPECT_GT(static_cast<double>(ranges.size()) / range_count, 0.97);
+}
+
+TEST(Generate, SelectivePresetIsMostlyEqualities) {
+  const Workload w = Generate(Small("selective-1m", 5000, 10));
+  size_t eq = 0, all = 0;
+  for (const auto& sub : w.subscriptions) {
+    EXPECT_GE(sub.size(), 3u);
+    EXPECT_LE(sub.size(), 6u);
+    for (const matcher::Predicate& p : sub) {
+      ++all;
+      eq += p.op == Op::kEq;
+    }
+  }
+  EXPECT_NEAR(static_cast<double>(eq) / all, 0.9, 0.02);
 }
 
 TEST(PresetOptions, UnknownPresetIsRejected) {

@@ -102,7 +102,8 @@ ABSL_FLAG(std::string, workload, "",
           "load: read the workload from this file (written by cohort "
           "workload) instead of generating --preset.");
 ABSL_FLAG(std::string, preset, "fabret-1m",
-          "workload, load: the workload preset, fabret-1m or fabret-uniform "
+          "workload, load: the workload preset, fabret-1m, fabret-uniform, "
+          "selective-1m or ranges-1m "
           "(load: ignored with --workload).");
 ABSL_FLAG(int64_t, subscriptions, -1,
           "workload, load: subscriptions in the preset's workload (-1 = the "

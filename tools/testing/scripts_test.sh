@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Smoke test of the documented top-level commands that Bazel cannot run as
 # tests (they call bazel themselves): ./run.sh, bench/experiment.sh,
-# bench/durability.sh and bench/partition_work.sh, each on a small workload,
-# and deploy/check.sh. Run by ./test.sh from the workspace root; prints one
-# "ok:"/"FAILED:" line per check and, last, "scripts: P passed, F failed".
+# bench/durability.sh, bench/partition_work.sh and bench/matcher_presets.sh,
+# each on a small workload, and deploy/check.sh. Run by ./test.sh from the
+# workspace root; prints one "ok:"/"FAILED:" line per check and, last,
+# "scripts: P passed, F failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source tools/testing/checks.sh
@@ -138,6 +139,24 @@ sys.exit(not ok)' "${out}"
       grep -q "\"threads\": 2" "$1/runs/partitioned-2-1-0.json" &&
       grep -q "matches add up to [0-9,]* for every P and layout" "$1/report.md"' \
     _ "${out}-concurrent"
+
+  # bench/matcher_presets.sh: the matcher on the three presets, tiny.
+  out="${SCRIPTS_TEST_OUT:-${tmp}}/matcher_presets"
+  rm -rf "${out}"
+  bench/matcher_presets.sh --quick --out="${out}" \
+    >"${tmp}/matcher_presets.log" 2>&1
+  check "matcher_presets.sh --quick exits 0" test $? -eq 0
+  check "matcher_presets: a section per preset, five paths each" python3 -c '
+import json, sys
+ok = True
+for preset in ("fabret-1m", "selective-1m", "ranges-1m"):
+    rows = [json.loads(l) for l in open(sys.argv[1] + "/" + preset + ".json")]
+    ok &= len(rows) == 5 and rows[0]["path"] == "MatchEvent"
+    ok &= len({r["matches_per_event"] for r in rows}) == 1
+    ok &= "## " + preset in open(sys.argv[1] + "/report.md").read()
+sys.exit(not ok)' "${out}"
+  check "matcher_presets: the report says which paths are slower than MatchEvent" \
+    grep -q "^- slower than MatchEvent: " "${out}/report.md"
 
   # deploy/: the manifests, unit and Dockerfile (schemas, fields).
   deploy/check.sh >"${tmp}/deploy.log" 2>&1
