@@ -104,42 +104,27 @@ absl::StatusOr<std::vector<size_t>> ParseCohortSizes(const std::string& s) {
   return sizes;
 }
 
-// One pass of Index::MatchEvent over every event. MatchEvent keeps no
-// counters, so rows and clusters checked stay 0 for this path.
-void RunEventPass(const matcher::Index& index,
-                  const std::vector<matcher::EventView>& events,
-                  Result* result) {
-  matcher::MatchScratch scratch;
-  std::vector<matcher::SubscriptionId> out;
-  Pass pass;
-  const Clock::time_point start = Clock::now();
-  for (const matcher::EventView& event : events) {
-    const Clock::time_point t0 = Clock::now();
-    index.MatchEvent(event, &scratch, &out);
-    result->latency_us.push_back(
-        std::chrono::duration<float, std::micro>(Clock::now() - t0).count());
-    pass.matches += out.size();
-  }
-  pass.seconds = Seconds(Clock::now() - start);
-  result->passes.push_back(pass);
-  result->events += events.size();
-}
-
+// One timed pass over every event: MatchCohort calls of result->cohort_max
+// events, or (cohort_max 0) a MatchEvent call per event. MatchEvent keeps no
+// counters, so its rows and clusters checked stay 0.
 void RunPass(matcher::Index& index,
              const std::vector<matcher::EventView>& events, Result* result) {
-  if (result->cohort_max == 0) {
-    RunEventPass(index, events, result);
-    return;
-  }
-  std::vector<std::vector<matcher::SubscriptionId>> out;
+  const bool event_path = result->cohort_max == 0;
+  const size_t step = event_path ? 1 : result->cohort_max;
+  matcher::MatchScratch scratch;  // MatchEvent's
+  std::vector<std::vector<matcher::SubscriptionId>> out(1);
   const uint64_t rows_before = index.counters().rows_checked;
   const uint64_t clusters_before = index.counters().clusters_checked;
   Pass pass;
   const Clock::time_point start = Clock::now();
-  for (size_t at = 0; at < events.size(); at += result->cohort_max) {
-    const size_t n = std::min(result->cohort_max, events.size() - at);
+  for (size_t at = 0; at < events.size(); at += step) {
+    const size_t n = std::min(step, events.size() - at);
     const Clock::time_point t0 = Clock::now();
-    index.MatchCohort(absl::MakeConstSpan(events).subspan(at, n), &out);
+    if (event_path) {
+      index.MatchEvent(events[at], &scratch, &out[0]);
+    } else {
+      index.MatchCohort(absl::MakeConstSpan(events).subspan(at, n), &out);
+    }
     const float us =
         std::chrono::duration<float, std::micro>(Clock::now() - t0).count();
     for (size_t i = 0; i < n; ++i) {

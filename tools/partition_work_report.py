@@ -84,11 +84,11 @@ def main():
             if layout == "partitioned" and not concurrent:
                 cells = []
                 for split in SPLITS:
-                    s = statistics.median(
-                        seconds(layout, c, False, split) for c in reps.values())
-                    bounds = [c[0]["baseline_seconds"] /
-                              seconds(layout, c, False, split)
-                              for c in reps.values()]
+                    slowest = [seconds(layout, c, False, split)
+                               for c in reps.values()]
+                    s = statistics.median(slowest)
+                    bounds = [c[0]["baseline_seconds"] / t for c, t in
+                              zip(reps.values(), slowest)]
                     cells.append(f"{s:.4f} ({statistics.median(bounds):.2f}x, "
                                  f"{min(bounds):.2f}–{max(bounds):.2f})")
                 mean = statistics.median(
