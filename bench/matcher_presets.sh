@@ -6,6 +6,7 @@
 #
 #   bench/matcher_presets.sh [--quick] [--reps=N] [--cohorts=LIST]
 #                            [--presets=LIST] [--out=DIR] [--bin=DIR]
+#                            [--baseline=DIR]
 #
 # Writes DIR (default results/matcher-<UTC time>[-quick]/): meta.txt,
 # <preset>.json (matcher_bench's JSON lines, with the peak RSS) and
@@ -15,6 +16,11 @@
 # cohort 1. Events: fabret-1m and selective-1m all 100,000, ranges-1m the
 # first 2,000. --quick: 20,000 subscriptions, 500 events, 1 repetition.
 # --bin=DIR runs DIR/matcher_bench instead of building it.
+# --baseline=DIR also runs DIR/matcher_bench (an earlier build, e.g. copied
+# aside before a change) on the same presets, one repetition of each binary
+# in turn, so that the machine's drift hits both alike; the report then gives
+# before, after and the per-repetition after/before ratios (<preset>.json
+# and <preset>.baseline.json hold a line per path per repetition).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +30,7 @@ cohorts="event,1,4,16,64"
 presets="fabret-1m,selective-1m,ranges-1m"
 out=""
 bin=""
+baseline=""
 for arg in "$@"; do
   case "${arg}" in
     --quick) quick=1 ;;
@@ -32,6 +39,7 @@ for arg in "$@"; do
     --presets=*) presets="${arg#*=}" ;;
     --out=*) out="${arg#*=}" ;;
     --bin=*) bin="${arg#*=}" ;;
+    --baseline=*) baseline="${arg#*=}" ;;
     *) echo "matcher_presets.sh: unknown argument ${arg}" >&2; exit 2 ;;
   esac
 done
@@ -41,6 +49,10 @@ if [[ -z "${bin}" ]]; then
   bench=.bazel/out/k8-opt/bin/bench/matcher_bench
 else
   bench="${bin}/matcher_bench"
+fi
+if [[ -n "${baseline}" && ! -x "${baseline}/matcher_bench" ]]; then
+  echo "matcher_presets.sh: --baseline: no executable ${baseline}/matcher_bench" >&2
+  exit 2
 fi
 if [[ -z "${out}" ]]; then
   out="results/matcher-$(date -u +%Y%m%dT%H%M%SZ)$( ((quick)) && echo -quick)"
@@ -54,15 +66,29 @@ subs=-1
   echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (modified)')"
   echo "command: bench/matcher_presets.sh $*"
   echo "reps: ${reps}; paths: ${cohorts}; one thread"
+  [[ -z "${baseline}" ]] ||
+    echo "baseline: ${baseline}/matcher_bench (sha256 $(sha256sum "${baseline}/matcher_bench" | cut -c1-12)), one repetition of each binary in turn"
 } >"${out}/meta.txt"
+run_bench() {  # BINARY PRESET EVENTS REPS
+  "$1" --preset="$2" --subscriptions="${subs}" --events="$3" \
+    --cohort_max="${cohorts}" --repetitions="$4" --format=json
+}
 for preset in ${presets//,/ }; do
   events=-1
   [[ "${preset}" == ranges-1m ]] && events=2000
   ((quick)) && events=500
   echo "matcher_presets: ${preset}"
-  "${bench}" --preset="${preset}" --subscriptions="${subs}" \
-    --events="${events}" --cohort_max="${cohorts}" --repetitions="${reps}" \
-    --format=json >"${out}/${preset}.json"
+  if [[ -z "${baseline}" ]]; then
+    run_bench "${bench}" "${preset}" "${events}" "${reps}" >"${out}/${preset}.json"
+    continue
+  fi
+  : >"${out}/${preset}.json"
+  : >"${out}/${preset}.baseline.json"
+  for ((rep = 0; rep < reps; ++rep)); do
+    run_bench "${baseline}/matcher_bench" "${preset}" "${events}" 1 \
+      >>"${out}/${preset}.baseline.json"
+    run_bench "${bench}" "${preset}" "${events}" 1 >>"${out}/${preset}.json"
+  done
 done
 python3 tools/matcher_presets_report.py "${out}" >"${out}/report.md"
 cat "${out}/report.md"

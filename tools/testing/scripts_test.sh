@@ -157,6 +157,21 @@ for preset in ("fabret-1m", "selective-1m", "ranges-1m"):
 sys.exit(not ok)' "${out}"
   check "matcher_presets: the report says which paths are slower than MatchEvent" \
     grep -q "^- slower than MatchEvent: " "${out}/report.md"
+  # --baseline: the same binary as its own baseline, one preset, 2 reps.
+  bench/matcher_presets.sh --quick --reps=2 --presets=selective-1m \
+    --cohorts=event,16 --bin=.bazel/out/k8-opt/bin/bench \
+    --baseline=.bazel/out/k8-opt/bin/bench --out="${out}-baseline" \
+    >"${tmp}/matcher_presets_baseline.log" 2>&1
+  check "matcher_presets.sh --baseline exits 0" test $? -eq 0
+  check "matcher_presets --baseline: a run per binary per rep, a ratio row per path" \
+    bash -c '[[ $(wc -l <"$1/selective-1m.json") == 4 &&
+      $(wc -l <"$1/selective-1m.baseline.json") == 4 ]] &&
+      grep -q "^| MatchEvent | [0-9,]* | [0-9,]* | [0-9.]*x ([0-9.]*-[0-9.]*) |$" "$1/report.md" &&
+      grep -q "^| cohort 16 | [0-9,]* | [0-9,]* | [0-9.]*x" "$1/report.md" &&
+      ! grep -q "different matches" "$1/report.md"' _ "${out}-baseline"
+  bench/matcher_presets.sh --quick --baseline=/nonexistent \
+    >"${tmp}/matcher_presets_nobaseline.log" 2>&1
+  check "matcher_presets.sh --baseline without a binary exits 2" test $? -eq 2
 
   # deploy/: the manifests, unit and Dockerfile (schemas, fields).
   deploy/check.sh >"${tmp}/deploy.log" 2>&1
