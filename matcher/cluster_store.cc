@@ -71,28 +71,19 @@ uint32_t ClusterStore::Entry(Location at, uint32_t column) const {
   return clusters_[at.cluster].column(column)[at.row];
 }
 
-namespace {
-
-// Whether cluster entry `e` holds for the event whose satisfied predicates
-// are the set bits of `bits`: the predicate's bit, flipped when negated.
-inline uint32_t EntryHolds(const uint64_t* bits, uint32_t e) {
-  const uint32_t id = e & ~kNegatedBit;
-  return static_cast<uint32_t>(((bits[id >> 6] >> (id & 63)) ^ (e >> 31)) & 1);
-}
-
-}  // namespace
-
-void ClusterStore::MatchListForEvent(uint32_t head, const PredicateBits& bits,
+void ClusterStore::MatchListForEvent(uint32_t head, const uint32_t* slots,
+                                     const PredicateBits& bits,
                                      std::vector<SubscriptionId>* matches,
                                      uint64_t* clusters, uint64_t* rows) const {
   for (uint32_t i = head; i != kNoCluster; i = clusters_[i].next) {
-    MatchClusterForEvent(clusters_[i], bits.words(), matches);
+    MatchClusterForEvent(clusters_[i], slots, bits, matches);
     *rows += clusters_[i].rows;
     ++*clusters;
   }
 }
 
-void ClusterStore::MatchClusterForEvent(const Cluster& c, const uint64_t* bits,
+void ClusterStore::MatchClusterForEvent(const Cluster& c, const uint32_t* slots,
+                                        const PredicateBits& bits,
                                         std::vector<SubscriptionId>* matches) {
   const uint32_t* ids = c.ids();
   if (c.width == 0) {  // no column to carry a tombstone: test the id
@@ -111,7 +102,7 @@ void ClusterStore::MatchClusterForEvent(const Cluster& c, const uint64_t* bits,
     uint32_t live = 0;
     for (uint32_t j = 0; j < n; ++j) {
       alive[live] = j;
-      live += EntryHolds(bits, col[j]);
+      live += bits.Holds(col[j], slots);
     }
     for (uint32_t k = 1; k < c.width && live > 0; ++k) {
       col = c.column(k) + start;
@@ -119,7 +110,7 @@ void ClusterStore::MatchClusterForEvent(const Cluster& c, const uint64_t* bits,
       for (uint32_t m = 0; m < live; ++m) {
         const uint32_t j = alive[m];
         alive[kept] = j;
-        kept += EntryHolds(bits, col[j]);
+        kept += bits.Holds(col[j], slots);
       }
       live = kept;
     }

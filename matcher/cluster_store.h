@@ -4,9 +4,9 @@
 // that share one *access predicate* (see index.h for how it is chosen) and
 // the same number of remaining entries, the cluster's *width*. A cluster stores
 // its rows column-wise in one array: `capacity` subscription ids, then `width`
-// columns of `capacity` entries each (an entry is a predicate id, possibly with
-// kNegatedBit). Clusters of one access predicate form a singly linked list
-// whose head the predicate table keeps.
+// columns of `capacity` entries each (an entry is a predicate id with flag
+// bits: cohort_masks.h). Clusters of one access predicate form a singly linked
+// list whose head the predicate table keeps.
 //
 // Checking a cluster for a cohort starts from the access predicate's cohort
 // mask and streams the columns, ANDing each entry's mask into a per-row
@@ -15,8 +15,8 @@
 // cohort, so a cluster is pulled into cache once per cohort.
 //
 // The per-event path (`MatchListForEvent`) checks one event's rows against
-// a predicate bit vector instead (the classic Fabret phase 2): it streams the
-// columns the same way, keeping a list of the rows still alive.
+// a predicate bit vector instead (the classic Fabret phase 2): it streams
+// the columns the same way, keeping a list of the rows still alive.
 //
 // Removal leaves a tombstone (id kDeadRow, first entry the false predicate);
 // a cluster is compacted when tombstones pass a quarter of its rows.
@@ -82,10 +82,11 @@ class ClusterStore {
 
   // Phase 2 of the per-event path: appends to `*matches` the id of every
   // live row on the list starting at `head` whose entries all hold in `bits`
-  // (a negated entry holds when its bit is clear). The access predicate is
-  // taken to hold. Adds the clusters and rows checked to `*clusters` and
-  // `*rows`. REQUIRES: bits can hold every entry's id.
-  void MatchListForEvent(uint32_t head, const PredicateBits& bits,
+  // (PredicateBits::Holds; a negated entry holds when its bit is clear). The
+  // access predicate is taken to hold. Adds the clusters and rows checked to
+  // `*clusters` and `*rows`. REQUIRES: bits can hold every entry's slot.
+  void MatchListForEvent(uint32_t head, const uint32_t* slots,
+                         const PredicateBits& bits,
                          std::vector<SubscriptionId>* matches,
                          uint64_t* clusters, uint64_t* rows) const;
 
@@ -117,7 +118,8 @@ class ClusterStore {
   size_t MatchCluster(const Cluster& c, uint64_t access_mask,
                       const uint32_t* slots, const uint64_t* words,
                       Emit& emit) const;
-  static void MatchClusterForEvent(const Cluster& c, const uint64_t* bits,
+  static void MatchClusterForEvent(const Cluster& c, const uint32_t* slots,
+                                   const PredicateBits& bits,
                                    std::vector<SubscriptionId>* matches);
 
   std::vector<Cluster> clusters_;
@@ -189,7 +191,7 @@ size_t ClusterStore::MatchCluster(const Cluster& c, uint64_t access_mask,
       const uint32_t e = col[j];
       // ~mask for a negated entry, without a branch.
       const uint64_t flip = -static_cast<uint64_t>(e >> 31);
-      acc[j] = access_mask & (words[slots[e & ~kNegatedBit]] ^ flip);
+      acc[j] = access_mask & (words[slots[e & kEntryIdMask]] ^ flip);
       any |= acc[j];
     }
     for (uint32_t k = 1; k < c.width && any != 0; ++k) {
@@ -199,7 +201,7 @@ size_t ClusterStore::MatchCluster(const Cluster& c, uint64_t access_mask,
         if (acc[j] == 0) continue;
         const uint32_t e = col[j];
         const uint64_t flip = -static_cast<uint64_t>(e >> 31);
-        acc[j] &= words[slots[e & ~kNegatedBit]] ^ flip;
+        acc[j] &= words[slots[e & kEntryIdMask]] ^ flip;
         any |= acc[j];
       }
     }

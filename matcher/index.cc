@@ -95,8 +95,8 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
     if (masks_.per_event()) {
       const int e = __builtin_ctzll(t.mask);
       const size_t before = out[e].size();
-      clusters_.MatchListForEvent(head, masks_.event_bits(e), &out[e],
-                                  &visited, &rows);
+      clusters_.MatchListForEvent(head, table_.slots(), masks_.event_bits(e),
+                                  &out[e], &visited, &rows);
       found += out[e].size() - before;
     } else {
       clusters_.MatchList(head, t.mask, table_.slots(), masks_.words(), emit,
@@ -115,7 +115,7 @@ void Index::MatchEvent(EventView event, MatchScratch* scratch,
                        std::vector<SubscriptionId>* matches) const {
   matches->clear();
   // Predicates added since the scratch's last use may have larger ids.
-  scratch->bits_.Resize(table_.id_limit());
+  scratch->bits_.Resize(table_.id_limit(), table_.slot_limit());
   scratch->access_.clear();
   table_.MarkSatisfied(event, &scratch->bits_, &scratch->access_);
   // Each satisfied access predicate is reported once, so every cluster (and
@@ -124,8 +124,8 @@ void Index::MatchEvent(EventView event, MatchScratch* scratch,
   for (PredicateId id : scratch->access_) {
     const uint32_t head = Head(id);
     if (head != internal::kNoCluster) {
-      clusters_.MatchListForEvent(head, scratch->bits_, matches, &clusters,
-                                  &rows);
+      clusters_.MatchListForEvent(head, table_.slots(), scratch->bits_, matches,
+                                  &clusters, &rows);
     }
   }
   scratch->bits_.Clear();

@@ -91,7 +91,9 @@ class Index {
   // Adds subscription `id` with the conjunction `predicates`.
   // Errors: INVALID_ARGUMENT if id > kMaxSubscriptionId, predicates is empty
   // or longer than kMaxPredicatesPerSubscription, or a BETWEEN has
-  // value > upper; ALREADY_EXISTS if id is present. On error nothing changes.
+  // value > upper; ALREADY_EXISTS if id is present; RESOURCE_EXHAUSTED if
+  // the index's distinct predicates would pass internal::kMaxPredicates
+  // (about 10^9). On error nothing changes.
   absl::Status Add(SubscriptionId id, absl::Span<const Predicate> predicates);
 
   // Removes subscription `id`. NOT_FOUND if absent (nothing changes).
@@ -172,7 +174,8 @@ void Index::MatchMasksForBenchmark(const internal::CohortMasks& masks,
       continue;
     }
     found.clear();
-    clusters_.MatchListForEvent(head, masks.event_bits(__builtin_ctzll(t.mask)),
+    clusters_.MatchListForEvent(head, table_.slots(),
+                                masks.event_bits(__builtin_ctzll(t.mask)),
                                 &found, &visited, &rows);
     for (SubscriptionId id : found) emit(id, t.mask);
   }

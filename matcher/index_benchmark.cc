@@ -106,7 +106,7 @@ void BM_Phase1PerEvent(benchmark::State& state) {
   size_t next = 0;
   for (auto _ : state) {
     if (next == f.events.size()) next = 0;
-    bits.Resize(table.id_limit());
+    bits.Resize(table.id_limit(), table.slot_limit());
     access.clear();
     table.MarkSatisfied(f.events[next++], &bits, &access);
     bits.Clear();

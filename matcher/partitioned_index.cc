@@ -221,8 +221,9 @@ void PartitionedIndex::MatchPartition(uint32_t p, const CohortMasks& masks,
     if (masks.per_event()) {
       const int e = __builtin_ctzll(v.mask);
       const size_t before = out[e].size();
-      clusters_[p].MatchListForEvent(v.head, masks.event_bits(e), &out[e],
-                                     &visited, &rows);
+      clusters_[p].MatchListForEvent(v.head, table_.slots(),
+                                     masks.event_bits(e), &out[e], &visited,
+                                     &rows);
       found += out[e].size() - before;
     } else {
       clusters_[p].MatchList(v.head, v.mask, table_.slots(), masks.words(),

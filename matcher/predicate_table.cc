@@ -408,41 +408,6 @@ PredicateTable::Run PredicateTable::SortedRun(const Group& g, int64_t v) {
   return run;
 }
 
-// The per-event twin of the cohort tasks: the same positions, reported one
-// at a time because their bits are scattered over the bit vector by
-// predicate id.
-template <typename F>
-void PredicateTable::ForEachHolding(const Group& g, int64_t v, F&& f) {
-  if (g.size() == 0) return;
-  const int64_t* key = g.key.data();
-  const uint32_t sorted = g.sorted;
-  const Run run = SortedRun(g, v);
-  switch (g.kind) {
-    case Kind::kLow:
-      for (uint32_t i = run.begin; i < run.end; ++i) f(i);
-      for (uint32_t i = sorted; i < g.size(); ++i) {
-        if (key[i] >= v) f(i);
-      }
-      break;
-    case Kind::kHigh:
-      for (uint32_t i = run.begin; i < run.end; ++i) f(i);
-      for (uint32_t i = sorted; i < g.size(); ++i) {
-        if (key[i] <= v) f(i);
-      }
-      break;
-    default: {
-      const int64_t* hi = g.hi.data();
-      for (uint32_t i = run.begin; i < run.end; ++i) {
-        if (hi[i] >= v) f(i);
-      }
-      for (uint32_t i = sorted; i < g.size(); ++i) {
-        if (key[i] <= v && hi[i] >= v) f(i);
-      }
-      break;
-    }
-  }
-}
-
 void PredicateTable::MarkSatisfied(EventView event, PredicateBits* bits,
                                    std::vector<PredicateId>* access) const {
   MarkEqualities(event, bits, access);
@@ -455,7 +420,7 @@ void PredicateTable::MarkEqualities(EventView event, PredicateBits* bits,
     if (av.attribute >= attributes_.size()) continue;  // no predicates on it
     // Never finds the false predicate: its kind is kFalse, not kEq.
     if (const PredicateId* id = FindEq(av.attribute, av.value)) {
-      bits->Set(*id);
+      bits->SetId(*id);
       access->push_back(*id);
     }
     const PredicateId present = attributes_[av.attribute].present;
@@ -463,17 +428,70 @@ void PredicateTable::MarkEqualities(EventView event, PredicateBits* bits,
   }
 }
 
+namespace {
+
+// Sets bit base + i of `bits` for each position i in [begin, end) where
+// `holds(i)`, a word of bits at a time.
+template <typename Holds>
+void SetWhere(uint32_t base, uint32_t begin, uint32_t end, Holds&& holds,
+              PredicateBits* bits) {
+  uint32_t i = begin;
+  while (i < end) {
+    const uint32_t slot = base + i;
+    const uint32_t stop = std::min(end, i + (64 - (slot & 63)));
+    const uint32_t shift = slot & 63;
+    uint64_t word = 0;
+    for (uint32_t k = i; k < stop; ++k) {
+      word |= static_cast<uint64_t>(holds(k)) << (k - i + shift);
+    }
+    bits->OrSlots(slot >> 6, word);
+    i = stop;
+  }
+}
+
+}  // namespace
+
+// A group's positions have the consecutive slots [base, base + size), so
+// the sorted part's satisfied run of a kLow or kHigh group is one run of
+// slots, set a word at a time. A removed position keeps its place (and its
+// slot) until Rebuild; no live predicate has that slot, so setting its bit
+// is harmless, as in the cohort masks. The false predicate (whose bit must
+// stay clear: it marks tombstoned rows) is read by id, in the equality
+// part, which this never writes.
 void PredicateTable::MarkRanges(EventView event, PredicateBits* bits) const {
   for (const AttributeValue& av : event) {
     if (av.attribute >= attributes_.size()) continue;  // no predicates on it
     const AttributeGroups& groups = attributes_[av.attribute];
-    // A removed position keeps its place until Rebuild; its id is
-    // kFreePosition, the false predicate, whose bit must stay clear because
-    // it marks tombstoned rows.
+    const int64_t v = av.value;
     for (const Group* g : {&groups.low, &groups.high, &groups.range}) {
-      ForEachHolding(*g, av.value, [g, bits](uint32_t i) {
-        if (g->pred[i] != kFreePosition) bits->Set(g->pred[i]);
-      });
+      if (g->size() == 0) continue;
+      const int64_t* key = g->key.data();
+      const Run run = SortedRun(*g, v);
+      switch (g->kind) {
+        case Kind::kLow:
+          bits->SetSlotRun(g->base + run.begin, g->base + run.end);
+          SetWhere(
+              g->base, g->sorted, g->size(),
+              [key, v](uint32_t i) { return key[i] >= v; }, bits);
+          break;
+        case Kind::kHigh:
+          bits->SetSlotRun(g->base + run.begin, g->base + run.end);
+          SetWhere(
+              g->base, g->sorted, g->size(),
+              [key, v](uint32_t i) { return key[i] <= v; }, bits);
+          break;
+        default: {
+          const int64_t* hi = g->hi.data();
+          SetWhere(
+              g->base, run.begin, run.end,
+              [hi, v](uint32_t i) { return hi[i] >= v; }, bits);
+          SetWhere(
+              g->base, g->sorted, g->size(),
+              [key, hi, v](uint32_t i) { return key[i] <= v && hi[i] >= v; },
+              bits);
+          break;
+        }
+      }
     }
   }
 }
@@ -520,7 +538,7 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
     }
     m->event_views_.assign(events.begin(), events.end());
     for (size_t e = 0; e < events.size(); ++e) {
-      m->event_bits_[e].Resize(id_limit());
+      m->event_bits_[e].Resize(id_limit(), slot_limit_);
       m->event_access_.clear();
       MarkEqualities(events[e], &m->event_bits_[e], &m->event_access_);
       for (PredicateId id : m->event_access_) {

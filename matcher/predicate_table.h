@@ -36,8 +36,10 @@
 // to the false predicate and is always zero.
 //
 // The per-event path (`MarkSatisfied`) is the classic Fabret phase 1: it
-// sets the bits of the satisfied predicates in a caller-owned PredicateBits,
-// indexed by predicate id, and writes nothing in the table.
+// sets the bits of the satisfied predicates in a caller-owned PredicateBits
+// and writes nothing in the table. Range predicates' bits are indexed by
+// mask slot, like the masks, so a range group's satisfied run is set a word
+// at a time.
 //
 // Stage: the predicate stage (shared by the partitions of a staged server);
 // no threads, no gRPC.
@@ -70,8 +72,8 @@ namespace internal {
 // Predicate id 0 never holds (its mask is always zero). It stands for
 // unsatisfiable predicates (LT INT64_MIN) and marks removed rows.
 inline constexpr PredicateId kFalsePredicate = 0;
-// A cluster entry is a predicate id, with this bit set when negated.
-inline constexpr uint32_t kNegatedBit = 1u << 31;
+// Predicate ids are below this (they must fit kEntryIdMask).
+inline constexpr size_t kMaxPredicates = size_t{kEntryIdMask} + 1;
 inline constexpr uint32_t kNoCluster = UINT32_MAX;
 // Most positions of one phase-1 task: big enough that handing a task to
 // another core costs little next to running it (about 10 us of walking),
@@ -115,7 +117,19 @@ class PredicateTable {
   PredicateTable& operator=(const PredicateTable&) = delete;
 
   // Interns `p` (creating it if new) and takes one reference to it.
+  // REQUIRES: p is interned, or fewer than kMaxPredicates - 1 predicates
+  // are live (RowPlanner::Plan checks this).
   PredicateId Acquire(const NormalPredicate& p);
+  // The cluster entry of predicate `id`: the id, kRangeEntryBit for a range
+  // kind, and kNegatedBit if `negated`. REQUIRES: id is live.
+  uint32_t EntryOf(PredicateId id, bool negated) const {
+    const Kind kind = info_[id].kind;
+    return id |
+           (kind == Kind::kLow || kind == Kind::kHigh || kind == Kind::kRange
+                ? kRangeEntryBit
+                : 0u) |
+           (negated ? kNegatedBit : 0u);
+  }
   // Drops one reference; the predicate is freed (and its id reused later)
   // when the last reference goes. REQUIRES: id was acquired.
   void Release(PredicateId id);
@@ -125,8 +139,9 @@ class PredicateTable {
   // Number of references to `id` (0 if free).
   uint32_t References(PredicateId id) const { return info_[id].refs; }
 
-  // One more than the largest predicate id issued: a PredicateBits resized
-  // to this can hold every id a cluster entry names.
+  // One more than the largest predicate id issued.
+  // Predicate ids stay below kMaxPredicates (2^30), the room a cluster
+  // entry has for them (cohort_masks.h).
   size_t id_limit() const { return info_.size(); }
 
   // Mask slots by predicate id (see the file comment), one past the largest
@@ -136,12 +151,14 @@ class PredicateTable {
   size_t slot_limit() const { return slot_limit_; }
   uint64_t layout_generation() const { return generation_; }
 
-  // Phase 1 of the per-event path: sets in `bits` the bit of every predicate
-  // `event` satisfies, and appends to `access` every satisfied predicate
-  // that may be an access predicate (equalities and "present"), each once.
-  // Writes nothing in the table.
-  // REQUIRES: bits was resized to id_limit(); event's attributes are
-  // distinct.
+  // Phase 1 of the per-event path: sets in `bits` the bit of every
+  // predicate `event` satisfies (an equality's by id, a range predicate's
+  // by its mask slot, slots()), and appends to `access` every satisfied
+  // predicate that may be an access predicate (equalities and "present"),
+  // each once. May also set the bits of slots no live predicate holds
+  // (removed positions of a group). Writes nothing in the table.
+  // REQUIRES: bits was resized to id_limit() and slot_limit(); event's
+  // attributes are distinct.
   void MarkSatisfied(EventView event, PredicateBits* bits,
                      std::vector<PredicateId>* access) const;
 
@@ -246,10 +263,6 @@ class PredicateTable {
   // The positions [begin, end) of the sorted part a kRange walk must visit:
   // lo within [smallest - max_width, largest].
   static Run RangeWalkSpan(const Group& g, absl::Span<const int64_t> values);
-  // Calls `f(position)` for each position of `g` whose predicate holds for
-  // `v`, removed positions (pred == kFreePosition) included.
-  template <typename F>
-  static void ForEachHolding(const Group& g, int64_t v, F&& f);
 
   // Hashes and compares predicate ids by the predicate they stand for, and
   // looks up a NormalPredicate directly, so the set holds 4-byte ids only.

@@ -87,8 +87,10 @@ void CheckCohort(const PredicateTable& table, const std::vector<Event>& events,
     if (!masks->per_event()) return masks->words()[table.slots()[id]];
     uint64_t mask = 0;
     for (size_t i = 0; i < events.size(); ++i) {
-      const uint64_t* bits = masks->event_bits(i).words();
-      if ((bits[id >> 6] >> (id & 63)) & 1) mask |= uint64_t{1} << i;
+      const uint32_t entry = table.EntryOf(id, /*negated=*/false);
+      if (masks->event_bits(i).Holds(entry, table.slots())) {
+        mask |= uint64_t{1} << i;
+      }
     }
     return mask;
   };

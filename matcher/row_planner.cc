@@ -82,7 +82,7 @@ struct RowPlanner::Entry {
   bool negated = false;
 };
 
-// An entry of a subscription being planned: predicate id (with kNegatedBit)
+// An entry of a subscription being planned: its cluster entry (cohort_masks.h)
 // and its estimated selectivity.
 struct RowPlanner::Ranked {
   uint32_t entry;
@@ -187,11 +187,13 @@ PredicateId RowPlanner::ChooseAccess(std::vector<Ranked>* ranked,
   }
   auto lead = ranked->begin();  // most selective positive entry
   while (lead->entry & kNegatedBit) ++lead;
-  const NormalPredicate present =
-      FromInterval(table->Get(lead->entry).attribute, kMin, kMax);
+  const NormalPredicate present = FromInterval(
+      table->Get(lead->entry & kEntryIdMask).attribute, kMin, kMax);
   const PredicateId access = table->Acquire(present);
-  auto same = std::find_if(ranked->begin(), ranked->end(),
-                           [&](const Ranked& r) { return r.entry == access; });
+  auto same =
+      std::find_if(ranked->begin(), ranked->end(), [&](const Ranked& r) {
+        return r.entry == table->EntryOf(access, false);
+      });
   if (same != ranked->end()) {
     table->Release(access);  // already one of the entries: take it out
     ranked->erase(same);
@@ -205,16 +207,23 @@ absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
                               PredicateTable* table, RowPlan* plan) {
   std::vector<Entry> entries;
   if (absl::Status s = Normalise(predicates, &entries); !s.ok()) return s;
+  // Each entry and the access predicate may intern a new predicate, and a
+  // predicate id must fit a cluster entry (kEntryIdMask).
+  if (table->size() + entries.size() + 2 >= kMaxPredicates) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "predicates: the index holds ", table->size(),
+        " distinct predicates; the limit is ", kMaxPredicates - 2));
+  }
   std::vector<Ranked> ranked;
   ranked.reserve(entries.size());
   for (const Entry& e : entries) {
     const PredicateId pid = table->Acquire(e.predicate);
     stats_->Count(e.predicate, +1);
-    ranked.push_back({pid | (e.negated ? kNegatedBit : 0u),
+    ranked.push_back({table->EntryOf(pid, e.negated),
                       e.predicate.kind == Kind::kEq && !e.negated, 0.0});
   }
   for (size_t i = 0; i < ranked.size(); ++i) {
-    const PredicateId pid = ranked[i].entry & ~kNegatedBit;
+    const PredicateId pid = ranked[i].entry & kEntryIdMask;
     ranked[i].selectivity = stats_->Selectivity(
         entries[i].predicate, table->References(pid), entries[i].negated);
   }
@@ -230,7 +239,7 @@ absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
 }
 
 void RowPlanner::Forget(uint32_t entry, PredicateTable* table) {
-  const PredicateId pid = entry & ~kNegatedBit;
+  const PredicateId pid = entry & kEntryIdMask;
   stats_->Count(table->Get(pid), -1);
   table->Release(pid);
 }

@@ -37,7 +37,7 @@ inline constexpr size_t kMaxPredicatesPerSubscription = 1024;
 namespace internal {
 
 // A planned row: its access predicate and its columns (predicate ids, with
-// kNegatedBit on negated entries).
+// flag bits: cohort_masks.h).
 struct RowPlan {
   PredicateId access = kFalsePredicate;
   std::vector<uint32_t> columns;
@@ -53,8 +53,9 @@ class RowPlanner {
   // Plans the row of a subscription with the conjunction `predicates`,
   // taking references in *table to its access predicate and columns.
   // Errors: INVALID_ARGUMENT if predicates is empty or longer than
-  // kMaxPredicatesPerSubscription, or a BETWEEN has value > upper. On error
-  // nothing changes.
+  // kMaxPredicatesPerSubscription, or a BETWEEN has value > upper;
+  // RESOURCE_EXHAUSTED if the table could not intern them within
+  // kMaxPredicates. On error nothing changes.
   absl::Status Plan(absl::Span<const Predicate> predicates,
                     PredicateTable* table, RowPlan* plan);
 
