@@ -51,6 +51,10 @@ ABSL_FLAG(std::string, cohort_max, "64",
           "size in the same run (e.g. 1,64). 'event' measures "
           "Index::MatchEvent (the per-event path, one event per call) in the "
           "same way (e.g. event,1,64).");
+ABSL_FLAG(std::string, keep, "cheaper",
+          "How MatchCohort keeps each cohort: cheaper (the index's cost "
+          "model chooses, as in production), per_event or masks (forced, to "
+          "measure where the two cross).");
 ABSL_FLAG(int, repetitions, 3,
           "Timed passes over all events per cohort size; events/s is reported "
           "as median, min and max over passes.");
@@ -177,6 +181,7 @@ struct Context {
   size_t predicates = 0;
   size_t clusters = 0;
   std::string machine;
+  std::string keep;
 };
 
 std::string Format(const Context& c, Result& r, const std::string& format) {
@@ -210,6 +215,7 @@ std::string Format(const Context& c, Result& r, const std::string& format) {
   return absl::StrFormat(
       "{\"workload\": \"%s\", \"workload_sha256\": \"%s\", "
       "\"subscriptions\": %d, \"events\": %d, \"path\": \"%s\", "
+      "\"keep\": \"%s\", "
       "\"cohort_max\": %d, "
       "\"load_s\": %.3f, \"events_per_s\": %.0f, \"events_per_s_min\": %.0f, "
       "\"events_per_s_max\": %.0f, \"repetitions\": %d, \"p50_us\": %.2f, "
@@ -218,7 +224,8 @@ std::string Format(const Context& c, Result& r, const std::string& format) {
       "\"bytes_per_subscription\": %.1f, \"peak_rss_mb\": %.1f, "
       "\"predicates\": %d, \"clusters\": %d, \"machine\": \"%s\"}\n",
       c.workload_name, c.sha256, c.subscriptions, c.events,
-      event_path ? "MatchEvent" : "MatchCohort", event_path ? 1 : r.cohort_max,
+      event_path ? "MatchEvent" : "MatchCohort", c.keep,
+      event_path ? 1 : r.cohort_max,
       c.load_s, median, rates.front(), rates.back(), rates.size(), p50, p99,
       per_event, rows, clusters, c.bytes_per_subscription, PeakRssMb(),
       c.predicates, c.clusters, c.machine);
@@ -239,6 +246,12 @@ int Main() {
               << "\n";
     return 2;
   }
+  const std::string keep = absl::GetFlag(FLAGS_keep);
+  if (keep != "cheaper" && keep != "per_event" && keep != "masks") {
+    std::cerr << "--keep: must be cheaper, per_event or masks, got '" << keep
+              << "'\n";
+    return 2;
+  }
   absl::StatusOr<Workload> workload = LoadWorkload();
   if (!workload.ok()) {
     std::cerr << "workload: " << workload.status().message() << "\n";
@@ -252,8 +265,13 @@ int Main() {
   c.subscriptions = workload->subscriptions.size();
   c.events = workload->events.size();
   c.machine = MachineDescription();
+  c.keep = keep;
 
   matcher::Index index;
+  using matcher::internal::CohortKeep;
+  index.set_cohort_keep(keep == "per_event" ? CohortKeep::kPerEvent
+                        : keep == "masks"   ? CohortKeep::kMasks
+                                            : CohortKeep::kCheaper);
   const Clock::time_point load_start = Clock::now();
   for (size_t i = 0; i < workload->subscriptions.size(); ++i) {
     absl::Status s = index.Add(i, workload->subscriptions[i]);

@@ -1,6 +1,7 @@
 #include "matcher/cluster_store.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 
 namespace cohort {
@@ -8,7 +9,7 @@ namespace matcher {
 namespace internal {
 
 uint32_t ClusterStore::NewCluster(uint32_t* head, PredicateId access,
-                                  uint32_t width) {
+                                  uint32_t width, bool lead) {
   uint32_t index;
   if (!free_.empty()) {
     index = free_.back();
@@ -19,7 +20,8 @@ uint32_t ClusterStore::NewCluster(uint32_t* head, PredicateId access,
   }
   Cluster& c = clusters_[index];
   c = Cluster{};
-  c.width = width;
+  c.width = static_cast<uint16_t>(width);
+  c.lead = lead ? 1 : 0;
   c.access = access;
   c.next = *head;
   *head = index;
@@ -35,26 +37,47 @@ void ClusterStore::Unlink(uint32_t* head, uint32_t index) {
 }
 
 void ClusterStore::Resize(Cluster& c, uint32_t capacity) {
-  std::vector<uint32_t> data(static_cast<size_t>(capacity) * (c.width + 1));
-  for (uint32_t col = 0; col <= c.width && c.rows > 0; ++col) {
-    std::memcpy(data.data() + static_cast<size_t>(col) * capacity,
-                c.data.data() + static_cast<size_t>(col) * c.capacity,
-                c.rows * sizeof(uint32_t));
+  Cluster grown;
+  grown.width = c.width;
+  grown.lead = c.lead;
+  grown.capacity = capacity;
+  grown.data.reset(new uint32_t[static_cast<size_t>(capacity) * c.arrays()]);
+  // Array by array: the lead's (two words a row), the ids, the columns.
+  const uint32_t arrays = c.arrays();
+  for (uint32_t a = 0; a < arrays && c.rows > 0;) {
+    const uint32_t words = c.lead && a < 4 ? 2 : 1;  // words per row
+    std::memcpy(grown.data.get() + static_cast<size_t>(a) * capacity,
+                c.data.get() + static_cast<size_t>(a) * c.capacity,
+                static_cast<size_t>(c.rows) * words * sizeof(uint32_t));
+    a += words;
   }
-  c.data = std::move(data);
+  c.data = std::move(grown.data);
   c.capacity = capacity;
 }
 
-Location ClusterStore::AddRow(uint32_t* head, PredicateId access,
-                              SubscriptionId id,
-                              absl::Span<const uint32_t> entries) {
+void ClusterStore::CopyRow(const Cluster& c, uint32_t from, Cluster& into,
+                           uint32_t to) {
+  into.ids()[to] = c.ids()[from];
+  for (uint32_t col = 0; col < c.width; ++col) {
+    into.column(col)[to] = c.column(col)[from];
+  }
+  if (c.lead) into.SetLead(to, c.GetLead(from));
+}
+
+Location ClusterStore::AppendRow(uint32_t* head, PredicateId access,
+                                 SubscriptionId id,
+                                 absl::Span<const uint32_t> entries,
+                                 const std::optional<LeadRange>& lead) {
   const uint32_t width = static_cast<uint32_t>(entries.size());
   uint32_t index = *head;
   while (index != kNoCluster && clusters_[index].width != width) {
     index = clusters_[index].next;
   }
-  if (index == kNoCluster) index = NewCluster(head, access, width);
+  if (index == kNoCluster) {
+    index = NewCluster(head, access, width, lead.has_value());
+  }
   Cluster& c = clusters_[index];
+  assert(c.lead == lead.has_value());
   if (c.rows == c.capacity) {
     // Most clusters stay tiny, so grow from 1; by half again rather than
     // doubling, so unused capacity averages ~1/6 of a cluster instead of ~1/4
@@ -64,67 +87,171 @@ Location ClusterStore::AddRow(uint32_t* head, PredicateId access,
   const uint32_t row = c.rows++;
   c.ids()[row] = id;
   for (uint32_t col = 0; col < width; ++col) c.column(col)[row] = entries[col];
+  if (lead.has_value()) c.SetLead(row, *lead);
   return Location{index, row};
+}
+
+bool ClusterStore::TailDue(const Cluster& c) {
+  return c.rows - c.sorted >
+         std::max(kMinLeadTail, c.sorted / kLeadTailDivisor);
+}
+
+void ClusterStore::MergeTail(Cluster& c) {
+  std::vector<uint32_t>& order = order_scratch_;
+  order.clear();
+  for (uint32_t row = 0; row < c.rows; ++row) {
+    if (c.ids()[row] != kDeadRow) order.push_back(row);
+  }
+  std::sort(order.begin(), order.end(), [&c](uint32_t a, uint32_t b) {
+    const int64_t lo_a = c.lo(a), lo_b = c.lo(b);
+    if (lo_a != lo_b) return lo_a < lo_b;
+    const int64_t hi_a = c.hi(a), hi_b = c.hi(b);
+    return hi_a != hi_b ? hi_a < hi_b : a < b;
+  });
+  const uint32_t live = static_cast<uint32_t>(order.size());
+  Cluster merged;
+  merged.width = c.width;
+  merged.lead = c.lead;
+  // Room for the tail to grow until the next merge, and no more: a lead
+  // list of a range-heavy index holds most of its rows.
+  merged.capacity = live + std::max(kMinLeadTail, live / kLeadTailDivisor) + 1;
+  merged.data.reset(
+      new uint32_t[static_cast<size_t>(merged.capacity) * c.arrays()]);
+  moved_scratch_.clear();
+  for (uint32_t to = 0; to < live; ++to) {
+    CopyRow(c, order[to], merged, to);
+    if (order[to] != to) moved_scratch_.push_back(to);
+  }
+  c.data = std::move(merged.data);
+  c.capacity = merged.capacity;
+  c.rows = c.sorted = live;
+  c.dead = 0;
+}
+
+ClusterStore::Cluster::Window ClusterStore::Cluster::SortedWindow(
+    int64_t smallest, int64_t largest) const {
+  // The first sorted row past the rows for which `before` holds (a prefix).
+  auto first_not = [this](auto&& before) {
+    uint32_t begin = 0, end = sorted;
+    while (begin < end) {
+      const uint32_t mid = begin + (end - begin) / 2;
+      if (before(mid)) {
+        begin = mid + 1;
+      } else {
+        end = mid;
+      }
+    }
+    return begin;
+  };
+  return {first_not([&](uint32_t r) {
+            return lo(r) == INT64_MIN && hi(r) < smallest;
+          }),
+          first_not([&](uint32_t r) { return lo(r) <= largest; })};
 }
 
 uint32_t ClusterStore::Entry(Location at, uint32_t column) const {
   return clusters_[at.cluster].column(column)[at.row];
 }
 
-void ClusterStore::MatchListForEvent(uint32_t head, const uint32_t* slots,
+std::optional<LeadRange> ClusterStore::Lead(Location at) const {
+  const Cluster& c = clusters_[at.cluster];
+  if (!c.lead) return std::nullopt;
+  return c.GetLead(at.row);
+}
+
+void ClusterStore::MatchListForEvent(uint32_t head, int64_t value,
+                                     const uint32_t* slots,
                                      const PredicateBits& bits,
                                      std::vector<SubscriptionId>* matches,
                                      uint64_t* clusters, uint64_t* rows) const {
   for (uint32_t i = head; i != kNoCluster; i = clusters_[i].next) {
-    MatchClusterForEvent(clusters_[i], slots, bits, matches);
-    *rows += clusters_[i].rows;
+    MatchClusterForEvent(clusters_[i], value, slots, bits, matches, rows);
     ++*clusters;
   }
 }
 
-void ClusterStore::MatchClusterForEvent(const Cluster& c, const uint32_t* slots,
+void ClusterStore::MatchClusterForEvent(const Cluster& c, int64_t value,
+                                        const uint32_t* slots,
                                         const PredicateBits& bits,
-                                        std::vector<SubscriptionId>* matches) {
-  const uint32_t* ids = c.ids();
-  if (c.width == 0) {  // no column to carry a tombstone: test the id
+                                        std::vector<SubscriptionId>* matches,
+                                        uint64_t* visited) {
+  if (c.width == 0 && !c.lead) {  // nothing carries a tombstone: test the id
+    const uint32_t* ids = c.ids();
     for (uint32_t row = 0; row < c.rows; ++row) {
       if (ids[row] != kDeadRow) matches->push_back(ids[row]);
     }
+    *visited += c.rows;
     return;
   }
   // Rows of the block still alive, compacted without branches: each row is
   // written at the end of the list and kept only if its entry holds.
-  // Tombstones die in column 0 (the false predicate's bit is never set).
+  // Tombstones die by their id in a lead cluster, else in column 0 (the
+  // false predicate's bit is never set).
   uint32_t alive[kMatchBlock];
-  for (uint32_t start = 0; start < c.rows; start += kMatchBlock) {
-    const uint32_t n = std::min(kMatchBlock, c.rows - start);
+  // Two runs of rows: the sorted rows whose lead may hold for the value,
+  // and the tail (without a lead: one run, all rows).
+  Cluster::Window runs[2] = {{0, 0}, {0, c.rows}};
+  if (c.lead) {
+    runs[0] = c.SortedWindow(value, value);
+    runs[1].from = c.sorted;
+  }
+  for (const Cluster::Window& run : runs) {
+    *visited += run.to - run.from;
+    for (uint32_t start = run.from, end; start < run.to; start = end) {
+      end = std::min(start + kMatchBlock, run.to);
+      MatchBlockForEvent(c, start, end - start, value, slots, bits, alive,
+                         matches);
+    }
+  }
+}
+
+void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
+                                      uint32_t n, int64_t value,
+                                      const uint32_t* slots,
+                                      const PredicateBits& bits,
+                                      uint32_t* alive,
+                                      std::vector<SubscriptionId>* matches) {
+  const uint32_t* ids = c.ids();
+  uint32_t live = 0;
+  uint32_t k = 0;  // the first column not yet checked
+  if (c.lead) {
+    for (uint32_t j = 0; j < n; ++j) {
+      const uint32_t row = start + j;
+      alive[live] = j;
+      live += (c.lo(row) <= value) & (value <= c.hi(row)) &
+              (ids[row] != kDeadRow);
+    }
+  } else {
     const uint32_t* col = c.column(0) + start;
-    uint32_t live = 0;
     for (uint32_t j = 0; j < n; ++j) {
       alive[live] = j;
       live += bits.Holds(col[j], slots);
     }
-    for (uint32_t k = 1; k < c.width && live > 0; ++k) {
-      col = c.column(k) + start;
-      uint32_t kept = 0;
-      for (uint32_t m = 0; m < live; ++m) {
-        const uint32_t j = alive[m];
-        alive[kept] = j;
-        kept += bits.Holds(col[j], slots);
-      }
-      live = kept;
-    }
+    k = 1;
+  }
+  for (; k < c.width && live > 0; ++k) {
+    const uint32_t* col = c.column(k) + start;
+    uint32_t kept = 0;
     for (uint32_t m = 0; m < live; ++m) {
-      matches->push_back(ids[start + alive[m]]);
+      const uint32_t j = alive[m];
+      alive[kept] = j;
+      kept += bits.Holds(col[j], slots);
     }
+    live = kept;
+  }
+  for (uint32_t m = 0; m < live; ++m) {
+    matches->push_back(ids[start + alive[m]]);
   }
 }
 
 size_t ClusterStore::MemoryBytes() const {
   size_t bytes = clusters_.capacity() * sizeof(Cluster) +
-                 free_.capacity() * sizeof(uint32_t);
-  for (const Cluster& c : clusters_)
-    bytes += c.data.capacity() * sizeof(uint32_t);
+                 free_.capacity() * sizeof(uint32_t) +
+                 order_scratch_.capacity() * sizeof(uint32_t) +
+                 moved_scratch_.capacity() * sizeof(uint32_t);
+  for (const Cluster& c : clusters_) {
+    bytes += static_cast<size_t>(c.capacity) * c.arrays() * sizeof(uint32_t);
+  }
   return bytes;
 }
 

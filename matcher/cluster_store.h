@@ -18,8 +18,23 @@
 // a predicate bit vector instead (the classic Fabret phase 2): it streams
 // the columns the same way, keeping a list of the rows still alive.
 //
-// Removal leaves a tombstone (id kDeadRow, first entry the false predicate);
-// a cluster is compacted when tombstones pass a quarter of its rows.
+// Rows under a "present" access predicate (subscriptions without an
+// equality) also hold their lead range (cohort_masks.h, LeadRange) before
+// their ids: `capacity` lower bounds, then `capacity` upper bounds, each
+// an int64 in two words. Their check starts from the lead: per event, the
+// event's value against the bounds; per cohort, the events whose values
+// lie within the bounds (LeadValues). Such a cluster keeps its rows sorted
+// by lead (lo, then hi), but for an unsorted tail of recent rows that is
+// merged in once it passes a fraction of the sorted part. Rows whose lo
+// exceeds the value (per cohort, the largest value) are a suffix of the
+// sorted part and are not visited, and a cohort finds the events within
+// each lead by walking the sorted values alongside the rows instead of
+// searching them.
+//
+// Removal leaves a tombstone (id kDeadRow, first entry the false
+// predicate; a lead row keeps its lead, for the order, and is skipped by
+// its id); a cluster is compacted when tombstones pass a quarter of its
+// rows.
 //
 // Stage: owned by one partition (one ClusterStore per partition of a
 // PartitionedIndex); single-threaded by contract.
@@ -30,6 +45,9 @@
 #define COHORT_MATCHER_CLUSTER_STORE_H_
 
 #include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -48,20 +66,32 @@ struct Location {
   uint32_t row = 0;
 };
 
+// The events of a cohort whose value of the attribute lies in [lo, hi].
+inline uint64_t LeadMask(const LeadValues& v, int64_t lo, int64_t hi);
+
+namespace lead_internal {
+class SortedLeadMasks;
+}  // namespace lead_internal
+
 class ClusterStore {
  public:
-  // Appends a row for `id` with `entries` to the cluster of (`access`,
-  // entries.size()) whose list head is `*head`, creating the cluster if
-  // needed. Returns where the row went.
-  Location AddRow(uint32_t* head, PredicateId access, SubscriptionId id,
-                  absl::Span<const uint32_t> entries);
+  // Appends a row for `id` with `entries` (and `lead`, if any) to the
+  // cluster of (`access`, entries.size()) whose list head is `*head`,
+  // creating the cluster if needed. `moved(id, location)` is called with
+  // where the new row went, and for each row that moved (a lead cluster
+  // merging its tail). REQUIRES: all rows of one list have a lead, or none.
+  template <typename Moved>
+  void AddRow(uint32_t* head, PredicateId access, SubscriptionId id,
+              absl::Span<const uint32_t> entries,
+              const std::optional<LeadRange>& lead, Moved&& moved);
 
-  // The entries of a row and its access predicate.
+  // The entries of a row, its lead range and its access predicate.
   PredicateId Access(uint32_t cluster) const {
     return clusters_[cluster].access;
   }
   uint32_t Width(uint32_t cluster) const { return clusters_[cluster].width; }
   uint32_t Entry(Location at, uint32_t column) const;
+  std::optional<LeadRange> Lead(Location at) const;
 
   // Tombstones the row at `at`. If the cluster becomes empty it is unlinked
   // from the list at `*head` and freed; if tombstones pass a quarter of the
@@ -73,19 +103,23 @@ class ClusterStore {
   // Phase 2: checks every cluster on the list starting at `head` against
   // cohort mask `access_mask` and calls `emit(id, mask)` for each row whose
   // mask of satisfied events is non-zero. An entry's mask is
-  // words[slots[entry id]] (PredicateTable::slots(), CohortMasks::words()).
-  // Adds the clusters and rows checked to `*clusters` and `*rows`.
+  // words[slots[entry id]] (PredicateTable::slots(), CohortMasks::words());
+  // a lead range's, LeadMask(*lead, lo, hi). Adds the clusters and rows
+  // checked to `*clusters` and `*rows`. REQUIRES: lead is non-null if the
+  // list's rows have leads.
   template <typename Emit>
-  void MatchList(uint32_t head, uint64_t access_mask, const uint32_t* slots,
-                 const uint64_t* words, Emit&& emit, uint64_t* clusters,
-                 uint64_t* rows) const;
+  void MatchList(uint32_t head, uint64_t access_mask, const LeadValues* lead,
+                 const uint32_t* slots, const uint64_t* words, Emit&& emit,
+                 uint64_t* clusters, uint64_t* rows) const;
 
   // Phase 2 of the per-event path: appends to `*matches` the id of every
-  // live row on the list starting at `head` whose entries all hold in `bits`
-  // (PredicateBits::Holds; a negated entry holds when its bit is clear). The
-  // access predicate is taken to hold. Adds the clusters and rows checked to
-  // `*clusters` and `*rows`. REQUIRES: bits can hold every entry's slot.
-  void MatchListForEvent(uint32_t head, const uint32_t* slots,
+  // live row on the list starting at `head` whose lead range, if it has
+  // one, holds `value` (the event's value of the access predicate's
+  // attribute) and whose entries all hold in `bits` (PredicateBits::Holds;
+  // a negated entry holds when its bit is clear). The access predicate is
+  // taken to hold. Adds the clusters and rows checked to `*clusters` and
+  // `*rows`. REQUIRES: bits can hold every entry's slot.
+  void MatchListForEvent(uint32_t head, int64_t value, const uint32_t* slots,
                          const PredicateBits& bits,
                          std::vector<SubscriptionId>* matches,
                          uint64_t* clusters, uint64_t* rows) const;
@@ -95,40 +129,214 @@ class ClusterStore {
 
  private:
   struct Cluster {
-    std::vector<uint32_t> data;  // ids[capacity], then width columns
+    // With a lead: lo[capacity] and hi[capacity] (an int64 in two words
+    // each); then ids[capacity], then width columns. `capacity` words an
+    // array: arrays() of them.
+    std::unique_ptr<uint32_t[]> data;
     uint32_t rows = 0;
     uint32_t capacity = 0;
     uint32_t dead = 0;
-    uint32_t width = 0;
+    uint32_t sorted = 0;  // lead clusters: rows [0, sorted) are in order
+    uint16_t width = 0;   // at most kMaxPredicatesPerSubscription
+    uint16_t lead = 0;    // 1: rows have lead ranges
     uint32_t next = kNoCluster;
     PredicateId access = kFalsePredicate;
 
-    uint32_t* ids() { return data.data(); }
-    const uint32_t* ids() const { return data.data(); }
-    uint32_t* column(uint32_t c) { return data.data() + (c + 1) * capacity; }
+    uint32_t arrays() const { return width + 1u + (lead ? 4u : 0u); }
+    // Words before the ids: the lead ranges'.
+    size_t lead_words() const { return lead ? size_t{4} * capacity : 0; }
+    uint32_t* ids() { return data.get() + lead_words(); }
+    const uint32_t* ids() const { return data.get() + lead_words(); }
+    uint32_t* column(uint32_t c) { return ids() + (c + 1) * capacity; }
     const uint32_t* column(uint32_t c) const {
-      return data.data() + (c + 1) * capacity;
+      return ids() + (c + 1) * capacity;
     }
+    // REQUIRES for the rest: lead.
+    const uint32_t* lead_lo() const { return data.get(); }
+    const uint32_t* lead_hi() const { return data.get() + 2 * capacity; }
+    int64_t lo(uint32_t row) const { return LoadInt64(lead_lo() + 2 * row); }
+    int64_t hi(uint32_t row) const { return LoadInt64(lead_hi() + 2 * row); }
+    LeadRange GetLead(uint32_t row) const { return {lo(row), hi(row)}; }
+    void SetLead(uint32_t row, LeadRange r) {
+      std::memcpy(data.get() + 2 * row, &r.lo, sizeof(int64_t));
+      std::memcpy(data.get() + 2 * (capacity + row), &r.hi, sizeof(int64_t));
+    }
+    // The rows of the sorted part whose lead may hold for some value in
+    // [smallest, largest], a run: the sorted part begins with the leads
+    // whose lo is INT64_MIN, in order of hi, so those with hi < smallest
+    // are a prefix; rows with lo > largest are a suffix.
+    struct Window {
+      uint32_t from;
+      uint32_t to;
+    };
+    Window SortedWindow(int64_t smallest, int64_t largest) const;
   };
+  static int64_t LoadInt64(const uint32_t* p) {
+    int64_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
 
-  uint32_t NewCluster(uint32_t* head, PredicateId access, uint32_t width);
+  uint32_t NewCluster(uint32_t* head, PredicateId access, uint32_t width,
+                      bool lead);
+  // Finds or creates the cluster for a row and appends the row to it.
+  Location AppendRow(uint32_t* head, PredicateId access, SubscriptionId id,
+                     absl::Span<const uint32_t> entries,
+                     const std::optional<LeadRange>& lead);
+  // Lead clusters: whether the tail is due to be merged, and the merge:
+  // sorts the live rows by lead (tombstones dropped) and lists in
+  // moved_scratch_ the new row of each row that moved.
+  static bool TailDue(const Cluster& c);
+  void MergeTail(Cluster& c);
+  // Copies row `from` of `c` to row `to` of `into` (same layout, any
+  // capacity).
+  static void CopyRow(const Cluster& c, uint32_t from, Cluster& into,
+                      uint32_t to);
   void Unlink(uint32_t* head, uint32_t index);
   static void Resize(Cluster& c, uint32_t capacity);
+  // Returns the rows visited.
   template <typename Emit>
   size_t MatchCluster(const Cluster& c, uint64_t access_mask,
-                      const uint32_t* slots, const uint64_t* words,
-                      Emit& emit) const;
-  static void MatchClusterForEvent(const Cluster& c, const uint32_t* slots,
+                      const LeadValues* lead, const uint32_t* slots,
+                      const uint64_t* words, Emit& emit) const;
+  // Rows [start, start + n) of c; acc holds kMatchBlock words.
+  template <typename Emit>
+  static void MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
+                         uint64_t access_mask, const LeadValues* lead,
+                         lead_internal::SortedLeadMasks& sorted,
+                         const uint32_t* slots, const uint64_t* words,
+                         uint64_t* acc, Emit& emit);
+  // Adds the rows visited to *visited.
+  static void MatchClusterForEvent(const Cluster& c, int64_t value,
+                                   const uint32_t* slots,
                                    const PredicateBits& bits,
-                                   std::vector<SubscriptionId>* matches);
+                                   std::vector<SubscriptionId>* matches,
+                                   uint64_t* visited);
+  // Rows [start, start + n) of c; alive holds kMatchBlock entries.
+  static void MatchBlockForEvent(const Cluster& c, uint32_t start, uint32_t n,
+                                 int64_t value, const uint32_t* slots,
+                                 const PredicateBits& bits, uint32_t* alive,
+                                 std::vector<SubscriptionId>* matches);
 
   std::vector<Cluster> clusters_;
   std::vector<uint32_t> free_;
+  std::vector<uint32_t> order_scratch_;  // MergeTail's
+  std::vector<uint32_t> moved_scratch_;  // MergeTail's: new rows that moved
 };
 
 // Rows are checked in blocks of this many so the accumulators (2 KiB) stay in
 // L1 beside the column data being streamed.
 inline constexpr uint32_t kMatchBlock = 256;
+
+// A lead cluster merges its unsorted tail once the tail passes
+// max(kMinLeadTail, sorted / kLeadTailDivisor) rows. The tail is checked
+// row by row for every event (the sorted part only up to the value), so a
+// short tail keeps events cheap; a merge sorts the whole cluster, so a tail
+// that is a fixed fraction of it keeps adding a row at amortised
+// O(kLeadTailDivisor log n).
+inline constexpr uint32_t kMinLeadTail = 64;
+inline constexpr uint32_t kLeadTailDivisor = 8;
+
+namespace lead_internal {
+
+// The number of the n sorted values below x (strictly, or at most x), by a
+// binary search without branches: n is at most 64, so six steps.
+template <bool kOrEqual>
+inline uint32_t CountUpTo(const int64_t* v, uint32_t n, int64_t x) {
+  uint32_t count = 0;
+  for (uint32_t step = n == 0 ? 0 : 1u << (31 - __builtin_clz(n)); step != 0;
+       step >>= 1) {
+    const uint32_t next = count + step;
+    const bool below = next <= n && (kOrEqual ? v[next - 1] <= x
+                                             : v[next - 1] < x);
+    count = below ? next : count;
+  }
+  return count;
+}
+
+}  // namespace lead_internal
+
+// LeadMask through the rank table. REQUIRES: v.rank.
+inline uint64_t RankedLeadMask(const LeadValues& v, int64_t lo, int64_t hi) {
+  // Offsets from the smallest value, wrapping below it: a bound below the
+  // smallest value, or past the largest, lies outside [0, rank_size).
+  const uint64_t span = v.rank_size;
+  const uint64_t l = static_cast<uint64_t>(lo) -
+                     static_cast<uint64_t>(v.values[0]);
+  const uint64_t h = static_cast<uint64_t>(hi) -
+                     static_cast<uint64_t>(v.values[0]);
+  const uint32_t below = lo <= v.values[0] ? 0
+                         : l >= span      ? v.count
+                                          : v.rank[l];
+  const uint32_t upto = hi < v.values[0] ? 0
+                        : h >= span - 1  ? v.count
+                                         : v.rank[h + 1];
+  return upto <= below ? 0 : v.prefix[upto] & ~v.prefix[below];
+}
+
+inline uint64_t LeadMask(const LeadValues& v, int64_t lo, int64_t hi) {
+  if (v.rank != nullptr) return RankedLeadMask(v, lo, hi);
+  // Unbounded sides (kLow and kHigh leads) need no search.
+  const uint32_t upto =
+      hi == INT64_MAX ? v.count
+                      : lead_internal::CountUpTo<true>(v.values, v.count, hi);
+  const uint32_t below =
+      lo == INT64_MIN ? 0
+                      : lead_internal::CountUpTo<false>(v.values, v.count, lo);
+  return upto <= below ? 0 : v.prefix[upto] & ~v.prefix[below];
+}
+
+namespace lead_internal {
+
+// LeadMask for the rows of a sorted part, in order: lo never decreases, so
+// the count of values below it only grows. The count up to hi needs no
+// search for an unbounded hi, grows along the leading rows whose lo is
+// INT64_MIN (in order of hi) and within runs of equal lo, and is searched
+// for, from the count below lo, when hi drops.
+class SortedLeadMasks {
+ public:
+  explicit SortedLeadMasks(const LeadValues& v) : v_(v) {}
+  uint64_t Next(int64_t lo, int64_t hi) {
+    while (below_ < v_.count && v_.values[below_] < lo) ++below_;
+    uint32_t upto = v_.count;
+    if (hi != INT64_MAX) {
+      if (hi < hi_) {
+        upto_ = below_ + CountUpTo<true>(v_.values + below_,
+                                         v_.count - below_, hi);
+      } else {
+        if (upto_ < below_) upto_ = below_;
+        while (upto_ < v_.count && v_.values[upto_] <= hi) ++upto_;
+      }
+      hi_ = hi;
+      upto = upto_;
+    }
+    return upto <= below_ ? 0 : v_.prefix[upto] & ~v_.prefix[below_];
+  }
+
+ private:
+  const LeadValues v_;
+  uint32_t below_ = 0;
+  uint32_t upto_ = 0;
+  int64_t hi_ = INT64_MIN;
+};
+
+}  // namespace lead_internal
+
+template <typename Moved>
+void ClusterStore::AddRow(uint32_t* head, PredicateId access,
+                          SubscriptionId id,
+                          absl::Span<const uint32_t> entries,
+                          const std::optional<LeadRange>& lead,
+                          Moved&& moved) {
+  const Location at = AppendRow(head, access, id, entries, lead);
+  moved(id, at);
+  Cluster& c = clusters_[at.cluster];
+  if (!c.lead || !TailDue(c)) return;
+  MergeTail(c);
+  for (uint32_t row : moved_scratch_) {
+    moved(c.ids()[row], Location{at.cluster, row});
+  }
+}
 
 template <typename Moved>
 void ClusterStore::RemoveRow(uint32_t* head, Location at, Moved&& moved) {
@@ -142,51 +350,97 @@ void ClusterStore::RemoveRow(uint32_t* head, Location at, Moved&& moved) {
   }
   // Compact at a quarter dead: tombstones cost a column read each per visit.
   if (c.dead * 4 <= c.rows || c.dead < 8) return;
-  uint32_t out = 0;
+  // In place and in order, so a lead cluster's sorted part stays sorted.
+  uint32_t out = 0, sorted = 0;
   for (uint32_t row = 0; row < c.rows; ++row) {
     const SubscriptionId id = c.ids()[row];
     if (id == kDeadRow) continue;
     if (out != row) {
-      c.ids()[out] = id;
-      for (uint32_t col = 0; col < c.width; ++col) {
-        c.column(col)[out] = c.column(col)[row];
-      }
+      CopyRow(c, row, c, out);
       moved(id, Location{at.cluster, out});
     }
     ++out;
+    if (row < c.sorted) sorted = out;
   }
   c.rows = out;
+  c.sorted = sorted;
   c.dead = 0;
   if (c.capacity > 2 * c.rows) Resize(c, c.rows);
 }
 
 template <typename Emit>
 void ClusterStore::MatchList(uint32_t head, uint64_t access_mask,
-                             const uint32_t* slots, const uint64_t* words,
-                             Emit&& emit, uint64_t* clusters,
-                             uint64_t* rows) const {
+                             const LeadValues* lead, const uint32_t* slots,
+                             const uint64_t* words, Emit&& emit,
+                             uint64_t* clusters, uint64_t* rows) const {
   for (uint32_t i = head; i != kNoCluster; i = clusters_[i].next) {
-    *rows += MatchCluster(clusters_[i], access_mask, slots, words, emit);
+    *rows += MatchCluster(clusters_[i], access_mask, lead, slots, words, emit);
     ++*clusters;
   }
 }
 
 template <typename Emit>
 size_t ClusterStore::MatchCluster(const Cluster& c, uint64_t access_mask,
+                                  const LeadValues* lead,
                                   const uint32_t* slots, const uint64_t* words,
                                   Emit& emit) const {
   const uint32_t* ids = c.ids();
-  if (c.width == 0) {
+  if (c.width == 0 && !c.lead) {
     for (uint32_t row = 0; row < c.rows; ++row) {
       if (ids[row] != kDeadRow) emit(ids[row], access_mask);
     }
     return c.rows;
   }
   uint64_t acc[kMatchBlock];
-  for (uint32_t start = 0; start < c.rows; start += kMatchBlock) {
-    const uint32_t n = std::min(kMatchBlock, c.rows - start);
+  lead_internal::SortedLeadMasks sorted(c.lead ? *lead : LeadValues{});
+  // Two runs of rows: the sorted rows whose lead may hold for some value of
+  // the cohort, and the tail (without a lead: one run, all rows).
+  Cluster::Window runs[2] = {{0, 0}, {0, c.rows}};
+  if (c.lead) {
+    runs[0] = lead->count == 0
+                  ? Cluster::Window{0, 0}
+                  : c.SortedWindow(lead->values[0],
+                                   lead->values[lead->count - 1]);
+    runs[1].from = c.sorted;
+  }
+  size_t visited = 0;
+  for (const Cluster::Window& run : runs) {
+    visited += run.to - run.from;
+    for (uint32_t start = run.from, end; start < run.to; start = end) {
+      end = std::min(start + kMatchBlock, run.to);
+      MatchBlock(c, start, end - start, access_mask, lead, sorted, slots,
+                 words, acc, emit);
+    }
+  }
+  return visited;
+}
+
+template <typename Emit>
+void ClusterStore::MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
+                              uint64_t access_mask, const LeadValues* lead,
+                              lead_internal::SortedLeadMasks& sorted,
+                              const uint32_t* slots, const uint64_t* words,
+                              uint64_t* acc, Emit& emit) {
+  const uint32_t* ids = c.ids();
+  uint64_t any = 0;
+  uint32_t k = 0;  // the first column not yet ANDed in
+  if (c.lead && lead->rank != nullptr) {
+    for (uint32_t j = 0; j < n; ++j) {
+      const uint32_t row = start + j;
+      const uint64_t live = ids[row] == kDeadRow ? 0 : access_mask;
+      acc[j] = live & RankedLeadMask(*lead, c.lo(row), c.hi(row));
+      any |= acc[j];
+    }
+  } else if (c.lead) {
+    for (uint32_t j = 0; j < n; ++j) {
+      const uint32_t row = start + j;
+      const uint64_t live = ids[row] == kDeadRow ? 0 : access_mask;
+      acc[j] = live & (row < c.sorted ? sorted.Next(c.lo(row), c.hi(row))
+                                      : LeadMask(*lead, c.lo(row), c.hi(row)));
+      any |= acc[j];
+    }
+  } else {
     const uint32_t* col = c.column(0) + start;
-    uint64_t any = 0;
     for (uint32_t j = 0; j < n; ++j) {
       const uint32_t e = col[j];
       // ~mask for a negated entry, without a branch.
@@ -194,23 +448,23 @@ size_t ClusterStore::MatchCluster(const Cluster& c, uint64_t access_mask,
       acc[j] = access_mask & (words[slots[e & kEntryIdMask]] ^ flip);
       any |= acc[j];
     }
-    for (uint32_t k = 1; k < c.width && any != 0; ++k) {
-      col = c.column(k) + start;
-      any = 0;
-      for (uint32_t j = 0; j < n; ++j) {
-        if (acc[j] == 0) continue;
-        const uint32_t e = col[j];
-        const uint64_t flip = -static_cast<uint64_t>(e >> 31);
-        acc[j] &= words[slots[e & kEntryIdMask]] ^ flip;
-        any |= acc[j];
-      }
-    }
-    if (any == 0) continue;
+    k = 1;
+  }
+  for (; k < c.width && any != 0; ++k) {
+    const uint32_t* col = c.column(k) + start;
+    any = 0;
     for (uint32_t j = 0; j < n; ++j) {
-      if (acc[j] != 0) emit(ids[start + j], acc[j]);
+      if (acc[j] == 0) continue;
+      const uint32_t e = col[j];
+      const uint64_t flip = -static_cast<uint64_t>(e >> 31);
+      acc[j] &= words[slots[e & kEntryIdMask]] ^ flip;
+      any |= acc[j];
     }
   }
-  return c.rows;
+  if (any == 0) return;
+  for (uint32_t j = 0; j < n; ++j) {
+    if (acc[j] != 0) emit(ids[start + j], acc[j]);
+  }
 }
 
 }  // namespace internal

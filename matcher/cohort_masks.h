@@ -3,13 +3,22 @@
 // access predicates the cohort satisfies, and the phase-1 work still to do,
 // cut into *tasks* that several threads may run at once.
 //
-// A cohort of at most kPerEventCohort events is kept per event instead
-// (per_event()): a PredicateBits of each event's satisfied predicates —
-// its equalities set by BeginCohort, its range predicates by one task per
-// event; phase 2 then checks each event's cluster lists against its bits
-// (ClusterStore::MatchListForEvent). For so few events a bit vector (one
-// bit per predicate, in cache, read without the slot table for
-// equalities) beats a 64-bit mask per predicate read through its slot.
+// A cohort whose events share little is kept per event instead
+// (per_event(); BeginCohort chooses by a cost model, CohortKeep): a
+// PredicateBits of each event's satisfied predicates — its equalities set
+// by BeginCohort, its range predicates by one task per event; phase 2 then
+// checks each event's cluster lists against its bits
+// (ClusterStore::MatchListForEvent). Where few rows are shared a bit
+// vector per event (in cache, read without the slot table for equalities)
+// beats a 64-bit mask per predicate read through its slot, and marking an
+// event's range predicates a word at a time beats writing a mask per
+// position.
+//
+// Subscriptions without an equality keep their lead range in their row
+// (LeadRange) instead of a predicate; for the lists of "present" access
+// predicates, a cohort records each attribute's sorted values with their
+// event bits (lead_values), and, where they span few integers, a rank
+// table that turns a lead range into its events with two reads.
 //
 // Masks live in a flat array indexed by *mask slot*; PredicateTable maps
 // predicate ids to slots (PredicateTable::slots()). Equalities have a slot
@@ -51,19 +60,34 @@ using PredicateId = uint32_t;
 
 // Largest cohort phase 1 can hold at once: one bit per event in a mask.
 inline constexpr size_t kMaxCohortChunk = 64;
-// Largest cohort kept per event (see the file comment). On fabret-1m
-// (matcher_bench, 8,000 events, --cohort_max=1,4,8,12,14,16
-// --repetitions=5: one index, one thread, passes interleaved; built once
-// with every cohort of 2 or more through the masks and once with cohorts
-// of up to 14 kept per event) a cohort of 4, 8, 12 and 14 events costs
-// 366, 264, 255 and 188 us per event through the masks, and 256, 241, 243
-// and 247 us kept per event. Through the masks, phase 2 reads a 64-bit
-// word per column entry through the slot table, two dependent reads into
-// megabytes, where a per-event check reads one bit in a vector that stays
-// in cache; below about 13 events the masks do not share enough to pay
-// for that. (An earlier run over 4,000 events put the crossover at 6;
-// single passes vary by 20% on this machine.)
-inline constexpr size_t kPerEventCohort = 12;
+// How BeginCohort keeps a cohort: per event or in masks, or whichever its
+// cost model expects to be cheaper (kCheaper, what the indexes use; the
+// others are for tests and for measuring the crossover).
+enum class CohortKeep { kCheaper, kPerEvent, kMasks };
+
+// The cost model of CohortKeep::kCheaper, in about nanoseconds on the
+// development machine. Kept per event, each event checks the rows of its
+// own access lists (rows_sum) against a bit vector that stays in cache,
+// and marks its attributes' range predicates a word of 64 at a time (or a
+// bit at a time within kRange runs): positions_sum over all events. In
+// masks, each access list the cohort touches is checked once for all its
+// events (rows_union), reading a 64-bit mask per entry through the slot
+// table, and every range position of the cohort's attributes is written
+// once (positions_all) and cleared by the next cohort. A lone event is
+// always kept per event: the masks share nothing then.
+// (The constants were fitted with matcher_bench --keep=per_event and
+// --keep=masks at cohorts of 2 to 64 on fabret-1m, selective-1m and
+// ranges-1m; bench/README.md, issue 18 step 3.)
+// Past kMaxCheaperPerEvent events the masks are taken without weighing:
+// at 32 events they already win on all three presets (1.1-2.6x), and the
+// weighing costs a look at every access list's size, a cache miss each
+// on a large index (a 64-event cohort on selective-1m ran at 0.84x with
+// it, in one run against the build without).
+inline constexpr size_t kMaxCheaperPerEvent = 32;
+inline constexpr double kPerEventRowCost = 4.0;
+inline constexpr double kPerEventPositionCost = 0.075;
+inline constexpr double kMaskRowCost = 8.0;
+inline constexpr double kMaskPositionCost = 1.5;
 
 // A cluster entry (cluster_store.h) is a predicate id below 2^30, with
 // kNegatedBit set when negated and kRangeEntryBit set when the predicate is
@@ -157,17 +181,68 @@ class PredicateBits {
   std::vector<WordRange> dirty_;  // ranges of words that may be non-zero
 };
 
+// The lead range of a row under a "present" access predicate: the row's
+// most selective range entry, kept in the row (cluster_store.h) instead of
+// being interned as a predicate: lo <= x <= hi. Nearly every range of a
+// range-heavy workload is distinct, and a predicate of its own costs a
+// table entry, a mask slot and a phase-1 write per cohort, where two
+// bounds in the row cost 16 bytes and a comparison against the event's
+// value.
+struct LeadRange {
+  int64_t lo = 0;
+  int64_t hi = 0;
+};
+
+// A cohort's values of one attribute, sorted (count of them), with
+// prefix[j] the OR of the event bits of the first j values (count + 1
+// words). Each event carries an attribute once, so the events whose value
+// lies in [lo, hi] are prefix[values <= hi] & ~prefix[values < lo].
+// Where the values span at most kMaxRankTable integers, rank[x - values[0]]
+// is the count of values below x, for x within the span, so that a lead's
+// events are two table reads instead of two searches (rank is null
+// otherwise).
+struct LeadValues {
+  const int64_t* values;
+  const uint64_t* prefix;
+  uint32_t count;
+  uint32_t rank_size;
+  const uint8_t* rank;
+};
+
+// The largest span of a cohort's values of an attribute for which phase 1
+// builds the rank table of its "present" list: 4 KiB, about as many writes
+// as the table saves in searches once some hundred lead rows are checked
+// (fabret-1m's 1,000-value domain fits; a million-value domain does not).
+inline constexpr uint64_t kMaxRankTable = 4096;
+
+// No lead values: the access predicate is an equality.
+inline constexpr uint32_t kNoLead = UINT32_MAX;
+
 // A satisfied predicate that may be an access predicate (an equality, or
-// "present" on an attribute) and the events that satisfy it.
+// "present" on an attribute) and the events that satisfy it; for
+// "present", `lead` indexes the cohort's values of that attribute
+// (CohortMasks::lead_values), which the rows' lead ranges are checked
+// against.
 struct TouchedAccess {
   PredicateId id;
+  uint32_t lead;
   uint64_t mask;
 };
 
-// One cluster list to check in phase 2: its head and the access mask.
+// One cluster list to check in phase 2: its head, the access mask and the
+// lead values (as in TouchedAccess).
 struct AccessVisit {
   uint32_t head;
+  uint32_t lead;
   uint64_t mask;
+};
+
+// A satisfied access predicate of one event (the per-event path), with the
+// event's value of its attribute (for "present": what the rows' lead
+// ranges are checked against).
+struct AccessHit {
+  PredicateId id;
+  int64_t value;
 };
 
 class CohortMasks {
@@ -216,13 +291,37 @@ class CohortMasks {
   // Whether the cohort is kept per event, and event i's satisfied
   // predicates then. REQUIRES for event_bits: per_event(), i < events().
   bool per_event() const { return per_event_; }
-  const PredicateBits& event_bits(size_t i) const { return event_bits_[i]; }
+  const PredicateBits& event_bits(size_t i) const {
+    return event_bits_[serial_ ? 0 : i];
+  }
+
+  // Serial use (one thread runs each event's task and then that event's
+  // phase 2, event by event, as Index does): a cohort kept per event then
+  // holds one bit vector, which each task clears and refills, so that the
+  // events share one cache footprint. Set before BeginCohort.
+  // REQUIRES while set: phase 2 of event i finishes before task i + 1 runs.
+  void set_serial(bool serial) { serial_ = serial; }
 
   // Every equality and "present" predicate some event of the cohort
   // satisfies, with its mask (known after BeginCohort, before the tasks;
   // per event, one entry per event satisfying it, with that event's bit).
   absl::Span<const TouchedAccess> touched_access() const {
     return touched_access_;
+  }
+  // The values a "present" access's rows check their lead ranges against,
+  // for the `lead` of a TouchedAccess or AccessVisit: all the cohort's
+  // values of the attribute, or, per event, the one event's value
+  // (event_value). For kNoLead (an equality's list, whose rows have no
+  // leads) no values and 0, so that callers need not branch.
+  int64_t event_value(uint32_t lead) const {
+    return lead == kNoLead ? 0 : values_[attributes_[lead].first];
+  }
+  LeadValues lead_values(uint32_t lead) const {
+    if (lead == kNoLead) return {nullptr, nullptr, 0, 0, nullptr};
+    const AttributeValues& a = attributes_[lead];
+    return {values_.data() + a.first, prefix_.data() + a.prefix_first,
+            a.count, a.rank_size,
+            a.rank_size > 0 ? ranks_.data() + a.rank_first : nullptr};
   }
 
   // Cluster lists to visit, by partition: filled by the index that owns the
@@ -262,6 +361,8 @@ class CohortMasks {
     uint32_t count;
     uint32_t prefix_first;
     uint32_t runs_first;  // kRange runs (RangeWalkPays said no), one per value
+    uint32_t rank_first = 0;  // into ranks_, when rank_size > 0
+    uint32_t rank_size = 0;
   };
   struct Run {
     uint32_t begin;
@@ -276,14 +377,19 @@ class CohortMasks {
   size_t slot_limit_ = 0;  // the table's slot_limit() when filled
   size_t events_ = 0;
   bool per_event_ = false;
-  std::vector<PredicateBits> event_bits_;  // by event, when per_event_
+  bool serial_ = false;
+  std::vector<PredicateBits> event_bits_;  // by event (one if serial_)
   std::vector<EventView> event_views_;     // by event, when per_event_
-  std::vector<PredicateId> event_access_;  // BeginCohort scratch
+  // Each event's access hits, in event order, and where each event's
+  // begin (BeginCohort's first pass; per event, the tasks read them).
+  std::vector<AccessHit> event_access_;
+  std::vector<uint32_t> event_hits_begin_;
   std::vector<Task> tasks_;
   uint64_t total_positions_ = 0;
   std::vector<AttributeValues> attributes_;
   std::vector<int64_t> values_;
   std::vector<uint64_t> prefix_;
+  std::vector<uint8_t> ranks_;  // LeadValues::rank tables
   std::vector<Run> runs_;
   std::vector<uint32_t> dirty_eq_slots_;
   std::vector<TouchedAccess> touched_access_;

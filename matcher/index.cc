@@ -1,5 +1,6 @@
 #include "matcher/index.h"
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -10,7 +11,7 @@ namespace matcher {
 using internal::Location;
 using internal::PredicateId;
 
-Index::Index() = default;
+Index::Index() { masks_.set_serial(true); }
 Index::~Index() = default;
 
 absl::Status Index::Add(SubscriptionId id,
@@ -27,11 +28,13 @@ absl::Status Index::Add(SubscriptionId id,
   if (absl::Status s = planner_.Plan(predicates, &table_, &plan); !s.ok()) {
     return s;
   }
-  if (heads_.size() < table_.id_limit()) {
-    heads_.resize(table_.id_limit(), internal::kNoCluster);
-  }
-  locations_.Slot(id) =
-      clusters_.AddRow(&heads_[plan.access], plan.access, id, plan.columns);
+  if (lists_.size() <= plan.access) lists_.resize(plan.access + 1);
+  List& list = lists_[plan.access];
+  ++list.rows;
+  clusters_.AddRow(&list.head, plan.access, id, plan.columns,
+                   plan.lead, [&](SubscriptionId row, Location to) {
+                     locations_.Slot(row) = to;
+                   });
   ++size_;
   return absl::OkStatus();
 }
@@ -48,13 +51,15 @@ absl::Status Index::Remove(SubscriptionId id) {
   for (uint32_t col = 0; col < clusters_.Width(at.cluster); ++col) {
     columns.push_back(clusters_.Entry(at, col));
   }
+  const std::optional<internal::LeadRange> lead = clusters_.Lead(at);
   clusters_.RemoveRow(
-      &heads_[access], at,
+      &lists_[access].head, at,
       [&](SubscriptionId moved, Location to) {
         locations_.Slot(moved) = to;
       });
   locations_.Slot(id) = Location{};
-  planner_.Release(access, columns, &table_);
+  --lists_[access].rows;
+  planner_.Release(access, columns, lead, &table_);
   --size_;
   return absl::OkStatus();
 }
@@ -78,29 +83,54 @@ void Index::MatchCohort(absl::Span<const EventView> events,
 
 void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
                        std::vector<std::vector<SubscriptionId>>* matches) {
-  table_.ComputeCohort(events, &masks_);
   std::vector<SubscriptionId>* out = matches->data() + base;
+  if (events.size() == 1 && keep_ != internal::CohortKeep::kMasks) {
+    // A lone event is kept per event (CohortKeep): it is MatchEvent's case.
+    MatchOne(events[0], &lone_scratch_, &out[0], &counters_);
+    counters_.events += 1;
+    counters_.chunks += 1;
+    return;
+  }
+  table_.BeginCohort(
+      events, &masks_, [this](PredicateId id) { return RowsUnder(id); },
+      keep_);
   uint64_t rows = 0, lists = 0, visited = 0, found = 0;
-  auto emit = [&](SubscriptionId id, uint64_t mask) {
-    do {
-      out[__builtin_ctzll(mask)].push_back(id);
-      ++found;
-      mask &= mask - 1;
-    } while (mask != 0);
-  };
-  for (const internal::TouchedAccess& t : masks_.touched_access()) {
-    const uint32_t head = Head(t.id);
-    if (head == internal::kNoCluster) continue;
-    ++lists;
-    if (masks_.per_event()) {
-      const int e = __builtin_ctzll(t.mask);
-      const size_t before = out[e].size();
-      clusters_.MatchListForEvent(head, table_.slots(), masks_.event_bits(e),
-                                  &out[e], &visited, &rows);
-      found += out[e].size() - before;
-    } else {
-      clusters_.MatchList(head, t.mask, table_.slots(), masks_.words(), emit,
-                          &visited, &rows);
+  const absl::Span<const internal::TouchedAccess> touched =
+      masks_.touched_access();
+  if (masks_.per_event()) {
+    // Serial masks (the constructor): each event's bits are filled by its
+    // task, then its lists are checked, before the next event's task.
+    size_t t = 0;
+    for (size_t e = 0; e < events.size(); ++e) {
+      table_.RunTask(e, &masks_);
+      for (; t < touched.size() && __builtin_ctzll(touched[t].mask) == e;
+           ++t) {
+        const uint32_t head = Head(touched[t].id);
+        if (head == internal::kNoCluster) continue;
+        ++lists;
+        const size_t before = out[e].size();
+        clusters_.MatchListForEvent(head, masks_.event_value(touched[t].lead),
+                                    table_.slots(), masks_.event_bits(e),
+                                    &out[e], &visited, &rows);
+        found += out[e].size() - before;
+      }
+    }
+  } else {
+    for (size_t t = 0; t < masks_.tasks(); ++t) table_.RunTask(t, &masks_);
+    auto emit = [&](SubscriptionId id, uint64_t mask) {
+      do {
+        out[__builtin_ctzll(mask)].push_back(id);
+        ++found;
+        mask &= mask - 1;
+      } while (mask != 0);
+    };
+    for (const internal::TouchedAccess& t : touched) {
+      const uint32_t head = Head(t.id);
+      if (head == internal::kNoCluster) continue;
+      ++lists;
+      const internal::LeadValues lead = masks_.lead_values(t.lead);
+      clusters_.MatchList(head, t.mask, &lead, table_.slots(), masks_.words(),
+                          emit, &visited, &rows);
     }
   }
   counters_.events += events.size();
@@ -114,27 +144,39 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
 void Index::MatchEvent(EventView event, MatchScratch* scratch,
                        std::vector<SubscriptionId>* matches) const {
   matches->clear();
+  IndexCounters unused;  // MatchEvent keeps no counters
+  MatchOne(event, scratch, matches, &unused);
+}
+
+void Index::MatchOne(EventView event, MatchScratch* scratch,
+                     std::vector<SubscriptionId>* matches,
+                     IndexCounters* counters) const {
   // Predicates added since the scratch's last use may have larger ids.
   scratch->bits_.Resize(table_.id_limit(), table_.slot_limit());
   scratch->access_.clear();
   table_.MarkSatisfied(event, &scratch->bits_, &scratch->access_);
   // Each satisfied access predicate is reported once, so every cluster (and
   // so every subscription) is visited at most once.
-  uint64_t clusters = 0, rows = 0;  // MatchEvent keeps no counters
-  for (PredicateId id : scratch->access_) {
-    const uint32_t head = Head(id);
+  const size_t before = matches->size();
+  for (const internal::AccessHit& hit : scratch->access_) {
+    const uint32_t head = Head(hit.id);
     if (head != internal::kNoCluster) {
-      clusters_.MatchListForEvent(head, table_.slots(), scratch->bits_, matches,
-                                  &clusters, &rows);
+      ++counters->cluster_lists;
+      clusters_.MatchListForEvent(head, hit.value, table_.slots(),
+                                  scratch->bits_, matches,
+                                  &counters->clusters_checked,
+                                  &counters->rows_checked);
     }
   }
+  counters->matches += matches->size() - before;
   scratch->bits_.Clear();
 }
 
 size_t Index::MemoryBytes() const {
   return table_.MemoryBytes() + clusters_.MemoryBytes() +
-         planner_.MemoryBytes() + heads_.capacity() * sizeof(uint32_t) +
-         masks_.MemoryBytes() + locations_.MemoryBytes();
+         planner_.MemoryBytes() + lists_.capacity() * sizeof(List) +
+         masks_.MemoryBytes() + lone_scratch_.MemoryBytes() +
+         locations_.MemoryBytes();
 }
 
 }  // namespace matcher

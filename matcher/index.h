@@ -72,13 +72,14 @@ class MatchScratch {
 
   // Heap bytes held.
   size_t MemoryBytes() const {
-    return bits_.MemoryBytes() + access_.capacity() * sizeof(uint32_t);
+    return bits_.MemoryBytes() +
+           access_.capacity() * sizeof(internal::AccessHit);
   }
 
  private:
   friend class Index;
   internal::PredicateBits bits_;
-  std::vector<internal::PredicateId> access_;
+  std::vector<internal::AccessHit> access_;
 };
 
 class Index {
@@ -130,6 +131,15 @@ class Index {
   size_t MemoryBytes() const;
   const IndexCounters& counters() const { return counters_; }
 
+  // Rows listed under access predicate `access` (what BeginCohort's cost
+  // model weighs).
+  uint32_t RowsUnder(internal::PredicateId access) const {
+    return access < lists_.size() ? lists_[access].rows : 0;
+  }
+  // How MatchCohort keeps its cohorts (default kCheaper); the others are
+  // for measuring the crossover (matcher_bench --keep) and for tests.
+  void set_cohort_keep(internal::CohortKeep keep) { keep_ = keep; }
+
   // For microbenchmarks of the two phases only; not for production use.
   const internal::PredicateTable& table_for_benchmark() const {
     return table_;
@@ -143,18 +153,33 @@ class Index {
  private:
   void MatchChunk(absl::Span<const EventView> events, size_t base,
                   std::vector<std::vector<SubscriptionId>>* matches);
+  // The per-event path: appends event's matches to *matches and adds what
+  // it checked to *counters.
+  void MatchOne(EventView event, MatchScratch* scratch,
+                std::vector<SubscriptionId>* matches,
+                IndexCounters* counters) const;
   const internal::Location* Find(SubscriptionId id) const;
   // The head of the cluster list of access predicate `id`, or kNoCluster.
   uint32_t Head(internal::PredicateId id) const {
-    return id < heads_.size() ? heads_[id] : internal::kNoCluster;
+    return id < lists_.size() ? lists_[id].head : internal::kNoCluster;
   }
 
   internal::PredicateTable table_;
   internal::RowPlanner planner_;
   internal::ClusterStore clusters_;
-  // Cluster list heads by access predicate id (kNoCluster: none).
-  std::vector<uint32_t> heads_;
+  // The cluster list of each access predicate, by predicate id: its head
+  // (kNoCluster: none) and its rows, side by side, so that BeginCohort's
+  // look at the rows brings in the head that phase 2 reads next. Only as
+  // long as the largest access predicate id: range predicates, which are
+  // never access predicates, may have larger ids.
+  struct List {
+    uint32_t head = internal::kNoCluster;
+    uint32_t rows = 0;
+  };
+  std::vector<List> lists_;
+  internal::CohortKeep keep_ = internal::CohortKeep::kCheaper;
   internal::CohortMasks masks_;
+  MatchScratch lone_scratch_;  // MatchCohort's, for a lone event
   internal::PagedArray<internal::Location> locations_;
   size_t size_ = 0;
   IndexCounters counters_;
@@ -169,12 +194,14 @@ void Index::MatchMasksForBenchmark(const internal::CohortMasks& masks,
     const uint32_t head = Head(t.id);
     if (head == internal::kNoCluster) continue;
     if (!masks.per_event()) {
-      clusters_.MatchList(head, t.mask, table_.slots(), masks.words(), emit,
-                          &visited, &rows);
+      const internal::LeadValues lead = masks.lead_values(t.lead);
+      clusters_.MatchList(head, t.mask, &lead, table_.slots(), masks.words(),
+                          emit, &visited, &rows);
       continue;
     }
     found.clear();
-    clusters_.MatchListForEvent(head, table_.slots(),
+    clusters_.MatchListForEvent(head, masks.event_value(t.lead),
+                                table_.slots(),
                                 masks.event_bits(__builtin_ctzll(t.mask)),
                                 &found, &visited, &rows);
     for (SubscriptionId id : found) emit(id, t.mask);

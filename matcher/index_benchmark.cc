@@ -89,7 +89,9 @@ void BM_Phase1(benchmark::State& state) {
   for (auto _ : state) {
     if (next + cohort > f.events.size()) next = 0;
     table.ComputeCohort(absl::MakeConstSpan(f.events).subspan(next, cohort),
-                        &masks);
+                        &masks, [&f](internal::PredicateId id) {
+                          return f.index.RowsUnder(id);
+                        });
     next += cohort;
   }
   state.SetItemsProcessed(state.iterations() * cohort);
@@ -102,7 +104,7 @@ void BM_Phase1PerEvent(benchmark::State& state) {
   Fixture& f = Shared();
   const internal::PredicateTable& table = f.index.table_for_benchmark();
   internal::PredicateBits bits;
-  std::vector<internal::PredicateId> access;
+  std::vector<internal::AccessHit> access;
   size_t next = 0;
   for (auto _ : state) {
     if (next == f.events.size()) next = 0;
@@ -122,7 +124,8 @@ void BM_Phase2(benchmark::State& state) {
   const size_t cohort = state.range(0);
   internal::CohortMasks masks;
   f.index.table_for_benchmark().ComputeCohort(
-      absl::MakeConstSpan(f.events).subspan(0, cohort), &masks);
+      absl::MakeConstSpan(f.events).subspan(0, cohort), &masks,
+      [&f](internal::PredicateId id) { return f.index.RowsUnder(id); });
   size_t emitted = 0;
   auto emit = [&](SubscriptionId, uint64_t mask) {
     emitted += __builtin_popcountll(mask);

@@ -66,6 +66,32 @@ inline Predicate RandomPredicate(Rng& rng, uint32_t attributes,
   return p;
 }
 
+// The shape of a randomized differential workload. kMixed: every operator
+// over up to 8 attributes and a tiny domain, so predicates are shared and
+// often hold. kRangeOnly: subscriptions without an equality (LT, LE, GT,
+// GE, BETWEEN, NE) over 1-2 attributes, many of them, so that the
+// per-attribute lists of lead ranges grow past their unsorted tails, merge
+// and compact (cluster_store.h), over a wider domain, so the leads differ.
+struct Shape {
+  uint32_t max_attributes;
+  int64_t max_domain;
+  int min_adds;  // subscriptions added per round: min_adds + [0, add_span)
+  int add_span;
+  bool ranges_only;
+};
+inline constexpr Shape kMixed = {8, 12, 20, 200, false};
+inline constexpr Shape kRangeOnly = {2, 3000, 300, 1200, true};
+
+// A predicate of `shape`: kRangeOnly never draws EQ.
+inline Predicate RandomPredicate(Rng& rng, uint32_t attributes,
+                                 int64_t domain, const Shape& shape) {
+  Predicate p = RandomPredicate(rng, attributes, domain);
+  while (shape.ranges_only && p.op == Op::kEq) {
+    p = RandomPredicate(rng, attributes, domain);
+  }
+  return p;
+}
+
 inline Event RandomEvent(Rng& rng, uint32_t attributes, int64_t domain) {
   Event e;
   for (uint32_t a = 0; a < attributes; ++a) {

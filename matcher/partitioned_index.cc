@@ -127,10 +127,11 @@ absl::Status PartitionedIndex::PlanAdd(SubscriptionId id,
 }
 
 void PartitionedIndex::ApplyRow(const PendingRow& row) {
-  Placed& placed = locations_.Existing(row.id);
-  placed.at = clusters_[row.partition].AddRow(
+  clusters_[row.partition].AddRow(
       Head(row.plan.access, row.partition), row.plan.access, row.id,
-      row.plan.columns);
+      row.plan.columns, row.plan.lead, [this](SubscriptionId id, Location to) {
+        locations_.Existing(id).at = to;
+      });
 }
 
 void PartitionedIndex::RemoveRow(uint32_t partition, SubscriptionId id,
@@ -146,6 +147,7 @@ void PartitionedIndex::RemoveRow(uint32_t partition, SubscriptionId id,
   for (uint32_t col = 0; col < width; ++col) {
     removed->columns.push_back(store.Entry(at, col));
   }
+  removed->leads.push_back(store.Lead(at));
   store.RemoveRow(Head(access, partition), at,
                   [this](SubscriptionId moved, Location to) {
                     locations_.Existing(moved).at = to;
@@ -162,7 +164,7 @@ void PartitionedIndex::FinishRemove(const RemovedRows& removed) {
     planner_.Release(access,
                      absl::MakeConstSpan(removed.columns)
                          .subspan(next, removed.widths[i]),
-                     &table_);
+                     removed.leads[i], &table_);
     next += removed.widths[i];
     --size_;
   }
@@ -187,7 +189,14 @@ absl::Status PartitionedIndex::Remove(SubscriptionId id) {
 
 void PartitionedIndex::BeginCohort(absl::Span<const EventView> events,
                                    CohortMasks* masks) const {
-  table_.BeginCohort(events, masks);
+  table_.BeginCohort(
+      events, masks,
+      [this](PredicateId id) -> uint32_t {
+        return id < access_of_.size() && access_of_[id] != kNoAccess
+                   ? accesses_[access_of_[id]].live
+                   : 0;
+      },
+      keep_);
   std::vector<std::vector<internal::AccessVisit>>& visits = masks->visits();
   visits.resize(partitions_);
   for (auto& v : visits) v.clear();
@@ -195,12 +204,14 @@ void PartitionedIndex::BeginCohort(absl::Span<const EventView> events,
     if (t.id >= access_of_.size() || access_of_[t.id] == kNoAccess) continue;
     const Access& a = accesses_[access_of_[t.id]];
     if (a.spread_at == kNotSpread) {
-      if (a.head != kNoCluster) visits[a.home].push_back({a.head, t.mask});
+      if (a.head != kNoCluster) {
+        visits[a.home].push_back({a.head, t.lead, t.mask});
+      }
       continue;
     }
     for (uint32_t p = 0; p < partitions_; ++p) {
       const uint32_t head = spread_heads_[a.spread_at + p];
-      if (head != kNoCluster) visits[p].push_back({head, t.mask});
+      if (head != kNoCluster) visits[p].push_back({head, t.lead, t.mask});
     }
   }
 }
@@ -221,13 +232,14 @@ void PartitionedIndex::MatchPartition(uint32_t p, const CohortMasks& masks,
     if (masks.per_event()) {
       const int e = __builtin_ctzll(v.mask);
       const size_t before = out[e].size();
-      clusters_[p].MatchListForEvent(v.head, table_.slots(),
-                                     masks.event_bits(e), &out[e], &visited,
-                                     &rows);
+      clusters_[p].MatchListForEvent(v.head, masks.event_value(v.lead),
+                                     table_.slots(), masks.event_bits(e),
+                                     &out[e], &visited, &rows);
       found += out[e].size() - before;
     } else {
-      clusters_[p].MatchList(v.head, v.mask, table_.slots(), masks.words(),
-                             emit, &visited, &rows);
+      const internal::LeadValues lead = masks.lead_values(v.lead);
+      clusters_[p].MatchList(v.head, v.mask, &lead, table_.slots(),
+                             masks.words(), emit, &visited, &rows);
     }
   }
   counters->cluster_lists += visits.size();

@@ -53,6 +53,7 @@
 #define COHORT_MATCHER_PARTITIONED_INDEX_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -100,9 +101,11 @@ class PartitionedIndex {
     internal::RowPlan plan;
   };
   // What RemoveRow took out and FinishRemove releases: per row, its access
-  // predicate and its columns (widths[i] entries of `columns` in order).
+  // predicate, its lead range (if any) and its columns (widths[i] entries of
+  // `columns` in order).
   struct RemovedRows {
     std::vector<internal::PredicateId> access;
+    std::vector<std::optional<internal::LeadRange>> leads;
     std::vector<uint32_t> widths;
     std::vector<uint32_t> columns;
   };
@@ -141,6 +144,10 @@ class PartitionedIndex {
   absl::StatusOr<uint32_t> PartitionOf(SubscriptionId id) const;
   void RemoveRow(uint32_t partition, SubscriptionId id, RemovedRows* removed);
   void FinishRemove(const RemovedRows& removed);
+
+  // How BeginCohort keeps its cohorts (default kCheaper); the others are
+  // for measurements and tests. Exclusive, as Add.
+  void set_cohort_keep(internal::CohortKeep keep) { keep_ = keep; }
 
   // Phase 1: PredicateTable::BeginCohort, then masks->visits(p): the cluster
   // lists partition p checks. REQUIRES: as PredicateTable::BeginCohort.
@@ -215,6 +222,7 @@ class PartitionedIndex {
   size_t size_ = 0;
   internal::CohortMasks masks_;  // MatchCohort's
   IndexCounters counters_;
+  internal::CohortKeep keep_ = internal::CohortKeep::kCheaper;
 };
 
 }  // namespace matcher

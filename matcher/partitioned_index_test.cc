@@ -38,10 +38,11 @@ using test_util::Rng;
 using test_util::Subscription;
 
 Subscription RandomSubscription(Rng& rng, uint32_t attributes,
-                                int64_t domain) {
+                                int64_t domain,
+                                const test_util::Shape& shape) {
   Subscription s;
   for (int k = 0, n = 1 + rng.Uniform(6); k < n; ++k) {
-    s.push_back(RandomPredicate(rng, attributes, domain));
+    s.push_back(RandomPredicate(rng, attributes, domain, shape));
   }
   return s;
 }
@@ -99,10 +100,11 @@ std::string Name(const Config& c) {
 
 // One seed: rounds of random adds and removes, then events matched in
 // cohorts of random sizes, each checked against the reference.
-bool RunSeed(const Config& config, uint64_t seed, uint64_t* pairs) {
+bool RunSeed(const Config& config, const test_util::Shape& shape,
+             uint64_t seed, uint64_t* pairs) {
   Rng rng(seed);
-  const uint32_t attributes = 1 + rng.Uniform(8);
-  const int64_t domain = 1 + rng.Uniform(12);
+  const uint32_t attributes = 1 + rng.Uniform(shape.max_attributes);
+  const int64_t domain = 1 + rng.Uniform(shape.max_domain);
   PartitionedIndex index(config.partitions, config.spread_rows);
   ReferenceMatcher reference;
   std::vector<std::pair<SubscriptionId, Subscription>> live;
@@ -110,10 +112,10 @@ bool RunSeed(const Config& config, uint64_t seed, uint64_t* pairs) {
   static constexpr size_t kCohorts[] = {1, 2, 63, 64, 65, 1000};
   for (int round = 0; round < 4; ++round) {
     std::vector<std::pair<SubscriptionId, Subscription>> adds(
-        20 + rng.Uniform(200));
+        shape.min_adds + rng.Uniform(shape.add_span));
     for (auto& [id, s] : adds) {
       id = next_id++;
-      s = RandomSubscription(rng, attributes, domain);
+      s = RandomSubscription(rng, attributes, domain, shape);
       reference.Add(id, s);
     }
     if (config.split) {
@@ -169,9 +171,24 @@ TEST(PartitionedIndexDifferential, RandomizedAgainstReference) {
   for (const Config& config : configs) {
     uint64_t pairs = 0;
     for (uint64_t seed = 1; seed <= 15; ++seed) {
-      if (!RunSeed(config, seed, &pairs)) return;
+      if (!RunSeed(config, test_util::kMixed, seed, &pairs)) return;
     }
     EXPECT_GE(pairs, 200'000u) << Name(config);
+  }
+}
+
+// As IndexDifferential.RangeOnlyListsSortMergeAndCompact: long lead-range
+// lists, whole and split over partitions (where each partition's part of a
+// list sorts and merges on its own).
+TEST(PartitionedIndexDifferential, RangeOnlyListsAgainstReference) {
+  const Config configs[] = {{1, kSpreadRows, false}, {3, 2, true},
+                            {4, kSpreadRows, true}};
+  for (const Config& config : configs) {
+    uint64_t pairs = 0;
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      if (!RunSeed(config, test_util::kRangeOnly, seed, &pairs)) return;
+    }
+    EXPECT_GE(pairs, 1'000'000u) << Name(config);
   }
 }
 
@@ -417,7 +434,7 @@ TEST(PartitionedIndexConcurrency, TasksAndPartitionsOnSeveralThreads) {
   for (int round = 0; round < kRounds; ++round) {
     rows.assign(300, {});
     for (auto& row : rows) {
-      const Subscription s = RandomSubscription(rng, 4, 6);
+      const Subscription s = RandomSubscription(rng, 4, 6, test_util::kMixed);
       ASSERT_TRUE(index.PlanAdd(next_id, s, &row).ok());
       reference.Add(next_id++, s);
     }

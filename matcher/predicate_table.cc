@@ -409,22 +409,22 @@ PredicateTable::Run PredicateTable::SortedRun(const Group& g, int64_t v) {
 }
 
 void PredicateTable::MarkSatisfied(EventView event, PredicateBits* bits,
-                                   std::vector<PredicateId>* access) const {
+                                   std::vector<AccessHit>* access) const {
   MarkEqualities(event, bits, access);
   MarkRanges(event, bits);
 }
 
 void PredicateTable::MarkEqualities(EventView event, PredicateBits* bits,
-                                    std::vector<PredicateId>* access) const {
+                                    std::vector<AccessHit>* access) const {
   for (const AttributeValue& av : event) {
     if (av.attribute >= attributes_.size()) continue;  // no predicates on it
     // Never finds the false predicate: its kind is kFalse, not kEq.
     if (const PredicateId* id = FindEq(av.attribute, av.value)) {
       bits->SetId(*id);
-      access->push_back(*id);
+      access->push_back({*id, av.value});
     }
     const PredicateId present = attributes_[av.attribute].present;
-    if (present != kFalsePredicate) access->push_back(present);
+    if (present != kFalsePredicate) access->push_back({present, av.value});
   }
 }
 
@@ -501,11 +501,13 @@ void PredicateTable::MarkRanges(EventView event, PredicateBits* bits) const {
 // buffer zero: recorded slots are indexes into the buffer, valid whatever
 // the table did since.
 void PredicateTable::ClearPrevious(CohortMasks* m) {
+  uint64_t* words = m->words_.data();
+  // Set in both ways of keeping a cohort (BeginCohort may set them and then
+  // keep the cohort per event after all).
+  for (uint32_t slot : m->dirty_eq_slots_) words[slot] = 0;
   if (m->per_event_) {
     for (PredicateBits& bits : m->event_bits_) bits.Clear();
-  } else if (!m->words_.empty()) {
-    uint64_t* words = m->words_.data();
-    for (uint32_t slot : m->dirty_eq_slots_) words[slot] = 0;
+  } else {
     for (const CohortMasks::Task& t : m->tasks_) {
       std::memset(words + t.slot_base + t.begin, 0,
                   (t.end - t.begin) * sizeof(uint64_t));
@@ -519,57 +521,107 @@ void PredicateTable::ClearPrevious(CohortMasks* m) {
   m->attributes_.clear();
   m->values_.clear();
   m->prefix_.clear();
+  m->ranks_.clear();
   m->runs_.clear();
   m->touched_access_.clear();
 }
 
 void PredicateTable::BeginCohort(absl::Span<const EventView> events,
-                                 CohortMasks* m) const {
+                                 CohortMasks* m, ListRows rows,
+                                 CohortKeep keep) const {
   assert(!events.empty() && events.size() <= kMaxCohortChunk);
   ClearPrevious(m);
   m->slot_limit_ = slot_limit_;
   m->events_ = events.size();
-  m->per_event_ = events.size() <= kPerEventCohort;
-  if (m->per_event_) {
-    // The equalities now (they give the access predicates); each event's
-    // range groups are a task.
-    if (m->event_bits_.size() < events.size()) {
-      m->event_bits_.resize(events.size());
-    }
-    m->event_views_.assign(events.begin(), events.end());
-    for (size_t e = 0; e < events.size(); ++e) {
-      m->event_bits_[e].Resize(id_limit(), slot_limit_);
-      m->event_access_.clear();
-      MarkEqualities(events[e], &m->event_bits_[e], &m->event_access_);
-      for (PredicateId id : m->event_access_) {
-        m->touched_access_.push_back({id, uint64_t{1} << e});
-      }
-      m->tasks_.push_back({static_cast<uint32_t>(e), 0, false, 0, 0, 0, 0, 0});
-    }
-    return;
-  }
-  if (m->words_.size() < slot_limit_) m->words_.resize(slot_limit_, 0);
   if (m->by_attribute_.size() < attributes_.size()) {
     m->by_attribute_.resize(attributes_.size());
   }
-  uint64_t* words = m->words_.data();
+  // A first pass over the events: each event's access hits (one FindEq
+  // per attribute, for either way of keeping the cohort), the cohort's
+  // values by attribute, and the sizes the cost model weighs (CohortKeep).
+  double rows_sum = 0, rows_present = 0, positions_sum = 0, positions_all = 0;
+  // A lone event is kept per event (unless told otherwise) and needs no
+  // values by attribute: the masks would share nothing.
+  const bool lone = events.size() == 1 && keep != CohortKeep::kMasks;
+  // Whether the model weighs the rows (else the masks are taken).
+  const bool weigh =
+      keep == CohortKeep::kCheaper && events.size() <= kMaxCheaperPerEvent;
+  m->event_access_.clear();
+  m->event_hits_begin_.clear();
   for (size_t e = 0; e < events.size(); ++e) {
+    m->event_hits_begin_.push_back(
+        static_cast<uint32_t>(m->event_access_.size()));
     const uint64_t bit = uint64_t{1} << e;
     for (const AttributeValue& av : events[e]) {
       if (av.attribute >= attributes_.size()) continue;  // no predicates on it
+      const AttributeGroups& groups = attributes_[av.attribute];
+      const double positions =
+          groups.low.size() + groups.high.size() + groups.range.size();
+      positions_sum += positions;
+      // Never finds the false predicate: its kind is kFalse, not kEq.
       if (const PredicateId* id = FindEq(av.attribute, av.value)) {
-        const uint32_t slot = slot_of_[*id];
-        if (words[slot] == 0) {
-          m->dirty_eq_slots_.push_back(slot);
-          m->touched_access_.push_back({*id, 0});
-        }
-        words[slot] |= bit;
+        m->event_access_.push_back({*id, av.value});
+        if (weigh) rows_sum += rows(*id);
       }
+      const double present = !weigh || groups.present == kFalsePredicate
+                                  ? 0
+                                  : rows(groups.present);
+      if (groups.present != kFalsePredicate) {
+        m->event_access_.push_back({groups.present, av.value});
+        rows_sum += present;
+      }
+      if (lone) continue;
       std::vector<CohortMasks::ValueBit>& values =
           m->by_attribute_[av.attribute];
-      if (values.empty()) m->present_attributes_.push_back(av.attribute);
+      if (values.empty()) {
+        m->present_attributes_.push_back(av.attribute);
+        positions_all += positions;
+        rows_present += present;
+      }
       values.push_back({av.value, bit});
     }
+  }
+  m->event_hits_begin_.push_back(
+      static_cast<uint32_t>(m->event_access_.size()));
+  const double per_event_cost =
+      kPerEventRowCost * rows_sum + kPerEventPositionCost * positions_sum;
+  // The masks check each list once: at least the rows of an average event's
+  // lists; exactly, the union, which the equality masks below give.
+  const double mask_floor =
+      kMaskPositionCost * positions_all +
+      kMaskRowCost * std::max(rows_present, rows_sum / events.size());
+  m->per_event_ = keep == CohortKeep::kPerEvent ||
+                  (keep == CohortKeep::kCheaper &&
+                   (lone || (weigh && per_event_cost <= mask_floor)));
+  if (m->per_event_) {
+    KeepPerEvent(events, m);
+    return;
+  }
+  // The equality masks, and the access predicates touched.
+  if (m->words_.size() < slot_limit_) m->words_.resize(slot_limit_, 0);
+  uint64_t* words = m->words_.data();
+  double rows_union = rows_present;
+  for (size_t e = 0; e < events.size(); ++e) {
+    const uint64_t bit = uint64_t{1} << e;
+    for (uint32_t h = m->event_hits_begin_[e]; h < m->event_hits_begin_[e + 1];
+         ++h) {
+      const PredicateId id = m->event_access_[h].id;
+      if (info_[id].kind != Kind::kEq) continue;  // "present", below
+      const uint32_t slot = slot_of_[id];
+      if (words[slot] == 0) {
+        m->dirty_eq_slots_.push_back(slot);
+        m->touched_access_.push_back({id, kNoLead, 0});
+        if (weigh) rows_union += rows(id);
+      }
+      words[slot] |= bit;
+    }
+  }
+  if (weigh &&
+      per_event_cost <= kMaskPositionCost * positions_all +
+                            kMaskRowCost * rows_union) {
+    m->per_event_ = true;  // its equality words go with the next cohort
+    KeepPerEvent(events, m);
+    return;
   }
   for (TouchedAccess& t : m->touched_access_) t.mask = words[slot_of_[t.id]];
   // In attribute order, so that the tasks are listed in the same order in
@@ -595,7 +647,9 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
         m->prefix_.push_back(m->prefix_.back() | vb.bit);
       }
       if (groups.present != kFalsePredicate) {
-        m->touched_access_.push_back({groups.present, m->prefix_.back()});
+        m->touched_access_.push_back(
+            {groups.present, index, m->prefix_.back()});
+        AddRankTable(index, m);
       }
       for (const Group* g : {&groups.low, &groups.high, &groups.range}) {
         if (g->size() > 0) AddTasks(*g, index, m);
@@ -604,6 +658,69 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
     values.clear();
   }
   m->present_attributes_.clear();
+}
+
+// Any equality words BeginCohort set stay until the next cohort's
+// ClearPrevious (dirty_eq_slots_); the cohort's values by attribute are
+// dropped, and each event's hits become its touched entries (and, in its
+// task, its bits).
+void PredicateTable::KeepPerEvent(absl::Span<const EventView> events,
+                                  CohortMasks* m) const {
+  for (AttributeId attribute : m->present_attributes_) {
+    m->by_attribute_[attribute].clear();
+  }
+  m->present_attributes_.clear();
+  m->touched_access_.clear();
+  const size_t vectors = m->serial_ ? 1 : events.size();
+  if (m->event_bits_.size() < vectors) m->event_bits_.resize(vectors);
+  for (size_t b = 0; b < vectors; ++b) {
+    m->event_bits_[b].Resize(id_limit(), slot_limit_);
+  }
+  m->event_views_.assign(events.begin(), events.end());
+  for (size_t e = 0; e < events.size(); ++e) {
+    const uint64_t bit = uint64_t{1} << e;
+    for (uint32_t h = m->event_hits_begin_[e]; h < m->event_hits_begin_[e + 1];
+         ++h) {
+      const AccessHit& hit = m->event_access_[h];
+      uint32_t lead = kNoLead;
+      if (info_[hit.id].kind != Kind::kEq) {
+        // "present": its rows' leads are checked against one value
+        lead = static_cast<uint32_t>(m->attributes_.size());
+        m->attributes_.push_back({info_[hit.id].attribute,
+                                  static_cast<uint32_t>(m->values_.size()), 1,
+                                  static_cast<uint32_t>(m->prefix_.size()),
+                                  0});
+        m->values_.push_back(hit.value);
+        m->prefix_.push_back(0);
+        m->prefix_.push_back(bit);
+      }
+      m->touched_access_.push_back({hit.id, lead, bit});
+    }
+    // Each event's bits are a task: its equalities (from its hits) and its
+    // range groups.
+    m->tasks_.push_back({static_cast<uint32_t>(e), 0, false, 0, 0, 0, 0, 0});
+  }
+}
+
+void PredicateTable::AddRankTable(uint32_t index, CohortMasks* m) {
+  CohortMasks::AttributeValues& a = m->attributes_[index];
+  const int64_t* values = m->values_.data() + a.first;
+  const uint64_t span = static_cast<uint64_t>(values[a.count - 1]) -
+                        static_cast<uint64_t>(values[0]) + 1;
+  if (span > kMaxRankTable) return;
+  a.rank_first = static_cast<uint32_t>(m->ranks_.size());
+  a.rank_size = static_cast<uint32_t>(span);
+  m->ranks_.resize(m->ranks_.size() + span);
+  uint8_t* rank = m->ranks_.data() + a.rank_first;
+  uint32_t below = 0;
+  for (uint32_t x = 0; x < span; ++x) {
+    while (below < a.count &&
+           static_cast<uint64_t>(values[below]) -
+                   static_cast<uint64_t>(values[0]) < x) {
+      ++below;
+    }
+    rank[x] = static_cast<uint8_t>(below);
+  }
 }
 
 void PredicateTable::AddTasks(const Group& g, uint32_t index,
@@ -711,7 +828,14 @@ bool PredicateTable::RangeWalkPays(const Group& g,
 
 void PredicateTable::RunTask(size_t task, CohortMasks* m) const {
   if (m->per_event_) {
-    MarkRanges(m->event_views_[task], &m->event_bits_[task]);
+    PredicateBits& bits = m->event_bits_[m->serial_ ? 0 : task];
+    if (m->serial_) bits.Clear();  // the previous event's
+    for (uint32_t h = m->event_hits_begin_[task];
+         h < m->event_hits_begin_[task + 1]; ++h) {
+      const AccessHit& hit = m->event_access_[h];
+      if (info_[hit.id].kind == Kind::kEq) bits.SetId(hit.id);
+    }
+    MarkRanges(m->event_views_[task], &bits);
     return;
   }
   const CohortMasks::Task& t = m->tasks_[task];
@@ -774,8 +898,9 @@ void PredicateTable::RunTask(size_t task, CohortMasks* m) const {
 }
 
 void PredicateTable::ComputeCohort(absl::Span<const EventView> events,
-                                   CohortMasks* masks) const {
-  BeginCohort(events, masks);
+                                   CohortMasks* masks, ListRows rows,
+                                   CohortKeep keep) const {
+  BeginCohort(events, masks, rows, keep);
   for (size_t t = 0; t < masks->tasks(); ++t) RunTask(t, masks);
 }
 
@@ -804,7 +929,7 @@ size_t CohortMasks::MemoryBytes() const {
                  tasks_.capacity() * sizeof(Task) +
                  attributes_.capacity() * sizeof(AttributeValues) +
                  values_.capacity() * sizeof(int64_t) +
-                 prefix_.capacity() * sizeof(uint64_t) +
+                 prefix_.capacity() * sizeof(uint64_t) + ranks_.capacity() +
                  runs_.capacity() * sizeof(Run) +
                  dirty_eq_slots_.capacity() * sizeof(uint32_t) +
                  touched_access_.capacity() * sizeof(TouchedAccess) +
@@ -812,7 +937,7 @@ size_t CohortMasks::MemoryBytes() const {
   bytes += visits_.capacity() * sizeof(std::vector<AccessVisit>);
   for (const auto& v : visits_) bytes += v.capacity() * sizeof(AccessVisit);
   bytes += by_attribute_.capacity() * sizeof(std::vector<ValueBit>) +
-           event_access_.capacity() * sizeof(PredicateId) +
+           event_access_.capacity() * sizeof(AccessHit) +
            event_views_.capacity() * sizeof(EventView);
   for (const PredicateBits& b : event_bits_) bytes += b.MemoryBytes();
   for (const auto& v : by_attribute_) bytes += v.capacity() * sizeof(ValueBit);

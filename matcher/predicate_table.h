@@ -61,6 +61,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/types/span.h"
 #include "matcher/cohort_masks.h"
 #include "matcher/types.h"
@@ -138,6 +139,12 @@ class PredicateTable {
   NormalPredicate Get(PredicateId id) const;
   // Number of references to `id` (0 if free).
   uint32_t References(PredicateId id) const { return info_[id].refs; }
+  // Number of references to the predicate `p` stands for (0 if it is not
+  // interned).
+  uint32_t References(const NormalPredicate& p) const {
+    auto it = ids_.find(p);
+    return it == ids_.end() ? 0 : info_[*it].refs;
+  }
 
   // One more than the largest predicate id issued.
   // Predicate ids stay below kMaxPredicates (2^30), the room a cluster
@@ -155,26 +162,34 @@ class PredicateTable {
   // predicate `event` satisfies (an equality's by id, a range predicate's
   // by its mask slot, slots()), and appends to `access` every satisfied
   // predicate that may be an access predicate (equalities and "present"),
-  // each once. May also set the bits of slots no live predicate holds
-  // (removed positions of a group). Writes nothing in the table.
+  // each once, with the event's value of its attribute. May also set the
+  // bits of slots no live predicate holds (removed positions of a group).
+  // Writes nothing in the table.
   // REQUIRES: bits was resized to id_limit() and slot_limit(); event's
   // attributes are distinct.
   void MarkSatisfied(EventView event, PredicateBits* bits,
-                     std::vector<PredicateId>* access) const;
+                     std::vector<AccessHit>* access) const;
 
-  // Phase 1 of a cohort, first step: clears what `masks` held, sets the
-  // equality masks and masks->touched_access(), and lists the tasks.
+  // The rows listed under an access predicate (0 if none), which the
+  // index owning the clusters knows: BeginCohort weighs them.
+  using ListRows = absl::FunctionRef<uint32_t(PredicateId)>;
+
+  // Phase 1 of a cohort, first step: clears what `masks` held, decides how
+  // to keep the cohort (per event or in masks: `keep`, CohortKeep, weighing
+  // `rows`), sets the equality masks (or bits) and
+  // masks->touched_access(), and lists the tasks.
   // REQUIRES: 1 <= events.size() <= kMaxCohortChunk; each event's
   // attributes are distinct; no task of masks' previous cohort is running.
-  void BeginCohort(absl::Span<const EventView> events,
-                   CohortMasks* masks) const;
+  void BeginCohort(absl::Span<const EventView> events, CohortMasks* masks,
+                   ListRows rows, CohortKeep keep = CohortKeep::kCheaper) const;
   // Runs task `task` of the cohort BeginCohort set up in `masks`.
   // REQUIRES: task < masks->tasks(); each task runs once; the table has not
   // changed since BeginCohort.
   void RunTask(size_t task, CohortMasks* masks) const;
   // BeginCohort and every task, on the calling thread.
-  void ComputeCohort(absl::Span<const EventView> events,
-                     CohortMasks* masks) const;
+  void ComputeCohort(absl::Span<const EventView> events, CohortMasks* masks,
+                     ListRows rows,
+                     CohortKeep keep = CohortKeep::kCheaper) const;
 
   // Live predicates (excluding the false predicate).
   size_t size() const { return live_; }
@@ -249,10 +264,15 @@ class PredicateTable {
                         uint32_t begin, uint32_t end, uint32_t align,
                         CohortMasks* m);
   static void ClearPrevious(CohortMasks* m);
+  // BeginCohort's end when the cohort is kept per event.
+  void KeepPerEvent(absl::Span<const EventView> events, CohortMasks* m) const;
+  // Builds the rank table (LeadValues::rank) of m's attribute `index` if
+  // its values span at most kMaxRankTable integers.
+  static void AddRankTable(uint32_t index, CohortMasks* m);
   // MarkSatisfied in two halves: the equalities (and the access
   // predicates), and the range groups.
   void MarkEqualities(EventView event, PredicateBits* bits,
-                      std::vector<PredicateId>* access) const;
+                      std::vector<AccessHit>* access) const;
   void MarkRanges(EventView event, PredicateBits* bits) const;
 
   static Run SortedRun(const Group& g, int64_t v);

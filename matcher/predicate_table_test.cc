@@ -68,13 +68,18 @@ bool MayBeAccess(const NormalPredicate& p) {
   return p.kind == Kind::kEq || (p.kind == Kind::kLow && p.hi == kMax);
 }
 
-// Computes the cohort's masks in `masks` (tasks in a shuffled order) and
-// checks every live predicate's mask and the touched access list.
-void CheckCohort(const PredicateTable& table, const std::vector<Event>& events,
-                 Rng& rng, CohortMasks* masks, const std::string& where,
-                 uint64_t* compared) {
+// Made-up list sizes for the cost model: some lists long, most short.
+uint32_t FakeRows(PredicateId id) { return id % 5 == 0 ? 1000 : id % 7; }
+
+// Computes the cohort's masks in `masks` (tasks in a shuffled order), kept
+// as `keep` says, and checks every live predicate's mask and the touched
+// access list.
+void CheckCohortKept(const PredicateTable& table,
+                     const std::vector<Event>& events, CohortKeep keep,
+                     Rng& rng, CohortMasks* masks, const std::string& where,
+                     uint64_t* compared) {
   std::vector<EventView> views(events.begin(), events.end());
-  table.BeginCohort(views, masks);
+  table.BeginCohort(views, masks, FakeRows, keep);
   ASSERT_EQ(masks->events(), events.size());
   std::vector<size_t> order(masks->tasks());
   std::iota(order.begin(), order.end(), 0);
@@ -94,7 +99,12 @@ void CheckCohort(const PredicateTable& table, const std::vector<Event>& events,
     }
     return mask;
   };
-  EXPECT_EQ(masks->per_event(), events.size() <= kPerEventCohort);
+  if (keep == CohortKeep::kPerEvent ||
+      (keep == CohortKeep::kCheaper && events.size() == 1)) {
+    EXPECT_TRUE(masks->per_event()) << where;
+  } else if (keep == CohortKeep::kMasks) {
+    EXPECT_FALSE(masks->per_event()) << where;
+  }
   std::vector<uint64_t> want_access(table.id_limit(), 0);
   for (PredicateId id = 1; id < table.id_limit(); ++id) {
     if (table.References(id) == 0) continue;
@@ -121,6 +131,20 @@ void CheckCohort(const PredicateTable& table, const std::vector<Event>& events,
     got_access[t.id] |= t.mask;
   }
   ASSERT_EQ(got_access, want_access) << where << ": touched access";
+}
+
+// The cohort kept each way in turn in one buffer, so that every switch
+// between the two must leave the buffer clear for the next cohort.
+void CheckCohort(const PredicateTable& table, const std::vector<Event>& events,
+                 Rng& rng, CohortMasks* masks, const std::string& where,
+                 uint64_t* compared) {
+  for (CohortKeep keep : {CohortKeep::kPerEvent, CohortKeep::kMasks,
+                          CohortKeep::kCheaper, CohortKeep::kPerEvent}) {
+    CheckCohortKept(table, events, keep, rng, masks,
+                    absl::StrCat(where, " keep ", static_cast<int>(keep)),
+                    compared);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
 }
 
 // One seed: grow a table by random acquires and releases (so groups have
@@ -227,8 +251,9 @@ TEST(PredicateTableCohort, TaskPartsAreEqualByPositionsAndStable) {
     const std::vector<EventView> views(events.begin(), events.end());
     const std::vector<EventView> shuffled_views(shuffled.begin(),
                                                 shuffled.end());
-    table.BeginCohort(views, &masks);
-    table.BeginCohort(shuffled_views, &shuffled_masks);
+    table.BeginCohort(views, &masks, FakeRows, CohortKeep::kMasks);
+    table.BeginCohort(shuffled_views, &shuffled_masks, FakeRows,
+                      CohortKeep::kMasks);
     ASSERT_FALSE(masks.per_event());
     ASSERT_EQ(masks.tasks(), shuffled_masks.tasks());
     ASSERT_GT(masks.tasks(), 8u) << "round " << round;
@@ -256,6 +281,35 @@ TEST(PredicateTableCohort, TaskPartsAreEqualByPositionsAndStable) {
   EXPECT_EQ(checked, 80);
 }
 
+// The cost model: a lone event is kept per event; events that share one
+// long list are kept in masks, events that each touch their own short lists
+// and many range predicates are kept per event.
+TEST(PredicateTableCohort, CheaperKeepFollowsSharedRowsAndPositions) {
+  PredicateTable table;
+  // Attribute 0: one shared equality with a long list. Attribute 1: many
+  // range predicates and one equality per event value, short lists.
+  const PredicateId shared = table.Acquire(FromInterval(0, 7, 7));
+  for (int64_t v = 0; v < 64; ++v) table.Acquire(FromInterval(1, v, v));
+  for (int64_t lo = 0; lo < 20000; ++lo) {
+    table.Acquire(FromInterval(1, lo, lo + 1000));
+  }
+  auto rows = [shared](PredicateId id) -> uint32_t {
+    return id == shared ? 100000 : 3;
+  };
+  CohortMasks masks;
+  std::vector<Event> alike(64, Event{{0, 7}});
+  std::vector<EventView> views(alike.begin(), alike.end());
+  table.BeginCohort(absl::MakeConstSpan(views).subspan(0, 1), &masks, rows);
+  EXPECT_TRUE(masks.per_event()) << "a lone event";
+  table.BeginCohort(views, &masks, rows);
+  EXPECT_FALSE(masks.per_event()) << "64 events sharing a long list";
+  std::vector<Event> apart;
+  for (int64_t v = 0; v < 16; ++v) apart.push_back(Event{{1, v}});
+  std::vector<EventView> apart_views(apart.begin(), apart.end());
+  table.BeginCohort(apart_views, &masks, rows);
+  EXPECT_TRUE(masks.per_event()) << "16 events sharing nothing";
+}
+
 // Ties, duplicates and the extremes: every event carrying the same value,
 // values equal to bounds, and INT64_MIN/MAX against "present".
 TEST(PredicateTableCohort, EqualValuesAndExtremes) {
@@ -267,11 +321,9 @@ TEST(PredicateTableCohort, EqualValuesAndExtremes) {
   const PredicateId le_min = table.Acquire(FromInterval(0, kMin, kMin));
   std::vector<Event> events = {
       {{0, 5}}, {{0, 5}}, {{0, kMin}}, {{0, kMax}}, {{1, 5}}};
-  // Padded past kPerEventCohort so the cohort is kept in masks.
-  events.resize(std::max(events.size(), kPerEventCohort + 1), Event{{1, 5}});
   std::vector<EventView> views(events.begin(), events.end());
   CohortMasks masks;
-  table.ComputeCohort(views, &masks);
+  table.ComputeCohort(views, &masks, FakeRows, CohortKeep::kMasks);
   ASSERT_FALSE(masks.per_event());
   const uint64_t* w = masks.words();
   const uint32_t* slot = table.slots();
@@ -281,9 +333,9 @@ TEST(PredicateTableCohort, EqualValuesAndExtremes) {
   EXPECT_EQ(w[slot[ge_max]], 0b01000u);  // kEq at INT64_MAX
   EXPECT_EQ(w[slot[le_min]], 0b00100u);  // kEq at INT64_MIN
   // The next cohort in the same buffer starts from clear masks.
-  const std::vector<Event> none(kPerEventCohort + 1, Event{{1, 5}});
+  const std::vector<Event> none(8, Event{{1, 5}});
   std::vector<EventView> none_views(none.begin(), none.end());
-  table.ComputeCohort(none_views, &masks);
+  table.ComputeCohort(none_views, &masks, FakeRows, CohortKeep::kMasks);
   for (PredicateId id : {le5, ge5, present, ge_max, le_min}) {
     EXPECT_EQ(masks.words()[slot[id]], 0u) << "predicate " << id;
   }

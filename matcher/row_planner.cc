@@ -82,8 +82,8 @@ struct RowPlanner::Entry {
   bool negated = false;
 };
 
-// An entry of a subscription being planned: its cluster entry (cohort_masks.h)
-// and its estimated selectivity.
+// An entry of a subscription being planned: its index among the normalised
+// entries and its estimated selectivity.
 struct RowPlanner::Ranked {
   uint32_t entry;
   bool positive_eq;
@@ -166,41 +166,50 @@ absl::Status RowPlanner::Normalise(absl::Span<const Predicate> predicates,
 
 // Access predicate: the positive equality least likely satisfied (Fabret).
 // Without one, the subscription goes to the per-attribute list of the
-// attribute of its most selective entry: the access predicate is "present"
-// on that attribute, and the entry itself stays a column (it leads them).
-// Lists of a few large clusters stream well; clustering under range
-// predicates scattered these subscriptions over thousands of one-row
-// clusters, each a cache miss, because most range predicates hold for most
-// events (measured 2.2-2.4x slower on fabret-1m).
-PredicateId RowPlanner::ChooseAccess(std::vector<Ranked>* ranked,
-                                     PredicateTable* table) {
-  std::sort(ranked->begin(), ranked->end(),
-            [](const Ranked& a, const Ranked& b) {
-              if (a.positive_eq != b.positive_eq) return a.positive_eq;
-              return a.selectivity < b.selectivity;
-            });
-  const Ranked& first = ranked->front();
-  if (first.positive_eq || first.entry == kFalsePredicate) {
-    const PredicateId access = first.entry;
+// attribute of its most selective positive entry, its *lead*: the access
+// predicate is "present" on that attribute, and the lead range is kept in
+// the row (LeadRange) rather than interned, so that the rows' first check
+// compares two bounds with the event's value. Lists of a few large
+// clusters stream well; clustering under range predicates scattered these
+// subscriptions over thousands of one-row clusters, each a cache miss,
+// because most range predicates hold for most events (measured 2.2-2.4x
+// slower on fabret-1m).
+// Sorts *ranked by selectivity; removes the entry that became the access
+// predicate (or the lead, which it sets in *lead), and, under "present",
+// an entry that is "present" itself (the access predicate implies it).
+// Returns the access predicate, not yet interned.
+NormalPredicate RowPlanner::ChooseAccess(const std::vector<Entry>& entries,
+                                         std::vector<Ranked>* ranked,
+                                         std::optional<LeadRange>* lead) {
+  std::stable_sort(ranked->begin(), ranked->end(),
+                   [](const Ranked& a, const Ranked& b) {
+                     if (a.positive_eq != b.positive_eq) return a.positive_eq;
+                     return a.selectivity < b.selectivity;
+                   });
+  const Entry& first = entries[ranked->front().entry];
+  if (ranked->front().positive_eq || first.predicate.kind == Kind::kFalse) {
     ranked->erase(ranked->begin());
-    return access;
+    return first.predicate;
   }
-  auto lead = ranked->begin();  // most selective positive entry
-  while (lead->entry & kNegatedBit) ++lead;
-  const NormalPredicate present = FromInterval(
-      table->Get(lead->entry & kEntryIdMask).attribute, kMin, kMax);
-  const PredicateId access = table->Acquire(present);
-  auto same =
-      std::find_if(ranked->begin(), ranked->end(), [&](const Ranked& r) {
-        return r.entry == table->EntryOf(access, false);
-      });
-  if (same != ranked->end()) {
-    table->Release(access);  // already one of the entries: take it out
-    ranked->erase(same);
-  } else {
-    stats_->Count(present, +1);  // released with the others on Remove
-  }
-  return access;
+  auto it = ranked->begin();  // most selective positive entry
+  while (entries[it->entry].negated) ++it;
+  const NormalPredicate& leading = entries[it->entry].predicate;
+  *lead = LeadRange{leading.lo, leading.hi};
+  const NormalPredicate present = FromInterval(leading.attribute, kMin, kMax);
+  ranked->erase(it);
+  // Count "present" once: as an entry if it is one, else for itself.
+  bool counted = leading == present;
+  ranked->erase(
+      std::remove_if(ranked->begin(), ranked->end(),
+                     [&](const Ranked& r) {
+                       const Entry& e = entries[r.entry];
+                       const bool same = !e.negated && e.predicate == present;
+                       counted |= same;
+                       return same;
+                     }),
+      ranked->end());
+  if (!counted) stats_->Count(present, +1);
+  return present;
 }
 
 absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
@@ -214,27 +223,33 @@ absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
         "predicates: the index holds ", table->size(),
         " distinct predicates; the limit is ", kMaxPredicates - 2));
   }
+  // Rank before interning, so that the lead, which is not interned, never
+  // enters the table. An equality's estimate counts this row's reference.
+  for (const Entry& e : entries) stats_->Count(e.predicate, +1);
   std::vector<Ranked> ranked;
   ranked.reserve(entries.size());
-  for (const Entry& e : entries) {
-    const PredicateId pid = table->Acquire(e.predicate);
-    stats_->Count(e.predicate, +1);
-    ranked.push_back({table->EntryOf(pid, e.negated),
-                      e.predicate.kind == Kind::kEq && !e.negated, 0.0});
+  for (uint32_t i = 0; i < entries.size(); ++i) {
+    const Entry& e = entries[i];
+    const bool eq = e.predicate.kind == Kind::kEq;
+    ranked.push_back(
+        {i, eq && !e.negated,
+         stats_->Selectivity(e.predicate,
+                             eq ? table->References(e.predicate) + 1 : 0,
+                             e.negated)});
   }
-  for (size_t i = 0; i < ranked.size(); ++i) {
-    const PredicateId pid = ranked[i].entry & kEntryIdMask;
-    ranked[i].selectivity = stats_->Selectivity(
-        entries[i].predicate, table->References(pid), entries[i].negated);
-  }
-  plan->access = ChooseAccess(&ranked, table);
+  plan->lead.reset();
+  plan->access = table->Acquire(ChooseAccess(entries, &ranked, &plan->lead));
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const Ranked& a, const Ranked& b) {
                      return a.selectivity < b.selectivity;
                    });
   plan->columns.clear();
   plan->columns.reserve(ranked.size());
-  for (const Ranked& r : ranked) plan->columns.push_back(r.entry);
+  for (const Ranked& r : ranked) {
+    const Entry& e = entries[r.entry];
+    plan->columns.push_back(
+        table->EntryOf(table->Acquire(e.predicate), e.negated));
+  }
   return absl::OkStatus();
 }
 
@@ -246,7 +261,13 @@ void RowPlanner::Forget(uint32_t entry, PredicateTable* table) {
 
 void RowPlanner::Release(PredicateId access,
                          absl::Span<const uint32_t> columns,
+                         const std::optional<LeadRange>& lead,
                          PredicateTable* table) {
+  if (lead.has_value()) {
+    stats_->Count(FromInterval(table->Get(access).attribute, lead->lo,
+                               lead->hi),
+                  -1);
+  }
   Forget(access, table);
   for (uint32_t e : columns) Forget(e, table);
 }

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -36,11 +37,13 @@ inline constexpr size_t kMaxPredicatesPerSubscription = 1024;
 
 namespace internal {
 
-// A planned row: its access predicate and its columns (predicate ids, with
-// flag bits: cohort_masks.h).
+// A planned row: its access predicate, its columns (predicate ids, with
+// flag bits: cohort_masks.h), in the order they are checked, and its lead
+// range if the access predicate is "present" (see LeadRange).
 struct RowPlan {
   PredicateId access = kFalsePredicate;
   std::vector<uint32_t> columns;
+  std::optional<LeadRange> lead;
 };
 
 class RowPlanner {
@@ -59,9 +62,10 @@ class RowPlanner {
   absl::Status Plan(absl::Span<const Predicate> predicates,
                     PredicateTable* table, RowPlan* plan);
 
-  // Drops what Plan took for a row: its access predicate and its columns.
+  // Drops what Plan took for a row: its access predicate, its columns and
+  // its lead (counted in the statistics only).
   void Release(PredicateId access, absl::Span<const uint32_t> columns,
-               PredicateTable* table);
+               const std::optional<LeadRange>& lead, PredicateTable* table);
 
   // Heap bytes held (the statistics).
   size_t MemoryBytes() const;
@@ -73,8 +77,9 @@ class RowPlanner {
 
   static absl::Status Normalise(absl::Span<const Predicate> predicates,
                                 std::vector<Entry>* entries);
-  PredicateId ChooseAccess(std::vector<Ranked>* ranked,
-                           PredicateTable* table);
+  NormalPredicate ChooseAccess(const std::vector<Entry>& entries,
+                               std::vector<Ranked>* ranked,
+                               std::optional<LeadRange>* lead);
   void Forget(uint32_t entry, PredicateTable* table);
 
   std::unique_ptr<Statistics> stats_;

@@ -90,10 +90,11 @@ class CohortPipeline {
   // so more cost memory; two already let an early partition start the next
   // cohort's phase 1.
   static constexpr uint32_t kBuffers = 2;
-  // The most events queued for an event to go solo: as many as the matcher
-  // keeps per event (matcher::internal::kPerEventCohort), which share no
-  // work in a cohort.
-  static constexpr size_t kSoloCohort = matcher::internal::kPerEventCohort;
+  // The most events queued for an event to go solo. Cohorts this small
+  // share little work on fabret-1m (the matcher keeps them per event there:
+  // matcher::internal::CohortKeep; its crossover lies at about 13 events),
+  // so handing them to the partitions buys less than it costs.
+  static constexpr size_t kSoloCohort = 12;
 
   struct Work {
     enum class Kind {
