@@ -4,6 +4,8 @@
 #include <cassert>
 #include <cstring>
 
+#include "matcher/growth.h"
+
 namespace cohort {
 namespace matcher {
 namespace internal {
@@ -16,6 +18,7 @@ uint32_t ClusterStore::NewCluster(uint32_t* head, PredicateId access,
     free_.pop_back();
   } else {
     index = static_cast<uint32_t>(clusters_.size());
+    ReserveGrowingByQuarter(clusters_, clusters_.size() + 1);
     clusters_.emplace_back();
   }
   Cluster& c = clusters_[index];

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "matcher/growth.h"
 
 namespace cohort {
 namespace matcher {
@@ -28,7 +29,9 @@ absl::Status Index::Add(SubscriptionId id,
   if (absl::Status s = planner_.Plan(predicates, &table_, &plan); !s.ok()) {
     return s;
   }
-  if (lists_.size() <= plan.access) lists_.resize(plan.access + 1);
+  if (lists_.size() <= plan.access) {
+    internal::ResizeGrowingByQuarter(lists_, plan.access + 1, List{});
+  }
   List& list = lists_[plan.access];
   ++list.rows;
   clusters_.AddRow(&list.head, plan.access, id, plan.columns,

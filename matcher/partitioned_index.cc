@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "matcher/growth.h"
 
 namespace cohort {
 namespace matcher {
@@ -38,7 +39,9 @@ absl::StatusOr<uint32_t> PartitionedIndex::PartitionOf(
 }
 
 uint32_t PartitionedIndex::Choose(PredicateId access, SubscriptionId id) {
-  if (access >= access_of_.size()) access_of_.resize(access + 1, kNoAccess);
+  if (access >= access_of_.size()) {
+    internal::ResizeGrowingByQuarter(access_of_, access + 1, kNoAccess);
+  }
   if (access_of_[access] == kNoAccess) {
     uint32_t k;
     if (!free_accesses_.empty()) {
@@ -46,6 +49,7 @@ uint32_t PartitionedIndex::Choose(PredicateId access, SubscriptionId id) {
       free_accesses_.pop_back();
     } else {
       k = static_cast<uint32_t>(accesses_.size());
+      internal::ReserveGrowingByQuarter(accesses_, accesses_.size() + 1);
       accesses_.emplace_back();
     }
     Access& fresh = accesses_[k];

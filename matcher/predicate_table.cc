@@ -5,6 +5,8 @@
 #include <cstring>
 #include <limits>
 
+#include "matcher/growth.h"
+
 namespace cohort {
 namespace matcher {
 namespace internal {
@@ -206,6 +208,8 @@ PredicateId PredicateTable::Acquire(const NormalPredicate& p) {
     free_ids_.pop_back();
   } else {
     id = static_cast<PredicateId>(info_.size());
+    ReserveGrowingByQuarter(info_, info_.size() + 1);
+    ReserveGrowingByQuarter(slot_of_, slot_of_.size() + 1);
     info_.emplace_back();
     slot_of_.push_back(0);
   }
@@ -298,9 +302,12 @@ void PredicateTable::Rebuild(Group& g) {
   rebuilt.base = g.base;
   rebuilt.capacity = g.capacity;
   const uint32_t n = static_cast<uint32_t>(order.size());
-  rebuilt.key.reserve(n);
-  rebuilt.pred.reserve(n);
-  if (has_hi) rebuilt.hi.reserve(n);
+  // Room for the tail that may grow before the next merge, so that its
+  // first insert does not double the arrays.
+  const uint32_t room = n + std::max(kMinTail, n / kTailDivisor) + 1;
+  rebuilt.key.reserve(room);
+  rebuilt.pred.reserve(room);
+  if (has_hi) rebuilt.hi.reserve(room);
   for (uint32_t i : order) {
     rebuilt.key.push_back(g.key[i]);
     rebuilt.pred.push_back(g.pred[i]);
