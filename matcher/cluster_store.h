@@ -73,6 +73,25 @@ namespace lead_internal {
 class SortedLeadMasks;
 }  // namespace lead_internal
 
+// An emit for ClusterStore::MatchList that appends `id` to out[i] for each
+// event i of `mask`, counting the matches in *found.
+class AppendToEvents {
+ public:
+  AppendToEvents(std::vector<SubscriptionId>* out, uint64_t* found)
+      : out_(out), found_(found) {}
+  void operator()(SubscriptionId id, uint64_t mask) const {
+    do {
+      out_[__builtin_ctzll(mask)].push_back(id);
+      ++*found_;
+      mask &= mask - 1;
+    } while (mask != 0);
+  }
+
+ private:
+  std::vector<SubscriptionId>* out_;
+  uint64_t* found_;
+};
+
 class ClusterStore {
  public:
   // Appends a row for `id` with `entries` (and `lead`, if any) to the

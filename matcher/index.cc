@@ -120,13 +120,7 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
     }
   } else {
     for (size_t t = 0; t < masks_.tasks(); ++t) table_.RunTask(t, &masks_);
-    auto emit = [&](SubscriptionId id, uint64_t mask) {
-      do {
-        out[__builtin_ctzll(mask)].push_back(id);
-        ++found;
-        mask &= mask - 1;
-      } while (mask != 0);
-    };
+    const internal::AppendToEvents emit(out, &found);
     for (const internal::TouchedAccess& t : touched) {
       const uint32_t head = Head(t.id);
       if (head == internal::kNoCluster) continue;

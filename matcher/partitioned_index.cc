@@ -224,13 +224,7 @@ void PartitionedIndex::MatchPartition(uint32_t p, const CohortMasks& masks,
                                       std::vector<SubscriptionId>* out,
                                       IndexCounters* counters) const {
   uint64_t rows = 0, visited = 0, found = 0;
-  auto emit = [&](SubscriptionId id, uint64_t mask) {
-    do {
-      out[__builtin_ctzll(mask)].push_back(id);
-      ++found;
-      mask &= mask - 1;
-    } while (mask != 0);
-  };
+  const internal::AppendToEvents emit(out, &found);
   const std::vector<internal::AccessVisit>& visits = masks.visits(p);
   for (const internal::AccessVisit& v : visits) {
     if (masks.per_event()) {
