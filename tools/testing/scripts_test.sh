@@ -173,6 +173,39 @@ sys.exit(not ok)' "${out}"
     >"${tmp}/matcher_presets_nobaseline.log" 2>&1
   check "matcher_presets.sh --baseline without a binary exits 2" test $? -eq 2
 
+  # bench/public_matchers.sh, with stand-ins for TAMA and REIN (brute force,
+  # tools/testing/fake_public): the real collection is not in the repository.
+  out="${SCRIPTS_TEST_OUT:-${tmp}}/public_matchers"
+  rm -rf "${out}"
+  bench/public_matchers.sh --src=tools/testing/fake_public --quick \
+    --presets=fabret-1m,ranges-1m --cohorts=event,64 --out="${out}" \
+    >"${tmp}/public_matchers.log" 2>&1
+  check "public_matchers.sh --quick exits 0" test $? -eq 0
+  check "public_matchers: every matcher's counts agree, a row per path" python3 -c '
+import json, sys
+ok = True
+for preset, ne in (("fabret-1m", "drop_subscriptions"), ("ranges-1m", "drop_predicates")):
+    export = json.loads(open(sys.argv[1] + "/" + preset + ".export.json").read())
+    cohort = [json.loads(l) for l in open(sys.argv[1] + "/" + preset + ".cohort.json")]
+    ok &= export["ne"] == ne and export["kept"] > 0
+    ok &= [r["path"] for r in cohort] == ["MatchEvent", "MatchCohort"]
+    for m in ("tama", "rein"):
+        r = json.loads(open(sys.argv[1] + "/" + preset + "." + m + ".json").read())
+        ok &= r["mismatched_events"] == 0
+        ok &= abs(r["matches_per_event"] - export["matches_per_event"]) < 1e-3
+        ok &= r["subscriptions"] == export["kept"]
+    ok &= "## " + preset in open(sys.argv[1] + "/report.md").read()
+sys.exit(not ok)' "${out}"
+  COHORT_FAKE_PUBLIC_WRONG=1 bench/public_matchers.sh \
+    --src=tools/testing/fake_public --quick --presets=fabret-1m \
+    --cohorts=event --out="${out}-wrong" >"${tmp}/public_wrong.log" 2>&1
+  check "public_matchers.sh refuses a matcher whose counts differ" \
+    bash -c '[[ $1 == 1 ]] && grep -q "disagreed with Cohort" "$2"' \
+    _ $? "${tmp}/public_wrong.log"
+  bench/public_matchers.sh --src=/nonexistent \
+    >"${tmp}/public_nosrc.log" 2>&1
+  check "public_matchers.sh without a checkout exits 2" test $? -eq 2
+
   # deploy/: the manifests, unit and Dockerfile (schemas, fields).
   deploy/check.sh >"${tmp}/deploy.log" 2>&1
   deploy_status=$?

@@ -1,0 +1,1 @@
+// Fake REIN: everything is in rein.h.

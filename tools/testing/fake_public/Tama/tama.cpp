@@ -1,0 +1,1 @@
+// Fake TAMA: everything is in tama.h.
