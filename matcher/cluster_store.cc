@@ -9,6 +9,15 @@
 namespace cohort {
 namespace matcher {
 namespace internal {
+namespace {
+
+// Starts loading slots[id] of cluster entry `e` if it is a range entry
+// (PredicateBits::Holds reads it); does nothing for an equality.
+inline void PrefetchSlot(uint32_t e, const uint32_t* slots) {
+  if (e & kRangeEntryBit) __builtin_prefetch(slots + (e & kEntryIdMask));
+}
+
+}  // namespace
 
 uint32_t ClusterStore::NewCluster(uint32_t* head, PredicateId access,
                                   uint32_t width, bool lead) {
@@ -235,6 +244,16 @@ void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
   for (; k < c.width && live > 0; ++k) {
     const uint32_t* col = c.column(k) + start;
     uint32_t kept = 0;
+    // A range entry's slot is a load from a table as large as the
+    // predicates, and its bit a second, dependent one. Where that table is
+    // too large for the cache (ranges-1m: 5.9M slots), in a lead cluster,
+    // whose entries are ranges or NE, ask for every live row's slot first,
+    // so that the misses overlap, then check: ranges-1m's MatchEvent 1.56x.
+    // Elsewhere the extra pass only costs (most entries are equalities, or
+    // the slots are cached: fabret-1m's MatchEvent lost 5% to it).
+    if (c.lead && bits.large_slot_table()) {
+      for (uint32_t m = 0; m < live; ++m) PrefetchSlot(col[alive[m]], slots);
+    }
     for (uint32_t m = 0; m < live; ++m) {
       const uint32_t j = alive[m];
       alive[kept] = j;

@@ -85,6 +85,19 @@ enum class CohortKeep { kCheaper, kPerEvent, kMasks };
 // it, in one run against the build without).
 inline constexpr size_t kMaxCheaperPerEvent = 32;
 inline constexpr double kPerEventRowCost = 4.0;
+// A row of a "present" list (lead ranges, cluster_store.h) costs an event
+// less where the slot table is too large for the cache (more than
+// kCachedSlots slots): its range entries' slots are then cache misses, and
+// the per-event check fetches a block's slots together so that the misses
+// overlap (ClusterStore::MatchBlockForEvent), while the masks pay a miss
+// for the slot and another for its mask word. Fitted on ranges-1m (5.9M
+// slots) after that prefetch: per event beats masks up to 16 events, masks
+// win from 32; ranges-1m's first 100,000 subscriptions (about 630,000
+// slots) chose masks at 8 events with the old cost, at 0.68x of MatchEvent,
+// and go per event with this one. Below the threshold (fabret-1m: 271,000
+// slots) a lead row costs kPerEventRowCost, as fitted before.
+inline constexpr double kPerEventLeadRowCostUncached = 1.0;
+inline constexpr size_t kCachedSlots = size_t{1} << 19;
 inline constexpr double kPerEventPositionCost = 0.075;
 inline constexpr double kMaskRowCost = 8.0;
 inline constexpr double kMaskPositionCost = 1.5;
@@ -117,6 +130,7 @@ class PredicateBits {
   // Makes room for equality ids below `id_limit` and slots below
   // `slot_limit`. REQUIRES: no bit is set.
   void Resize(size_t id_limit, size_t slot_limit) {
+    large_slot_table_ = slot_limit > kCachedSlots;
     id_words_ =
         std::max(id_words_, static_cast<uint32_t>((id_limit + 63) / 64));
     const size_t words = id_words_ + (slot_limit + 63) / 64;
@@ -153,6 +167,9 @@ class PredicateBits {
     return static_cast<uint32_t>(
         ((words_[bit >> 6] >> (bit & 63)) ^ (e >> 31)) & 1);
   }
+  // Whether the slot table of the last Resize passes kCachedSlots: range
+  // entries' slot lookups are then cache misses worth fetching ahead.
+  bool large_slot_table() const { return large_slot_table_; }
   // Clears every bit set since the last call.
   void Clear() {
     for (const WordRange& r : dirty_) {
@@ -178,6 +195,7 @@ class PredicateBits {
 
   std::vector<uint64_t> words_;
   uint32_t id_words_ = 0;         // words of the equality part
+  bool large_slot_table_ = false;
   std::vector<WordRange> dirty_;  // ranges of words that may be non-zero
 };
 

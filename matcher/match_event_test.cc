@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "matcher/cohort_masks.h"
 #include "matcher/index.h"
 #include "matcher/index_test_util.h"
 #include "matcher/reference_matcher.h"
@@ -109,6 +110,36 @@ TEST(MatchEventDifferential, SortedGroupsCompactionAndRebuilds) {
     add(200);
     ASSERT_TRUE(AgreeOnEvents(index, reference, events, &scratch));
   }
+}
+
+// Property: past internal::kCachedSlots range predicates, the per-event
+// path fetches lead clusters' slots ahead (ClusterStore::MatchBlockForEvent)
+// and the cost model weighs lead rows less; MatchEvent and MatchCohort still
+// agree with the reference, tombstones included.
+TEST(MatchEventDifferential, RangesPastTheCachedSlotTable) {
+  Rng rng(11);
+  constexpr uint32_t kAttributes = 3;
+  constexpr int64_t kDomain = 10000000;
+  Index index;
+  ReferenceMatcher reference;
+  SubscriptionId id = 0;
+  while (index.predicates() <= internal::kCachedSlots + 20000) {
+    Subscription s;
+    for (int k = 0, n = 2 + rng.Uniform(2); k < n; ++k) {
+      s.push_back(RandomPredicate(rng, kAttributes, kDomain, test_util::kRangeOnly));
+    }
+    ASSERT_TRUE(index.Add(id, s).ok());
+    reference.Add(id, s);
+    ++id;
+  }
+  for (SubscriptionId gone = 0; gone < id; gone += 7) {
+    ASSERT_TRUE(index.Remove(gone).ok());
+    reference.Remove(gone);
+  }
+  std::vector<Event> events(40);
+  for (Event& e : events) e = RandomEvent(rng, kAttributes, kDomain);
+  MatchScratch scratch;
+  EXPECT_TRUE(AgreeOnEvents(index, reference, events, &scratch));
 }
 
 // A random index of `n` subscriptions (ids 0..n-1) and `events` events over

@@ -552,7 +552,8 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
   // A first pass over the events: each event's access hits (one FindEq
   // per attribute, for either way of keeping the cohort), the cohort's
   // values by attribute, and the sizes the cost model weighs (CohortKeep).
-  double rows_sum = 0, rows_present = 0, positions_sum = 0, positions_all = 0;
+  double rows_sum = 0, lead_rows_sum = 0, rows_present = 0, positions_sum = 0,
+         positions_all = 0;
   // A lone event is kept per event (unless told otherwise) and needs no
   // values by attribute: the masks would share nothing.
   const bool lone = events.size() == 1 && keep != CohortKeep::kMasks;
@@ -581,7 +582,7 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
                                   : rows(groups.present);
       if (groups.present != kFalsePredicate) {
         m->event_access_.push_back({groups.present, av.value});
-        rows_sum += present;
+        lead_rows_sum += present;
       }
       if (lone) continue;
       std::vector<CohortMasks::ValueBit>& values =
@@ -597,12 +598,17 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
   m->event_hits_begin_.push_back(
       static_cast<uint32_t>(m->event_access_.size()));
   const double per_event_cost =
-      kPerEventRowCost * rows_sum + kPerEventPositionCost * positions_sum;
+      kPerEventRowCost * rows_sum +
+      (slot_limit_ > kCachedSlots ? kPerEventLeadRowCostUncached
+                                  : kPerEventRowCost) *
+          lead_rows_sum +
+      kPerEventPositionCost * positions_sum;
   // The masks check each list once: at least the rows of an average event's
   // lists; exactly, the union, which the equality masks below give.
   const double mask_floor =
       kMaskPositionCost * positions_all +
-      kMaskRowCost * std::max(rows_present, rows_sum / events.size());
+      kMaskRowCost *
+          std::max(rows_present, (rows_sum + lead_rows_sum) / events.size());
   m->per_event_ = keep == CohortKeep::kPerEvent ||
                   (keep == CohortKeep::kCheaper &&
                    (lone || (weigh && per_event_cost <= mask_floor)));

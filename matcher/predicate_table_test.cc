@@ -310,6 +310,42 @@ TEST(PredicateTableCohort, CheaperKeepFollowsSharedRowsAndPositions) {
   EXPECT_TRUE(masks.per_event()) << "16 events sharing nothing";
 }
 
+// The cost model's lead rows: a row of a "present" list weighs
+// kPerEventRowCost per event while the slot table fits the cache, and
+// kPerEventLeadRowCostUncached once it has more than kCachedSlots slots.
+// The same 16 events and lists are kept in masks beside a small table and
+// per event beside a large one (whose extra predicates no event touches).
+TEST(PredicateTableCohort, LeadRowsWeighLessPerEventOnALargeTable) {
+  auto build = [](PredicateTable& table, size_t extra) {
+    const PredicateId present = table.Acquire(FromInterval(0, kMin, kMax));
+    for (int64_t lo = 0; lo < 100000; ++lo) {
+      table.Acquire(FromInterval(0, lo, lo + 1000));
+    }
+    for (int64_t lo = 0; lo < static_cast<int64_t>(extra); ++lo) {
+      table.Acquire(FromInterval(1, lo, lo + 1000));
+    }
+    return present;
+  };
+  PredicateTable small_table;
+  PredicateTable large_table;
+  const PredicateId small_present = build(small_table, 0);
+  const PredicateId large_present = build(large_table, kCachedSlots);
+  ASSERT_LE(small_table.slot_limit(), kCachedSlots);
+  ASSERT_GT(large_table.slot_limit(), kCachedSlots);
+  std::vector<Event> events;
+  for (int64_t v = 0; v < 16; ++v) events.push_back(Event{{0, v * 1000}});
+  std::vector<EventView> views(events.begin(), events.end());
+  CohortMasks masks;
+  small_table.BeginCohort(views, &masks, [&](PredicateId id) -> uint32_t {
+    return id == small_present ? 1000 : 3;
+  });
+  EXPECT_FALSE(masks.per_event()) << "lead rows at kPerEventRowCost";
+  large_table.BeginCohort(views, &masks, [&](PredicateId id) -> uint32_t {
+    return id == large_present ? 1000 : 3;
+  });
+  EXPECT_TRUE(masks.per_event()) << "lead rows at the uncached cost";
+}
+
 // Ties, duplicates and the extremes: every event carrying the same value,
 // values equal to bounds, and INT64_MIN/MAX against "present".
 TEST(PredicateTableCohort, EqualValuesAndExtremes) {
