@@ -98,6 +98,11 @@ inline constexpr double kPerEventRowCost = 4.0;
 // slots) a lead row costs kPerEventRowCost, as fitted before.
 inline constexpr double kPerEventLeadRowCostUncached = 1.0;
 inline constexpr size_t kCachedSlots = size_t{1} << 19;
+// Whether a slot table of `slot_limit` slots is past kCachedSlots: the one
+// test both the cost model and the per-event prefetch make.
+inline bool SlotTableUncached(size_t slot_limit) {
+  return slot_limit > kCachedSlots;
+}
 inline constexpr double kPerEventPositionCost = 0.075;
 inline constexpr double kMaskRowCost = 8.0;
 inline constexpr double kMaskPositionCost = 1.5;
@@ -130,7 +135,7 @@ class PredicateBits {
   // Makes room for equality ids below `id_limit` and slots below
   // `slot_limit`. REQUIRES: no bit is set.
   void Resize(size_t id_limit, size_t slot_limit) {
-    large_slot_table_ = slot_limit > kCachedSlots;
+    large_slot_table_ = SlotTableUncached(slot_limit);
     id_words_ =
         std::max(id_words_, static_cast<uint32_t>((id_limit + 63) / 64));
     const size_t words = id_words_ + (slot_limit + 63) / 64;
@@ -167,8 +172,8 @@ class PredicateBits {
     return static_cast<uint32_t>(
         ((words_[bit >> 6] >> (bit & 63)) ^ (e >> 31)) & 1);
   }
-  // Whether the slot table of the last Resize passes kCachedSlots: range
-  // entries' slot lookups are then cache misses worth fetching ahead.
+  // SlotTableUncached of the last Resize's slot_limit: range entries' slot
+  // lookups are then cache misses worth fetching ahead.
   bool large_slot_table() const { return large_slot_table_; }
   // Clears every bit set since the last call.
   void Clear() {

@@ -599,8 +599,8 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
       static_cast<uint32_t>(m->event_access_.size()));
   const double per_event_cost =
       kPerEventRowCost * rows_sum +
-      (slot_limit_ > kCachedSlots ? kPerEventLeadRowCostUncached
-                                  : kPerEventRowCost) *
+      (SlotTableUncached(slot_limit_) ? kPerEventLeadRowCostUncached
+                                      : kPerEventRowCost) *
           lead_rows_sum +
       kPerEventPositionCost * positions_sum;
   // The masks check each list once: at least the rows of an average event's
