@@ -81,6 +81,7 @@ struct Result {
   std::vector<float> latency_us;  // one per event per pass
   uint64_t rows_checked = 0;
   uint64_t clusters_checked = 0;
+  uint64_t lists_checked = 0;
   uint64_t events = 0;
 };
 
@@ -119,6 +120,7 @@ void RunPass(matcher::Index& index,
   std::vector<std::vector<matcher::SubscriptionId>> out(1);
   const uint64_t rows_before = index.counters().rows_checked;
   const uint64_t clusters_before = index.counters().clusters_checked;
+  const uint64_t lists_before = index.counters().cluster_lists;
   Pass pass;
   const Clock::time_point start = Clock::now();
   for (size_t at = 0; at < events.size(); at += step) {
@@ -141,6 +143,7 @@ void RunPass(matcher::Index& index,
   result->rows_checked += index.counters().rows_checked - rows_before;
   result->clusters_checked +=
       index.counters().clusters_checked - clusters_before;
+  result->lists_checked += index.counters().cluster_lists - lists_before;
   result->events += events.size();
 }
 
@@ -198,6 +201,7 @@ std::string Format(const Context& c, Result& r, const std::string& format) {
   const double per_event = static_cast<double>(matches) / r.events;
   const double rows = static_cast<double>(r.rows_checked) / r.events;
   const double clusters = static_cast<double>(r.clusters_checked) / r.events;
+  const double lists = static_cast<double>(r.lists_checked) / r.events;
   const bool event_path = r.cohort_max == 0;
   if (format == "text") {
     return absl::StrFormat(
@@ -208,8 +212,9 @@ std::string Format(const Context& c, Result& r, const std::string& format) {
         median, rates.front(), rates.back(), rates.size(), p50, p99, per_event,
         event_path
             ? ""
-            : absl::StrFormat("  %.0f rows in %.0f clusters checked/event",
-                              rows, clusters));
+            : absl::StrFormat(
+                  "  %.0f rows in %.0f clusters of %.1f lists checked/event",
+                  rows, clusters, lists));
   }
   // MatchEvent reports cohort_max 1 (one event per call) and no counters.
   return absl::StrFormat(
@@ -221,13 +226,14 @@ std::string Format(const Context& c, Result& r, const std::string& format) {
       "\"events_per_s_max\": %.0f, \"repetitions\": %d, \"p50_us\": %.2f, "
       "\"p99_us\": %.2f, \"matches_per_event\": %.3f, "
       "\"rows_checked_per_event\": %.1f, \"clusters_checked_per_event\": %.1f, "
+      "\"lists_checked_per_event\": %.1f, "
       "\"bytes_per_subscription\": %.1f, \"peak_rss_mb\": %.1f, "
       "\"predicates\": %d, \"clusters\": %d, \"machine\": \"%s\"}\n",
       c.workload_name, c.sha256, c.subscriptions, c.events,
       event_path ? "MatchEvent" : "MatchCohort", c.keep,
       event_path ? 1 : r.cohort_max,
       c.load_s, median, rates.front(), rates.back(), rates.size(), p50, p99,
-      per_event, rows, clusters, c.bytes_per_subscription, PeakRssMb(),
+      per_event, rows, clusters, lists, c.bytes_per_subscription, PeakRssMb(),
       c.predicates, c.clusters, c.machine);
 }
 

@@ -106,29 +106,53 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
     size_t t = 0;
     for (size_t e = 0; e < events.size(); ++e) {
       table_.RunTask(e, &masks_);
-      for (; t < touched.size() && __builtin_ctzll(touched[t].mask) == e;
-           ++t) {
-        const uint32_t head = Head(touched[t].id);
-        if (head == internal::kNoCluster) continue;
-        ++lists;
-        const size_t before = out[e].size();
-        clusters_.MatchListForEvent(head, masks_.event_value(touched[t].lead),
-                                    table_.slots(), masks_.event_bits(e),
-                                    &out[e], &visited, &rows);
-        found += out[e].size() - before;
+      const size_t first = t;
+      while (t < touched.size() && __builtin_ctzll(touched[t].mask) == e) {
+        if (touched[t].id < lists_.size()) {
+          __builtin_prefetch(&lists_[touched[t].id]);
+        }
+        ++t;
+      }
+      const size_t before = out[e].size();
+      const internal::PredicateBits& bits = masks_.event_bits(e);
+      clusters_.MatchListsForEvent(
+          t - first,
+          [&](size_t v) {
+            const internal::TouchedAccess& a = touched[first + v];
+            return internal::EventList{Head(a.id),
+                                       masks_.event_value(a.lead), &bits,
+                                       &out[e]};
+          },
+          table_.slots(), &visited, &rows);
+      found += out[e].size() - before;
+      for (size_t v = first; v < t; ++v) {
+        lists += Head(touched[v].id) != internal::kNoCluster;
       }
     }
   } else {
     for (size_t t = 0; t < masks_.tasks(); ++t) table_.RunTask(t, &masks_);
-    const internal::AppendToEvents emit(out, &found);
-    for (const internal::TouchedAccess& t : touched) {
-      const uint32_t head = Head(t.id);
-      if (head == internal::kNoCluster) continue;
-      ++lists;
-      const internal::LeadValues lead = masks_.lead_values(t.lead);
-      clusters_.MatchList(head, t.mask, &lead, table_.slots(), masks_.words(),
-                          emit, &visited, &rows);
+    // The lists to visit, their heads read ahead (a miss each on a large
+    // index) so that phase 2 walks them as one pipelined sequence.
+    std::vector<std::vector<internal::AccessVisit>>& by_partition =
+        masks_.visits();
+    by_partition.resize(1);
+    std::vector<internal::AccessVisit>& visits = by_partition[0];
+    visits.clear();
+    constexpr size_t kAhead = 8;
+    for (size_t i = 0; i < touched.size(); ++i) {
+      if (i + kAhead < touched.size() &&
+          touched[i + kAhead].id < lists_.size()) {
+        __builtin_prefetch(&lists_[touched[i + kAhead].id]);
+      }
+      const uint32_t head = Head(touched[i].id);
+      if (head != internal::kNoCluster) {
+        visits.push_back({head, touched[i].lead, touched[i].mask});
+      }
     }
+    lists = visits.size();
+    clusters_.MatchVisits(visits, masks_, table_.slots(),
+                          internal::AppendToEvents(out, &found), &visited,
+                          &rows);
   }
   counters_.events += events.size();
   counters_.chunks += 1;
@@ -155,15 +179,19 @@ void Index::MatchOne(EventView event, MatchScratch* scratch,
   // Each satisfied access predicate is reported once, so every cluster (and
   // so every subscription) is visited at most once.
   const size_t before = matches->size();
-  for (const internal::AccessHit& hit : scratch->access_) {
-    const uint32_t head = Head(hit.id);
-    if (head != internal::kNoCluster) {
-      ++counters->cluster_lists;
-      clusters_.MatchListForEvent(head, hit.value, table_.slots(),
-                                  scratch->bits_, matches,
-                                  &counters->clusters_checked,
-                                  &counters->rows_checked);
-    }
+  const std::vector<internal::AccessHit>& hits = scratch->access_;
+  for (const internal::AccessHit& hit : hits) {
+    if (hit.id < lists_.size()) __builtin_prefetch(&lists_[hit.id]);
+  }
+  clusters_.MatchListsForEvent(
+      hits.size(),
+      [&](size_t v) {
+        return internal::EventList{Head(hits[v].id), hits[v].value,
+                                   &scratch->bits_, matches};
+      },
+      table_.slots(), &counters->clusters_checked, &counters->rows_checked);
+  for (const internal::AccessHit& hit : hits) {
+    counters->cluster_lists += Head(hit.id) != internal::kNoCluster;
   }
   counters->matches += matches->size() - before;
   scratch->bits_.Clear();

@@ -226,19 +226,23 @@ void PartitionedIndex::MatchPartition(uint32_t p, const CohortMasks& masks,
   uint64_t rows = 0, visited = 0, found = 0;
   const internal::AppendToEvents emit(out, &found);
   const std::vector<internal::AccessVisit>& visits = masks.visits(p);
-  for (const internal::AccessVisit& v : visits) {
-    if (masks.per_event()) {
-      const int e = __builtin_ctzll(v.mask);
-      const size_t before = out[e].size();
-      clusters_[p].MatchListForEvent(v.head, masks.event_value(v.lead),
-                                     table_.slots(), masks.event_bits(e),
-                                     &out[e], &visited, &rows);
-      found += out[e].size() - before;
-    } else {
-      const internal::LeadValues lead = masks.lead_values(v.lead);
-      clusters_[p].MatchList(v.head, v.mask, &lead, table_.slots(),
-                             masks.words(), emit, &visited, &rows);
-    }
+  if (masks.per_event()) {
+    uint64_t before = 0;
+    for (size_t e = 0; e < masks.events(); ++e) before += out[e].size();
+    clusters_[p].MatchListsForEvent(
+        visits.size(),
+        [&](size_t i) {
+          const internal::AccessVisit& v = visits[i];
+          const int e = __builtin_ctzll(v.mask);
+          return internal::EventList{v.head, masks.event_value(v.lead),
+                                     &masks.event_bits(e), &out[e]};
+        },
+        table_.slots(), &visited, &rows);
+    for (size_t e = 0; e < masks.events(); ++e) found += out[e].size();
+    found -= before;
+  } else {
+    clusters_[p].MatchVisits(visits, masks, table_.slots(), emit, &visited,
+                             &rows);
   }
   counters->cluster_lists += visits.size();
   counters->rows_checked += rows;
