@@ -238,6 +238,59 @@ struct LeadValues {
 // (fabret-1m's 1,000-value domain fits; a million-value domain does not).
 inline constexpr uint64_t kMaxRankTable = 4096;
 
+namespace lead_internal {
+
+// The number of the n sorted values below x (strictly, or at most x), by a
+// binary search without branches: n is at most 64, so six steps.
+template <bool kOrEqual>
+inline uint32_t CountUpTo(const int64_t* v, uint32_t n, int64_t x) {
+  uint32_t count = 0;
+  for (uint32_t step = n == 0 ? 0 : 1u << (31 - __builtin_clz(n)); step != 0;
+       step >>= 1) {
+    const uint32_t next = count + step;
+    const bool below = next <= n && (kOrEqual ? v[next - 1] <= x
+                                             : v[next - 1] < x);
+    count = below ? next : count;
+  }
+  return count;
+}
+
+}  // namespace lead_internal
+
+// LeadMask through the rank table. REQUIRES: v.rank.
+inline uint64_t RankedLeadMask(const LeadValues& v, int64_t lo, int64_t hi) {
+  // Offsets from the smallest value, wrapping below it: a bound below the
+  // smallest value, or past the largest, lies outside [0, rank_size).
+  const uint64_t span = v.rank_size;
+  const uint64_t l = static_cast<uint64_t>(lo) -
+                     static_cast<uint64_t>(v.values[0]);
+  const uint64_t h = static_cast<uint64_t>(hi) -
+                     static_cast<uint64_t>(v.values[0]);
+  const uint32_t below = lo <= v.values[0] ? 0
+                         : l >= span      ? v.count
+                                          : v.rank[l];
+  const uint32_t upto = hi < v.values[0] ? 0
+                        : h >= span - 1  ? v.count
+                                         : v.rank[h + 1];
+  return upto <= below ? 0 : v.prefix[upto] & ~v.prefix[below];
+}
+
+// The events of a cohort whose value of the attribute lies in [lo, hi]
+// (INT64_MIN, INT64_MAX: unbounded): a row's lead range
+// (cluster_store.h), or a range predicate of a group's unsorted tail
+// (PredicateTable::RunTask).
+inline uint64_t LeadMask(const LeadValues& v, int64_t lo, int64_t hi) {
+  if (v.rank != nullptr) return RankedLeadMask(v, lo, hi);
+  // Unbounded sides (kLow and kHigh leads) need no search.
+  const uint32_t upto =
+      hi == INT64_MAX ? v.count
+                      : lead_internal::CountUpTo<true>(v.values, v.count, hi);
+  const uint32_t below =
+      lo == INT64_MIN ? 0
+                      : lead_internal::CountUpTo<false>(v.values, v.count, lo);
+  return upto <= below ? 0 : v.prefix[upto] & ~v.prefix[below];
+}
+
 // No lead values: the access predicate is an equality.
 inline constexpr uint32_t kNoLead = UINT32_MAX;
 
