@@ -235,7 +235,7 @@ class ClusterStore {
   template <typename HeadOf, typename Visit>
   void WalkLists(size_t n, HeadOf&& head_of, Visit&& visit) const;
   // Asks for the first cache lines of each of c's arrays (all of them for a
-  // small cluster).
+  // small cluster); nothing for a lead cluster.
   static void PrefetchRows(const Cluster& c);
 
   uint32_t NewCluster(uint32_t* head, PredicateId access, uint32_t width,
@@ -429,6 +429,9 @@ void ClusterStore::WalkLists(size_t n, HeadOf&& head_of, Visit&& visit) const {
 }
 
 inline void ClusterStore::PrefetchRows(const Cluster& c) {
+  // A lead cluster's check starts where its sorted window does, found by a
+  // search: its first lines are not what it reads first.
+  if (c.lead) return;
   constexpr size_t kLine = 64 / sizeof(uint32_t);  // words per cache line
   const uint32_t* data = c.data.get();
   const size_t words = static_cast<size_t>(c.capacity) * c.arrays();
