@@ -6,7 +6,7 @@
 #
 #   bench/matcher_presets.sh [--quick] [--reps=N] [--cohorts=LIST]
 #                            [--presets=LIST] [--out=DIR] [--bin=DIR]
-#                            [--baseline=DIR]
+#                            [--baseline=DIR [--paired]]
 #
 # Writes DIR (default results/matcher-<UTC time>[-quick]/): meta.txt,
 # <preset>.json (matcher_bench's JSON lines, with the peak RSS) and
@@ -21,6 +21,11 @@
 # in turn, so that the machine's drift hits both alike; the report then gives
 # before, after and the per-repetition after/before ratios (<preset>.json
 # and <preset>.baseline.json hold a line per path per repetition).
+# --paired (with --baseline, on 2 or more CPUs) runs the two binaries of a
+# repetition at the same time instead, pinned to CPUs 0 and 1 (taskset) and
+# swapped at every repetition, so that both see the same moment of the
+# machine and each CPU equally often (on a VM whose CPUs differ, a pair's
+# ratio flips with them: use an even --reps).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +36,7 @@ presets="fabret-1m,selective-1m,ranges-1m"
 out=""
 bin=""
 baseline=""
+paired=0
 for arg in "$@"; do
   case "${arg}" in
     --quick) quick=1 ;;
@@ -40,9 +46,18 @@ for arg in "$@"; do
     --out=*) out="${arg#*=}" ;;
     --bin=*) bin="${arg#*=}" ;;
     --baseline=*) baseline="${arg#*=}" ;;
+    --paired) paired=1 ;;
     *) echo "matcher_presets.sh: unknown argument ${arg}" >&2; exit 2 ;;
   esac
 done
+if ((paired)) && [[ -z "${baseline}" ]]; then
+  echo "matcher_presets.sh: --paired needs --baseline" >&2
+  exit 2
+fi
+if ((paired)) && (($(nproc) < 2)); then
+  echo "matcher_presets.sh: --paired needs 2 CPUs, this machine has $(nproc)" >&2
+  exit 2
+fi
 if [[ -z "${bin}" ]]; then
   tools/setup.sh
   bazel build -c opt //bench:matcher_bench
@@ -67,10 +82,12 @@ subs=-1
   echo "command: bench/matcher_presets.sh $*"
   echo "reps: ${reps}; paths: ${cohorts}; one thread"
   [[ -z "${baseline}" ]] ||
-    echo "baseline: ${baseline}/matcher_bench (sha256 $(sha256sum "${baseline}/matcher_bench" | cut -c1-12)), one repetition of each binary in turn"
+    echo "baseline: ${baseline}/matcher_bench (sha256 $(sha256sum "${baseline}/matcher_bench" | cut -c1-12)), $( ((paired)) && echo "both binaries at once, on CPUs 0 and 1, swapped each repetition" || echo "one repetition of each binary in turn")"
 } >"${out}/meta.txt"
-run_bench() {  # BINARY PRESET EVENTS REPS
-  "$1" --preset="$2" --subscriptions="${subs}" --events="$3" \
+run_bench() {  # BINARY PRESET EVENTS REPS [CPU]
+  local pin=()
+  [[ -z "${5:-}" ]] || pin=(taskset -c "$5")
+  "${pin[@]}" "$1" --preset="$2" --subscriptions="${subs}" --events="$3" \
     --cohort_max="${cohorts}" --repetitions="$4" --format=json
 }
 for preset in ${presets//,/ }; do
@@ -85,6 +102,20 @@ for preset in ${presets//,/ }; do
   : >"${out}/${preset}.json"
   : >"${out}/${preset}.baseline.json"
   for ((rep = 0; rep < reps; ++rep)); do
+    if ((paired)); then
+      run_bench "${baseline}/matcher_bench" "${preset}" "${events}" 1 \
+        $((rep % 2)) >"${out}/.pair.baseline" &
+      before=$!
+      run_bench "${bench}" "${preset}" "${events}" 1 $((1 - rep % 2)) \
+        >"${out}/.pair.after" &
+      after=$!
+      wait "${before}"
+      wait "${after}"
+      cat "${out}/.pair.baseline" >>"${out}/${preset}.baseline.json"
+      cat "${out}/.pair.after" >>"${out}/${preset}.json"
+      rm -f "${out}/.pair.baseline" "${out}/.pair.after"
+      continue
+    fi
     run_bench "${baseline}/matcher_bench" "${preset}" "${events}" 1 \
       >>"${out}/${preset}.baseline.json"
     run_bench "${bench}" "${preset}" "${events}" 1 >>"${out}/${preset}.json"

@@ -172,6 +172,27 @@ sys.exit(not ok)' "${out}"
   bench/matcher_presets.sh --quick --baseline=/nonexistent \
     >"${tmp}/matcher_presets_nobaseline.log" 2>&1
   check "matcher_presets.sh --baseline without a binary exits 2" test $? -eq 2
+  # --paired: the two binaries of a repetition at once, one per CPU.
+  bench/matcher_presets.sh --quick --reps=2 --presets=selective-1m \
+    --cohorts=event,16 --bin=.bazel/out/k8-opt/bin/bench \
+    --baseline=.bazel/out/k8-opt/bin/bench --paired --out="${out}-paired" \
+    >"${tmp}/matcher_presets_paired.log" 2>&1
+  paired_rc=$?
+  if (($(nproc) >= 2)); then
+    check "matcher_presets.sh --paired exits 0" test "${paired_rc}" -eq 0
+    check "matcher_presets --paired: a run per binary per rep, said in meta.txt" \
+      bash -c '[[ $(wc -l <"$1/selective-1m.json") == 4 &&
+        $(wc -l <"$1/selective-1m.baseline.json") == 4 ]] &&
+        grep -q "both binaries at once" "$1/meta.txt" &&
+        grep -q "^| cohort 16 | [0-9,]* | [0-9,]* | [0-9.]*x" "$1/report.md" &&
+        ! ls -a "$1" | grep -q "^\.pair"' _ "${out}-paired"
+  else
+    check "matcher_presets.sh --paired on one CPU exits 2" \
+      test "${paired_rc}" -eq 2
+  fi
+  bench/matcher_presets.sh --quick --paired \
+    >"${tmp}/matcher_presets_paired_alone.log" 2>&1
+  check "matcher_presets.sh --paired without --baseline exits 2" test $? -eq 2
 
   # bench/public_matchers.sh, with stand-ins for TAMA and REIN (brute force,
   # tools/testing/fake_public): the real collection is not in the repository.
