@@ -150,11 +150,14 @@ class ClusterStore {
   // MatchList for each of `visits` in order (AccessVisit: a list's head,
   // its access mask, and its lead values, masks.lead_values(lead)),
   // against masks.words(), the lists walked as one sequence of clusters
-  // (WalkLists). REQUIRES: !masks.per_event().
+  // (WalkLists). Adds the non-empty lists, the clusters and the rows
+  // checked to `*lists`, `*clusters` and `*rows`.
+  // REQUIRES: !masks.per_event().
   template <typename Emit>
   void MatchVisits(absl::Span<const AccessVisit> visits,
                    const CohortMasks& masks, const uint32_t* slots,
-                   Emit&& emit, uint64_t* clusters, uint64_t* rows) const;
+                   Emit&& emit, uint64_t* lists, uint64_t* clusters,
+                   uint64_t* rows) const;
 
   // Phase 2 of the per-event path: appends to `*matches` the id of every
   // live row on the list starting at `head` whose lead range, if it has
@@ -170,10 +173,12 @@ class ClusterStore {
 
   // MatchListForEvent for each of the lists list_of(0), ...,
   // list_of(n - 1) (EventList), walked as one sequence of clusters with
-  // their headers and first lines asked for ahead, as MatchVisits does.
+  // their headers and first lines asked for ahead, as MatchVisits does,
+  // and counted as MatchVisits counts them.
   template <typename ListOf>
   void MatchListsForEvent(size_t n, ListOf&& list_of, const uint32_t* slots,
-                          uint64_t* clusters, uint64_t* rows) const;
+                          uint64_t* lists, uint64_t* clusters,
+                          uint64_t* rows) const;
 
   size_t clusters() const { return clusters_.size() - free_.size(); }
   size_t MemoryBytes() const;
@@ -229,11 +234,12 @@ class ClusterStore {
   }
 
   // Calls visit(v, cluster) for each cluster of the lists whose heads are
-  // head_of(0), ..., head_of(n - 1) (kNoCluster: an empty list), in order.
-  // A cluster's header is asked for two visits before it is checked, and
-  // its first lines (PrefetchRows) one visit before.
+  // head_of(0), ..., head_of(n - 1) (kNoCluster: an empty list), in order,
+  // and returns how many of the lists were not empty. A cluster's header
+  // is asked for two visits before it is checked, and its first lines
+  // (PrefetchRows) one visit before.
   template <typename HeadOf, typename Visit>
-  void WalkLists(size_t n, HeadOf&& head_of, Visit&& visit) const;
+  size_t WalkLists(size_t n, HeadOf&& head_of, Visit&& visit) const;
   // Asks for the first cache lines of each of c's arrays (all of them for a
   // small cluster); nothing for a lead cluster.
   static void PrefetchRows(const Cluster& c);
@@ -392,16 +398,21 @@ void ClusterStore::MatchList(uint32_t head, uint64_t access_mask,
 }
 
 template <typename HeadOf, typename Visit>
-void ClusterStore::WalkLists(size_t n, HeadOf&& head_of, Visit&& visit) const {
+size_t ClusterStore::WalkLists(size_t n, HeadOf&& head_of,
+                               Visit&& visit) const {
   struct At {
     uint32_t cluster;  // kNoCluster: past the last list
     size_t list;
   };
+  size_t lists = 0;  // non-empty lists found
   // The first cluster of lists [list, n).
   auto first_from = [&](size_t list) -> At {
     for (; list < n; ++list) {
       const uint32_t head = head_of(list);
-      if (head != kNoCluster) return {head, list};
+      if (head != kNoCluster) {
+        ++lists;
+        return {head, list};
+      }
     }
     return {kNoCluster, n};
   };
@@ -417,12 +428,12 @@ void ClusterStore::WalkLists(size_t n, HeadOf&& head_of, Visit&& visit) const {
     return next;
   };
   At now = first_from(0);
-  if (now.cluster == kNoCluster) return;
+  if (now.cluster == kNoCluster) return lists;
   At next = after(now);
   while (true) {
     const At later = next.cluster == kNoCluster ? next : after(next);
     visit(now.list, clusters_[now.cluster]);
-    if (next.cluster == kNoCluster) return;
+    if (next.cluster == kNoCluster) return lists;
     now = next;
     next = later;
   }
@@ -449,9 +460,10 @@ template <typename Emit>
 void ClusterStore::MatchVisits(absl::Span<const AccessVisit> visits,
                                const CohortMasks& masks,
                                const uint32_t* slots, Emit&& emit,
-                               uint64_t* clusters, uint64_t* rows) const {
+                               uint64_t* lists, uint64_t* clusters,
+                               uint64_t* rows) const {
   const uint64_t* words = masks.words();
-  WalkLists(
+  *lists += WalkLists(
       visits.size(), [&](size_t v) { return visits[v].head; },
       [&](size_t v, const Cluster& c) {
         const LeadValues lead =
@@ -464,9 +476,9 @@ void ClusterStore::MatchVisits(absl::Span<const AccessVisit> visits,
 template <typename ListOf>
 void ClusterStore::MatchListsForEvent(size_t n, ListOf&& list_of,
                                       const uint32_t* slots,
-                                      uint64_t* clusters,
+                                      uint64_t* lists, uint64_t* clusters,
                                       uint64_t* rows) const {
-  WalkLists(
+  *lists += WalkLists(
       n, [&](size_t v) { return list_of(v).head; },
       [&](size_t v, const Cluster& c) {
         const EventList list = list_of(v);

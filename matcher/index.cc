@@ -107,27 +107,13 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
     for (size_t e = 0; e < events.size(); ++e) {
       table_.RunTask(e, &masks_);
       const size_t first = t;
-      while (t < touched.size() && __builtin_ctzll(touched[t].mask) == e) {
-        if (touched[t].id < lists_.size()) {
-          __builtin_prefetch(&lists_[touched[t].id]);
-        }
-        ++t;
-      }
+      while (t < touched.size() && __builtin_ctzll(touched[t].mask) == e) ++t;
       const size_t before = out[e].size();
-      const internal::PredicateBits& bits = masks_.event_bits(e);
-      clusters_.MatchListsForEvent(
-          t - first,
-          [&](size_t v) {
-            const internal::TouchedAccess& a = touched[first + v];
-            return internal::EventList{Head(a.id),
-                                       masks_.event_value(a.lead), &bits,
-                                       &out[e]};
-          },
-          table_.slots(), &visited, &rows);
+      MatchEventLists(
+          t - first, [&](size_t v) { return touched[first + v].id; },
+          [&](size_t v) { return masks_.event_value(touched[first + v].lead); },
+          masks_.event_bits(e), &out[e], &lists, &visited, &rows);
       found += out[e].size() - before;
-      for (size_t v = first; v < t; ++v) {
-        lists += Head(touched[v].id) != internal::kNoCluster;
-      }
     }
   } else {
     for (size_t t = 0; t < masks_.tasks(); ++t) table_.RunTask(t, &masks_);
@@ -140,19 +126,15 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
     visits.clear();
     constexpr size_t kAhead = 8;
     for (size_t i = 0; i < touched.size(); ++i) {
-      if (i + kAhead < touched.size() &&
-          touched[i + kAhead].id < lists_.size()) {
-        __builtin_prefetch(&lists_[touched[i + kAhead].id]);
-      }
+      if (i + kAhead < touched.size()) PrefetchList(touched[i + kAhead].id);
       const uint32_t head = Head(touched[i].id);
       if (head != internal::kNoCluster) {
         visits.push_back({head, touched[i].lead, touched[i].mask});
       }
     }
-    lists = visits.size();
     clusters_.MatchVisits(visits, masks_, table_.slots(),
-                          internal::AppendToEvents(out, &found), &visited,
-                          &rows);
+                          internal::AppendToEvents(out, &found), &lists,
+                          &visited, &rows);
   }
   counters_.events += events.size();
   counters_.chunks += 1;
@@ -160,6 +142,24 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
   counters_.rows_checked += rows;
   counters_.clusters_checked += visited;
   counters_.matches += found;
+}
+
+template <typename IdOf, typename ValueOf>
+void Index::MatchEventLists(size_t n, IdOf id_of, ValueOf value_of,
+                            const internal::PredicateBits& bits,
+                            std::vector<SubscriptionId>* matches,
+                            uint64_t* lists, uint64_t* clusters,
+                            uint64_t* rows) const {
+  // All the lists' entries are asked for first: each is a miss on a large
+  // index, and the walk reads them one after another.
+  for (size_t v = 0; v < n; ++v) PrefetchList(id_of(v));
+  clusters_.MatchListsForEvent(
+      n,
+      [&](size_t v) {
+        return internal::EventList{Head(id_of(v)), value_of(v), &bits,
+                                   matches};
+      },
+      table_.slots(), lists, clusters, rows);
 }
 
 void Index::MatchEvent(EventView event, MatchScratch* scratch,
@@ -180,19 +180,11 @@ void Index::MatchOne(EventView event, MatchScratch* scratch,
   // so every subscription) is visited at most once.
   const size_t before = matches->size();
   const std::vector<internal::AccessHit>& hits = scratch->access_;
-  for (const internal::AccessHit& hit : hits) {
-    if (hit.id < lists_.size()) __builtin_prefetch(&lists_[hit.id]);
-  }
-  clusters_.MatchListsForEvent(
-      hits.size(),
-      [&](size_t v) {
-        return internal::EventList{Head(hits[v].id), hits[v].value,
-                                   &scratch->bits_, matches};
-      },
-      table_.slots(), &counters->clusters_checked, &counters->rows_checked);
-  for (const internal::AccessHit& hit : hits) {
-    counters->cluster_lists += Head(hit.id) != internal::kNoCluster;
-  }
+  MatchEventLists(
+      hits.size(), [&](size_t v) { return hits[v].id; },
+      [&](size_t v) { return hits[v].value; }, scratch->bits_, matches,
+      &counters->cluster_lists, &counters->clusters_checked,
+      &counters->rows_checked);
   counters->matches += matches->size() - before;
   scratch->bits_.Clear();
 }

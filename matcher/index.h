@@ -158,10 +158,23 @@ class Index {
   void MatchOne(EventView event, MatchScratch* scratch,
                 std::vector<SubscriptionId>* matches,
                 IndexCounters* counters) const;
+  // Phase 2 of one event kept per event: the cluster lists of access
+  // predicates id_of(0), ..., id_of(n - 1), with the event's value of each
+  // one's attribute value_of(v), checked against `bits`; appends the ids
+  // matched to *matches and adds what it checked to the counters.
+  template <typename IdOf, typename ValueOf>
+  void MatchEventLists(size_t n, IdOf id_of, ValueOf value_of,
+                       const internal::PredicateBits& bits,
+                       std::vector<SubscriptionId>* matches, uint64_t* lists,
+                       uint64_t* clusters, uint64_t* rows) const;
   const internal::Location* Find(SubscriptionId id) const;
   // The head of the cluster list of access predicate `id`, or kNoCluster.
   uint32_t Head(internal::PredicateId id) const {
     return id < lists_.size() ? lists_[id].head : internal::kNoCluster;
+  }
+  // Asks for the list entry of access predicate `id` (its head and rows).
+  void PrefetchList(internal::PredicateId id) const {
+    if (id < lists_.size()) __builtin_prefetch(&lists_[id]);
   }
 
   internal::PredicateTable table_;

@@ -223,7 +223,7 @@ void PartitionedIndex::BeginCohort(absl::Span<const EventView> events,
 void PartitionedIndex::MatchPartition(uint32_t p, const CohortMasks& masks,
                                       std::vector<SubscriptionId>* out,
                                       IndexCounters* counters) const {
-  uint64_t rows = 0, visited = 0, found = 0;
+  uint64_t rows = 0, lists = 0, visited = 0, found = 0;
   const internal::AppendToEvents emit(out, &found);
   const std::vector<internal::AccessVisit>& visits = masks.visits(p);
   if (masks.per_event()) {
@@ -237,14 +237,14 @@ void PartitionedIndex::MatchPartition(uint32_t p, const CohortMasks& masks,
           return internal::EventList{v.head, masks.event_value(v.lead),
                                      &masks.event_bits(e), &out[e]};
         },
-        table_.slots(), &visited, &rows);
+        table_.slots(), &lists, &visited, &rows);
     for (size_t e = 0; e < masks.events(); ++e) found += out[e].size();
     found -= before;
   } else {
-    clusters_[p].MatchVisits(visits, masks, table_.slots(), emit, &visited,
-                             &rows);
+    clusters_[p].MatchVisits(visits, masks, table_.slots(), emit, &lists,
+                             &visited, &rows);
   }
-  counters->cluster_lists += visits.size();
+  counters->cluster_lists += lists;
   counters->rows_checked += rows;
   counters->clusters_checked += visited;
   counters->matches += found;
