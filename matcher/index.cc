@@ -94,9 +94,36 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
     counters_.chunks += 1;
     return;
   }
+  internal::CohortKeep keep = keep_;
+  Verdict* verdict = nullptr;
+  if (keep_ == internal::CohortKeep::kCheaper &&
+      events.size() <= internal::kMaxCheaperPerEvent) {
+    verdict = &verdicts_[events.size()];
+    if (verdict->left > 0) {
+      --verdict->left;
+      if (verdict->per_event) {
+        for (size_t e = 0; e < events.size(); ++e) {
+          MatchOne(events[e], &lone_scratch_, &out[e], &counters_);
+        }
+        counters_.events += events.size();
+        counters_.chunks += 1;
+        counters_.chunks_remembered_per_event += 1;
+        return;
+      }
+      keep = internal::CohortKeep::kMasks;
+      verdict = nullptr;
+    }
+  }
   table_.BeginCohort(
       events, &masks_, [this](PredicateId id) { return RowsUnder(id); },
-      keep_);
+      keep);
+  if (verdict != nullptr) {
+    counters_.chunks_weighed += 1;
+    const double ratio = masks_.weighed_ratio();
+    if (ratio <= kClearPerEvent || ratio >= kClearMasks) {
+      *verdict = {ratio <= kClearPerEvent, kVerdictCohorts};
+    }
+  }
   uint64_t rows = 0, lists = 0, visited = 0, found = 0;
   const absl::Span<const internal::TouchedAccess> touched =
       masks_.touched_access();

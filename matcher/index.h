@@ -34,6 +34,7 @@
 #ifndef COHORT_MATCHER_INDEX_H_
 #define COHORT_MATCHER_INDEX_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -58,6 +59,10 @@ struct IndexCounters {
   uint64_t clusters_checked = 0;  // clusters visited in phase 2
   uint64_t rows_checked = 0;      // cluster rows checked in phase 2
   uint64_t matches = 0;           // (event, subscription) matches emitted
+  // Chunks whose way of keeping (per event or masks) the cost model weighed,
+  // and chunks matched event by event on a remembered verdict (Index).
+  uint64_t chunks_weighed = 0;
+  uint64_t chunks_remembered_per_event = 0;
 };
 
 // Per-thread scratch for Index::MatchEvent: the predicate bit vector and the
@@ -138,7 +143,10 @@ class Index {
   }
   // How MatchCohort keeps its cohorts (default kCheaper); the others are
   // for measuring the crossover (matcher_bench --keep) and for tests.
-  void set_cohort_keep(internal::CohortKeep keep) { keep_ = keep; }
+  void set_cohort_keep(internal::CohortKeep keep) {
+    keep_ = keep;
+    verdicts_.fill(Verdict{});
+  }
 
   // For microbenchmarks of the two phases only; not for production use.
   const internal::PredicateTable& table_for_benchmark() const {
@@ -192,10 +200,30 @@ class Index {
   std::vector<List> lists_;
   internal::CohortKeep keep_ = internal::CohortKeep::kCheaper;
   internal::CohortMasks masks_;
-  MatchScratch lone_scratch_;  // MatchCohort's, for a lone event
+  MatchScratch lone_scratch_;  // MatchCohort's, for events matched alone
   internal::PagedArray<internal::Location> locations_;
   size_t size_ = 0;
   IndexCounters counters_;
+  // The cost model's last clear verdict for each cohort size it weighs
+  // (CohortKeep::kCheaper): its ratio (CohortMasks::weighed_ratio) at most
+  // kClearPerEvent or at least kClearMasks. The next kVerdictCohorts
+  // cohorts of that size are kept the same way without weighing them, and
+  // one kept per event is matched event by event, by MatchEvent's own
+  // path. Weighing reads every access list's size and builds the cohort's
+  // values by attribute before the choice: on selective-1m, cohorts of 4
+  // and 16 ran at 0.94x and 0.92x of MatchEvent with it (bench/README.md,
+  // issue 18 step 9). The ratio of one workload varies little from cohort
+  // to cohort of one size (selective-1m at 16 events: 0.49-0.56; fabret-1m
+  // at 8: 1.02-1.26), and every kVerdictCohorts + 1st cohort is weighed
+  // again, so that a verdict follows the index as it changes.
+  struct Verdict {
+    bool per_event = false;
+    uint32_t left = 0;  // cohorts still kept by it
+  };
+  static constexpr double kClearPerEvent = 0.8;
+  static constexpr double kClearMasks = 1.25;
+  static constexpr uint32_t kVerdictCohorts = 63;
+  std::array<Verdict, internal::kMaxCheaperPerEvent + 1> verdicts_{};
 };
 
 template <typename Emit>

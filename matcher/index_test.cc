@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
@@ -107,7 +108,9 @@ bool RunSeed(const test_util::Shape& shape, uint64_t seed,
   MatchScratch scratch;
   std::vector<SubscriptionId> per_event;
   SubscriptionId next_id = static_cast<SubscriptionId>(rng.Uniform(1000));
-  static constexpr size_t kCohorts[] = {1, 2, 63, 64, 65, 1000};
+  // 2, 4 and 16 are weighed by the cost model (and kept on its remembered
+  // verdicts between weighings, across the rounds' adds and removes).
+  static constexpr size_t kCohorts[] = {1, 2, 4, 16, 63, 64, 65, 1000};
   for (int round = 0; round < 4; ++round) {
     const int adds = shape.min_adds + rng.Uniform(shape.add_span);
     for (int i = 0; i < adds; ++i) {
@@ -141,7 +144,8 @@ bool RunSeed(const test_util::Shape& shape, uint64_t seed,
     std::vector<EventView> views(events.begin(), events.end());
     std::vector<std::vector<SubscriptionId>> got;
     for (size_t start = 0; start < views.size();) {
-      const size_t n = std::min(kCohorts[rng.Uniform(6)], views.size() - start);
+      const size_t n = std::min(kCohorts[rng.Uniform(std::size(kCohorts))],
+                                views.size() - start);
       index.MatchCohort(absl::MakeConstSpan(views).subspan(start, n), &got);
       for (size_t i = 0; i < n; ++i) {
         const Event& e = events[start + i];
@@ -390,6 +394,64 @@ TEST_P(CohortSizeTest, CohortEqualsOneAtATime) {
     EXPECT_EQ(got[i], reference.Match(events[i])) << "event " << i;
   }
   EXPECT_EQ(index.counters().events, events.size());
+}
+
+// Matches `cohorts` cohorts of `size` events each drawn from `values` (on
+// attribute 0) and expects the reference's results for every event.
+void MatchCohortsOf(Index& index, const ReferenceMatcher& reference,
+                    size_t cohorts, size_t size, int64_t values) {
+  Rng rng(size);
+  std::vector<Event> events(size);
+  std::vector<std::vector<SubscriptionId>> got;
+  for (size_t c = 0; c < cohorts; ++c) {
+    for (Event& e : events) {
+      e = {{0, static_cast<int64_t>(rng.Uniform(values))}};
+    }
+    std::vector<EventView> views(events.begin(), events.end());
+    index.MatchCohort(views, &got);
+    for (size_t i = 0; i < size; ++i) {
+      std::sort(got[i].begin(), got[i].end());
+      ASSERT_EQ(got[i], reference.Match(events[i]))
+          << "cohort " << c << " event " << i;
+    }
+  }
+}
+
+// The cost model's clear verdicts are remembered per cohort size for 63
+// cohorts, then weighed again; cohorts that share no list are matched event
+// by event, cohorts that share one long list in masks, and the results stay
+// exact either way.
+TEST(IndexCohortVerdict, ClearVerdictsAreRememberedAndWeighedAgain) {
+  Index apart;  // 1,000 lists of one row: events share nothing
+  Index shared;  // one list of 1,000 rows: every event checks all of it
+  ReferenceMatcher apart_reference, shared_reference;
+  for (SubscriptionId id = 0; id < 1000; ++id) {
+    const Subscription own = {{0, Op::kEq, static_cast<int64_t>(id), 0}};
+    const Subscription one = {{0, Op::kEq, 0, 0}};
+    ASSERT_TRUE(apart.Add(id, own).ok());
+    apart_reference.Add(id, own);
+    ASSERT_TRUE(shared.Add(id, one).ok());
+    shared_reference.Add(id, one);
+  }
+  // Cohorts 1, 65, 129 and 193 of each size are weighed.
+  MatchCohortsOf(apart, apart_reference, 200, 4, 1000);
+  EXPECT_EQ(apart.counters().chunks_weighed, 4u);
+  EXPECT_EQ(apart.counters().chunks_remembered_per_event, 196u);
+  MatchCohortsOf(shared, shared_reference, 200, 16, 1);
+  EXPECT_EQ(shared.counters().chunks_weighed, 4u);
+  EXPECT_EQ(shared.counters().chunks_remembered_per_event, 0u);
+  // Each size has its own verdict; setting the way of keeping forgets them.
+  MatchCohortsOf(apart, apart_reference, 1, 5, 1000);
+  EXPECT_EQ(apart.counters().chunks_weighed, 5u);
+  apart.set_cohort_keep(internal::CohortKeep::kCheaper);
+  MatchCohortsOf(apart, apart_reference, 2, 4, 1000);
+  EXPECT_EQ(apart.counters().chunks_weighed, 6u);
+  EXPECT_EQ(apart.counters().chunks_remembered_per_event, 197u);
+  // Forced ways are never weighed.
+  shared.set_cohort_keep(internal::CohortKeep::kPerEvent);
+  MatchCohortsOf(shared, shared_reference, 3, 16, 1);
+  EXPECT_EQ(shared.counters().chunks_weighed, 4u);
+  EXPECT_EQ(shared.counters().events, 200u * 16 + 3 * 16);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, CohortSizeTest,

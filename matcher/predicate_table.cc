@@ -612,6 +612,9 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
       kMaskPositionCost * positions_all +
       kMaskRowCost *
           std::max(rows_present, (rows_sum + lead_rows_sum) / events.size());
+  // (Both costs are 0 only for a cohort with nothing to check.)
+  m->weighed_ratio_ =
+      weigh && !lone ? per_event_cost / std::max(mask_floor, 1e-9) : 0;
   m->per_event_ = keep == CohortKeep::kPerEvent ||
                   (keep == CohortKeep::kCheaper &&
                    (lone || (weigh && per_event_cost <= mask_floor)));
@@ -638,9 +641,13 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
       words[slot] |= bit;
     }
   }
-  if (weigh &&
-      per_event_cost <= kMaskPositionCost * positions_all +
-                            kMaskRowCost * rows_union) {
+  if (weigh) {
+    m->weighed_ratio_ =
+        per_event_cost / std::max(kMaskPositionCost * positions_all +
+                                      kMaskRowCost * rows_union,
+                                  1e-9);
+  }
+  if (weigh && m->weighed_ratio_ <= 1) {
     m->per_event_ = true;  // its equality words go with the next cohort
     KeepPerEvent(events, m);
     return;
