@@ -171,17 +171,6 @@ std::optional<LeadRange> ClusterStore::Lead(Location at) const {
   return c.GetLead(at.row);
 }
 
-void ClusterStore::MatchListForEvent(uint32_t head, int64_t value,
-                                     const uint32_t* slots,
-                                     const PredicateBits& bits,
-                                     std::vector<SubscriptionId>* matches,
-                                     uint64_t* clusters, uint64_t* rows) const {
-  for (uint32_t i = head; i != kNoCluster; i = clusters_[i].next) {
-    MatchClusterForEvent(clusters_[i], value, slots, bits, matches, rows);
-    ++*clusters;
-  }
-}
-
 void ClusterStore::MatchClusterForEvent(const Cluster& c, int64_t value,
                                         const uint32_t* slots,
                                         const PredicateBits& bits,

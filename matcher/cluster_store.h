@@ -14,7 +14,7 @@
 // rows have all failed stops early. One visit serves every event of the
 // cohort, so a cluster is pulled into cache once per cohort.
 //
-// The per-event path (`MatchListForEvent`) checks one event's rows against
+// The per-event path (`MatchListsForEvent`) checks one event's rows against
 // a predicate bit vector instead (the classic Fabret phase 2): it streams
 // the columns the same way, keeping a list of the rows still alive.
 //
@@ -79,7 +79,7 @@ namespace lead_internal {
 class SortedLeadMasks;
 }  // namespace lead_internal
 
-// An emit for ClusterStore::MatchList that appends `id` to out[i] for each
+// An emit for ClusterStore::MatchVisits that appends `id` to out[i] for each
 // event i of `mask`, counting the matches in *found.
 class AppendToEvents {
  public:
@@ -135,23 +135,15 @@ class ClusterStore {
   template <typename Moved>
   void RemoveRow(uint32_t* head, Location at, Moved&& moved);
 
-  // Phase 2: checks every cluster on the list starting at `head` against
-  // cohort mask `access_mask` and calls `emit(id, mask)` for each row whose
-  // mask of satisfied events is non-zero. An entry's mask is
-  // words[slots[entry id]] (PredicateTable::slots(), CohortMasks::words());
-  // a lead range's, LeadMask(*lead, lo, hi). Adds the clusters and rows
-  // checked to `*clusters` and `*rows`. REQUIRES: lead is non-null if the
-  // list's rows have leads.
-  template <typename Emit>
-  void MatchList(uint32_t head, uint64_t access_mask, const LeadValues* lead,
-                 const uint32_t* slots, const uint64_t* words, Emit&& emit,
-                 uint64_t* clusters, uint64_t* rows) const;
-
-  // MatchList for each of `visits` in order (AccessVisit: a list's head,
-  // its access mask, and its lead values, masks.lead_values(lead)),
-  // against masks.words(), the lists walked as one sequence of clusters
-  // (WalkLists). Adds the non-empty lists, the clusters and the rows
-  // checked to `*lists`, `*clusters` and `*rows`.
+  // Phase 2 of a cohort kept in masks: checks every cluster on the lists of
+  // `visits`, in order (AccessVisit: a list's head, its access predicate's
+  // cohort mask, and its lead values, masks.lead_values(lead)), walked as
+  // one sequence of clusters (WalkLists), and calls `emit(id, mask)` for
+  // each row whose mask of satisfied events is non-zero: the access mask
+  // ANDed with each entry's mask, masks.words()[slots[entry id]] (slots:
+  // PredicateTable::slots()), and with a lead range's, LeadMask. Adds the
+  // non-empty lists, the clusters and the rows checked to `*lists`,
+  // `*clusters` and `*rows`.
   // REQUIRES: !masks.per_event().
   template <typename Emit>
   void MatchVisits(absl::Span<const AccessVisit> visits,
@@ -159,22 +151,15 @@ class ClusterStore {
                    Emit&& emit, uint64_t* lists, uint64_t* clusters,
                    uint64_t* rows) const;
 
-  // Phase 2 of the per-event path: appends to `*matches` the id of every
-  // live row on the list starting at `head` whose lead range, if it has
-  // one, holds `value` (the event's value of the access predicate's
-  // attribute) and whose entries all hold in `bits` (PredicateBits::Holds;
-  // a negated entry holds when its bit is clear). The access predicate is
-  // taken to hold. Adds the clusters and rows checked to `*clusters` and
-  // `*rows`. REQUIRES: bits can hold every entry's slot.
-  void MatchListForEvent(uint32_t head, int64_t value, const uint32_t* slots,
-                         const PredicateBits& bits,
-                         std::vector<SubscriptionId>* matches,
-                         uint64_t* clusters, uint64_t* rows) const;
-
-  // MatchListForEvent for each of the lists list_of(0), ...,
-  // list_of(n - 1) (EventList), walked as one sequence of clusters with
-  // their headers and first lines asked for ahead, as MatchVisits does,
-  // and counted as MatchVisits counts them.
+  // Phase 2 of the per-event path, for the lists list_of(0), ...,
+  // list_of(n - 1) (EventList), walked as one sequence of clusters as
+  // MatchVisits walks them: appends to `*list.matches` the id of every live
+  // row of the list whose lead range, if it has one, holds `list.value`
+  // (the event's value of the access predicate's attribute) and whose
+  // entries all hold in `*list.bits` (PredicateBits::Holds; a negated
+  // entry holds when its bit is clear). The access predicate is taken to
+  // hold. Counts as MatchVisits counts. REQUIRES: the bits can hold every
+  // entry's slot.
   template <typename ListOf>
   void MatchListsForEvent(size_t n, ListOf&& list_of, const uint32_t* slots,
                           uint64_t* lists, uint64_t* clusters,
@@ -384,17 +369,6 @@ void ClusterStore::RemoveRow(uint32_t* head, Location at, Moved&& moved) {
   c.sorted = sorted;
   c.dead = 0;
   if (c.capacity > 2 * c.rows) Resize(c, c.rows);
-}
-
-template <typename Emit>
-void ClusterStore::MatchList(uint32_t head, uint64_t access_mask,
-                             const LeadValues* lead, const uint32_t* slots,
-                             const uint64_t* words, Emit&& emit,
-                             uint64_t* clusters, uint64_t* rows) const {
-  for (uint32_t i = head; i != kNoCluster; i = clusters_[i].next) {
-    *rows += MatchCluster(clusters_[i], access_mask, lead, slots, words, emit);
-    ++*clusters;
-  }
 }
 
 template <typename HeadOf, typename Visit>

@@ -8,7 +8,7 @@
 // PredicateBits of each event's satisfied predicates — its equalities set
 // by BeginCohort, its range predicates by one task per event; phase 2 then
 // checks each event's cluster lists against its bits
-// (ClusterStore::MatchListForEvent). Where few rows are shared a bit
+// (ClusterStore::MatchListsForEvent). Where few rows are shared a bit
 // vector per event (in cache, read without the slot table for equalities)
 // beats a 64-bit mask per predicate read through its slot, and marking an
 // event's range predicates a word at a time beats writing a mask per

@@ -171,24 +171,6 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
   counters_.matches += found;
 }
 
-template <typename IdOf, typename ValueOf>
-void Index::MatchEventLists(size_t n, IdOf id_of, ValueOf value_of,
-                            const internal::PredicateBits& bits,
-                            std::vector<SubscriptionId>* matches,
-                            uint64_t* lists, uint64_t* clusters,
-                            uint64_t* rows) const {
-  // All the lists' entries are asked for first: each is a miss on a large
-  // index, and the walk reads them one after another.
-  for (size_t v = 0; v < n; ++v) PrefetchList(id_of(v));
-  clusters_.MatchListsForEvent(
-      n,
-      [&](size_t v) {
-        return internal::EventList{Head(id_of(v)), value_of(v), &bits,
-                                   matches};
-      },
-      table_.slots(), lists, clusters, rows);
-}
-
 void Index::MatchEvent(EventView event, MatchScratch* scratch,
                        std::vector<SubscriptionId>* matches) const {
   matches->clear();

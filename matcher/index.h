@@ -226,26 +226,52 @@ class Index {
   std::array<Verdict, internal::kMaxCheaperPerEvent + 1> verdicts_{};
 };
 
+template <typename IdOf, typename ValueOf>
+void Index::MatchEventLists(size_t n, IdOf id_of, ValueOf value_of,
+                            const internal::PredicateBits& bits,
+                            std::vector<SubscriptionId>* matches,
+                            uint64_t* lists, uint64_t* clusters,
+                            uint64_t* rows) const {
+  // All the lists' entries are asked for first: each is a miss on a large
+  // index, and the walk reads them one after another.
+  for (size_t v = 0; v < n; ++v) PrefetchList(id_of(v));
+  clusters_.MatchListsForEvent(
+      n,
+      [&](size_t v) {
+        return internal::EventList{Head(id_of(v)), value_of(v), &bits,
+                                   matches};
+      },
+      table_.slots(), lists, clusters, rows);
+}
+
 template <typename Emit>
 void Index::MatchMasksForBenchmark(const internal::CohortMasks& masks,
                                    Emit&& emit) const {
-  uint64_t visited = 0, rows = 0;
-  std::vector<SubscriptionId> found;
-  for (const internal::TouchedAccess& t : masks.touched_access()) {
-    const uint32_t head = Head(t.id);
-    if (head == internal::kNoCluster) continue;
-    if (!masks.per_event()) {
-      const internal::LeadValues lead = masks.lead_values(t.lead);
-      clusters_.MatchList(head, t.mask, &lead, table_.slots(), masks.words(),
-                          emit, &visited, &rows);
-      continue;
+  // MatchChunk's phase 2, on masks computed elsewhere.
+  uint64_t lists = 0, visited = 0, rows = 0;
+  const absl::Span<const internal::TouchedAccess> touched =
+      masks.touched_access();
+  if (!masks.per_event()) {
+    std::vector<internal::AccessVisit> visits;
+    for (const internal::TouchedAccess& t : touched) {
+      const uint32_t head = Head(t.id);
+      if (head != internal::kNoCluster) visits.push_back({head, t.lead, t.mask});
     }
+    clusters_.MatchVisits(visits, masks, table_.slots(), emit, &lists,
+                          &visited, &rows);
+    return;
+  }
+  // Each event's touched entries lie together, in event order.
+  std::vector<SubscriptionId> found;
+  for (size_t first = 0, t = 0; first < touched.size(); first = t) {
+    const size_t e = __builtin_ctzll(touched[first].mask);
+    while (t < touched.size() && __builtin_ctzll(touched[t].mask) == e) ++t;
     found.clear();
-    clusters_.MatchListForEvent(head, masks.event_value(t.lead),
-                                table_.slots(),
-                                masks.event_bits(__builtin_ctzll(t.mask)),
-                                &found, &visited, &rows);
-    for (SubscriptionId id : found) emit(id, t.mask);
+    MatchEventLists(
+        t - first, [&](size_t v) { return touched[first + v].id; },
+        [&](size_t v) { return masks.event_value(touched[first + v].lead); },
+        masks.event_bits(e), &found, &lists, &visited, &rows);
+    for (SubscriptionId id : found) emit(id, uint64_t{1} << e);
   }
 }
 
