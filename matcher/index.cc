@@ -89,9 +89,7 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
   std::vector<SubscriptionId>* out = matches->data() + base;
   if (events.size() == 1 && keep_ != internal::CohortKeep::kMasks) {
     // A lone event is kept per event (CohortKeep): it is MatchEvent's case.
-    MatchOne(events[0], &lone_scratch_, &out[0], &counters_);
-    counters_.events += 1;
-    counters_.chunks += 1;
+    MatchEachAlone(events, out);
     return;
   }
   internal::CohortKeep keep = keep_;
@@ -102,11 +100,7 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
     if (verdict->left > 0) {
       --verdict->left;
       if (verdict->per_event) {
-        for (size_t e = 0; e < events.size(); ++e) {
-          MatchOne(events[e], &lone_scratch_, &out[e], &counters_);
-        }
-        counters_.events += events.size();
-        counters_.chunks += 1;
+        MatchEachAlone(events, out);
         counters_.chunks_remembered_per_event += 1;
         return;
       }
@@ -144,21 +138,12 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
     }
   } else {
     for (size_t t = 0; t < masks_.tasks(); ++t) table_.RunTask(t, &masks_);
-    // The lists to visit, their heads read ahead (a miss each on a large
-    // index) so that phase 2 walks them as one pipelined sequence.
     std::vector<std::vector<internal::AccessVisit>>& by_partition =
         masks_.visits();
     by_partition.resize(1);
     std::vector<internal::AccessVisit>& visits = by_partition[0];
     visits.clear();
-    constexpr size_t kAhead = 8;
-    for (size_t i = 0; i < touched.size(); ++i) {
-      if (i + kAhead < touched.size()) PrefetchList(touched[i + kAhead].id);
-      const uint32_t head = Head(touched[i].id);
-      if (head != internal::kNoCluster) {
-        visits.push_back({head, touched[i].lead, touched[i].mask});
-      }
-    }
+    AppendVisits(touched, &visits);
     clusters_.MatchVisits(visits, masks_, table_.slots(),
                           internal::AppendToEvents(out, &found), &lists,
                           &visited, &rows);
@@ -169,6 +154,27 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
   counters_.rows_checked += rows;
   counters_.clusters_checked += visited;
   counters_.matches += found;
+}
+
+void Index::MatchEachAlone(absl::Span<const EventView> events,
+                           std::vector<SubscriptionId>* out) {
+  for (size_t e = 0; e < events.size(); ++e) {
+    MatchOne(events[e], &lone_scratch_, &out[e], &counters_);
+  }
+  counters_.events += events.size();
+  counters_.chunks += 1;
+}
+
+void Index::AppendVisits(absl::Span<const internal::TouchedAccess> touched,
+                         std::vector<internal::AccessVisit>* visits) const {
+  constexpr size_t kAhead = 8;
+  for (size_t i = 0; i < touched.size(); ++i) {
+    if (i + kAhead < touched.size()) PrefetchList(touched[i + kAhead].id);
+    const uint32_t head = Head(touched[i].id);
+    if (head != internal::kNoCluster) {
+      visits->push_back({head, touched[i].lead, touched[i].mask});
+    }
+  }
 }
 
 void Index::MatchEvent(EventView event, MatchScratch* scratch,

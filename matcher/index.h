@@ -166,6 +166,16 @@ class Index {
   void MatchOne(EventView event, MatchScratch* scratch,
                 std::vector<SubscriptionId>* matches,
                 IndexCounters* counters) const;
+  // Matches each of `events` alone, by MatchEvent's path (MatchOne),
+  // appending to out[i], and counts them as one chunk.
+  void MatchEachAlone(absl::Span<const EventView> events,
+                      std::vector<SubscriptionId>* out);
+  // Appends to *visits the lists of `touched` that have clusters (their
+  // heads, leads and masks), asking for list entries a few ahead: each is a
+  // miss on a large index, and phase 2 then walks the lists as one
+  // pipelined sequence (ClusterStore::MatchVisits).
+  void AppendVisits(absl::Span<const internal::TouchedAccess> touched,
+                    std::vector<internal::AccessVisit>* visits) const;
   // Phase 2 of one event kept per event: the cluster lists of access
   // predicates id_of(0), ..., id_of(n - 1), with the event's value of each
   // one's attribute value_of(v), checked against `bits`; appends the ids
@@ -253,10 +263,7 @@ void Index::MatchMasksForBenchmark(const internal::CohortMasks& masks,
       masks.touched_access();
   if (!masks.per_event()) {
     std::vector<internal::AccessVisit> visits;
-    for (const internal::TouchedAccess& t : touched) {
-      const uint32_t head = Head(t.id);
-      if (head != internal::kNoCluster) visits.push_back({head, t.lead, t.mask});
-    }
+    AppendVisits(touched, &visits);
     clusters_.MatchVisits(visits, masks, table_.slots(), emit, &lists,
                           &visited, &rows);
     return;
