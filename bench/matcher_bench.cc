@@ -55,6 +55,11 @@ ABSL_FLAG(std::string, keep, "cheaper",
           "How MatchCohort keeps each cohort: cheaper (the index's cost "
           "model chooses, as in production), per_event or masks (forced, to "
           "measure where the two cross).");
+ABSL_FLAG(int64_t, load_batch, 1,
+          "Subscriptions per Index::AddBatch call while loading: 1 adds them "
+          "one by one with Index::Add (the path of single Subscribe calls), "
+          "0 all in one AddBatch call (the path of a server's recovery), N "
+          "in batches of N (batched Subscribe calls).");
 ABSL_FLAG(int, repetitions, 3,
           "Timed passes over all events per cohort size; events/s is reported "
           "as median, min and max over passes.");
@@ -180,6 +185,7 @@ struct Context {
   size_t subscriptions = 0;
   size_t events = 0;
   double load_s = 0;
+  size_t load_batch = 1;  // subscriptions per AddBatch (1: one Add each)
   double bytes_per_subscription = 0;
   size_t predicates = 0;
   size_t clusters = 0;
@@ -222,7 +228,8 @@ std::string Format(const Context& c, Result& r, const std::string& format) {
       "\"subscriptions\": %d, \"events\": %d, \"path\": \"%s\", "
       "\"keep\": \"%s\", "
       "\"cohort_max\": %d, "
-      "\"load_s\": %.3f, \"events_per_s\": %.0f, \"events_per_s_min\": %.0f, "
+      "\"load_s\": %.3f, \"load_batch\": %d, \"events_per_s\": %.0f, "
+      "\"events_per_s_min\": %.0f, "
       "\"events_per_s_max\": %.0f, \"repetitions\": %d, \"p50_us\": %.2f, "
       "\"p99_us\": %.2f, \"matches_per_event\": %.3f, "
       "\"rows_checked_per_event\": %.1f, \"clusters_checked_per_event\": %.1f, "
@@ -232,8 +239,8 @@ std::string Format(const Context& c, Result& r, const std::string& format) {
       c.workload_name, c.sha256, c.subscriptions, c.events,
       event_path ? "MatchEvent" : "MatchCohort", c.keep,
       event_path ? 1 : r.cohort_max,
-      c.load_s, median, rates.front(), rates.back(), rates.size(), p50, p99,
-      per_event, rows, clusters, lists, c.bytes_per_subscription, PeakRssMb(),
+      c.load_s, c.load_batch, median, rates.front(), rates.back(),
+      rates.size(), p50, p99, per_event, rows, clusters, lists, c.bytes_per_subscription, PeakRssMb(),
       c.predicates, c.clusters, c.machine);
 }
 
@@ -278,15 +285,35 @@ int Main() {
   index.set_cohort_keep(keep == "per_event" ? CohortKeep::kPerEvent
                         : keep == "masks"   ? CohortKeep::kMasks
                                             : CohortKeep::kCheaper);
+  const size_t total = workload->subscriptions.size();
+  const size_t load_batch = absl::GetFlag(FLAGS_load_batch) <= 0
+                                ? std::max<size_t>(1, total)
+                                : absl::GetFlag(FLAGS_load_batch);
+  std::vector<matcher::Index::NewSubscription> batch;
   const Clock::time_point load_start = Clock::now();
-  for (size_t i = 0; i < workload->subscriptions.size(); ++i) {
-    absl::Status s = index.Add(i, workload->subscriptions[i]);
-    if (!s.ok()) {
-      std::cerr << "subscription " << i << ": " << s.message() << "\n";
-      return 1;
+  for (size_t first = 0; first < total; first += load_batch) {
+    const size_t n = std::min(load_batch, total - first);
+    std::vector<absl::Status> statuses;
+    if (load_batch == 1) {
+      statuses.push_back(index.Add(first, workload->subscriptions[first]));
+    } else {
+      batch.clear();
+      for (size_t i = first; i < first + n; ++i) {
+        batch.push_back({static_cast<matcher::SubscriptionId>(i),
+                         workload->subscriptions[i]});
+      }
+      statuses = index.AddBatch(batch);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (!statuses[i].ok()) {
+        std::cerr << "subscription " << first + i << ": "
+                  << statuses[i].message() << "\n";
+        return 1;
+      }
     }
   }
   c.load_s = Seconds(Clock::now() - load_start);
+  c.load_batch = load_batch;
   c.bytes_per_subscription = static_cast<double>(index.MemoryBytes()) /
                              std::max<size_t>(1, c.subscriptions);
   c.predicates = index.predicates();
@@ -302,10 +329,10 @@ int Main() {
   }
   if (format == "text") {
     std::cout << absl::StrFormat(
-        "workload %s (sha256 %s)\n%d subscriptions loaded in %.2f s, %.1f "
-        "bytes/subscription, %d predicates, %d clusters\n%d events, one "
-        "thread, %s\n",
-        c.workload_name, c.sha256, c.subscriptions, c.load_s,
+        "workload %s (sha256 %s)\n%d subscriptions loaded in %.2f s "
+        "(batches of %d), %.1f bytes/subscription, %d predicates, %d "
+        "clusters\n%d events, one thread, %s\n",
+        c.workload_name, c.sha256, c.subscriptions, c.load_s, c.load_batch,
         c.bytes_per_subscription, c.predicates, c.clusters, c.events,
         c.machine);
   }

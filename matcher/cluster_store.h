@@ -128,6 +128,16 @@ class ClusterStore {
   uint32_t Entry(Location at, uint32_t column) const;
   std::optional<LeadRange> Lead(Location at) const;
 
+  // Bulk loading (Index::AddBatch): between BeginBulk and EndBulk, AddRow
+  // merges no lead cluster's tail; EndBulk merges, once, each tail that
+  // the batch made due (however many merges its rows would have made one
+  // by one), calling moved(id, location) for each row that moved.
+  // REQUIRES between the two: no phase 2 (a tail is checked row by row, so
+  // it would be correct, but as long as the batch).
+  void BeginBulk() { bulk_ = true; }
+  template <typename Moved>
+  void EndBulk(Moved&& moved);
+
   // Tombstones the row at `at`. If the cluster becomes empty it is unlinked
   // from the list at `*head` and freed; if tombstones pass a quarter of the
   // rows it is compacted. `moved(id, new_location)` is called for each row
@@ -274,6 +284,9 @@ class ClusterStore {
   std::vector<uint32_t> free_;
   std::vector<uint32_t> order_scratch_;  // MergeTail's
   std::vector<uint32_t> moved_scratch_;  // MergeTail's: new rows that moved
+  bool bulk_ = false;                    // between BeginBulk and EndBulk
+  // Lead clusters added to in bulk (repeats allowed).
+  std::vector<uint32_t> bulk_clusters_;
 };
 
 // Rows are checked in blocks of this many so the accumulators (2 KiB) stay in
@@ -334,11 +347,35 @@ void ClusterStore::AddRow(uint32_t* head, PredicateId access,
   const Location at = AppendRow(head, access, id, entries, lead);
   moved(id, at);
   Cluster& c = clusters_[at.cluster];
-  if (!c.lead || !TailDue(c)) return;
+  if (!c.lead) return;
+  if (bulk_) {
+    bulk_clusters_.push_back(at.cluster);
+    return;
+  }
+  if (!TailDue(c)) return;
   MergeTail(c);
   for (uint32_t row : moved_scratch_) {
     moved(c.ids()[row], Location{at.cluster, row});
   }
+}
+
+template <typename Moved>
+void ClusterStore::EndBulk(Moved&& moved) {
+  bulk_ = false;
+  std::sort(bulk_clusters_.begin(), bulk_clusters_.end());
+  bulk_clusters_.erase(
+      std::unique(bulk_clusters_.begin(), bulk_clusters_.end()),
+      bulk_clusters_.end());
+  for (uint32_t index : bulk_clusters_) {
+    Cluster& c = clusters_[index];
+    if (!TailDue(c)) continue;
+    MergeTail(c);
+    for (uint32_t row : moved_scratch_) {
+      moved(c.ids()[row], Location{index, row});
+    }
+  }
+  bulk_clusters_.clear();
+  bulk_clusters_.shrink_to_fit();
 }
 
 template <typename Moved>

@@ -42,6 +42,22 @@ absl::Status Index::Add(SubscriptionId id,
   return absl::OkStatus();
 }
 
+std::vector<absl::Status> Index::AddBatch(
+    absl::Span<const NewSubscription> batch) {
+  std::vector<absl::Status> statuses;
+  statuses.reserve(batch.size());
+  table_.BeginBulk();
+  clusters_.BeginBulk();
+  for (const NewSubscription& s : batch) {
+    statuses.push_back(Add(s.id, s.predicates));
+  }
+  clusters_.EndBulk([&](SubscriptionId row, Location to) {
+    locations_.Slot(row) = to;
+  });
+  table_.EndBulk();
+  return statuses;
+}
+
 absl::Status Index::Remove(SubscriptionId id) {
   const Location* found = static_cast<const Index*>(this)->Find(id);
   if (found == nullptr) {

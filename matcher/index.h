@@ -25,9 +25,9 @@
 // server (threaded); no threads, no gRPC.
 // Thread safety: not synchronised. Const methods, `MatchEvent` included, may
 // be called from several threads at once as long as no thread calls a
-// non-const method (`Add`, `Remove`, and `MatchCohort`, which uses scratch
-// state inside the index) at the same time; a readers/writer lock gives
-// that. Otherwise one thread at a time: the service confines each Index to
+// non-const method (`Add`, `AddBatch`, `Remove`, and `MatchCohort`, which
+// uses scratch state inside the index) at the same time; a readers/writer
+// lock gives that. Otherwise one thread at a time: the service confines each Index to
 // its partition thread.
 // Memory: all memory is owned by the Index and allocated by the thread that
 // calls its non-const methods; a MatchScratch is owned by its caller.
@@ -101,6 +101,22 @@ class Index {
   // the index's distinct predicates would pass internal::kMaxPredicates
   // (about 10^9). On error nothing changes.
   absl::Status Add(SubscriptionId id, absl::Span<const Predicate> predicates);
+
+  // One subscription of a batch (AddBatch).
+  struct NewSubscription {
+    SubscriptionId id = 0;
+    absl::Span<const Predicate> predicates;
+  };
+  // Adds each subscription of `batch`, in order, as Add would, and returns
+  // one status per subscription, Add's (a subscription that fails is not
+  // added; the others are). The bulk load path (recovery, batched
+  // Subscribe): the predicate table's upkeep (sorting range groups, laying
+  // out mask slots) and the lead clusters' (merging their sorted parts
+  // with the rows added) is done once at the end of the batch instead of
+  // whenever a tail grows. Leaves the index as Adds in a loop would, but
+  // for the order of rows within a cluster and of mask slots, which no
+  // result depends on.
+  std::vector<absl::Status> AddBatch(absl::Span<const NewSubscription> batch);
 
   // Removes subscription `id`. NOT_FOUND if absent (nothing changes).
   absl::Status Remove(SubscriptionId id);

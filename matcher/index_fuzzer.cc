@@ -8,7 +8,9 @@
 // or the size — prints the step and aborts.
 //
 // Input format, repeated until the input ends (tools/fuzz/byte_reader.h):
-//   op byte % 4: 0, 1 Add; 2 Remove; 3 MatchCohort
+//   op byte % 4: 0 Add; 1 Add through AddBatch (a run of them is one
+//           batch of both indexes, applied before the next other op or the
+//           end, each status checked); 2 Remove; 3 MatchCohort
 //   Add:    id, predicate count (0 to 4; 0 must be refused), per predicate
 //           attribute (0 to 5), op (1 to 7), value, and for BETWEEN an upper
 //           bound (one byte in 16 swaps the bounds, which must be refused)
@@ -80,7 +82,10 @@ std::string Text(absl::Span<const SubscriptionId> ids) {
 
 class Session {
  public:
-  void Add(fuzz::ByteReader& in) {
+  // Adds a subscription read from `in`, now or (batched) with the next
+  // Flush.
+  void Add(fuzz::ByteReader& in, bool batched) {
+    if (!batched) Flush();
     const SubscriptionId id = Id(in);
     const uint32_t count = in.Below(5);
     std::vector<Predicate> predicates(count);
@@ -107,6 +112,18 @@ class Session {
     } else if (bad_id || count == 0 || swapped) {
       want = absl::StatusCode::kInvalidArgument;
     }
+    if (batched) {
+      // A batch's statuses are Adds' in order: want counts the earlier
+      // entries (live_ below).
+      pending_.push_back({id, std::move(predicates), want});
+      if (want == absl::StatusCode::kOk) {
+        if (!reference_.Add(id, pending_.back().predicates)) {
+          Fail("reference Add refused");
+        }
+        live_.insert(id);
+      }
+      return;
+    }
     const absl::Status status = index_.Add(id, predicates);
     const absl::Status split = partitioned_.Add(id, predicates);
     if (status.code() != want || split.code() != want) {
@@ -121,7 +138,30 @@ class Session {
     }
   }
 
+  // Applies the pending batch to both indexes with AddBatch.
+  void Flush() {
+    if (pending_.empty()) return;
+    std::vector<Index::NewSubscription> batch;
+    for (const Pending& p : pending_) batch.push_back({p.id, p.predicates});
+    const std::vector<absl::Status> got = index_.AddBatch(batch);
+    const std::vector<absl::Status> split = partitioned_.AddBatch(batch);
+    if (got.size() != batch.size() || split.size() != batch.size()) {
+      Fail("AddBatch: wrong status count");
+    }
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (got[i].code() != pending_[i].want ||
+          split[i].code() != pending_[i].want) {
+        Fail(absl::StrCat("AddBatch entry ", i, " of ", batch.size(), " (id ",
+                          batch[i].id, "): ", got[i].ToString(), " and ",
+                          split[i].ToString(), ", want ",
+                          absl::StatusCodeToString(pending_[i].want)));
+      }
+    }
+    pending_.clear();
+  }
+
   void Remove(fuzz::ByteReader& in) {
+    Flush();
     const SubscriptionId id = Id(in);
     const bool present = live_.erase(id) > 0;
     if (present && !reference_.Remove(id)) Fail("reference Remove refused");
@@ -140,6 +180,7 @@ class Session {
   }
 
   void Match(fuzz::ByteReader& in) {
+    Flush();
     const uint32_t count = 1 + in.Below(kMaxEvents);
     std::vector<std::vector<AttributeValue>> events(count);
     for (auto& event : events) {
@@ -174,7 +215,9 @@ class Session {
     }
   }
 
+  // The sizes, once no batch is pending.
   void CheckSize() const {
+    if (!pending_.empty()) return;
     if (index_.size() != reference_.size() ||
         partitioned_.size() != reference_.size()) {
       Fail(absl::StrCat("size ", index_.size(), " and ", partitioned_.size(),
@@ -183,6 +226,12 @@ class Session {
   }
 
  private:
+  struct Pending {
+    SubscriptionId id;
+    std::vector<Predicate> predicates;
+    absl::StatusCode want;
+  };
+
   Index index_;
   PartitionedIndex partitioned_{3, /*spread_rows=*/2};
   ReferenceMatcher reference_;
@@ -191,6 +240,7 @@ class Session {
   std::vector<std::vector<SubscriptionId>> matches_;
   std::vector<std::vector<SubscriptionId>> split_matches_;
   std::vector<SubscriptionId> single_;
+  std::vector<Pending> pending_;  // Adds for the next AddBatch
 };
 
 }  // namespace
@@ -201,10 +251,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cohort::fuzz::ByteReader in(data, size);
   cohort::matcher::Session session;
   while (!in.empty()) {
-    switch (in.Byte() % 4) {
+    const uint32_t op = in.Byte() % 4;
+    switch (op) {
       case 0:
       case 1:
-        session.Add(in);
+        session.Add(in, /*batched=*/op == 1);
         break;
       case 2:
         session.Remove(in);
@@ -215,5 +266,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     session.CheckSize();
   }
+  session.Flush();
+  session.CheckSize();
   return 0;
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "matcher/index_test_util.h"
@@ -92,12 +93,57 @@ struct DifferentialStats {
   uint64_t matches = 0;
 };
 
+// How RunSeed adds a round's subscriptions: one Add each, or (kBatches)
+// half the rounds through Index::AddBatch, in batches of random sizes with
+// bad subscriptions among them.
+enum class Adding { kOneByOne, kBatches };
+
+// Adds `subs` to `index` with AddBatch in batches of random sizes, each
+// with a bad subscription or two slipped in (an id already present, no
+// predicates, a BETWEEN with value > upper), and expects every status to be
+// the one Add gives.
+void AddInBatches(Rng& rng, Index& index,
+                  const std::vector<std::pair<SubscriptionId, Subscription>>&
+                      subs) {
+  static const Subscription kEmpty;
+  static const Subscription kInverted = {
+      {.attribute = 0, .op = Op::kBetween, .value = 5, .upper = 4}};
+  static constexpr size_t kSizes[] = {1, 2, 17, 100, 100000};
+  for (size_t first = 0; first < subs.size();) {
+    const size_t n = std::min(kSizes[rng.Uniform(std::size(kSizes))],
+                              subs.size() - first);
+    std::vector<Index::NewSubscription> batch;
+    std::vector<absl::StatusCode> want;
+    for (size_t i = first; i < first + n; ++i) {
+      if (rng.Chance(3)) {  // a repeat of the id just added
+        if (!batch.empty()) {
+          batch.push_back({batch.back().id, subs[i].second});
+          want.push_back(absl::StatusCode::kAlreadyExists);
+        }
+        batch.push_back({kMaxSubscriptionId - 1,
+                         rng.Chance(50) ? kEmpty : kInverted});
+        want.push_back(absl::StatusCode::kInvalidArgument);
+      }
+      batch.push_back({subs[i].first, subs[i].second});
+      want.push_back(absl::StatusCode::kOk);
+    }
+    const std::vector<absl::Status> got = index.AddBatch(batch);
+    ASSERT_EQ(got.size(), batch.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].code(), want[i])
+          << "batch entry " << i << " (id " << batch[i].id
+          << "): " << got[i];
+    }
+    first += n;
+  }
+}
+
 // One seed: rounds of random mutations followed by matching a batch of events
 // in cohorts of random sizes, and each event alone with MatchEvent (one
 // scratch for the whole seed, so it also grows with the index). Returns false
 // (after reporting) on a mismatch.
 bool RunSeed(const test_util::Shape& shape, uint64_t seed,
-             DifferentialStats* stats) {
+             DifferentialStats* stats, Adding adding = Adding::kOneByOne) {
   Rng rng(seed);
   const uint32_t attributes = 1 + rng.Uniform(shape.max_attributes);
   const int64_t domain = 1 + rng.Uniform(shape.max_domain);
@@ -113,6 +159,8 @@ bool RunSeed(const test_util::Shape& shape, uint64_t seed,
   static constexpr size_t kCohorts[] = {1, 2, 4, 16, 63, 64, 65, 1000};
   for (int round = 0; round < 4; ++round) {
     const int adds = shape.min_adds + rng.Uniform(shape.add_span);
+    const bool batches = adding == Adding::kBatches && rng.Chance(50);
+    const size_t live_before = live.size();
     for (int i = 0; i < adds; ++i) {
       Subscription s;
       if (!live.empty() && rng.Chance(5)) {
@@ -127,9 +175,15 @@ bool RunSeed(const test_util::Shape& shape, uint64_t seed,
         id = removed.back();
         removed.pop_back();
       }
-      EXPECT_TRUE(index.Add(id, s).ok());
+      if (!batches) {
+        EXPECT_TRUE(index.Add(id, s).ok());
+      }
       reference.Add(id, s);
       live.emplace_back(id, std::move(s));
+    }
+    if (batches) {
+      AddInBatches(rng, index,
+                   {live.begin() + live_before, live.end()});
     }
     const int removes = rng.Uniform(live.size() / 2 + 1);
     for (int i = 0; i < removes; ++i) {
@@ -197,6 +251,60 @@ TEST(IndexDifferential, RangeOnlyListsSortMergeAndCompact) {
             << stats.matches << " matches\n";
   EXPECT_GE(stats.pairs, 5'000'000u);
   EXPECT_GT(stats.matches, stats.pairs / 100) << "workload too sparse";
+}
+
+// The bulk load path: rounds whose subscriptions go in through AddBatch
+// (batches of 1 to the whole round, bad subscriptions among them),
+// interleaved with rounds of single Adds, removals and matching. Range-only
+// lists get batches long enough that their lead clusters' tails and the
+// range groups' tails are merged at the batch's end.
+TEST(IndexDifferential, AddBatchAgainstReference) {
+  DifferentialStats stats;
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    if (!RunSeed(test_util::kMixed, 1000 + seed, &stats, Adding::kBatches)) {
+      break;
+    }
+  }
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    if (!RunSeed(test_util::kRangeOnly, 1000 + seed, &stats,
+                 Adding::kBatches)) {
+      break;
+    }
+  }
+  std::cout << "checked " << stats.pairs << " (subscription, event) pairs, "
+            << stats.matches << " matches\n";
+  EXPECT_GE(stats.pairs, 1'000'000u);
+  EXPECT_GT(stats.matches, stats.pairs / 1000) << "workload too sparse";
+}
+
+TEST(IndexAddBatch, StatusesAreAddsAndBadEntriesChangeNothing) {
+  const Subscription ok = {{.attribute = 1, .op = Op::kLe, .value = 10}};
+  const Subscription empty;
+  const Subscription inverted = {
+      {.attribute = 1, .op = Op::kBetween, .value = 9, .upper = 3}};
+  Index index;
+  ASSERT_TRUE(index.Add(7, ok).ok());
+  const std::vector<absl::Status> got = index.AddBatch({
+      {.id = 1, .predicates = ok},
+      {.id = 7, .predicates = ok},  // present before the batch
+      {.id = 2, .predicates = empty},
+      {.id = 1, .predicates = ok},  // present earlier in the batch
+      {.id = 3, .predicates = inverted},
+      {.id = kMaxSubscriptionId + 1, .predicates = ok},
+      {.id = 4, .predicates = ok},
+  });
+  ASSERT_EQ(got.size(), 7u);
+  EXPECT_TRUE(got[0].ok()) << got[0];
+  EXPECT_EQ(got[1].code(), absl::StatusCode::kAlreadyExists) << got[1];
+  EXPECT_EQ(got[2].code(), absl::StatusCode::kInvalidArgument) << got[2];
+  EXPECT_EQ(got[3].code(), absl::StatusCode::kAlreadyExists) << got[3];
+  EXPECT_EQ(got[4].code(), absl::StatusCode::kInvalidArgument) << got[4];
+  EXPECT_EQ(got[5].code(), absl::StatusCode::kInvalidArgument) << got[5];
+  EXPECT_TRUE(got[6].ok()) << got[6];
+  EXPECT_EQ(index.size(), 3u);
+  EXPECT_EQ(MatchOne(index, {{1, 5}}), (std::vector<SubscriptionId>{1, 4, 7}));
+  EXPECT_EQ(MatchOneEvent(index, {{1, 11}}), std::vector<SubscriptionId>{});
+  EXPECT_TRUE(index.AddBatch({}).empty());
 }
 
 // Builds an index and a reference from `subs` (ids 0..n-1) and expects them

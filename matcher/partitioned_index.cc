@@ -1,6 +1,7 @@
 #include "matcher/partitioned_index.h"
 
 #include <algorithm>
+#include <cassert>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -174,12 +175,41 @@ void PartitionedIndex::FinishRemove(const RemovedRows& removed) {
   }
 }
 
+void PartitionedIndex::ApplyRows(uint32_t partition,
+                                 absl::Span<const PendingRow> rows) {
+  internal::ClusterStore& store = clusters_[partition];
+  store.BeginBulk();
+  for (const PendingRow& row : rows) {
+    assert(row.partition == partition);
+    ApplyRow(row);
+  }
+  store.EndBulk([this](SubscriptionId id, Location to) {
+    locations_.Existing(id).at = to;
+  });
+}
+
 absl::Status PartitionedIndex::Add(SubscriptionId id,
                                    absl::Span<const Predicate> predicates) {
   PendingRow row;
   if (absl::Status s = PlanAdd(id, predicates, &row); !s.ok()) return s;
   ApplyRow(row);
   return absl::OkStatus();
+}
+
+std::vector<absl::Status> PartitionedIndex::AddBatch(
+    absl::Span<const Index::NewSubscription> batch) {
+  std::vector<absl::Status> statuses;
+  statuses.reserve(batch.size());
+  std::vector<std::vector<PendingRow>> rows(partitions_);
+  BeginPlans();
+  for (const Index::NewSubscription& s : batch) {
+    PendingRow row;
+    statuses.push_back(PlanAdd(s.id, s.predicates, &row));
+    if (statuses.back().ok()) rows[row.partition].push_back(std::move(row));
+  }
+  EndPlans();
+  for (uint32_t p = 0; p < partitions_; ++p) ApplyRows(p, rows[p]);
+  return statuses;
 }
 
 absl::Status PartitionedIndex::Remove(SubscriptionId id) {

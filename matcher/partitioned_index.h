@@ -36,9 +36,10 @@
 //     threads the caller chooses.
 //
 // Thread safety (the caller orders the steps; nothing here locks):
-//   - Add, Remove, PlanAdd, FinishRemove: exclusive (no other call at all).
-//   - ApplyRow and RemoveRow: concurrently with each other for distinct
-//     partitions; nothing else meanwhile.
+//   - Add, AddBatch, Remove, PlanAdd, BeginPlans, EndPlans, FinishRemove:
+//     exclusive (no other call at all).
+//   - ApplyRow, ApplyRows and RemoveRow: concurrently with each other for
+//     distinct partitions; nothing else meanwhile.
 //   - BeginCohort, RunTask, MatchPartition, and the other const methods:
 //     any number of threads at once, while none of the above runs. Each
 //     CohortMasks is begun by one thread, each of its tasks is run once, and
@@ -120,8 +121,11 @@ class PartitionedIndex {
 
   uint32_t partitions() const { return partitions_; }
 
-  // Whole use: as Index::Add, Index::Remove, Index::MatchCohort.
+  // Whole use: as Index::Add, Index::AddBatch, Index::Remove,
+  // Index::MatchCohort.
   absl::Status Add(SubscriptionId id, absl::Span<const Predicate> predicates);
+  std::vector<absl::Status> AddBatch(
+      absl::Span<const Index::NewSubscription> batch);
   absl::Status Remove(SubscriptionId id);
   void MatchCohort(absl::Span<const EventView> events,
                    std::vector<std::vector<SubscriptionId>>* matches);
@@ -135,6 +139,17 @@ class PartitionedIndex {
                        absl::Span<const Predicate> predicates,
                        PendingRow* row);
   void ApplyRow(const PendingRow& row);
+  // Split use, subscribing in bulk (batched Subscribe, recovery), as
+  // Index::AddBatch does it: PlanAdd calls between BeginPlans and EndPlans
+  // leave the predicate table's upkeep to EndPlans
+  // (PredicateTable::BeginBulk), and ApplyRows adds partition p's rows with
+  // its lead clusters' merges done once, at the end (ClusterStore::
+  // BeginBulk). BeginPlans and EndPlans are exclusive, as PlanAdd; no
+  // cohort begins between them. ApplyRows is as ApplyRow.
+  // REQUIRES: every row's partition is `partition`.
+  void BeginPlans() { table_.BeginBulk(); }
+  void EndPlans() { table_.EndBulk(); }
+  void ApplyRows(uint32_t partition, absl::Span<const PendingRow> rows);
 
   // Split use, unsubscribing. PartitionOf tells where `id` lives (NOT_FOUND
   // if absent). RemoveRow takes id's row out of `partition`'s clusters and

@@ -48,24 +48,34 @@ Subscription RandomSubscription(Rng& rng, uint32_t attributes,
 }
 
 // Adds `subs` through the split steps: every row planned, then applied
-// partition by partition in a shuffled order of partitions.
+// partition by partition in a shuffled order of partitions; with `bulk`,
+// planned between BeginPlans and EndPlans and applied with ApplyRows.
 void AddSplit(PartitionedIndex& index,
               const std::vector<std::pair<SubscriptionId, Subscription>>& subs,
-              Rng& rng) {
+              Rng& rng, bool bulk) {
   std::vector<PartitionedIndex::PendingRow> rows(subs.size());
+  if (bulk) index.BeginPlans();
   for (size_t i = 0; i < subs.size(); ++i) {
     ASSERT_TRUE(index.PlanAdd(subs[i].first, subs[i].second, &rows[i]).ok());
     ASSERT_TRUE(index.Contains(subs[i].first));
   }
+  if (bulk) index.EndPlans();
   std::vector<uint32_t> order(index.partitions());
   for (uint32_t p = 0; p < order.size(); ++p) order[p] = p;
   for (size_t i = order.size(); i > 1; --i) {
     std::swap(order[i - 1], order[rng.Uniform(i)]);
   }
   for (uint32_t p : order) {
+    std::vector<PartitionedIndex::PendingRow> mine;
     for (const auto& row : rows) {
-      if (row.partition == p) index.ApplyRow(row);
+      if (row.partition != p) continue;
+      if (bulk) {
+        mine.push_back(row);
+      } else {
+        index.ApplyRow(row);
+      }
     }
+    if (bulk) index.ApplyRows(p, mine);
   }
 }
 
@@ -91,11 +101,14 @@ struct Config {
   uint32_t partitions;
   uint32_t spread_rows;
   bool split;  // the split steps instead of Add/Remove
+  // Adds in bulk: AddBatch (whole), or BeginPlans/EndPlans and ApplyRows
+  // (split).
+  bool bulk = false;
 };
 
 std::string Name(const Config& c) {
   return absl::StrCat("P=", c.partitions, " spread_rows=", c.spread_rows,
-                      c.split ? " split" : " whole");
+                      c.split ? " split" : " whole", c.bulk ? " bulk" : "");
 }
 
 // One seed: rounds of random adds and removes, then events matched in
@@ -119,7 +132,13 @@ bool RunSeed(const Config& config, const test_util::Shape& shape,
       reference.Add(id, s);
     }
     if (config.split) {
-      AddSplit(index, adds, rng);
+      AddSplit(index, adds, rng, config.bulk);
+    } else if (config.bulk) {
+      std::vector<Index::NewSubscription> batch;
+      for (const auto& [id, s] : adds) batch.push_back({id, s});
+      for (const absl::Status& s : index.AddBatch(batch)) {
+        EXPECT_TRUE(s.ok()) << s;
+      }
     } else {
       for (const auto& [id, s] : adds) EXPECT_TRUE(index.Add(id, s).ok());
     }
@@ -165,9 +184,11 @@ bool RunSeed(const Config& config, const test_util::Shape& shape,
 
 TEST(PartitionedIndexDifferential, RandomizedAgainstReference) {
   // spread_rows 2 spreads nearly every list; 0 places rows by id.
-  const Config configs[] = {{1, kSpreadRows, false}, {2, kSpreadRows, false},
-                            {3, 2, false},           {8, 2, true},
-                            {5, 0, true},            {16, kSpreadRows, true}};
+  const Config configs[] = {
+      {1, kSpreadRows, false}, {2, kSpreadRows, false},
+      {3, 2, false},           {8, 2, true},
+      {5, 0, true},            {16, kSpreadRows, true},
+      {2, 2, false, true},     {4, kSpreadRows, true, true}};
   for (const Config& config : configs) {
     uint64_t pairs = 0;
     for (uint64_t seed = 1; seed <= 15; ++seed) {
@@ -181,8 +202,11 @@ TEST(PartitionedIndexDifferential, RandomizedAgainstReference) {
 // lists, whole and split over partitions (where each partition's part of a
 // list sorts and merges on its own).
 TEST(PartitionedIndexDifferential, RangeOnlyListsAgainstReference) {
-  const Config configs[] = {{1, kSpreadRows, false}, {3, 2, true},
-                            {4, kSpreadRows, true}};
+  const Config configs[] = {{1, kSpreadRows, false},
+                            {3, 2, true},
+                            {4, kSpreadRows, true},
+                            {1, kSpreadRows, false, true},
+                            {3, 2, true, true}};
   for (const Config& config : configs) {
     uint64_t pairs = 0;
     for (uint64_t seed = 1; seed <= 4; ++seed) {

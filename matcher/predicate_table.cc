@@ -270,8 +270,11 @@ void PredicateTable::InsertIntoGroup(PredicateId id) {
   g.key.push_back(info.kind == Kind::kLow ? info.hi : info.lo);
   if (g.kind == Kind::kRange) g.hi.push_back(info.hi);
   g.pred.push_back(id);
-  const uint32_t tail = g.size() - g.sorted;
-  if (tail > std::max(kMinTail, g.sorted / kTailDivisor)) {
+  if (bulk_) {
+    slot_of_[id] = 0;  // EndBulk gives it its slot
+    bulk_groups_.emplace_back(info.attribute, info.kind);
+    bulk_ranges_.push_back(id);
+  } else if (TailDue(g)) {
     Rebuild(g);
   } else if (g.size() > g.capacity) {
     Place(g, SlotsNeeded(g.sorted, g.size()));
@@ -285,8 +288,17 @@ void PredicateTable::RemoveFromGroup(PredicateId id) {
   Group& g = GroupOf(info.kind, info.attribute);
   g.pred[info.pos] = kFreePosition;
   ++g.dead;
-  // Dead positions still cost phase-1 work; drop them once they are half.
-  if (g.dead * 2 > g.size()) Rebuild(g);
+  // Dead positions still cost phase-1 work; drop them once they are half
+  // (in bulk, EndBulk does).
+  if (bulk_) {
+    bulk_groups_.emplace_back(info.attribute, info.kind);
+  } else if (g.dead * 2 > g.size()) {
+    Rebuild(g);
+  }
+}
+
+bool PredicateTable::TailDue(const Group& g) {
+  return g.size() - g.sorted > std::max(kMinTail, g.sorted / kTailDivisor);
 }
 
 void PredicateTable::Rebuild(Group& g) {
@@ -349,6 +361,35 @@ void PredicateTable::Rebuild(Group& g) {
   Place(g, SlotsNeeded(n, n));
 }
 
+void PredicateTable::EndBulk() {
+  bulk_ = false;
+  std::sort(bulk_groups_.begin(), bulk_groups_.end());
+  bulk_groups_.erase(std::unique(bulk_groups_.begin(), bulk_groups_.end()),
+                     bulk_groups_.end());
+  for (const auto& [attribute, kind] : bulk_groups_) {
+    Group* g = &GroupOf(kind, attribute);
+    if (TailDue(*g) || g->dead * 2 > g->size()) {
+      Rebuild(*g);
+    } else if (g->size() > g->capacity) {
+      Place(*g, SlotsNeeded(g->sorted, g->size()));
+    }
+  }
+  // The batch's new predicates in groups that were neither merged nor
+  // placed still lack their slots (the others' are set again, as they are).
+  for (PredicateId id : bulk_ranges_) {
+    const Info& info = info_[id];
+    if (info.kind == Kind::kLow || info.kind == Kind::kHigh ||
+        info.kind == Kind::kRange) {
+      slot_of_[id] = GroupOf(info.kind, info.attribute).base + info.pos;
+    }
+  }
+  bulk_groups_.clear();
+  bulk_groups_.shrink_to_fit();
+  bulk_ranges_.clear();
+  bulk_ranges_.shrink_to_fit();
+  MaybeCompact();
+}
+
 void PredicateTable::Place(Group& g, uint32_t needed) {
   // A region more than twice too big after removals is given back too.
   if (g.capacity < needed || g.capacity > 2 * needed + kMinTail) {
@@ -368,10 +409,14 @@ void PredicateTable::RefreshSlots(const Group& g) {
 
 void PredicateTable::MaybeCompact() {
   const uint64_t waste = wasted_ + free_eq_slots_.size();
-  if (waste < kMinWasteToCompact ||
+  if (bulk_ || waste < kMinWasteToCompact ||
       waste * kWasteDivisor < slot_limit_ - waste) {
     return;
   }
+  Compact();
+}
+
+void PredicateTable::Compact() {
   uint32_t next = 1;
   for (AttributeGroups& a : attributes_) {
     for (Group* g : {&a.low, &a.high, &a.range}) {

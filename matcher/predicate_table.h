@@ -58,6 +58,7 @@
 #define COHORT_MATCHER_PREDICATE_TABLE_H_
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -134,6 +135,21 @@ class PredicateTable {
   // Drops one reference; the predicate is freed (and its id reused later)
   // when the last reference goes. REQUIRES: id was acquired.
   void Release(PredicateId id);
+
+  // Bulk loading (Index::AddBatch): between BeginBulk and EndBulk, Acquire
+  // and Release keep no slot layout. A new range predicate joins its
+  // group's unsorted tail with slot 0, and no group is sorted, placed or
+  // compacted. EndBulk then does, for each group that changed, what the
+  // last insert would have done one by one: merges its tail if the tail is
+  // due (once, however many merges the inserts would have made), else
+  // gives the tail its slots; then compacts the slot space if it is due.
+  // Adding a million range predicates one by one merges each group's tail
+  // and moves its slot region at every growth, and compacts the slot space
+  // on the way. REQUIRES between the two: no phase 1 and no use of
+  // slots() (they are not valid until EndBulk).
+  void BeginBulk() { bulk_ = true; }
+  void EndBulk();
+  bool in_bulk() const { return bulk_; }
 
   // The predicate with id `id`. REQUIRES: id is live.
   NormalPredicate Get(PredicateId id) const;
@@ -247,6 +263,8 @@ class PredicateTable {
   void InsertIntoGroup(PredicateId id);
   void RemoveFromGroup(PredicateId id);
   void Rebuild(Group& g);
+  // Whether g's unsorted tail is due to be merged.
+  static bool TailDue(const Group& g);
   // Slot layout: gives `g` a region of at least `needed` slots (moving it
   // to the end of the slot space if it does not fit), and points the
   // group's predicates at their slots.
@@ -255,6 +273,7 @@ class PredicateTable {
   // Renumbers every slot densely once moved regions and freed equality
   // slots waste too much of the slot space.
   void MaybeCompact();
+  void Compact();
   uint32_t NewEqSlot();
 
   // BeginCohort's steps.
@@ -320,6 +339,12 @@ class PredicateTable {
   std::vector<uint32_t> free_eq_slots_;
   uint64_t generation_ = 0;
   size_t live_ = 0;
+  bool bulk_ = false;  // between BeginBulk and EndBulk
+  // The groups a bulk load changed, as (attribute, kind) (repeats allowed;
+  // not pointers: attributes_ may grow meanwhile), and the range
+  // predicates it created.
+  std::vector<std::pair<AttributeId, Kind>> bulk_groups_;
+  std::vector<PredicateId> bulk_ranges_;
 };
 
 }  // namespace internal

@@ -60,7 +60,7 @@ void ClusterPartition::Apply(
     absl::Span<const matcher::PartitionedIndex::PendingRow> rows,
     absl::Span<const uint32_t> removes,
     matcher::PartitionedIndex::RemovedRows* removed) {
-  for (const auto& row : rows) index_->ApplyRow(row);
+  index_->ApplyRows(partition_, rows);
   for (uint32_t id : removes) index_->RemoveRow(partition_, id, removed);
   profile_.AddUpdates(rows.size() + removes.size());
 }

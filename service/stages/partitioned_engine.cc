@@ -108,6 +108,9 @@ void PartitionedEngine::Run(uint32_t p) {
 
 void PartitionedEngine::Plan(const UpdateBatch& update) {
   const uint32_t p_count = static_cast<uint32_t>(partitions_.size());
+  // A batch of adds (a Subscribe request, recovery) is planned in bulk:
+  // the predicate table's upkeep once, at its end.
+  index_.BeginPlans();
   for (const UpdateBatch::Add& add : update.adds) {
     matcher::PartitionedIndex::PendingRow row;
     absl::Status s = index_.PlanAdd(add.local_id, add.input->predicates, &row);
@@ -121,6 +124,7 @@ void PartitionedEngine::Plan(const UpdateBatch& update) {
     subscriber_of_[add.local_id] = add.input->subscriber;
     planned_.rows[row.partition].push_back(std::move(row));
   }
+  index_.EndPlans();
   for (uint32_t id : update.removes) {
     absl::StatusOr<uint32_t> p = index_.PartitionOf(id);
     if (!p.ok()) {

@@ -198,8 +198,15 @@ void ShardPartition::RunCohort(const std::vector<ShardItem>& cohort,
 
 void ShardPartition::ApplyUpdate(UpdateBatch* update) {
   absl::Status status;
+  std::vector<matcher::Index::NewSubscription> batch;
+  batch.reserve(update->adds.size());
   for (const UpdateBatch::Add& add : update->adds) {
-    absl::Status s = shard_.Add(add.local_id, add.input->predicates);
+    batch.push_back({add.local_id, add.input->predicates});
+  }
+  const std::vector<absl::Status> added = shard_.AddBatch(batch);
+  for (size_t i = 0; i < update->adds.size(); ++i) {
+    const UpdateBatch::Add& add = update->adds[i];
+    const absl::Status& s = added[i];
     if (!s.ok()) {
       if (status.ok()) status = s;
       continue;

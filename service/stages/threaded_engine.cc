@@ -76,10 +76,17 @@ absl::StatusOr<std::vector<uint64_t>> ThreadedEngine::Apply(
   std::vector<uint64_t> applied;
   absl::Status status;
   std::unique_lock<std::shared_mutex> lock(index_mu_);
+  // One AddBatch (the bulk path: the index's upkeep once, at its end).
+  std::vector<matcher::Index::NewSubscription> batch(subscriptions.size());
+  for (size_t i = 0; i < subscriptions.size(); ++i) {
+    batch[i] = {directory_.Place(ids[i]).local_id,
+                subscriptions[i].predicates};
+  }
+  const std::vector<absl::Status> added = index_.AddBatch(batch);
   for (size_t i = 0; i < subscriptions.size(); ++i) {
     const uint64_t id = ids[i];
-    const uint32_t local_id = directory_.Place(id).local_id;
-    absl::Status s = index_.Add(local_id, subscriptions[i].predicates);
+    const uint32_t local_id = batch[i].id;
+    const absl::Status& s = added[i];
     if (!s.ok()) {
       // Validated input cannot fail here; if it does, report it and keep
       // the id out of the directory so nothing half-applied is visible.
