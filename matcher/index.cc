@@ -144,7 +144,10 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
     for (size_t e = 0; e < events.size(); ++e) {
       table_.RunTask(e, &masks_);
       const size_t first = t;
-      while (t < touched.size() && __builtin_ctzll(touched[t].mask) == e) ++t;
+      while (t < touched.size() &&
+             static_cast<size_t>(__builtin_ctzll(touched[t].mask)) == e) {
+        ++t;
+      }
       const size_t before = out[e].size();
       MatchEventLists(
           t - first, [&](size_t v) { return touched[first + v].id; },

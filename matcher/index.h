@@ -288,7 +288,10 @@ void Index::MatchMasksForBenchmark(const internal::CohortMasks& masks,
   std::vector<SubscriptionId> found;
   for (size_t first = 0, t = 0; first < touched.size(); first = t) {
     const size_t e = __builtin_ctzll(touched[first].mask);
-    while (t < touched.size() && __builtin_ctzll(touched[t].mask) == e) ++t;
+    while (t < touched.size() &&
+           static_cast<size_t>(__builtin_ctzll(touched[t].mask)) == e) {
+      ++t;
+    }
     found.clear();
     MatchEventLists(
         t - first, [&](size_t v) { return touched[first + v].id; },

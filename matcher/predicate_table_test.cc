@@ -186,6 +186,19 @@ TEST(PredicateTableCohort, TasksComputeEveryMaskByDefinition) {
   EXPECT_GT(compared, 100000u);
 }
 
+// The same with the per-event scans' portable loop instead of AVX2 (on a
+// CPU without AVX2 both runs take that loop).
+TEST(PredicateTableCohort, PortableScansComputeEveryMaskByDefinition) {
+  PredicateTable::UseSimdScansForTest(false);
+  uint64_t compared = 0;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    RunSeed(1000 + seed, &compared);
+    if (HasFatalFailure()) break;
+  }
+  PredicateTable::UseSimdScansForTest(true);
+  EXPECT_GT(compared, 40000u);
+}
+
 // Groups large enough for several tasks and kRange blocks, grown and shrunk
 // until regions move and the slot space is compacted; one buffer reused
 // across all of it must still give exact masks.
