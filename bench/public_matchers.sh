@@ -5,7 +5,8 @@
 #
 #   bench/public_matchers.sh --src=DIR [--presets=LIST] [--events=N]
 #                            [--subscriptions=N] [--ne=POLICY] [--reps=N]
-#                            [--cohorts=LIST] [--out=DIR] [--quick]
+#                            [--cohorts=LIST] [--load_batch=N] [--out=DIR]
+#                            [--quick]
 #
 # --src: a checkout of github.com/xizeroplus/matching-algorithm (its Tama/
 # and Rein/ folders are compiled here, at -O3 -march=native, with
@@ -26,6 +27,10 @@
 # Writes DIR (default results/public-<UTC time>[-quick]/): meta.txt,
 # <preset>.export.json, <preset>.cohort.json, <preset>.tama.json,
 # <preset>.rein.json and report.md (tools/public_matchers_report.py).
+# --load_batch=N: Cohort loads the kept workload with matcher_bench
+# --load_batch=N. Default 0: the whole file in one Index::AddBatch, as each
+# public matcher builds its structure from the whole file (reports before
+# 2026-11-26's issue 18 step 10 loaded one Index::Add at a time: 1).
 # --quick: 20,000 subscriptions, 300 events, 1 repetition.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +42,7 @@ subs=-1
 ne=auto
 reps=3
 cohorts="event,1,4,16,64"
+load_batch=0
 out=""
 quick=0
 for arg in "$@"; do
@@ -48,6 +54,7 @@ for arg in "$@"; do
     --ne=*) ne="${arg#*=}" ;;
     --reps=*) reps="${arg#*=}" ;;
     --cohorts=*) cohorts="${arg#*=}" ;;
+    --load_batch=*) load_batch="${arg#*=}" ;;
     --out=*) out="${arg#*=}" ;;
     --quick) quick=1 ;;
     *) echo "public_matchers.sh: unknown argument ${arg}" >&2; exit 2 ;;
@@ -103,7 +110,8 @@ for preset in ${presets//,/ }; do
     --events="${events}" --ne="${policy}" --out_workload="${tmp}/w.txt" \
     --out_intervals="${tmp}/w.intervals" >"${out}/${preset}.export.json"
   "${bin}/matcher_bench" --workload="${tmp}/w.txt" --cohort_max="${cohorts}" \
-    --repetitions="${reps}" --format=json >"${out}/${preset}.cohort.json"
+    --repetitions="${reps}" --load_batch="${load_batch}" --format=json \
+    >"${out}/${preset}.cohort.json"
   rm -f "${tmp}/w.txt"
   for m in tama rein; do
     if ! "${out}/bin/${m}_driver" "${tmp}/w.intervals" "${reps}" \

@@ -3,12 +3,12 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cassert>
 #include <cstring>
 #include <limits>
 
 #include "matcher/growth.h"
+#include "matcher/simd.h"
 
 namespace cohort {
 namespace matcher {
@@ -545,17 +545,6 @@ __attribute__((target("avx2"))) uint64_t BetweenWordAvx2(
   return word;
 }
 
-bool CpuHasAvx2() {
-  __builtin_cpu_init();  // in case this runs before the constructors
-  return __builtin_cpu_supports("avx2") != 0;
-}
-
-// Whether SetBetween uses AVX2: the CPU has it, unless a test said no.
-std::atomic<bool>& UseAvx2() {
-  static std::atomic<bool> use{CpuHasAvx2()};
-  return use;
-}
-
 // Sets bit base + i of `bits` for each position i in [begin, end) where
 // lo[i] <= v <= hi[i] (see BetweenWordAvx2), a word of bits at a time:
 // with AVX2 where the CPU has it, else a portable loop without a branch.
@@ -563,7 +552,7 @@ template <bool kLo, bool kHi>
 void SetBetween(uint32_t base, uint32_t begin, uint32_t end,
                 const int64_t* lo, const int64_t* hi, int64_t v,
                 PredicateBits* bits) {
-  if (UseAvx2().load(std::memory_order_relaxed)) {
+  if (UseAvx2()) {
     ForEachSlotWord(
         base, begin, end,
         [&](uint32_t i, uint32_t stop, uint32_t shift) {
@@ -586,10 +575,6 @@ void SetBetween(uint32_t base, uint32_t begin, uint32_t end,
 }
 
 }  // namespace
-
-void PredicateTable::UseSimdScansForTest(bool use) {
-  UseAvx2().store(use && CpuHasAvx2(), std::memory_order_relaxed);
-}
 
 // A group's positions have the consecutive slots [base, base + size), so
 // the sorted part's satisfied run of a kLow or kHigh group is one run of

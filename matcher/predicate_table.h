@@ -151,11 +151,6 @@ class PredicateTable {
   void EndBulk();
   bool in_bulk() const { return bulk_; }
 
-  // Whether MarkSatisfied's position-by-position scans use AVX2 where the
-  // CPU has it (the default) or the portable loop (tests of the fallback).
-  // Process-wide; call before matching starts.
-  static void UseSimdScansForTest(bool use);
-
   // The predicate with id `id`. REQUIRES: id is live.
   NormalPredicate Get(PredicateId id) const;
   // Number of references to `id` (0 if free).

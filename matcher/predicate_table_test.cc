@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "matcher/index_test_util.h"
+#include "matcher/simd.h"
 #include "matcher/types.h"
 
 namespace cohort {
@@ -189,13 +190,13 @@ TEST(PredicateTableCohort, TasksComputeEveryMaskByDefinition) {
 // The same with the per-event scans' portable loop instead of AVX2 (on a
 // CPU without AVX2 both runs take that loop).
 TEST(PredicateTableCohort, PortableScansComputeEveryMaskByDefinition) {
-  PredicateTable::UseSimdScansForTest(false);
+  SetAvx2ForTest(false);
   uint64_t compared = 0;
   for (uint64_t seed = 1; seed <= 60; ++seed) {
     RunSeed(1000 + seed, &compared);
     if (HasFatalFailure()) break;
   }
-  PredicateTable::UseSimdScansForTest(true);
+  SetAvx2ForTest(true);
   EXPECT_GT(compared, 40000u);
 }
 
