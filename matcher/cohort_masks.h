@@ -77,7 +77,12 @@ enum class CohortKeep { kCheaper, kPerEvent, kMasks };
 // always kept per event: the masks share nothing then.
 // (The constants were fitted with matcher_bench --keep=per_event and
 // --keep=masks at cohorts of 2 to 64 on fabret-1m, selective-1m and
-// ranges-1m; bench/README.md, issue 18 step 3.)
+// ranges-1m; bench/README.md, issue 18 step 3; refitted in step 12, after
+// steps 7-11 had made both ways faster: per event 0.075 -> 0.06 a
+// position, in masks 8 -> 20 a row. With the old constants fabret-1m's
+// cohorts of 16 and selective-1m's of 32 went to masks at 0.93x and 0.85x
+// of per event; the refit chooses the faster way at 4, 8, 16 and 32 events
+// on all three presets.)
 // Past kMaxCheaperPerEvent events the masks are taken without weighing:
 // at 32 events they already win on all three presets (1.1-2.6x), and the
 // weighing costs a look at every access list's size, a cache miss each
@@ -103,8 +108,8 @@ inline constexpr size_t kCachedSlots = size_t{1} << 19;
 inline bool SlotTableUncached(size_t slot_limit) {
   return slot_limit > kCachedSlots;
 }
-inline constexpr double kPerEventPositionCost = 0.075;
-inline constexpr double kMaskRowCost = 8.0;
+inline constexpr double kPerEventPositionCost = 0.06;
+inline constexpr double kMaskRowCost = 20.0;
 inline constexpr double kMaskPositionCost = 1.5;
 
 // A cluster entry (cluster_store.h) is a predicate id below 2^30, with

@@ -129,10 +129,7 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
       keep);
   if (verdict != nullptr) {
     counters_.chunks_weighed += 1;
-    const double ratio = masks_.weighed_ratio();
-    if (ratio <= kClearPerEvent || ratio >= kClearMasks) {
-      *verdict = {ratio <= kClearPerEvent, kVerdictCohorts};
-    }
+    *verdict = {masks_.per_event(), kVerdictCohorts};
   }
   uint64_t rows = 0, lists = 0, visited = 0, found = 0;
   const absl::Span<const internal::TouchedAccess> touched =

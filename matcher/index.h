@@ -230,9 +230,9 @@ class Index {
   internal::PagedArray<internal::Location> locations_;
   size_t size_ = 0;
   IndexCounters counters_;
-  // The cost model's last clear verdict for each cohort size it weighs
-  // (CohortKeep::kCheaper): its ratio (CohortMasks::weighed_ratio) at most
-  // kClearPerEvent or at least kClearMasks. The next kVerdictCohorts
+  // The cost model's last verdict for each cohort size it weighs
+  // (CohortKeep::kCheaper): per event if its ratio
+  // (CohortMasks::weighed_ratio) is at most 1. The next kVerdictCohorts
   // cohorts of that size are kept the same way without weighing them, and
   // one kept per event is matched event by event, by MatchEvent's own
   // path. Weighing reads every access list's size and builds the cohort's
@@ -241,13 +241,15 @@ class Index {
   // issue 18 step 9). The ratio of one workload varies little from cohort
   // to cohort of one size (selective-1m at 16 events: 0.49-0.56; fabret-1m
   // at 8: 1.02-1.26), and every kVerdictCohorts + 1st cohort is weighed
-  // again, so that a verdict follows the index as it changes.
+  // again, so that a verdict follows the index as it changes. Verdicts
+  // near 1 are remembered too (step 12): where the two ways tie, weighing
+  // every cohort cost more than a wrong choice (fabret-1m's cohorts of 16
+  // and selective-1m's of 32 ran at 0.94x and 0.85x of MatchEvent weighed
+  // every time, level with it remembered).
   struct Verdict {
     bool per_event = false;
     uint32_t left = 0;  // cohorts still kept by it
   };
-  static constexpr double kClearPerEvent = 0.8;
-  static constexpr double kClearMasks = 1.25;
   static constexpr uint32_t kVerdictCohorts = 63;
   std::array<Verdict, internal::kMaxCheaperPerEvent + 1> verdicts_{};
 };

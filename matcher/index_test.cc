@@ -525,11 +525,11 @@ void MatchCohortsOf(Index& index, const ReferenceMatcher& reference,
   }
 }
 
-// The cost model's clear verdicts are remembered per cohort size for 63
-// cohorts, then weighed again; cohorts that share no list are matched event
-// by event, cohorts that share one long list in masks, and the results stay
+// The cost model's verdicts are remembered per cohort size for 63 cohorts,
+// then weighed again; cohorts that share no list are matched event by
+// event, cohorts that share one long list in masks, and the results stay
 // exact either way.
-TEST(IndexCohortVerdict, ClearVerdictsAreRememberedAndWeighedAgain) {
+TEST(IndexCohortVerdict, VerdictsAreRememberedAndWeighedAgain) {
   Index apart;  // 1,000 lists of one row: events share nothing
   Index shared;  // one list of 1,000 rows: every event checks all of it
   ReferenceMatcher apart_reference, shared_reference;

@@ -351,11 +351,11 @@ TEST(PredicateTableCohort, LeadRowsWeighLessPerEventOnALargeTable) {
   std::vector<EventView> views(events.begin(), events.end());
   CohortMasks masks;
   small_table.BeginCohort(views, &masks, [&](PredicateId id) -> uint32_t {
-    return id == small_present ? 1000 : 3;
+    return id == small_present ? 4000 : 3;
   });
   EXPECT_FALSE(masks.per_event()) << "lead rows at kPerEventRowCost";
   large_table.BeginCohort(views, &masks, [&](PredicateId id) -> uint32_t {
-    return id == large_present ? 1000 : 3;
+    return id == large_present ? 4000 : 3;
   });
   EXPECT_TRUE(masks.per_event()) << "lead rows at the uncached cost";
 }
