@@ -244,8 +244,8 @@ class Index {
   // again, so that a verdict follows the index as it changes. Verdicts
   // near 1 are remembered too (step 12): where the two ways tie, weighing
   // every cohort cost more than a wrong choice (fabret-1m's cohorts of 16
-  // and selective-1m's of 32 ran at 0.94x and 0.85x of MatchEvent weighed
-  // every time, level with it remembered).
+  // and selective-1m's of 32 ran at 0.94-0.98x and 0.92x of MatchEvent
+  // weighed every time, 1.00x remembered, in paired rounds).
   struct Verdict {
     bool per_event = false;
     uint32_t left = 0;  // cohorts still kept by it
