@@ -372,10 +372,6 @@ class CohortMasks {
   // Whether the cohort is kept per event, and event i's satisfied
   // predicates then. REQUIRES for event_bits: per_event(), i < events().
   bool per_event() const { return per_event_; }
-  // Where BeginCohort weighed the cohort (CohortKeep::kCheaper, 2 to
-  // kMaxCheaperPerEvent events): the cost model's per-event cost over its
-  // masks' cost (at most 1: kept per event). Otherwise 0.
-  double weighed_ratio() const { return weighed_ratio_; }
   const PredicateBits& event_bits(size_t i) const {
     return event_bits_[serial_ ? 0 : i];
   }
@@ -483,7 +479,6 @@ class CohortMasks {
   // attributes that have some. Empty between calls (capacity kept).
   std::vector<std::vector<ValueBit>> by_attribute_;
   std::vector<AttributeId> present_attributes_;
-  double weighed_ratio_ = 0;  // weighed_ratio()
 };
 
 }  // namespace internal

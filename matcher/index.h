@@ -231,8 +231,8 @@ class Index {
   size_t size_ = 0;
   IndexCounters counters_;
   // The cost model's last verdict for each cohort size it weighs
-  // (CohortKeep::kCheaper): per event if its ratio
-  // (CohortMasks::weighed_ratio) is at most 1. The next kVerdictCohorts
+  // (CohortKeep::kCheaper): per event or in masks, whichever it expects to
+  // cost less (CohortMasks::per_event). The next kVerdictCohorts
   // cohorts of that size are kept the same way without weighing them, and
   // one kept per event is matched event by event, by MatchEvent's own
   // path. Weighing reads every access list's size and builds the cohort's

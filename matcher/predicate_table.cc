@@ -511,7 +511,19 @@ void ForEachSlotWord(uint32_t base, uint32_t begin, uint32_t end,
 
 // The bits, from bit `shift` on, of the positions k in [i, stop) for which
 // lo[k] <= v <= hi[k] (kLo: lo is checked, else taken as INT64_MIN; kHi
-// likewise for hi), four positions an instruction. The per-event path
+// likewise for hi), one position at a time, without a branch.
+template <bool kLo, bool kHi>
+uint64_t BetweenWord(const int64_t* lo, const int64_t* hi, uint32_t i,
+                     uint32_t stop, uint32_t shift, int64_t v) {
+  uint64_t word = 0;
+  for (uint32_t k = i; k < stop; ++k) {
+    const bool holds = (!kLo || lo[k] <= v) & (!kHi || hi[k] >= v);
+    word |= static_cast<uint64_t>(holds) << (k - i + shift);
+  }
+  return word;
+}
+
+// BetweenWord four positions an instruction. The per-event path
 // tests range groups' unsorted tails and kRange windows position by
 // position, and on an index loaded one subscription at a time those tests
 // were most of MarkRanges (issue 18 step 11).
@@ -538,16 +550,12 @@ __attribute__((target("avx2"))) uint64_t BetweenWordAvx2(
         _mm256_movemask_pd(_mm256_castsi256_pd(holds)));
     word |= four << (k - i + shift);
   }
-  for (; k < stop; ++k) {
-    const bool holds = (!kLo || lo[k] <= v) & (!kHi || hi[k] >= v);
-    word |= static_cast<uint64_t>(holds) << (k - i + shift);
-  }
-  return word;
+  return word | BetweenWord<kLo, kHi>(lo, hi, k, stop, shift + (k - i), v);
 }
 
 // Sets bit base + i of `bits` for each position i in [begin, end) where
-// lo[i] <= v <= hi[i] (see BetweenWordAvx2), a word of bits at a time:
-// with AVX2 where the CPU has it, else a portable loop without a branch.
+// lo[i] <= v <= hi[i] (see BetweenWord), a word of bits at a time: with
+// AVX2 where the CPU has it.
 template <bool kLo, bool kHi>
 void SetBetween(uint32_t base, uint32_t begin, uint32_t end,
                 const int64_t* lo, const int64_t* hi, int64_t v,
@@ -564,12 +572,7 @@ void SetBetween(uint32_t base, uint32_t begin, uint32_t end,
   ForEachSlotWord(
       base, begin, end,
       [&](uint32_t i, uint32_t stop, uint32_t shift) {
-        uint64_t word = 0;
-        for (uint32_t k = i; k < stop; ++k) {
-          const bool holds = (!kLo || lo[k] <= v) & (!kHi || hi[k] >= v);
-          word |= static_cast<uint64_t>(holds) << (k - i + shift);
-        }
-        return word;
+        return BetweenWord<kLo, kHi>(lo, hi, i, stop, shift, v);
       },
       bits);
 }
@@ -716,9 +719,6 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
       kMaskPositionCost * positions_all +
       kMaskRowCost *
           std::max(rows_present, (rows_sum + lead_rows_sum) / events.size());
-  // (Both costs are 0 only for a cohort with nothing to check.)
-  m->weighed_ratio_ =
-      weigh && !lone ? per_event_cost / std::max(mask_floor, 1e-9) : 0;
   m->per_event_ = keep == CohortKeep::kPerEvent ||
                   (keep == CohortKeep::kCheaper &&
                    (lone || (weigh && per_event_cost <= mask_floor)));
@@ -745,13 +745,8 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
       words[slot] |= bit;
     }
   }
-  if (weigh) {
-    m->weighed_ratio_ =
-        per_event_cost / std::max(kMaskPositionCost * positions_all +
-                                      kMaskRowCost * rows_union,
-                                  1e-9);
-  }
-  if (weigh && m->weighed_ratio_ <= 1) {
+  if (weigh && per_event_cost <= kMaskPositionCost * positions_all +
+                                      kMaskRowCost * rows_union) {
     m->per_event_ = true;  // its equality words go with the next cohort
     KeepPerEvent(events, m);
     return;

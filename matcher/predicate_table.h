@@ -149,7 +149,6 @@ class PredicateTable {
   // slots() (they are not valid until EndBulk).
   void BeginBulk() { bulk_ = true; }
   void EndBulk();
-  bool in_bulk() const { return bulk_; }
 
   // The predicate with id `id`. REQUIRES: id is live.
   NormalPredicate Get(PredicateId id) const;
