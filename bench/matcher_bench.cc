@@ -240,8 +240,9 @@ std::string Format(const Context& c, Result& r, const std::string& format) {
       event_path ? "MatchEvent" : "MatchCohort", c.keep,
       event_path ? 1 : r.cohort_max,
       c.load_s, c.load_batch, median, rates.front(), rates.back(),
-      rates.size(), p50, p99, per_event, rows, clusters, lists, c.bytes_per_subscription, PeakRssMb(),
-      c.predicates, c.clusters, c.machine);
+      rates.size(), p50, p99, per_event, rows, clusters, lists,
+      c.bytes_per_subscription, PeakRssMb(), c.predicates, c.clusters,
+      c.machine);
 }
 
 int Main() {

@@ -140,16 +140,8 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
     size_t t = 0;
     for (size_t e = 0; e < events.size(); ++e) {
       table_.RunTask(e, &masks_);
-      const size_t first = t;
-      while (t < touched.size() &&
-             static_cast<size_t>(__builtin_ctzll(touched[t].mask)) == e) {
-        ++t;
-      }
       const size_t before = out[e].size();
-      MatchEventLists(
-          t - first, [&](size_t v) { return touched[first + v].id; },
-          [&](size_t v) { return masks_.event_value(touched[first + v].lead); },
-          masks_.event_bits(e), &out[e], &lists, &visited, &rows);
+      t = MatchTouchedOfEvent(masks_, t, e, &out[e], &lists, &visited, &rows);
       found += out[e].size() - before;
     }
   } else {
@@ -179,6 +171,25 @@ void Index::MatchEachAlone(absl::Span<const EventView> events,
   }
   counters_.events += events.size();
   counters_.chunks += 1;
+}
+
+size_t Index::MatchTouchedOfEvent(const internal::CohortMasks& masks,
+                                  size_t first, size_t e,
+                                  std::vector<SubscriptionId>* matches,
+                                  uint64_t* lists, uint64_t* clusters,
+                                  uint64_t* rows) const {
+  const absl::Span<const internal::TouchedAccess> touched =
+      masks.touched_access();
+  size_t end = first;
+  while (end < touched.size() &&
+         static_cast<size_t>(__builtin_ctzll(touched[end].mask)) == e) {
+    ++end;
+  }
+  MatchEventLists(
+      end - first, [&](size_t v) { return touched[first + v].id; },
+      [&](size_t v) { return masks.event_value(touched[first + v].lead); },
+      masks.event_bits(e), matches, lists, clusters, rows);
+  return end;
 }
 
 void Index::AppendVisits(absl::Span<const internal::TouchedAccess> touched,

@@ -27,8 +27,8 @@
 // be called from several threads at once as long as no thread calls a
 // non-const method (`Add`, `AddBatch`, `Remove`, and `MatchCohort`, which
 // uses scratch state inside the index) at the same time; a readers/writer
-// lock gives that. Otherwise one thread at a time: the service confines each Index to
-// its partition thread.
+// lock gives that. Otherwise one thread at a time: the service confines
+// each Index to its partition thread.
 // Memory: all memory is owned by the Index and allocated by the thread that
 // calls its non-const methods; a MatchScratch is owned by its caller.
 #ifndef COHORT_MATCHER_INDEX_H_
@@ -186,6 +186,15 @@ class Index {
   // appending to out[i], and counts them as one chunk.
   void MatchEachAlone(absl::Span<const EventView> events,
                       std::vector<SubscriptionId>* out);
+  // Phase 2 of event e of a cohort kept per event: the lists of
+  // masks.touched_access() from `first` on that are e's (an event's
+  // entries lie together, in event order), checked against e's bits;
+  // appends the ids matched to *matches, adds what it checked to the
+  // counts, and returns where the next event's entries begin.
+  size_t MatchTouchedOfEvent(const internal::CohortMasks& masks, size_t first,
+                             size_t e, std::vector<SubscriptionId>* matches,
+                             uint64_t* lists, uint64_t* clusters,
+                             uint64_t* rows) const;
   // Appends to *visits the lists of `touched` that have clusters (their
   // heads, leads and masks), asking for list entries a few ahead: each is a
   // miss on a large index, and phase 2 then walks the lists as one
@@ -286,19 +295,11 @@ void Index::MatchMasksForBenchmark(const internal::CohortMasks& masks,
                           &visited, &rows);
     return;
   }
-  // Each event's touched entries lie together, in event order.
   std::vector<SubscriptionId> found;
-  for (size_t first = 0, t = 0; first < touched.size(); first = t) {
-    const size_t e = __builtin_ctzll(touched[first].mask);
-    while (t < touched.size() &&
-           static_cast<size_t>(__builtin_ctzll(touched[t].mask)) == e) {
-      ++t;
-    }
+  for (size_t t = 0; t < touched.size();) {
+    const size_t e = __builtin_ctzll(touched[t].mask);
     found.clear();
-    MatchEventLists(
-        t - first, [&](size_t v) { return touched[first + v].id; },
-        [&](size_t v) { return masks.event_value(touched[first + v].lead); },
-        masks.event_bits(e), &found, &lists, &visited, &rows);
+    t = MatchTouchedOfEvent(masks, t, e, &found, &lists, &visited, &rows);
     for (SubscriptionId id : found) emit(id, uint64_t{1} << e);
   }
 }
