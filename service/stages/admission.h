@@ -2,10 +2,12 @@
 //
 // Every published event is admitted by the front stage before it is queued
 // and released by the stage that finishes it (the reply stage, or a worker in
-// threaded mode). At most `limit` events are admitted at once, so every queue
-// an admitted event passes through (each partition's inbound queue, the reply
-// queue) holds at most `limit` events, and the memory held by events in
-// flight is bounded by `limit` times the largest event.
+// threaded mode), just before its answer goes out, so that a client holding
+// its answer finds the room. At most `limit` events are admitted at once, so
+// every queue an admitted event passes through (each partition's inbound
+// queue, the reply queue) holds at most `limit` events, and the memory held
+// by events in flight is bounded by `limit` times the largest event, plus
+// the one event each finishing thread is answering.
 //
 // Unary publishes use `TryAcquire` and fail fast with RESOURCE_EXHAUSTED.
 // Streams use `AcquireOrWait`: a stream whose request does not fit waits in a
