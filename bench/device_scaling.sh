@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Issue 17 item 6 on a lent many-core machine, from a bundle (tools/bundle.sh)
+# and no Bazel: matcher-only scaling (bench/partition_work.sh --concurrent,
+# P = 1, 2, 4, 8, 16, every layout) and the end-to-end locality experiment
+# (bench/experiment.sh --only=3: partitioned, sharded_phase1, replicated and
+# threaded at all cores, and the partitioned server at 1, 2, 4, 8
+# partitions), the same forms as the 2026-11-23 Xeon reports.
+#
+#   tools/bundle.sh                       # here, builds dist/bundle
+#   bench/device_scaling.sh PART DEST     # there; PART: matcher, e2e or all
+#
+# DEST (default results/device) gets machine.txt and one tarball per part
+# (matcher.tgz, e2e.tgz), whole even when a run fails part way, so that a
+# lease of a few minutes brings back what it measured. Reports are written
+# here afterwards: tools/partition_work_report.py for the matcher (the run
+# writes its own when python3 is there) and tools/experiment_report.py for
+# experiment 3. COHORT_COMMIT names the commit the bundle was built from.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+readonly PART="${1:-all}" DEST="${2:-results/device}"
+readonly BIN=dist/bundle/bin
+readonly EVENTS="${EVENTS:-16000}" MATCHER_REPS="${MATCHER_REPS:-3}"
+readonly E2E_REPS="${E2E_REPS:-2}" E2E_DURATION="${E2E_DURATION:-4}"
+mkdir -p "${DEST}"
+{
+  echo "date: $(date -u +%FT%TZ)"
+  echo "commit: ${COHORT_COMMIT:-unknown}"
+  echo "nproc: $(nproc)"
+  lscpu
+  "${BIN}/numactl" --hardware
+  free -g
+  uname -a
+} >"${DEST}/machine.txt" 2>&1
+# Without taskset the probes and servers run unpinned; say so.
+if ! command -v taskset >/dev/null; then
+  mkdir -p /tmp/device_shim
+  printf '#!/bin/sh\nshift 2\nexec "$@"\n' >/tmp/device_shim/taskset
+  chmod +x /tmp/device_shim/taskset
+  export PATH="/tmp/device_shim:${PATH}"
+  echo "taskset: missing, probes unpinned" >>"${DEST}/machine.txt"
+fi
+status=0
+if [[ "${PART}" == matcher || "${PART}" == all ]]; then
+  rm -rf results/device-matcher
+  bench/partition_work.sh --concurrent --bin="${BIN}" --events="${EVENTS}" \
+    --reps="${MATCHER_REPS}" --out=results/device-matcher || status=1
+  tar czf "${DEST}/matcher.tgz" -C results device-matcher
+fi
+if [[ "${PART}" == e2e || "${PART}" == all ]]; then
+  rm -rf results/device-e2e
+  bench/experiment.sh --only=3 --reps="${E2E_REPS}" \
+    --duration="${E2E_DURATION}" --bin="${BIN}" --no_report \
+    --out=results/device-e2e || status=1
+  tar czf "${DEST}/e2e.tgz" -C results device-e2e
+fi
+exit "${status}"
