@@ -108,6 +108,10 @@ ABSL_FLAG(bool, threads, false,
           "pinned to the p-th usable CPU, scheduled by the server's "
           "CohortPipeline (bench/partition_work.sh --concurrent); "
           "match_seconds is the wall time of the whole run.");
+ABSL_FLAG(uint32_t, cohorts_in_flight, 0,
+          "partitioned: the server's --cohorts_in_flight, the mask buffers "
+          "of --threads' pipeline and those the work model counts with the "
+          "index's memory; 0: the server's default for --partitions.");
 ABSL_FLAG(bool, baseline, true,
           "partitioned work model: also build the index in one partition and "
           "match every cohort on it right beside its pieces, so that T(1) "
@@ -262,6 +266,12 @@ bool PinToCpu(uint32_t index) {
   return false;
 }
 
+// The server's cohorts in flight at P partitions (--cohorts_in_flight).
+uint32_t CohortsInFlight(uint32_t p) {
+  const uint32_t flag = absl::GetFlag(FLAGS_cohorts_in_flight);
+  return flag > 0 ? flag : service::CohortPipeline::DefaultBuffers(p);
+}
+
 // The staged server's matching on P threads (see --threads): returns the
 // matches found, and the wall time from the first cohort to the last match.
 uint64_t RunThreads(const matcher::PartitionedIndex& index,
@@ -276,13 +286,13 @@ uint64_t RunThreads(const matcher::PartitionedIndex& index,
     jobs.back()->events.push_back(event);
   }
   CohortPipeline pipeline(p, static_cast<uint32_t>(chunk),
-                          /*cohort_wait_ns=*/0);
+                          /*cohort_wait_ns=*/0, CohortsInFlight(p));
   struct Cohort {
     std::vector<matcher::EventView> views;
     matcher::internal::CohortMasks masks;
     std::vector<uint32_t> preferred;
   };
-  std::vector<Cohort> cohorts(CohortPipeline::kBuffers);
+  std::vector<Cohort> cohorts(pipeline.buffers());
   std::atomic<uint64_t> matches{0};
   std::atomic<bool> all_pinned{true};
   auto work = [&](uint32_t t) {
@@ -370,7 +380,9 @@ int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
     r->matches = RunThreads(index, workload, p, chunk, &r->match_seconds,
                             &pinned);
     r->index_bytes = index.MemoryBytes();
-    absl::StrAppend(&r->extra, ", \"threads\": ", p, ", \"pinned\": ",
+    absl::StrAppend(&r->extra, ", \"threads\": ", p,
+                    ", \"cohorts_in_flight\": ", CohortsInFlight(p),
+                    ", \"pinned\": ",
                     pinned ? "true" : "false");
     return 0;
   }
@@ -397,17 +409,19 @@ int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
     return Fail(absl::StrCat("the baseline found ", w.baseline_matches,
                              " matches, the partitions ", w.matches));
   }
-  // The staged server keeps two mask buffers (one cohort in phase 1 while
-  // the previous one is in phase 2); count them with the index.
+  // The staged server keeps CohortsInFlight(p) mask buffers (cohorts in
+  // phase 1 while earlier ones are in phase 2); count them with the index.
   matcher::internal::CohortMasks masks;
   index.BeginCohort(absl::MakeConstSpan(events).subspan(0, chunk), &masks);
-  r->index_bytes = index.MemoryBytes() + 2 * masks.MemoryBytes();
+  r->index_bytes =
+      index.MemoryBytes() + CohortsInFlight(p) * masks.MemoryBytes();
   r->matches = w.partition_matches[core];
   r->match_seconds = w.Cores(split)[core];
   absl::StrAppend(
       &r->extra, ", \"phase1_split\": \"", Phase1SplitName(split),
       "\", \"clusters\": ", index.clusters(),
       ", \"mask_buffer_bytes\": ", masks.MemoryBytes(),
+      ", \"cohorts_in_flight\": ", CohortsInFlight(p),
       ", \"all_matches\": ", w.matches, ", \"cohorts\": ", w.cohorts,
       ", \"tasks\": ", w.tasks,
       absl::StrFormat(", \"begin_seconds\": %.6f, \"task_seconds\": %.6f, "

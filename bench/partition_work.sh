@@ -24,7 +24,8 @@
 # that core's seconds, so T(1) / T(P) bounds the speedup P cores can reach:
 # it shows how the work divides, on any machine, not what a many-core
 # machine does. The report also gives each layout's index memory at every P
-# (partitioned: the whole index with its two mask buffers; sharded_phase1:
+# (partitioned: the whole index with its mask buffers, as many as the
+# server keeps in flight at P (CohortPipeline::DefaultBuffers); sharded_phase1:
 # P x core 0's shard; replicated: P x the whole index) against P = 1.
 #
 # --concurrent (real parallel runs; P at most the usable CPUs): for each P

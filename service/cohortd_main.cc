@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "service/api/server.h"
+#include "service/stages/cohort_pipeline.h"
 #include "service/stages/engine.h"
 #include "service/stages/numa.h"
 
@@ -87,6 +88,12 @@ ABSL_FLAG(uint32_t, cohort_wait_us, 0,
           "stages do; under load cohorts still fill, because events queue "
           "while the previous cohort runs. A positive value makes light-load "
           "cohorts bigger at the price of that much latency.");
+ABSL_FLAG(uint32_t, cohorts_in_flight, 0,
+          "--index=partitioned: cohorts in flight at once, 1 to 64, each "
+          "with a mask buffer of a word per predicate (2.6 MB on "
+          "fabret-1m). More let a partition that finished its share of one "
+          "cohort go on to the next ones instead of waiting for the slowest "
+          "partition. 0: 2 below 4 partitions, 4 from 4 on.");
 ABSL_FLAG(uint64_t, queue_limit, 4096,
           "Most events admitted and not yet answered; bounds every stage "
           "queue. When full, Publish fails with RESOURCE_EXHAUSTED and "
@@ -194,6 +201,12 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   o.engine.numa = numa == "auto";
   o.engine.cohort_max = absl::GetFlag(FLAGS_cohort_max);
   o.engine.cohort_wait_us = absl::GetFlag(FLAGS_cohort_wait_us);
+  o.engine.cohorts_in_flight = absl::GetFlag(FLAGS_cohorts_in_flight);
+  if (o.engine.cohorts_in_flight > CohortPipeline::kMaxBuffers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cohorts_in_flight: at most ",
+                     CohortPipeline::kMaxBuffers, " (0 = the default)"));
+  }
   o.engine.queue_limit = absl::GetFlag(FLAGS_queue_limit);
   o.engine.latency_target_us = absl::GetFlag(FLAGS_latency_target_us);
   o.engine.threads = absl::GetFlag(FLAGS_threads);
@@ -301,11 +314,19 @@ int Main(int argc, char** argv) {
   const std::string engine =
       options->mode == "staged"
           ? absl::StrFormat(
-                "%u partitions, index %s, cohort_max %u, cohort_wait_us %lld",
+                "%u partitions, index %s, cohort_max %u, cohort_wait_us %lld%s",
                 options->engine.partitions,
                 IndexLayoutName(options->engine.index_layout),
                 options->engine.cohort_max,
-                static_cast<long long>(options->engine.cohort_wait_us))
+                static_cast<long long>(options->engine.cohort_wait_us),
+                options->engine.index_layout == IndexLayout::kPartitioned
+                    ? absl::StrCat(
+                          ", cohorts_in_flight ",
+                          options->engine.cohorts_in_flight > 0
+                              ? options->engine.cohorts_in_flight
+                              : CohortPipeline::DefaultBuffers(
+                                    options->engine.partitions))
+                    : "")
           : absl::StrFormat("%u workers", options->engine.threads);
   if (!options->tls.enabled() && !IsLoopbackListen(options->listen)) {
     std::fprintf(stderr,

@@ -15,7 +15,7 @@ for flag in listen mode partitions index pin_cores cohort_max cohort_wait_us \
   max_message_bytes max_attributes max_subscribers metrics_port metrics_host \
   data_dir fsync snapshot_every journal_group_max journal_group_wait_us numa \
   tls_cert tls_key tls_client_ca auth_tokens latency_target_us \
-  max_concurrent_streams; do
+  max_concurrent_streams cohorts_in_flight; do
   check "--help documents --${flag} with a default" \
     grep -qzE -- "--${flag} \([^)]*(\([^)]*\)[^)]*)*\);[[:space:]]+default:" <<<"${help}"
 done
@@ -39,6 +39,10 @@ out=$("${COHORTD}" --max_concurrent_streams=2000000 2>&1)
 check "too large --max_concurrent_streams exits 2" test $? -eq 2
 check "bad --max_concurrent_streams names the flag and the limit" \
   grep -q -- "--max_concurrent_streams: at most 1048576" <<<"${out}"
+out=$("${COHORTD}" --cohorts_in_flight=65 2>&1)
+check "too large --cohorts_in_flight exits 2" test $? -eq 2
+check "bad --cohorts_in_flight names the flag and the limit" \
+  grep -q -- "--cohorts_in_flight: at most 64" <<<"${out}"
 out=$("${COHORTD}" --mode=fast --listen=127.0.0.1:0 2>&1)
 check "bad --mode exits 1" test $? -eq 1
 check "bad --mode names the flag" grep -q -- "--mode" <<<"${out}"
@@ -53,7 +57,7 @@ done
 metrics_port=$(sed -n 's|.*metrics on http://127.0.0.1:\([0-9]*\)/metrics|\1|p' "${log}")
 check "prints the gRPC port" grep -q "serving on port [1-9]" "${log}"
 check "names the staged engine: $(grep 'serving on' "${log}")" \
-  grep -qE "\(mode staged, 2 partitions, index partitioned, cohort_max 64, cohort_wait_us 0; TLS off, auth off\)$" "${log}"
+  grep -qE "\(mode staged, 2 partitions, index partitioned, cohort_max 64, cohort_wait_us 0, cohorts_in_flight 2; TLS off, auth off\)$" "${log}"
 check "prints the metrics port" test -n "${metrics_port}"
 # Two partitions on this (at least 2-CPU) machine: pinned, and with the
 # default --numa=auto their memory placed on their CPUs' nodes.
@@ -72,6 +76,14 @@ wait "${pid}"
 check "SIGTERM exits 0" test $? -eq 0
 check "SIGTERM shuts down in order" grep -q "SIGTERM received; shutting down" "${log}"
 check "reports it stopped" grep -q "cohortd: stopped" "${log}"
+rm -f "${log}"
+
+# An explicit --cohorts_in_flight is the one the engine runs with.
+start_cohortd "${log}" "${COHORTD}" --listen=127.0.0.1:0 --partitions=2 \
+  --cohorts_in_flight=8
+check "names the cohorts in flight: $(grep 'serving on' "${log}")" \
+  grep -qE ", cohorts_in_flight 8; TLS off, auth off\)$" "${log}"
+stop_cohortd "${COHORTD_PID}"
 rm -f "${log}"
 
 # The threaded baseline names its workers (it has no partitions or cohorts).

@@ -33,6 +33,7 @@ ServerOptions OptionsFor(const Config& config) {
   options.engine.partitions = config.partitions;
   options.engine.cohort_max = config.cohort_max;
   options.engine.index_layout = *ParseIndexLayout(config.layout);
+  options.engine.cohorts_in_flight = config.cohorts_in_flight;
   options.engine.threads = 3;
   return options;
 }
@@ -146,6 +147,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Config{"staged", 1, 1}, Config{"staged", 1, 64},
                       Config{"staged", 2, 1}, Config{"staged", 2, 64},
                       Config{"staged", 3, 1}, Config{"staged", 3, 64},
+                      Config{"staged", 3, 64, "partitioned", 8},
                       Config{"staged", 3, 64, "sharded_phase1"},
                       Config{"staged", 3, 64, "replicated"},
                       Config{"threaded", 0, 0}),

@@ -8,11 +8,17 @@
 namespace cohort {
 namespace service {
 
+uint32_t CohortPipeline::DefaultBuffers(uint32_t partitions) {
+  return partitions >= 4 ? 4 : 2;
+}
+
 CohortPipeline::CohortPipeline(uint32_t partitions, uint32_t cohort_max,
-                               int64_t cohort_wait_ns)
+                               int64_t cohort_wait_ns, uint32_t buffers)
     : partitions_(partitions),
       cohort_max_(cohort_max),
       cohort_wait_ns_(cohort_wait_ns),
+      buffers_(buffers),
+      slots_(buffers),
       to_apply_(partitions, false) {}
 
 void CohortPipeline::PushEvents(PublishJob* job, int64_t now_ns) {
@@ -61,7 +67,7 @@ bool CohortPipeline::InFlight() const {
 
 std::vector<uint32_t> CohortPipeline::InFlightByAge() const {
   std::vector<uint32_t> order;
-  for (uint32_t b = 0; b < kBuffers; ++b) {
+  for (uint32_t b = 0; b < slots_.size(); ++b) {
     if (slots_[b].state != SlotState::kFree) order.push_back(b);
   }
   std::sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) {
@@ -177,8 +183,8 @@ bool CohortPipeline::TakeForm(uint32_t p, Work* work, int64_t* deadline_ns) {
   *deadline_ns = 0;
   if (update_state_ != UpdateState::kNone) return false;
   uint32_t b = 0;
-  while (b < kBuffers && slots_[b].state != SlotState::kFree) ++b;
-  if (b == kBuffers) return false;
+  while (b < slots_.size() && slots_[b].state != SlotState::kFree) ++b;
+  if (b == slots_.size()) return false;
   Slot& s = slots_[b];
   const size_t ready = LeadingEvents();
   if (ready == 0) return false;

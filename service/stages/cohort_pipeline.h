@@ -20,10 +20,13 @@
 // with none of their own left, another's. Once all have run, every
 // partition matches the cohort against its own clusters (kMatch), oldest
 // cohort first. A buffer is free again once every partition has matched
-// its cohort. With kBuffers buffers, phase 1 of the next cohort runs while
-// partitions still match the previous one, and a partition that finishes
-// early spends its time on the next cohort's tasks: the predicate stage's
-// work goes to whichever cores are idle.
+// its cohort. With two or more buffers (buffers()), phase 1 of the next
+// cohort runs while partitions still match the previous one, and a
+// partition that finishes early spends its time on the next cohort's tasks:
+// the predicate stage's work goes to whichever cores are idle. More buffers
+// let a partition that finished early run further ahead, so that the
+// partitions' uneven shares of one cohort even out over several instead of
+// each cohort waiting for its slowest partition (DefaultBuffers).
 //
 // When at most kSoloCohort events are queued and some other partition
 // thread is busy, the oldest forms a *solo* cohort of its own, run whole by
@@ -85,11 +88,18 @@ struct QueuedEvent {
 
 class CohortPipeline {
  public:
-  // Cohorts in flight at once: one in phase 1 while another is in phase 2.
-  // Each holds a mask buffer (a word per predicate, 2.5 MB on fabret-1m),
-  // so more cost memory; two already let an early partition start the next
-  // cohort's phase 1.
-  static constexpr uint32_t kBuffers = 2;
+  // Cohorts in flight at once, each in a buffer of its own: at least one in
+  // phase 1 while another is in phase 2. A buffer that has held a cohort of
+  // masks keeps a word per predicate (2.6 MB on fabret-1m), so more cost
+  // memory.
+  static constexpr uint32_t kMaxBuffers = 64;
+  // The server's choice for `partitions` (--cohorts_in_flight=0): 2 below
+  // 4 partitions, 4 from 4 on. On a 16-core Xeon (bench/reports/
+  // 2026-11-26-xeon16-cohorts-in-flight), 16 partitions matched fabret-1m
+  // 1.40x faster with 4 buffers than with 2, and 8 partitions 1.26x; 8
+  // buffers were faster again at 16 (1.22x over 4) but would hold 1.23x
+  // the memory of one partition's index and buffers, against 1.08x for 4.
+  static uint32_t DefaultBuffers(uint32_t partitions);
   // The most events queued for an event to go solo. Cohorts this small
   // share little work on fabret-1m (the matcher keeps them per event there:
   // matcher::internal::CohortKeep; its crossover lies at about 13 events),
@@ -125,9 +135,10 @@ class CohortPipeline {
     UpdateBatch* update = nullptr;  // kPlanUpdate
   };
 
-  // REQUIRES: partitions >= 1; 1 <= cohort_max <= 64.
+  // REQUIRES: partitions >= 1; 1 <= cohort_max <= 64;
+  // 1 <= buffers <= kMaxBuffers.
   CohortPipeline(uint32_t partitions, uint32_t cohort_max,
-                 int64_t cohort_wait_ns);
+                 int64_t cohort_wait_ns, uint32_t buffers);
   CohortPipeline(const CohortPipeline&) = delete;
   CohortPipeline& operator=(const CohortPipeline&) = delete;
 
@@ -143,6 +154,9 @@ class CohortPipeline {
   // Blocks until partition `p` has work and describes it in *work; false
   // when closed and drained.
   bool Next(uint32_t p, Work* work);
+
+  // Work::buffer lies in [0, buffers()).
+  uint32_t buffers() const { return buffers_; }
 
   // The cohort of kForm `buffer` has `events` events (0: every event had
   // expired, and no partition need match it) and phase-1 tasks 0 ..
@@ -217,11 +231,12 @@ class CohortPipeline {
   const uint32_t partitions_;
   const uint32_t cohort_max_;
   const int64_t cohort_wait_ns_;
+  const uint32_t buffers_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Item> items_ ABSL_GUARDED_BY(mu_);
   size_t updates_ ABSL_GUARDED_BY(mu_) = 0;  // changes in items_
-  Slot slots_[kBuffers] ABSL_GUARDED_BY(mu_);
+  std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
   uint64_t formed_ ABSL_GUARDED_BY(mu_) = 0;  // cohorts formed so far
   UpdateState update_state_ ABSL_GUARDED_BY(mu_) = UpdateState::kNone;
   UpdateBatch* update_ ABSL_GUARDED_BY(mu_) = nullptr;

@@ -4,8 +4,8 @@
 // under ThreadSanitizer — its invariants: every event is in exactly one
 // cohort, formed once; every task of a cohort runs exactly once, before any
 // partition matches it; every partition matches every cohort once, on its
-// own thread, or a solo cohort's on its former's; at most kBuffers cohorts
-// are in flight; a change is planned only with no cohort in flight, applied
+// own thread, or a solo cohort's on its former's; at most buffers() cohorts
+// are in flight, and a partition runs that many ahead of the slowest; a change is planned only with no cohort in flight, applied
 // by exactly the partitions involved, and no cohort work runs until it is
 // finished; Close drains everything.
 #include "service/stages/cohort_pipeline.h"
@@ -53,7 +53,7 @@ bool Blocks(std::future<CohortPipeline::Work>& f) {
 }
 
 TEST(CohortPipeline, FormsOnceCohortMaxEventsWait) {
-  CohortPipeline pipeline(1, 4, kForever);
+  CohortPipeline pipeline(1, 4, kForever, 2);
   auto job = Job(3);
   pipeline.PushEvents(job.get(), MonotonicNanos());
   auto next = NextAsync(pipeline, 0);
@@ -81,7 +81,7 @@ TEST(CohortPipeline, FormsOnceCohortMaxEventsWait) {
 
 TEST(CohortPipeline, FormsWhenTheOldestHasWaited) {
   constexpr int64_t kWaitNs = 20 * 1000 * 1000;
-  CohortPipeline pipeline(1, 64, kWaitNs);
+  CohortPipeline pipeline(1, 64, kWaitNs, 2);
   auto job = Job(1);
   const int64_t pushed = MonotonicNanos();
   pipeline.PushEvents(job.get(), pushed);
@@ -92,7 +92,7 @@ TEST(CohortPipeline, FormsWhenTheOldestHasWaited) {
 }
 
 TEST(CohortPipeline, WaitZeroRunsWhatIsQueued) {
-  CohortPipeline pipeline(2, 64, 0);
+  CohortPipeline pipeline(2, 64, 0, 2);
   auto job = Job(CohortPipeline::kSoloCohort + 2);
   pipeline.PushEvents(job.get(), MonotonicNanos());
   CohortPipeline::Work work;
@@ -106,7 +106,7 @@ TEST(CohortPipeline, WaitZeroRunsWhatIsQueued) {
 // them); the change is planned only once that cohort is matched everywhere,
 // and events behind it wait until it is finished.
 TEST(CohortPipeline, ChangeWaitsForTheCohortsBeforeIt) {
-  CohortPipeline pipeline(2, 64, kForever);
+  CohortPipeline pipeline(2, 64, kForever, 2);
   auto before = Job(CohortPipeline::kSoloCohort + 1), after = Job(1);
   UpdateBatch update;
   pipeline.PushEvents(before.get(), MonotonicNanos());
@@ -150,7 +150,7 @@ TEST(CohortPipeline, ChangeWaitsForTheCohortsBeforeIt) {
 
 // A cohort whose events all expired frees its buffer without a match.
 TEST(CohortPipeline, CohortWithNoLiveEventsNeedsNoMatch) {
-  CohortPipeline pipeline(2, 1, 0);
+  CohortPipeline pipeline(2, 1, 0, 2);
   auto job = Job(2);
   pipeline.PushEvents(job.get(), MonotonicNanos());
   CohortPipeline::Work work;
@@ -173,22 +173,105 @@ TEST(CohortPipeline, CohortWithNoLiveEventsNeedsNoMatch) {
   EXPECT_FALSE(pipeline.Next(1, &work));
 }
 
+// A partition that finished its share of a cohort forms and matches the
+// next ones while another has not matched the first, up to buffers()
+// cohorts in flight; then it waits for the slowest to free a buffer.
+TEST(CohortPipeline, PartitionRunsAheadByUpToBuffersCohorts) {
+  constexpr uint32_t kBuffers = 3;
+  CohortPipeline pipeline(2, 16, 0, kBuffers);
+  EXPECT_EQ(pipeline.buffers(), kBuffers);
+  constexpr size_t kEvents = CohortPipeline::kSoloCohort + 1;  // split
+  std::vector<std::unique_ptr<PublishJob>> jobs;
+  std::vector<uint32_t> buffers;
+  CohortPipeline::Work work;
+  for (uint64_t cohort = 0; cohort < kBuffers; ++cohort) {
+    jobs.push_back(Job(kEvents));
+    pipeline.PushEvents(jobs.back().get(), MonotonicNanos());
+    ASSERT_TRUE(pipeline.Next(0, &work));
+    ASSERT_EQ(work.kind, Kind::kForm) << "cohort " << cohort;
+    EXPECT_EQ(work.cohort, cohort);
+    EXPECT_EQ(work.events.size(), kEvents);
+    EXPECT_FALSE(work.solo);
+    buffers.push_back(work.buffer);
+    EXPECT_TRUE(pipeline.Formed(work.buffer, {}, kEvents));
+    ASSERT_TRUE(pipeline.Next(0, &work));
+    ASSERT_EQ(work.kind, Kind::kMatch);
+    EXPECT_EQ(work.cohort, cohort);
+    EXPECT_EQ(work.partition, 0u);
+    pipeline.MatchDone(work.buffer, 0);
+  }
+  std::sort(buffers.begin(), buffers.end());
+  EXPECT_EQ(std::unique(buffers.begin(), buffers.end()), buffers.end())
+      << "two cohorts in flight shared a buffer";
+  jobs.push_back(Job(kEvents));
+  pipeline.PushEvents(jobs.back().get(), MonotonicNanos());
+  auto ahead = NextAsync(pipeline, 0);
+  EXPECT_TRUE(Blocks(ahead)) << "formed with every buffer in use";
+  // Partition 1 matches the oldest first; that frees its buffer.
+  ASSERT_TRUE(pipeline.Next(1, &work));
+  ASSERT_EQ(work.kind, Kind::kMatch);
+  EXPECT_EQ(work.cohort, 0u);
+  EXPECT_EQ(work.partition, 1u);
+  const uint32_t freed = work.buffer;
+  pipeline.MatchDone(work.buffer, 1);
+  work = ahead.get();
+  EXPECT_EQ(work.kind, Kind::kForm);
+  EXPECT_EQ(work.cohort, kBuffers);
+  EXPECT_EQ(work.buffer, freed);
+}
+
+// One buffer: a cohort forms only once the previous one is matched
+// everywhere.
+TEST(CohortPipeline, OneBufferRunsOneCohortAtATime) {
+  CohortPipeline pipeline(2, 16, 0, 1);
+  constexpr size_t kEvents = CohortPipeline::kSoloCohort + 1;
+  auto first = Job(kEvents), second = Job(kEvents);
+  pipeline.PushEvents(first.get(), MonotonicNanos());
+  CohortPipeline::Work work;
+  ASSERT_TRUE(pipeline.Next(0, &work));
+  ASSERT_EQ(work.kind, Kind::kForm);
+  pipeline.Formed(work.buffer, {}, kEvents);
+  ASSERT_TRUE(pipeline.Next(0, &work));
+  ASSERT_EQ(work.kind, Kind::kMatch);
+  pipeline.MatchDone(work.buffer, 0);
+  pipeline.PushEvents(second.get(), MonotonicNanos());
+  auto next = NextAsync(pipeline, 0);
+  EXPECT_TRUE(Blocks(next)) << "a second cohort formed in one buffer";
+  ASSERT_TRUE(pipeline.Next(1, &work));
+  ASSERT_EQ(work.kind, Kind::kMatch);
+  pipeline.MatchDone(work.buffer, 1);
+  work = next.get();
+  EXPECT_EQ(work.kind, Kind::kForm);
+  EXPECT_EQ(work.cohort, 1u);
+}
+
+TEST(CohortPipeline, DefaultBuffers) {
+  EXPECT_EQ(CohortPipeline::DefaultBuffers(1), 2u);
+  EXPECT_EQ(CohortPipeline::DefaultBuffers(2), 2u);
+  EXPECT_EQ(CohortPipeline::DefaultBuffers(3), 2u);
+  EXPECT_EQ(CohortPipeline::DefaultBuffers(4), 4u);
+  EXPECT_EQ(CohortPipeline::DefaultBuffers(64), 4u);
+}
+
 // The invariants with P threads working, publishers pushing and a changer
-// queueing changes (see the file comment).
-TEST(CohortPipeline, ThreadsDoEveryPieceOnce) {
+// queueing changes (see the file comment), with 1, 2 and 8 buffers.
+class CohortPipelineThreads : public testing::TestWithParam<uint32_t> {};
+
+TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
   constexpr uint32_t kP = 3;
   constexpr int kJobs = 300;
   constexpr int kChanges = 20;
-  CohortPipeline pipeline(kP, 16, 50 * 1000);
+  const uint32_t buffers = GetParam();
+  CohortPipeline pipeline(kP, 16, 50 * 1000, buffers);
   std::vector<std::unique_ptr<PublishJob>> jobs;
   for (int j = 0; j < kJobs; ++j) jobs.push_back(Job(1 + j % 7));
   std::vector<UpdateBatch> changes(kChanges);
 
   std::mutex mu;  // guards the bookkeeping below
   uint64_t formed = 0;
-  std::vector<uint64_t> cohort_of_buffer(CohortPipeline::kBuffers);
-  std::vector<size_t> tasks_of_buffer(CohortPipeline::kBuffers);
-  std::vector<std::vector<int>> task_runs(CohortPipeline::kBuffers);
+  std::vector<uint64_t> cohort_of_buffer(buffers);
+  std::vector<size_t> tasks_of_buffer(buffers);
+  std::vector<std::vector<int>> task_runs(buffers);
   std::vector<int> in_flight_peak(1, 0);
   int in_flight = 0;
   std::vector<std::set<uint64_t>> matched(kP);  // by partition: cohorts
@@ -216,6 +299,7 @@ TEST(CohortPipeline, ThreadsDoEveryPieceOnce) {
         case Kind::kForm: {
           const uint64_t cohort = work.cohort;
           ++formed;
+          EXPECT_LT(work.buffer, buffers);
           cohort_of_buffer[work.buffer] = cohort;
           in_flight_peak[0] = std::max(in_flight_peak[0], ++in_flight);
           EXPECT_LE(work.events.size(), 16u);
@@ -315,7 +399,7 @@ TEST(CohortPipeline, ThreadsDoEveryPieceOnce) {
   for (uint32_t p = 0; p < kP; ++p) {
     EXPECT_EQ(matched[p].size(), formed) << "partition " << p;
   }
-  EXPECT_LE(in_flight_peak[0], static_cast<int>(CohortPipeline::kBuffers));
+  EXPECT_LE(in_flight_peak[0], static_cast<int>(buffers));
   EXPECT_EQ(planned, kChanges);
   EXPECT_EQ(finished, kChanges);
   int want_applied = 0;
@@ -327,6 +411,9 @@ TEST(CohortPipeline, ThreadsDoEveryPieceOnce) {
   EXPECT_GT(solo, 0u);
   EXPECT_GT(formed, solo) << "no cohort was split";
 }
+
+INSTANTIATE_TEST_SUITE_P(Buffers, CohortPipelineThreads,
+                         testing::Values(1u, 2u, 8u));
 
 }  // namespace
 }  // namespace service

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "matcher/types.h"
+#include "service/stages/cohort_pipeline.h"
 #include "service/stages/partitioned_engine.h"
 #include "service/stages/sharded_engine.h"
 #include "service/stages/threaded_engine.h"
@@ -308,6 +309,11 @@ absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
   if (mode == "staged") {
     if (options.partitions == 0) {
       return absl::InvalidArgumentError("--partitions must be at least 1");
+    }
+    if (options.cohorts_in_flight > CohortPipeline::kMaxBuffers) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--cohorts_in_flight: at most ",
+                       CohortPipeline::kMaxBuffers, " (0 = the default)"));
     }
     if (options.index_layout == IndexLayout::kPartitioned) {
       return std::unique_ptr<Engine>(new PartitionedEngine(options));

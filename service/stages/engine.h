@@ -104,6 +104,10 @@ struct EngineOptions {
   // 0 or above 64 means 64.
   uint32_t cohort_max = 64;
   int64_t cohort_wait_us = 0;
+  // Partitioned layout: cohorts in flight at once, each with its mask
+  // buffer (1 to CohortPipeline::kMaxBuffers); 0: the pipeline's default
+  // for the partition count (CohortPipeline::DefaultBuffers).
+  uint32_t cohorts_in_flight = 0;
   // Most events admitted and not yet answered (bounds every queue).
   uint64_t queue_limit = 4096;
   // 0, or a target for the time from admission to answer: the limit on

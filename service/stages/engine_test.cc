@@ -127,6 +127,7 @@ TEST_P(EngineDifferentialTest, ResultsAndDeliveriesEqualTheOracle) {
   options.partitions = GetParam().partitions;
   options.cohort_max = GetParam().cohort_max;
   options.index_layout = *ParseIndexLayout(GetParam().layout);
+  options.cohorts_in_flight = GetParam().cohorts_in_flight;
   options.cohort_wait_us = 200;
   options.threads = 3;
   Harness h(GetParam().mode, options);
@@ -210,6 +211,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Config{"staged", 2, 1}, Config{"staged", 2, 64},
                       Config{"staged", 3, 1}, Config{"staged", 3, 64},
                       Config{"staged", 4, 0},
+                      Config{"staged", 3, 16, "partitioned", 1},
+                      Config{"staged", 2, 64, "partitioned", 8},
                       Config{"staged", 2, 1, "sharded_phase1"},
                       Config{"staged", 3, 64, "sharded_phase1"},
                       Config{"staged", 2, 64, "replicated"},
@@ -500,6 +503,7 @@ class EngineDurabilityTest : public ::testing::TestWithParam<Config> {
     options.cohort_max = GetParam().cohort_max;
     options.threads = 2;
     options.index_layout = *ParseIndexLayout(GetParam().layout);
+    options.cohorts_in_flight = GetParam().cohorts_in_flight;
     return options;
   }
   // Journals the harness's new names, as the server does.
@@ -659,6 +663,7 @@ TEST_P(EngineConcurrencyTest, ChangesWithCohortsInFlightMatchTheOracle) {
   options.partitions = GetParam().partitions;
   options.cohort_max = GetParam().cohort_max;
   options.index_layout = *ParseIndexLayout(GetParam().layout);
+  options.cohorts_in_flight = GetParam().cohorts_in_flight;
   options.threads = 2;
   Harness h(GetParam().mode, options);
   constexpr int kAttributes = 4;
@@ -801,6 +806,8 @@ INSTANTIATE_TEST_SUITE_P(Modes, EngineConcurrencyTest,
                                            Config{"staged", 4, 0},
                                            Config{"staged", 2, 1},
                                            Config{"staged", 3, 64,
+                                                  "partitioned", 8},
+                                           Config{"staged", 3, 64,
                                                   "sharded_phase1"},
                                            Config{"threaded", 0, 0}),
                          ConfigName);
@@ -815,6 +822,7 @@ TEST_P(EngineOrderingTest, ChangesAreVisibleToEventsPublishedAfterThem) {
   options.partitions = GetParam().partitions;
   options.cohort_max = GetParam().cohort_max;
   options.index_layout = *ParseIndexLayout(GetParam().layout);
+  options.cohorts_in_flight = GetParam().cohorts_in_flight;
   options.cohort_wait_us = 100;
   options.threads = 2;
   Harness h(GetParam().mode, options);
@@ -857,6 +865,8 @@ TEST_P(EngineOrderingTest, ChangesAreVisibleToEventsPublishedAfterThem) {
 INSTANTIATE_TEST_SUITE_P(Modes, EngineOrderingTest,
                          ::testing::Values(Config{"staged", 1, 64},
                                            Config{"staged", 3, 64},
+                                           Config{"staged", 3, 64,
+                                                  "partitioned", 8},
                                            Config{"staged", 2, 1},
                                            Config{"staged", 3, 64,
                                                   "sharded_phase1"},

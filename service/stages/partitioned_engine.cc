@@ -34,7 +34,10 @@ PartitionedEngine::PartitionedEngine(const EngineOptions& options)
     : Engine(options, /*id_shards=*/1, /*partials=*/options.partitions),
       index_(options.partitions),
       pipeline_(options.partitions, CohortLimit(options.cohort_max),
-                options.cohort_wait_us * 1000),
+                options.cohort_wait_us * 1000,
+                options.cohorts_in_flight > 0
+                    ? options.cohorts_in_flight
+                    : CohortPipeline::DefaultBuffers(options.partitions)),
       reply_(options.queue_limit,
              [this](PublishJob* job, size_t event, StageProfile* profile) {
                FinishEvent(job, event, profile);

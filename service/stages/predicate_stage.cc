@@ -20,7 +20,8 @@ PredicateStage::PredicateStage(const matcher::PartitionedIndex* index,
     : index_(index),
       pipeline_(pipeline),
       expired_(std::move(expired)),
-      profile_("predicate", "predicate", std::nullopt, queue_limit) {}
+      profile_("predicate", "predicate", std::nullopt, queue_limit),
+      cohorts_(pipeline->buffers()) {}
 
 void PredicateStage::Form(const CohortPipeline::Work& work) {
   Cohort& c = cohorts_[work.buffer];

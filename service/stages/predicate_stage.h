@@ -2,7 +2,7 @@
 // phase 1 of the Fabret index, once per cohort for the whole server.
 //
 // It owns the cohorts in flight — their events and mask buffers
-// (CohortPipeline::kBuffers of them) — and does two kinds of work, both on
+// (the pipeline's buffers() of them) — and does two kinds of work, both on
 // whichever partition thread the pipeline gives them to:
 //   - Form: one clock reading decides which of the cohort's events have
 //     expired (their requests' deadlines passed or their callers went away):
@@ -88,7 +88,7 @@ class PredicateStage {
   CohortPipeline* const pipeline_;
   const ExpiredFn expired_;
   StageProfile profile_;
-  Cohort cohorts_[CohortPipeline::kBuffers];
+  std::vector<Cohort> cohorts_;  // by buffer
 };
 
 }  // namespace service

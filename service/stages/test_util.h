@@ -28,6 +28,8 @@ struct Config {
   uint32_t cohort_max;
   // staged: --index ("partitioned", "sharded_phase1" or "replicated")
   std::string layout = "partitioned";
+  // partitioned: --cohorts_in_flight (0: the default for `partitions`)
+  uint32_t cohorts_in_flight = 0;
 };
 
 inline std::string ConfigName(const ::testing::TestParamInfo<Config>& info) {
@@ -35,6 +37,9 @@ inline std::string ConfigName(const ::testing::TestParamInfo<Config>& info) {
                       info.param.cohort_max,
                       info.param.mode == "staged"
                           ? absl::StrCat("_", info.param.layout)
+                          : "",
+                      info.param.cohorts_in_flight > 0
+                          ? absl::StrCat("_b", info.param.cohorts_in_flight)
                           : "");
 }
 
