@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "service/observability/stage_profile.h"
 
@@ -13,11 +14,13 @@ uint32_t CohortPipeline::DefaultBuffers(uint32_t partitions) {
 }
 
 CohortPipeline::CohortPipeline(uint32_t partitions, uint32_t cohort_max,
-                               int64_t cohort_wait_ns, uint32_t buffers)
+                               int64_t cohort_wait_ns, uint32_t buffers,
+                               InServerFn in_server)
     : partitions_(partitions),
       cohort_max_(cohort_max),
       cohort_wait_ns_(cohort_wait_ns),
       buffers_(buffers),
+      in_server_(std::move(in_server)),
       slots_(buffers),
       to_apply_(partitions, false) {}
 
@@ -200,9 +203,13 @@ bool CohortPipeline::TakeForm(uint32_t p, Work* work, int64_t* deadline_ns) {
   // oldest alone, here, and leave the rest for whoever is free next (an
   // event kept per event shares nothing with the others, so batching them
   // would only make the first wait for the last). With every other thread
-  // idle, even a lone event is split: its match then takes a fraction of
-  // the time.
-  const bool solo = ready <= kSoloCohort && idle_ + 1 < partitions_;
+  // idle, even a lone event is split, its match then taking a fraction of
+  // the time — unless the server holds P events or more: the others will
+  // have theirs to run.
+  const bool solo =
+      ready <= kSoloCohort &&
+      (idle_ + 1 < partitions_ ||
+       (in_server_ != nullptr && in_server_() >= partitions_));
   const size_t take = solo ? 1 : std::min<size_t>(ready, cohort_max_);
   work->kind = Work::Kind::kForm;
   work->buffer = b;

@@ -245,6 +245,39 @@ TEST(CohortPipeline, OneBufferRunsOneCohortAtATime) {
   EXPECT_EQ(work.cohort, 1u);
 }
 
+// A lone event with every other thread idle is split across the
+// partitions, unless the server holds at least P events (in_server): then
+// it runs solo on the thread that forms it.
+TEST(CohortPipeline, LoneEventGoesSoloWhenTheServerHoldsPEvents) {
+  for (const uint64_t held : {uint64_t{1}, uint64_t{2}}) {
+    CohortPipeline pipeline(2, 64, 0, 2, [held] { return held; });
+    std::atomic<int> formed{0};
+    std::atomic<bool> solo{false};
+    auto wait = [&](uint32_t p) {
+      CohortPipeline::Work work;
+      while (pipeline.Next(p, &work)) {
+        if (work.kind == Kind::kForm) {
+          ++formed;
+          solo = work.solo;
+          pipeline.Formed(work.buffer, {}, work.events.size());
+        } else if (work.kind == Kind::kMatch) {
+          pipeline.MatchDone(work.buffer, work.partition);
+        }
+      }
+    };
+    std::thread t0(wait, 0), t1(wait, 1);
+    // Both threads waiting in Next before the event comes.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    auto job = Job(1);
+    pipeline.PushEvents(job.get(), MonotonicNanos());
+    pipeline.Close();
+    t0.join();
+    t1.join();
+    EXPECT_EQ(formed.load(), 1) << "held " << held;
+    EXPECT_EQ(solo.load(), held >= 2) << "held " << held;
+  }
+}
+
 TEST(CohortPipeline, DefaultBuffers) {
   EXPECT_EQ(CohortPipeline::DefaultBuffers(1), 2u);
   EXPECT_EQ(CohortPipeline::DefaultBuffers(2), 2u);
@@ -262,7 +295,12 @@ TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
   constexpr int kJobs = 300;
   constexpr int kChanges = 20;
   const uint32_t buffers = GetParam();
-  CohortPipeline pipeline(kP, 16, 50 * 1000, buffers);
+  // Every other lone event is told the server is busy, so that both solo
+  // and split cohorts form whatever the threads' timing (called under the
+  // pipeline's lock, so the counter needs none of its own).
+  uint64_t asked = 0;
+  CohortPipeline pipeline(kP, 16, 50 * 1000, buffers,
+                          [&asked] { return ++asked % 2 == 0 ? kP : 0; });
   std::vector<std::unique_ptr<PublishJob>> jobs;
   for (int j = 0; j < kJobs; ++j) jobs.push_back(Job(1 + j % 7));
   std::vector<UpdateBatch> changes(kChanges);
@@ -386,7 +424,13 @@ TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
   });
   for (size_t j = 0; j < jobs.size(); ++j) {
     pipeline.PushEvents(jobs[j].get(), MonotonicNanos());
-    if (j % 5 == 0) std::this_thread::yield();
+    // The first jobs come one by one (lone events, solo or split), the
+    // rest in a rush (cohorts).
+    if (j < 30) {
+      std::this_thread::sleep_for(std::chrono::microseconds(300));
+    } else if (j % 5 == 0) {
+      std::this_thread::yield();
+    }
   }
   changer.join();
   pipeline.Close();

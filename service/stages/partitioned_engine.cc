@@ -37,7 +37,8 @@ PartitionedEngine::PartitionedEngine(const EngineOptions& options)
                 options.cohort_wait_us * 1000,
                 options.cohorts_in_flight > 0
                     ? options.cohorts_in_flight
-                    : CohortPipeline::DefaultBuffers(options.partitions)),
+                    : CohortPipeline::DefaultBuffers(options.partitions),
+                [this] { return admission_.in_flight(); }),
       reply_(options.queue_limit,
              [this](PublishJob* job, size_t event, StageProfile* profile) {
                FinishEvent(job, event, profile);
