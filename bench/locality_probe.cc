@@ -292,7 +292,7 @@ uint64_t RunThreads(const matcher::PartitionedIndex& index,
     matcher::internal::CohortMasks masks;
     std::vector<uint32_t> preferred;
   };
-  std::vector<Cohort> cohorts(pipeline.buffers());
+  std::vector<Cohort> cohorts(pipeline.slots());
   std::atomic<uint64_t> matches{0};
   std::atomic<bool> all_pinned{true};
   auto work = [&](uint32_t t) {

@@ -1,6 +1,7 @@
 #include "service/stages/cohort_pipeline.h"
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 #include <utility>
 
@@ -21,7 +22,7 @@ CohortPipeline::CohortPipeline(uint32_t partitions, uint32_t cohort_max,
       cohort_wait_ns_(cohort_wait_ns),
       buffers_(buffers),
       in_server_(std::move(in_server)),
-      slots_(buffers),
+      slots_(buffers + partitions),
       to_apply_(partitions, false) {}
 
 void CohortPipeline::PushEvents(PublishJob* job, int64_t now_ns) {
@@ -185,10 +186,6 @@ size_t CohortPipeline::Claim(Slot& slot, uint32_t p) {
 bool CohortPipeline::TakeForm(uint32_t p, Work* work, int64_t* deadline_ns) {
   *deadline_ns = 0;
   if (update_state_ != UpdateState::kNone) return false;
-  uint32_t b = 0;
-  while (b < slots_.size() && slots_[b].state != SlotState::kFree) ++b;
-  if (b == slots_.size()) return false;
-  Slot& s = slots_[b];
   const size_t ready = LeadingEvents();
   if (ready == 0) return false;
   const int64_t deadline = items_.front().event.enqueue_ns + cohort_wait_ns_;
@@ -203,13 +200,23 @@ bool CohortPipeline::TakeForm(uint32_t p, Work* work, int64_t* deadline_ns) {
   // oldest alone, here, and leave the rest for whoever is free next (an
   // event kept per event shares nothing with the others, so batching them
   // would only make the first wait for the last). With every other thread
-  // idle, even a lone event is split, its match then taking a fraction of
-  // the time — unless the server holds P events or more: the others will
-  // have theirs to run.
+  // idle, the events queued are split over them — even a lone event, its
+  // match then taking a fraction of the time, unless it is not alone in the
+  // server: the others' events are on their way.
   const bool solo =
       ready <= kSoloCohort &&
       (idle_ + 1 < partitions_ ||
-       (in_server_ != nullptr && in_server_() >= partitions_));
+       (ready == 1 && in_server_ != nullptr && in_server_() >= 2));
+  // A solo cohort takes its former's own slot (free: a thread finishes its
+  // solo cohort before it forms another), a split one a mask buffer.
+  uint32_t b = buffers_ + p;
+  if (!solo) {
+    b = 0;
+    while (b < buffers_ && slots_[b].state != SlotState::kFree) ++b;
+    if (b == buffers_) return false;
+  }
+  Slot& s = slots_[b];
+  assert(s.state == SlotState::kFree);
   const size_t take = solo ? 1 : std::min<size_t>(ready, cohort_max_);
   work->kind = Work::Kind::kForm;
   work->buffer = b;
@@ -221,6 +228,9 @@ bool CohortPipeline::TakeForm(uint32_t p, Work* work, int64_t* deadline_ns) {
     work->events.push_back(items_.front().event);
     items_.pop_front();
   }
+  // Events left behind a solo cohort go to an idle thread, if any (one
+  // wake-up each: the next solo former wakes the next).
+  if (solo && ready > 1 && idle_ > 0) cv_.notify_one();
   s.state = SlotState::kForming;
   s.cohort = formed_++;
   s.events = take;

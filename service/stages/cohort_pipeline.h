@@ -34,15 +34,23 @@
 // reply. Splitting so little work over busy cores costs more in hand-offs
 // (a wake-up each, tens of microseconds) and barriers than it saves, and
 // solo cohorts run side by side on the cores, as a threaded server's
-// requests do. With every other thread idle a lone event is split anyway
-// (its match then takes a fraction of the time), unless the server holds
-// at least P events (admitted and not yet answered, `in_server`): then the
-// others are about to arrive, as from P or more closed-loop clients, and
-// each runs whole on a core of its own (2 clients on 2 partitions: mean
-// response 0.280 -> 0.245 ms, level with threaded). Once more events
-// queue, cohorts take them all and are split. The events of a cohort of at most
-// kSoloCohort events are finished by the thread that completes them
-// rather than handed to the reply stage (kMatch's finish_now).
+// requests do. A solo cohort holds no mask buffer (a lone event is matched
+// per event, without masks) but a slot of its former's own, so that every
+// core can run one at once however many split cohorts fill the buffers:
+// with two buffers shared, a 16-core server under 16 closed-loop clients
+// could match at most two events at a time (bench/reports/
+// 2026-11-26-xeon16-exp3: 14,241 events/s against threaded's 31,306).
+// Events left queued behind a solo cohort wake an idle thread, if there is
+// one. With every other thread idle the events queued are split over them,
+// even a lone event (its match then takes a fraction of the time), unless
+// it is not alone in the server (`in_server`: events admitted and not yet
+// answered): then other events are on their way, as from two or more
+// closed-loop clients, and each runs whole on a core of its own (2 clients
+// on 2 partitions: mean response 0.280 -> 0.245 ms, level with threaded).
+// Once more events queue, cohorts take them all and are split.
+// The events of a cohort of at most kSoloCohort events are finished by the
+// thread that completes them rather than handed to the reply stage
+// (kMatch's finish_now).
 //
 // A subscription change waits at the head of the queue until no cohort is
 // in flight, then is applied in three steps: one thread plans it against
@@ -64,8 +72,10 @@
 // hand-offs.
 // Invariants: cohorts are numbered in formation order; every partition
 // matches every cohort with live events exactly once (a solo cohort's on
-// its former's thread); a change is planned only when no buffer is in use,
-// and no cohort forms until it is finished.
+// its former's thread); at most buffers() split cohorts are in flight, and
+// a thread's solo cohort is in its own slot (buffers() + the thread), at
+// most one at a time; a change is planned only when no slot is in use, and
+// no cohort forms until it is finished.
 #ifndef COHORT_SERVICE_STAGES_COHORT_PIPELINE_H_
 #define COHORT_SERVICE_STAGES_COHORT_PIPELINE_H_
 
@@ -93,10 +103,10 @@ struct QueuedEvent {
 
 class CohortPipeline {
  public:
-  // Cohorts in flight at once, each in a buffer of its own: at least one in
-  // phase 1 while another is in phase 2. A buffer that has held a cohort of
-  // masks keeps a word per predicate (2.6 MB on fabret-1m), so more cost
-  // memory.
+  // Split cohorts in flight at once, each in a mask buffer of its own: at
+  // least one in phase 1 while another is in phase 2. A buffer that has
+  // held a cohort of masks keeps a word per predicate (2.6 MB on
+  // fabret-1m), so more cost memory.
   static constexpr uint32_t kMaxBuffers = 64;
   // The server's choice for `partitions` (--cohorts_in_flight=0): 2 below
   // 4 partitions, 4 from 4 on. On a 16-core Xeon (bench/reports/
@@ -142,7 +152,8 @@ class CohortPipeline {
 
   // Events in the whole server, admitted and not yet answered
   // (Admission::in_flight); called with the pipeline's lock held, so it
-  // must not call back into the pipeline.
+  // must not call back into the pipeline. A lone event that is not alone
+  // in the server runs solo.
   using InServerFn = std::function<uint64_t()>;
 
   // REQUIRES: partitions >= 1; 1 <= cohort_max <= 64;
@@ -167,8 +178,11 @@ class CohortPipeline {
   // when closed and drained.
   bool Next(uint32_t p, Work* work);
 
-  // Work::buffer lies in [0, buffers()).
+  // Mask buffers: split cohorts in flight at most.
   uint32_t buffers() const { return buffers_; }
+  // Work::buffer lies in [0, slots()): the mask buffers, then one slot per
+  // partition thread for its solo cohort.
+  uint32_t slots() const { return buffers_ + partitions_; }
 
   // The cohort of kForm `buffer` has `events` events (0: every event had
   // expired, and no partition need match it) and phase-1 tasks 0 ..

@@ -4,15 +4,19 @@
 // under ThreadSanitizer — its invariants: every event is in exactly one
 // cohort, formed once; every task of a cohort runs exactly once, before any
 // partition matches it; every partition matches every cohort once, on its
-// own thread, or a solo cohort's on its former's; at most buffers() cohorts
-// are in flight, and a partition runs that many ahead of the slowest; a change is planned only with no cohort in flight, applied
-// by exactly the partitions involved, and no cohort work runs until it is
-// finished; Close drains everything.
+// own thread, or a solo cohort's on its former's; at most buffers() split
+// cohorts are in flight, a partition runs that many ahead of the slowest,
+// and each thread has at most one solo cohort, in its own slot; a change
+// is planned only with no cohort in flight, applied by exactly the
+// partitions involved, and no cohort work runs until it is finished; Close
+// drains everything.
 #include "service/stages/cohort_pipeline.h"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <future>
 #include <map>
 #include <set>
@@ -50,6 +54,29 @@ std::future<CohortPipeline::Work> NextAsync(CohortPipeline& pipeline,
 bool Blocks(std::future<CohortPipeline::Work>& f) {
   return f.wait_for(std::chrono::milliseconds(50)) ==
          std::future_status::timeout;
+}
+
+// Starts partition threads 0 and 1, working until the pipeline closes:
+// each kForm is shown to `on_form`, then reported formed with no tasks;
+// each kMatch is done at once.
+std::vector<std::thread> FormAndMatch(
+    CohortPipeline& pipeline,
+    std::function<void(const CohortPipeline::Work&)> on_form) {
+  std::vector<std::thread> threads;
+  for (uint32_t p : {0u, 1u}) {
+    threads.emplace_back([&pipeline, on_form, p] {
+      CohortPipeline::Work work;
+      while (pipeline.Next(p, &work)) {
+        if (work.kind == Kind::kForm) {
+          on_form(work);
+          pipeline.Formed(work.buffer, {}, work.events.size());
+        } else if (work.kind == Kind::kMatch) {
+          pipeline.MatchDone(work.buffer, work.partition);
+        }
+      }
+    });
+  }
+  return threads;
 }
 
 TEST(CohortPipeline, FormsOnceCohortMaxEventsWait) {
@@ -253,29 +280,77 @@ TEST(CohortPipeline, LoneEventGoesSoloWhenTheServerHoldsPEvents) {
     CohortPipeline pipeline(2, 64, 0, 2, [held] { return held; });
     std::atomic<int> formed{0};
     std::atomic<bool> solo{false};
-    auto wait = [&](uint32_t p) {
-      CohortPipeline::Work work;
-      while (pipeline.Next(p, &work)) {
-        if (work.kind == Kind::kForm) {
+    std::vector<std::thread> threads =
+        FormAndMatch(pipeline, [&](const CohortPipeline::Work& work) {
           ++formed;
           solo = work.solo;
-          pipeline.Formed(work.buffer, {}, work.events.size());
-        } else if (work.kind == Kind::kMatch) {
-          pipeline.MatchDone(work.buffer, work.partition);
-        }
-      }
-    };
-    std::thread t0(wait, 0), t1(wait, 1);
+        });
     // Both threads waiting in Next before the event comes.
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     auto job = Job(1);
     pipeline.PushEvents(job.get(), MonotonicNanos());
     pipeline.Close();
-    t0.join();
-    t1.join();
+    for (std::thread& t : threads) t.join();
     EXPECT_EQ(formed.load(), 1) << "held " << held;
     EXPECT_EQ(solo.load(), held >= 2) << "held " << held;
   }
+}
+
+// A solo cohort takes its former's own slot: it forms while every mask
+// buffer holds a split cohort.
+TEST(CohortPipeline, SoloFormsWithEveryBufferInUse) {
+  CohortPipeline pipeline(2, 64, 0, 1);
+  EXPECT_EQ(pipeline.slots(), 3u);
+  auto split = Job(CohortPipeline::kSoloCohort + 1), lone = Job(1);
+  pipeline.PushEvents(split.get(), MonotonicNanos());
+  CohortPipeline::Work work;
+  ASSERT_TRUE(pipeline.Next(0, &work));
+  ASSERT_EQ(work.kind, Kind::kForm);
+  EXPECT_FALSE(work.solo);
+  EXPECT_EQ(work.buffer, 0u);
+  pipeline.Formed(work.buffer, {}, work.events.size());
+  ASSERT_TRUE(pipeline.Next(0, &work));
+  ASSERT_EQ(work.kind, Kind::kMatch);
+  pipeline.MatchDone(work.buffer, 0);
+  // Partition 1 has not matched the split cohort: the buffer is in use.
+  pipeline.PushEvents(lone.get(), MonotonicNanos());
+  ASSERT_TRUE(pipeline.Next(0, &work));
+  ASSERT_EQ(work.kind, Kind::kForm);
+  EXPECT_TRUE(work.solo);
+  EXPECT_EQ(work.buffer, 1u) << "not partition 0's own slot";
+}
+
+// Events left queued behind a solo cohort wake an idle thread, which forms
+// the next while the first still runs (thread 2 stays busy throughout).
+TEST(CohortPipeline, EventsLeftBehindASoloWakeAnIdleThread) {
+  CohortPipeline pipeline(3, 64, 0, 2);
+  std::mutex mu;
+  std::condition_variable cv;
+  int solos = 0;
+  bool overlapped = false;
+  std::vector<std::thread> threads =
+      FormAndMatch(pipeline, [&](const CohortPipeline::Work& work) {
+        EXPECT_TRUE(work.solo);
+        std::unique_lock<std::mutex> lock(mu);
+        if (++solos == 1) {
+          // Hold the first solo until another thread forms the second.
+          overlapped = cv.wait_for(lock, std::chrono::seconds(5),
+                                   [&] { return solos >= 2; });
+        } else {
+          cv.notify_all();
+        }
+      });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto job = Job(3);
+  pipeline.PushEvents(job.get(), MonotonicNanos());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, std::chrono::seconds(10), [&] { return solos >= 2; });
+  }
+  pipeline.Close();
+  for (std::thread& t : threads) t.join();
+  EXPECT_TRUE(overlapped) << "the second event waited for the first's end";
+  EXPECT_EQ(solos, 3);
 }
 
 TEST(CohortPipeline, DefaultBuffers) {
@@ -307,11 +382,12 @@ TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
 
   std::mutex mu;  // guards the bookkeeping below
   uint64_t formed = 0;
-  std::vector<uint64_t> cohort_of_buffer(buffers);
-  std::vector<size_t> tasks_of_buffer(buffers);
-  std::vector<std::vector<int>> task_runs(buffers);
-  std::vector<int> in_flight_peak(1, 0);
-  int in_flight = 0;
+  std::vector<uint64_t> cohort_of_buffer(pipeline.slots());
+  std::vector<size_t> tasks_of_buffer(pipeline.slots());
+  std::vector<std::vector<int>> task_runs(pipeline.slots());
+  int split_peak = 0;
+  int split_in_flight = 0;  // split cohorts formed, not matched everywhere
+  std::vector<int> solo_in_flight(kP);  // by former
   std::vector<std::set<uint64_t>> matched(kP);  // by partition: cohorts
   std::map<uint64_t, uint32_t> matches_of;  // cohort -> partitions done
   std::map<uint64_t, uint32_t> solo_owner;  // solo cohort -> its former
@@ -337,14 +413,17 @@ TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
         case Kind::kForm: {
           const uint64_t cohort = work.cohort;
           ++formed;
-          EXPECT_LT(work.buffer, buffers);
           cohort_of_buffer[work.buffer] = cohort;
-          in_flight_peak[0] = std::max(in_flight_peak[0], ++in_flight);
           EXPECT_LE(work.events.size(), 16u);
           if (work.solo) {
+            EXPECT_EQ(work.buffer, buffers + p) << "not its former's slot";
+            EXPECT_EQ(++solo_in_flight[p], 1) << "two solo cohorts of " << p;
             EXPECT_EQ(work.events.size(), 1u);
             solo_owner[cohort] = p;
             ++solo;
+          } else {
+            EXPECT_LT(work.buffer, buffers) << "a split cohort off the buffers";
+            split_peak = std::max(split_peak, ++split_in_flight);
           }
           for (const QueuedEvent& e : work.events) {
             auto& times = seen[e.job];
@@ -380,12 +459,19 @@ TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
           EXPECT_TRUE(matched[work.partition].insert(cohort).second)
               << "partition " << work.partition << " matched " << cohort
               << " twice";
-          if (++matches_of[cohort] == kP) --in_flight;
+          if (++matches_of[cohort] == kP) {
+            if (solo_owner.count(cohort) > 0) {
+              --solo_in_flight[solo_owner[cohort]];
+            } else {
+              --split_in_flight;
+            }
+          }
           break;
         }
         case Kind::kPlanUpdate:
           EXPECT_EQ(cohort_work, 0);
-          EXPECT_EQ(in_flight, 0) << "planned with a cohort in flight";
+          EXPECT_EQ(split_in_flight, 0) << "planned with a cohort in flight";
+          for (int n : solo_in_flight) EXPECT_EQ(n, 0) << "planned with a solo";
           changing = true;
           ++planned;
           for (uint32_t q = 0; q < kP; ++q) involved[q] = (planned + q) % 2;
@@ -443,7 +529,7 @@ TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
   for (uint32_t p = 0; p < kP; ++p) {
     EXPECT_EQ(matched[p].size(), formed) << "partition " << p;
   }
-  EXPECT_LE(in_flight_peak[0], static_cast<int>(buffers));
+  EXPECT_LE(split_peak, static_cast<int>(buffers));
   EXPECT_EQ(planned, kChanges);
   EXPECT_EQ(finished, kChanges);
   int want_applied = 0;

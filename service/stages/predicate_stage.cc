@@ -21,7 +21,7 @@ PredicateStage::PredicateStage(const matcher::PartitionedIndex* index,
       pipeline_(pipeline),
       expired_(std::move(expired)),
       profile_("predicate", "predicate", std::nullopt, queue_limit),
-      cohorts_(pipeline->buffers()) {}
+      cohorts_(pipeline->slots()) {}
 
 void PredicateStage::Form(const CohortPipeline::Work& work) {
   Cohort& c = cohorts_[work.buffer];
