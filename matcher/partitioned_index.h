@@ -72,16 +72,21 @@ namespace cohort {
 namespace matcher {
 
 // Rows an access predicate places in its home partition before its list is
-// spread, and the length of each partition's run after that, at 16 or more
+// spread, and the length of each partition's run after that, at 4 or more
 // partitions. Smaller runs balance the partitions better but cut lists into
-// more clusters, each visited separately: on fabret-1m at P = 16
-// (bench/locality_probe, one run each) 16 rows gave 2.0x the clusters and
-// 1.7x the slowest core's work of 256, 64 rows 1.1x; 512 and 1024 left the
-// partitions uneven (1.3x). 256 is also a block of MatchCluster
-// (kMatchBlock).
-inline constexpr uint32_t kSpreadRows = 256;
+// more clusters, each visited separately, and a lone event visits every
+// partition's part of a spread list. On fabret-1m at P = 16 (the work
+// model, bench/locality_probe --spread_rows, two runs each, 2026-11-26):
+// runs of 256 bounded cohorts of 64 at 13.6-14.0x one core and cost a lone
+// event 1.34-1.36x its work on one index; 1024 bounded them at 14.1-14.2x
+// and cost 1.06-1.09x; 2048 at 13.5-13.6x. At P = 8, 512 and 1024 bound
+// cohorts alike (6.8-7.0x), 1024 costing a lone event 1.05-1.08x against
+// 1.15-1.17x. (An earlier measurement, before present lists were balanced
+// as a class of their own, had 512 and 1024 leave the partitions uneven at
+// P = 16, and chose 256.)
+inline constexpr uint32_t kSpreadRows = 1024;
 
-// The spread_rows PartitionedIndex uses with P partitions: kSpreadRows x 16
+// The spread_rows PartitionedIndex uses with P partitions: kSpreadRows x 4
 // / P, at least kSpreadRows. With fewer partitions each holds a larger
 // share of the work, so longer runs balance it as well, and every list
 // that spreads costs clusters (each of its widths gets a cluster in every
@@ -90,7 +95,7 @@ inline constexpr uint32_t kSpreadRows = 256;
 // list spreads and homes alone keep the partitions within 1% of each
 // other's rows checked (bench/locality_probe --spread_rows).
 constexpr uint32_t SpreadRows(uint32_t partitions) {
-  return partitions >= 16 ? kSpreadRows : kSpreadRows * 16 / partitions;
+  return partitions >= 4 ? kSpreadRows : kSpreadRows * 4 / partitions;
 }
 
 class PartitionedIndex {

@@ -269,15 +269,16 @@ TEST(PartitionedIndex, ListsStayWholeUntilTheyGrowThenSpread) {
   EXPECT_EQ(index.clusters(), 0u);
 }
 
-// Runs are kSpreadRows long from 16 partitions on and longer below, where
+// Runs are kSpreadRows long from 4 partitions on and longer below, where
 // each partition's share of the work is larger.
 TEST(PartitionedIndex, SpreadRowsShrinkWithPartitionsToKSpreadRows) {
-  EXPECT_EQ(SpreadRows(1), 16 * kSpreadRows);
-  EXPECT_EQ(SpreadRows(2), 8 * kSpreadRows);
-  EXPECT_EQ(SpreadRows(8), 2 * kSpreadRows);
+  EXPECT_EQ(SpreadRows(1), 4 * kSpreadRows);
+  EXPECT_EQ(SpreadRows(2), 2 * kSpreadRows);
+  EXPECT_EQ(SpreadRows(4), kSpreadRows);
+  EXPECT_EQ(SpreadRows(8), kSpreadRows);
   EXPECT_EQ(SpreadRows(16), kSpreadRows);
   EXPECT_EQ(SpreadRows(64), kSpreadRows);
-  // The one-argument constructor uses it: at P = 2 a list of 2 * 256 rows
+  // The one-argument constructor uses it: at P = 2 a list of 2 * 1024 rows
   // stays in its home.
   PartitionedIndex index(2);
   for (SubscriptionId id = 0; id < 2 * kSpreadRows; ++id) {
