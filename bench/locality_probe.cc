@@ -268,8 +268,8 @@ bool PinToCpu(uint32_t index) {
 
 // The server's cohorts in flight at P partitions (--cohorts_in_flight).
 uint32_t CohortsInFlight(uint32_t p) {
-  const uint32_t flag = absl::GetFlag(FLAGS_cohorts_in_flight);
-  return flag > 0 ? flag : service::CohortPipeline::DefaultBuffers(p);
+  return service::CohortPipeline::BuffersFor(
+      p, absl::GetFlag(FLAGS_cohorts_in_flight));
 }
 
 // The staged server's matching on P threads (see --threads): returns the

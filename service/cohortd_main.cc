@@ -320,12 +320,10 @@ int Main(int argc, char** argv) {
                 options->engine.cohort_max,
                 static_cast<long long>(options->engine.cohort_wait_us),
                 options->engine.index_layout == IndexLayout::kPartitioned
-                    ? absl::StrCat(
-                          ", cohorts_in_flight ",
-                          options->engine.cohorts_in_flight > 0
-                              ? options->engine.cohorts_in_flight
-                              : CohortPipeline::DefaultBuffers(
-                                    options->engine.partitions))
+                    ? absl::StrCat(", cohorts_in_flight ",
+                                   CohortPipeline::BuffersFor(
+                                       options->engine.partitions,
+                                       options->engine.cohorts_in_flight))
                     : "")
           : absl::StrFormat("%u workers", options->engine.threads);
   if (!options->tls.enabled() && !IsLoopbackListen(options->listen)) {

@@ -14,6 +14,12 @@ uint32_t CohortPipeline::DefaultBuffers(uint32_t partitions) {
   return partitions >= 4 ? 4 : 2;
 }
 
+uint32_t CohortPipeline::BuffersFor(uint32_t partitions,
+                                    uint32_t cohorts_in_flight) {
+  return cohorts_in_flight > 0 ? cohorts_in_flight
+                               : DefaultBuffers(partitions);
+}
+
 CohortPipeline::CohortPipeline(uint32_t partitions, uint32_t cohort_max,
                                int64_t cohort_wait_ns, uint32_t buffers,
                                InServerFn in_server)

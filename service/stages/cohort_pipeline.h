@@ -115,6 +115,8 @@ class CohortPipeline {
   // buffers were faster again at 16 (1.22x over 4) but would hold 1.23x
   // the memory of one partition's index and buffers, against 1.08x for 4.
   static uint32_t DefaultBuffers(uint32_t partitions);
+  // `cohorts_in_flight` (--cohorts_in_flight) if set, else the default.
+  static uint32_t BuffersFor(uint32_t partitions, uint32_t cohorts_in_flight);
   // The most events queued for an event to go solo. Cohorts this small
   // share little work on fabret-1m (the matcher keeps them per event there:
   // matcher::internal::CohortKeep; its crossover lies at about 13 events),

@@ -359,6 +359,9 @@ TEST(CohortPipeline, DefaultBuffers) {
   EXPECT_EQ(CohortPipeline::DefaultBuffers(3), 2u);
   EXPECT_EQ(CohortPipeline::DefaultBuffers(4), 4u);
   EXPECT_EQ(CohortPipeline::DefaultBuffers(64), 4u);
+  EXPECT_EQ(CohortPipeline::BuffersFor(16, 0), 4u);
+  EXPECT_EQ(CohortPipeline::BuffersFor(16, 8), 8u);
+  EXPECT_EQ(CohortPipeline::BuffersFor(2, 1), 1u);
 }
 
 // The invariants with P threads working, publishers pushing and a changer

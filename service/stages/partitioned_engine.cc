@@ -35,9 +35,8 @@ PartitionedEngine::PartitionedEngine(const EngineOptions& options)
       index_(options.partitions),
       pipeline_(options.partitions, CohortLimit(options.cohort_max),
                 options.cohort_wait_us * 1000,
-                options.cohorts_in_flight > 0
-                    ? options.cohorts_in_flight
-                    : CohortPipeline::DefaultBuffers(options.partitions),
+                CohortPipeline::BuffersFor(options.partitions,
+                                           options.cohorts_in_flight),
                 [this] { return admission_.in_flight(); }),
       reply_(options.queue_limit,
              [this](PublishJob* job, size_t event, StageProfile* profile) {
