@@ -22,12 +22,13 @@ uint32_t CohortPipeline::BuffersFor(uint32_t partitions,
 
 CohortPipeline::CohortPipeline(uint32_t partitions, uint32_t cohort_max,
                                int64_t cohort_wait_ns, uint32_t buffers,
-                               InServerFn in_server)
+                               InServerFn in_server, bool solo_cohorts)
     : partitions_(partitions),
       cohort_max_(cohort_max),
       cohort_wait_ns_(cohort_wait_ns),
       buffers_(buffers),
       in_server_(std::move(in_server)),
+      solo_cohorts_(solo_cohorts),
       slots_(buffers + partitions),
       to_apply_(partitions, false) {}
 
@@ -149,7 +150,9 @@ bool CohortPipeline::TakeCohortWork(uint32_t p, Work* work) {
     s.taken[p] = true;
     work->kind = Work::Kind::kMatch;
     work->partition = p;
-    work->finish_now = s.events <= kSoloCohort;
+    work->finish_now =
+        solo_cohorts_ ? s.events <= kSoloCohort
+                      : in_server_ != nullptr && in_server_() <= s.events;
     work->ready_ns = s.ready_ns;
     work->queue_length = 0;  // events of the cohorts ready for p
     for (const Slot& ready : slots_) {
@@ -210,7 +213,7 @@ bool CohortPipeline::TakeForm(uint32_t p, Work* work, int64_t* deadline_ns) {
   // match then taking a fraction of the time, unless it is not alone in the
   // server: the others' events are on their way.
   const bool solo =
-      ready <= kSoloCohort &&
+      solo_cohorts_ && ready <= kSoloCohort &&
       (idle_ + 1 < partitions_ ||
        (ready == 1 && in_server_ != nullptr && in_server_() >= 2));
   // A solo cohort takes its former's own slot (free: a thread finishes its

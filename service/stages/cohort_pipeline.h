@@ -28,8 +28,9 @@
 // partitions' uneven shares of one cohort even out over several instead of
 // each cohort waiting for its slowest partition (DefaultBuffers).
 //
-// When at most kSoloCohort events are queued and some other partition
-// thread is busy, the oldest forms a *solo* cohort of its own, run whole by
+// From kSoloFromPartitions partitions on (SoloCohortsFor), when at most
+// kSoloCohort events are queued and some other partition thread is busy,
+// the oldest forms a *solo* cohort of its own, run whole by
 // the thread that forms it: its phase 1, every partition's match, and its
 // reply. Splitting so little work over busy cores costs more in hand-offs
 // (a wake-up each, tens of microseconds) and barriers than it saves, and
@@ -50,7 +51,17 @@
 // Once more events queue, cohorts take them all and are split.
 // The events of a cohort of at most kSoloCohort events are finished by the
 // thread that completes them rather than handed to the reply stage
-// (kMatch's finish_now).
+// (kMatch's finish_now): on many cores one reply thread would not keep up.
+//
+// Below kSoloFromPartitions partitions there are no solo cohorts: every
+// cohort takes all the events queued and is split over the partitions, and
+// its events go to the reply stage, which answers them in batches while
+// the partitions go on to the next cohort. Only a cohort that holds every
+// event in the server (`in_server`: nothing else to do) is answered by the
+// thread that completes it, saving the hand-off's latency. On two cores
+// under 8 and 16 closed-loop clients this answered 5-10% sooner than solo
+// cohorts answered inline, and sooner than the threaded server
+// (bench/reports/2026-11-26-epyc2-exp1-accounting).
 //
 // A subscription change waits at the head of the queue until no cohort is
 // in flight, then is applied in three steps: one thread plans it against
@@ -122,6 +133,14 @@ class CohortPipeline {
   // matcher::internal::CohortKeep; its crossover lies at about 13 events),
   // so handing them to the partitions buys less than it costs.
   static constexpr size_t kSoloCohort = 12;
+  // Solo cohorts from this many partitions on (see above): they were made
+  // for a 16-core server, where splitting a few events over every core
+  // costs a wake-up per core; on two cores splitting costs one.
+  static constexpr uint32_t kSoloFromPartitions = 4;
+  // Whether a pipeline of `partitions` forms solo cohorts.
+  static bool SoloCohortsFor(uint32_t partitions) {
+    return partitions >= kSoloFromPartitions;
+  }
 
   struct Work {
     enum class Kind {
@@ -154,16 +173,18 @@ class CohortPipeline {
 
   // Events in the whole server, admitted and not yet answered
   // (Admission::in_flight); called with the pipeline's lock held, so it
-  // must not call back into the pipeline. A lone event that is not alone
-  // in the server runs solo.
+  // must not call back into the pipeline. With solo cohorts, a lone event
+  // that is not alone in the server runs solo; without, a cohort that
+  // holds every event in the server is answered by its last partition.
   using InServerFn = std::function<uint64_t()>;
 
   // REQUIRES: partitions >= 1; 1 <= cohort_max <= 64;
   // 1 <= buffers <= kMaxBuffers. Without `in_server`, a lone event with
-  // every other thread idle is always split.
+  // every other thread idle is always split, and without `solo_cohorts`
+  // every cohort is (the server passes SoloCohortsFor(partitions)).
   CohortPipeline(uint32_t partitions, uint32_t cohort_max,
                  int64_t cohort_wait_ns, uint32_t buffers,
-                 InServerFn in_server = nullptr);
+                 InServerFn in_server = nullptr, bool solo_cohorts = true);
   CohortPipeline(const CohortPipeline&) = delete;
   CohortPipeline& operator=(const CohortPipeline&) = delete;
 
@@ -261,6 +282,7 @@ class CohortPipeline {
   const int64_t cohort_wait_ns_;
   const uint32_t buffers_;
   const InServerFn in_server_;
+  const bool solo_cohorts_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Item> items_ ABSL_GUARDED_BY(mu_);

@@ -23,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -353,6 +354,53 @@ TEST(CohortPipeline, EventsLeftBehindASoloWakeAnIdleThread) {
   EXPECT_EQ(solos, 3);
 }
 
+TEST(CohortPipeline, SoloCohortsFromFourPartitions) {
+  EXPECT_FALSE(CohortPipeline::SoloCohortsFor(1));
+  EXPECT_FALSE(CohortPipeline::SoloCohortsFor(3));
+  EXPECT_TRUE(CohortPipeline::SoloCohortsFor(4));
+  EXPECT_TRUE(CohortPipeline::SoloCohortsFor(16));
+}
+
+// Without solo cohorts, a few events queued while another thread is busy
+// (here: no other thread is waiting) form one split cohort of them all,
+// where with solo cohorts the oldest goes alone.
+TEST(CohortPipeline, WithoutSoloCohortsFewEventsAreSplit) {
+  for (const bool solo_cohorts : {true, false}) {
+    CohortPipeline pipeline(2, 64, 0, 2, nullptr, solo_cohorts);
+    auto job = Job(3);
+    pipeline.PushEvents(job.get(), MonotonicNanos());
+    CohortPipeline::Work work;
+    ASSERT_TRUE(pipeline.Next(0, &work));
+    ASSERT_EQ(work.kind, Kind::kForm);
+    EXPECT_EQ(work.solo, solo_cohorts);
+    EXPECT_EQ(work.events.size(), solo_cohorts ? 1u : 3u);
+  }
+}
+
+// Without solo cohorts a lone event is split even when it is not alone in
+// the server, and its partitions answer it themselves only if it is
+// (finish_now); otherwise the reply stage does.
+TEST(CohortPipeline, WithoutSoloCohortsOnlyAnEventAloneIsFinishedNow) {
+  for (const uint64_t held : {uint64_t{1}, uint64_t{2}}) {
+    CohortPipeline pipeline(2, 64, 0, 2, [held] { return held; },
+                            /*solo_cohorts=*/false);
+    auto job = Job(1);
+    pipeline.PushEvents(job.get(), MonotonicNanos());
+    CohortPipeline::Work work;
+    ASSERT_TRUE(pipeline.Next(0, &work));
+    ASSERT_EQ(work.kind, Kind::kForm);
+    EXPECT_FALSE(work.solo) << "held " << held;
+    pipeline.Formed(work.buffer, {}, work.events.size());
+    for (uint32_t p : {0u, 1u}) {
+      ASSERT_TRUE(pipeline.Next(p, &work));
+      ASSERT_EQ(work.kind, Kind::kMatch);
+      EXPECT_EQ(work.partition, p);
+      EXPECT_EQ(work.finish_now, held == 1) << "held " << held;
+      pipeline.MatchDone(work.buffer, p);
+    }
+  }
+}
+
 TEST(CohortPipeline, DefaultBuffers) {
   EXPECT_EQ(CohortPipeline::DefaultBuffers(1), 2u);
   EXPECT_EQ(CohortPipeline::DefaultBuffers(2), 2u);
@@ -365,20 +413,25 @@ TEST(CohortPipeline, DefaultBuffers) {
 }
 
 // The invariants with P threads working, publishers pushing and a changer
-// queueing changes (see the file comment), with 1, 2 and 8 buffers.
-class CohortPipelineThreads : public testing::TestWithParam<uint32_t> {};
+// queueing changes (see the file comment), with 1, 2 and 8 buffers, with
+// solo cohorts and without.
+class CohortPipelineThreads
+    : public testing::TestWithParam<std::tuple<uint32_t, bool>> {};
 
 TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
   constexpr uint32_t kP = 3;
   constexpr int kJobs = 300;
   constexpr int kChanges = 20;
-  const uint32_t buffers = GetParam();
+  const uint32_t buffers = std::get<0>(GetParam());
+  const bool solo_cohorts = std::get<1>(GetParam());
   // Every other lone event is told the server is busy, so that both solo
   // and split cohorts form whatever the threads' timing (called under the
-  // pipeline's lock, so the counter needs none of its own).
+  // pipeline's lock, so the counter needs none of its own); without solo
+  // cohorts, so that split cohorts are answered both ways (finish_now).
   uint64_t asked = 0;
   CohortPipeline pipeline(kP, 16, 50 * 1000, buffers,
-                          [&asked] { return ++asked % 2 == 0 ? kP : 0; });
+                          [&asked] { return ++asked % 2 == 0 ? kP : 0; },
+                          solo_cohorts);
   std::vector<std::unique_ptr<PublishJob>> jobs;
   for (int j = 0; j < kJobs; ++j) jobs.push_back(Job(1 + j % 7));
   std::vector<UpdateBatch> changes(kChanges);
@@ -541,12 +594,17 @@ TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
   }
   EXPECT_EQ(applied, want_applied);
   EXPECT_GT(formed, 10u);
-  EXPECT_GT(solo, 0u);
+  if (solo_cohorts) {
+    EXPECT_GT(solo, 0u);
+  } else {
+    EXPECT_EQ(solo, 0u);
+  }
   EXPECT_GT(formed, solo) << "no cohort was split";
 }
 
-INSTANTIATE_TEST_SUITE_P(Buffers, CohortPipelineThreads,
-                         testing::Values(1u, 2u, 8u));
+INSTANTIATE_TEST_SUITE_P(BuffersAndSolos, CohortPipelineThreads,
+                         testing::Combine(testing::Values(1u, 2u, 8u),
+                                          testing::Bool()));
 
 }  // namespace
 }  // namespace service

@@ -37,7 +37,8 @@ PartitionedEngine::PartitionedEngine(const EngineOptions& options)
                 options.cohort_wait_us * 1000,
                 CohortPipeline::BuffersFor(options.partitions,
                                            options.cohorts_in_flight),
-                [this] { return admission_.in_flight(); }),
+                [this] { return admission_.in_flight(); },
+                CohortPipeline::SoloCohortsFor(options.partitions)),
       reply_(options.queue_limit,
              [this](PublishJob* job, size_t event, StageProfile* profile) {
                FinishEvent(job, event, profile);

@@ -48,8 +48,8 @@ class ReplyStage {
   // Hands over an event whose partials are all written.
   void Push(PublishJob* job, uint32_t event);
   // Finishes an event whose partials are all written on the calling thread,
-  // as the reply thread would (for the small cohorts whose reply costs less
-  // than a hand-off; CohortPipeline::Work::finish_now).
+  // as the reply thread would (for the cohorts whose reply costs less than
+  // a hand-off; CohortPipeline::Work::finish_now).
   void FinishNow(PublishJob* job, uint32_t event);
   // Finishes every event pushed so far, then joins the thread. REQUIRES:
   // nothing pushes any more. Idempotent.
