@@ -286,7 +286,9 @@ uint64_t RunThreads(const matcher::PartitionedIndex& index,
     jobs.back()->events.push_back(event);
   }
   CohortPipeline pipeline(p, static_cast<uint32_t>(chunk),
-                          /*cohort_wait_ns=*/0, CohortsInFlight(p));
+                          /*cohort_wait_ns=*/0, CohortsInFlight(p),
+                          /*in_server=*/nullptr,
+                          CohortPipeline::SoloCohortsFor(p));
   struct Cohort {
     std::vector<matcher::EventView> views;
     matcher::internal::CohortMasks masks;

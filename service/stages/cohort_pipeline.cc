@@ -29,7 +29,7 @@ CohortPipeline::CohortPipeline(uint32_t partitions, uint32_t cohort_max,
       buffers_(buffers),
       in_server_(std::move(in_server)),
       solo_cohorts_(solo_cohorts),
-      slots_(buffers + partitions),
+      slots_(slots()),
       to_apply_(partitions, false) {}
 
 void CohortPipeline::PushEvents(PublishJob* job, int64_t now_ns) {

@@ -46,8 +46,9 @@
 // even a lone event (its match then takes a fraction of the time), unless
 // it is not alone in the server (`in_server`: events admitted and not yet
 // answered): then other events are on their way, as from two or more
-// closed-loop clients, and each runs whole on a core of its own (2 clients
-// on 2 partitions: mean response 0.280 -> 0.245 ms, level with threaded).
+// closed-loop clients, and each runs whole on a core of its own (measured
+// on 2 partitions before solo cohorts stopped applying there: 2 clients'
+// mean response 0.280 -> 0.245 ms, level with threaded).
 // Once more events queue, cohorts take them all and are split.
 // The events of a cohort of at most kSoloCohort events are finished by the
 // thread that completes them rather than handed to the reply stage
@@ -203,9 +204,11 @@ class CohortPipeline {
 
   // Mask buffers: split cohorts in flight at most.
   uint32_t buffers() const { return buffers_; }
-  // Work::buffer lies in [0, slots()): the mask buffers, then one slot per
-  // partition thread for its solo cohort.
-  uint32_t slots() const { return buffers_ + partitions_; }
+  // Work::buffer lies in [0, slots()): the mask buffers, then, with solo
+  // cohorts, one slot per partition thread for its solo cohort.
+  uint32_t slots() const {
+    return buffers_ + (solo_cohorts_ ? partitions_ : 0);
+  }
 
   // The cohort of kForm `buffer` has `events` events (0: every event had
   // expired, and no partition need match it) and phase-1 tasks 0 ..

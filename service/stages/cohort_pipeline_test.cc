@@ -367,6 +367,8 @@ TEST(CohortPipeline, SoloCohortsFromFourPartitions) {
 TEST(CohortPipeline, WithoutSoloCohortsFewEventsAreSplit) {
   for (const bool solo_cohorts : {true, false}) {
     CohortPipeline pipeline(2, 64, 0, 2, nullptr, solo_cohorts);
+    // Solo slots only where solo cohorts can form.
+    EXPECT_EQ(pipeline.slots(), solo_cohorts ? 4u : 2u);
     auto job = Job(3);
     pipeline.PushEvents(job.get(), MonotonicNanos());
     CohortPipeline::Work work;

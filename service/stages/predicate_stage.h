@@ -2,8 +2,8 @@
 // phase 1 of the Fabret index, once per cohort for the whole server.
 //
 // It owns the cohorts in flight — their events and mask buffers
-// (the pipeline's slots() of them: its mask buffers and one slot per
-// partition thread for a solo cohort) — and does two kinds of work, both on
+// (the pipeline's slots() of them: its mask buffers and, with solo cohorts,
+// one slot per partition thread) — and does two kinds of work, both on
 // whichever partition thread the pipeline gives them to:
 //   - Form: one clock reading decides which of the cohort's events have
 //     expired (their requests' deadlines passed or their callers went away):
