@@ -1,9 +1,9 @@
 #!/bin/bash
 # A/B closed-loop: servers from /tmp/bins/{A,B,...}/cohortd (+ extra flags), interleaved.
-# usage: ab_closed.sh "NAME:DIR:FLAGS" ... ; env CLIENTS, REPS, DUR
+# usage: run.sh "NAME:DIR:ENV:FLAGS" ... ; env CLIENTS, REPS, DUR, COHORT_CLIENT
 cd /work/main
 source tools/testing/cohortd.sh
-C=/tmp/bins/base/cohort
+C=${COHORT_CLIENT:-/tmp/bins/base/cohort}
 declare -A port; names=(); pids=()
 for spec in "$@"; do
   IFS=: read -r name dir envs flags <<<"$spec"
