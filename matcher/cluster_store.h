@@ -31,11 +31,20 @@
 // an int64 in two words. Their check starts from the lead: per event, the
 // event's value against the bounds; per cohort, the events whose values
 // lie within the bounds (LeadValues). Such a cluster keeps its rows sorted
-// by lead (lo, then hi), but for an unsorted tail of recent rows that is
-// merged in once it passes a fraction of the sorted part. Rows whose lo
-// exceeds the value (per cohort, the largest value) are a suffix of the
-// sorted part and are not visited, and a cohort finds the events within
-// each lead by walking the sorted values alongside the rows instead of
+// by lead, but for an unsorted tail of recent rows that is merged in once
+// it passes a fraction of the sorted part, in runs by the lead's shape
+// (LeadRun): leads with lo INT64_MIN (LT, LE) in order of hi, then those
+// with both bounds finite (BETWEEN) in order of lo, then those with hi
+// INT64_MAX (GT, GE) in order of lo. The finite ones get their middle run
+// only where they are many and narrow (kMidRunRows, kMidRunSpan); else
+// they sort by lo with the last run. For a value (per cohort, the
+// smallest and the largest), each run's rows that may hold are one window
+// of it: hi >= value in the first run, lo <= value in the others, and in
+// the middle one also lo >= value - the run's widest range. Only the
+// windows are visited: on ranges-1m, where a BETWEEN lead's rows used to
+// be read from lo INT64_MIN on, 105,000 rows an event instead of 254,000
+// (bench/README.md, issue 18 step 13). A cohort finds the events within
+// each lead by walking the sorted values alongside a run's rows instead of
 // searching them.
 //
 // Removal leaves a tombstone (id kDeadRow, first entry the false
@@ -107,6 +116,16 @@ struct EventList {
   const PredicateBits* bits;
   std::vector<SubscriptionId>* matches;
 };
+
+// Words a lead cluster keeps after its arrays: where its sorted runs end,
+// and the middle run's widest lead (Cluster::meta).
+inline constexpr uint32_t kLeadMetaWords = 3;
+// A lead cluster's finite leads get a middle run of their own
+// (Cluster::sorted) when the widest is narrower than this fraction of the
+// spread of their lower bounds...
+inline constexpr uint64_t kMidRunSpan = 4;
+// ... and when they are at least this many.
+inline constexpr uint32_t kMidRunRows = 1024;
 
 class ClusterStore {
  public:
@@ -187,13 +206,33 @@ class ClusterStore {
     uint32_t rows = 0;
     uint32_t capacity = 0;
     uint32_t dead = 0;
-    uint32_t sorted = 0;  // lead clusters: rows [0, sorted) are in order
+    // Lead clusters: rows [0, sorted) are in order, in three runs by the
+    // shape of their lead (LeadRun): [0, sorted_low) with lo INT64_MIN, by
+    // hi; [sorted_low, sorted_mid) with both bounds finite, by lo;
+    // [sorted_mid, sorted) with hi INT64_MAX, by lo. mid_width bounds
+    // hi - lo over the middle run (UINT32_MAX: not bounded), so that a
+    // value v needs only its rows with lo >= v - mid_width. The three are
+    // kept after the arrays (meta), not here: this header is read on every
+    // visit of every cluster, and most clusters have no lead.
+    uint32_t sorted = 0;
     uint16_t width = 0;   // at most kMaxPredicatesPerSubscription
     uint16_t lead = 0;    // 1: rows have lead ranges
     uint32_t next = kNoCluster;
     PredicateId access = kFalsePredicate;
 
     uint32_t arrays() const { return width + 1u + (lead ? 4u : 0u); }
+    // Words of data: the arrays, and a lead cluster's meta.
+    size_t words() const {
+      return size_t{capacity} * arrays() + (lead ? kLeadMetaWords : 0);
+    }
+    // REQUIRES for meta and the three below: lead, capacity > 0.
+    uint32_t* meta() { return data.get() + size_t{capacity} * arrays(); }
+    const uint32_t* meta() const {
+      return data.get() + size_t{capacity} * arrays();
+    }
+    uint32_t sorted_low() const { return meta()[0]; }
+    uint32_t sorted_mid() const { return meta()[1]; }
+    uint32_t mid_width() const { return meta()[2]; }
     // Words before the ids: the lead ranges'.
     size_t lead_words() const { return lead ? size_t{4} * capacity : 0; }
     uint32_t* ids() { return data.get() + lead_words(); }
@@ -213,14 +252,22 @@ class ClusterStore {
       std::memcpy(data.get() + 2 * (capacity + row), &r.hi, sizeof(int64_t));
     }
     // The rows of the sorted part whose lead may hold for some value in
-    // [smallest, largest], a run: the sorted part begins with the leads
-    // whose lo is INT64_MIN, in order of hi, so those with hi < smallest
-    // are a prefix; rows with lo > largest are a suffix.
+    // [smallest, largest], one window a run: of the leads with lo
+    // INT64_MIN (in order of hi) those with hi < smallest are a prefix; of
+    // the others (in order of lo) those with lo > largest are a suffix,
+    // and of the finite ones those with lo < smallest - mid_width a
+    // prefix.
     struct Window {
       uint32_t from;
       uint32_t to;
     };
-    Window SortedWindow(int64_t smallest, int64_t largest) const;
+    struct Windows {
+      Window run[3];
+    };
+    Windows SortedWindows(int64_t smallest, int64_t largest) const;
+    // Sets sorted_low, sorted_mid and mid_width from rows [0, sorted),
+    // sorted with (mid_run) or without a middle run.
+    void IndexSortedRuns(bool mid_run);
   };
   static int64_t LoadInt64(const uint32_t* p) {
     int64_t v;
@@ -291,6 +338,12 @@ class ClusterStore {
 
 // Rows are checked in blocks of this many so the accumulators (2 KiB) stay in
 // L1 beside the column data being streamed.
+// Which sorted run of a lead cluster a lead belongs in (Cluster::sorted):
+// 0 with lo INT64_MIN, 2 with hi INT64_MAX (and lo above it), else 1.
+inline int LeadRun(const LeadRange& r) {
+  return r.lo == INT64_MIN ? 0 : r.hi == INT64_MAX ? 2 : 1;
+}
+
 inline constexpr uint32_t kMatchBlock = 256;
 
 // A lead cluster merges its unsorted tail once the tail passes
@@ -391,7 +444,9 @@ void ClusterStore::RemoveRow(uint32_t* head, Location at, Moved&& moved) {
   // Compact at a quarter dead: tombstones cost a column read each per visit.
   if (c.dead * 4 <= c.rows || c.dead < 8) return;
   // In place and in order, so a lead cluster's sorted part stays sorted.
-  uint32_t out = 0, sorted = 0;
+  const uint32_t old_low = c.lead ? c.sorted_low() : 0;
+  const uint32_t old_mid = c.lead ? c.sorted_mid() : 0;
+  uint32_t out = 0, sorted = 0, low = 0, mid = 0;
   for (uint32_t row = 0; row < c.rows; ++row) {
     const SubscriptionId id = c.ids()[row];
     if (id == kDeadRow) continue;
@@ -401,9 +456,15 @@ void ClusterStore::RemoveRow(uint32_t* head, Location at, Moved&& moved) {
     }
     ++out;
     if (row < c.sorted) sorted = out;
+    if (row < old_low) low = out;
+    if (row < old_mid) mid = out;
   }
   c.rows = out;
   c.sorted = sorted;
+  if (c.lead) {
+    c.meta()[0] = low;
+    c.meta()[1] = mid;  // mid_width still bounds the middle run
+  }
   c.dead = 0;
   if (c.capacity > 2 * c.rows) Resize(c, c.rows);
 }
@@ -451,9 +512,13 @@ size_t ClusterStore::WalkLists(size_t n, HeadOf&& head_of,
 }
 
 inline void ClusterStore::PrefetchRows(const Cluster& c) {
-  // A lead cluster's check starts where its sorted window does, found by a
-  // search: its first lines are not what it reads first.
-  if (c.lead) return;
+  // A lead cluster's check starts where its sorted windows do, found by
+  // searches that need its meta (where the runs end) first: its first
+  // lines are not what it reads first.
+  if (c.lead) {
+    if (c.capacity > 0) __builtin_prefetch(c.meta());
+    return;
+  }
   constexpr size_t kLine = 64 / sizeof(uint32_t);  // words per cache line
   const uint32_t* data = c.data.get();
   const size_t words = static_cast<size_t>(c.capacity) * c.arrays();
@@ -512,20 +577,22 @@ size_t ClusterStore::MatchCluster(const Cluster& c, uint64_t access_mask,
     return c.rows;
   }
   uint64_t acc[kMatchBlock];
-  lead_internal::SortedLeadMasks sorted(c.lead ? *lead : LeadValues{});
-  // Two runs of rows: the sorted rows whose lead may hold for some value of
-  // the cohort, and the tail (without a lead: one run, all rows).
-  Cluster::Window runs[2] = {{0, 0}, {0, c.rows}};
+  // Four runs of rows: the sorted runs' windows for the cohort's values
+  // (SortedWindows), and the tail (without a lead: one run, all rows).
+  Cluster::Window runs[4] = {{0, 0}, {0, 0}, {0, 0}, {0, c.rows}};
   if (c.lead) {
-    runs[0] = lead->count == 0
-                  ? Cluster::Window{0, 0}
-                  : c.SortedWindow(lead->values[0],
-                                   lead->values[lead->count - 1]);
-    runs[1].from = c.sorted;
+    if (lead->count > 0) {
+      const Cluster::Windows w =
+          c.SortedWindows(lead->values[0], lead->values[lead->count - 1]);
+      for (int r = 0; r < 3; ++r) runs[r] = w.run[r];
+    }
+    runs[3].from = c.sorted;
   }
   size_t visited = 0;
   for (const Cluster::Window& run : runs) {
     visited += run.to - run.from;
+    // A sorted run's lo never decreases (SortedLeadMasks): one walk a run.
+    lead_internal::SortedLeadMasks sorted(c.lead ? *lead : LeadValues{});
     for (uint32_t start = run.from, end; start < run.to; start = end) {
       end = std::min(start + kMatchBlock, run.to);
       MatchBlock(c, start, end - start, access_mask, lead, sorted, slots,

@@ -253,6 +253,116 @@ TEST(IndexDifferential, RangeOnlyListsSortMergeAndCompact) {
   EXPECT_GT(stats.matches, stats.pairs / 100) << "workload too sparse";
 }
 
+// Lead clusters long enough, and finite leads narrow enough, that the
+// finite leads get a sorted run of their own whose window a value's lower
+// bound cuts (ClusterStore, kMidRunRows and kMidRunSpan); the random
+// workloads above rarely build one. Subscriptions without an equality,
+// their leads LE, GE and narrow BETWEEN on one attribute, go in one by one
+// (tails merged as they grow) and in a batch; a third are removed
+// (tombstones, compaction), more are added, and every stage is checked
+// against the reference matcher at values near the bounds, one event at a
+// time and in cohorts.
+TEST(IndexDifferential, LongLeadClustersWithAMiddleRun) {
+  for (const bool batch : {false, true}) {
+    Rng rng(batch ? 77 : 78);
+    Index index;
+    ReferenceMatcher reference;
+    std::vector<std::pair<SubscriptionId, Subscription>> live;
+    std::vector<int64_t> bounds;
+    SubscriptionId next_id = 1;
+    auto make = [&]() {
+      Subscription sub;
+      const uint64_t kind = rng.Next() % 8;
+      const int64_t lo = static_cast<int64_t>(rng.Next() % 1'000'000);
+      if (kind == 0) {
+        sub.push_back({.attribute = 0, .op = Op::kLe, .value = lo});
+      } else if (kind == 1) {
+        sub.push_back({.attribute = 0, .op = Op::kGe, .value = lo});
+      } else {
+        // Few widths, so that many rows are as wide as the widest: their
+        // hi is a value whose window starts exactly at their lo.
+        const int64_t width = static_cast<int64_t>(rng.Next() % 5) * 1'000;
+        sub.push_back(
+            {.attribute = 0, .op = Op::kBetween, .value = lo,
+             .upper = lo + width});
+        bounds.push_back(lo + width);
+      }
+      bounds.push_back(lo);
+      // A second range on another attribute, true for most events (so
+      // that attribute 0's range leads): the same row width for all.
+      sub.push_back({.attribute = 1, .op = Op::kGe,
+                     .value = static_cast<int64_t>(rng.Next() % 10)});
+      return sub;
+    };
+    auto add = [&](size_t n) {
+      std::vector<std::pair<SubscriptionId, Subscription>> added;
+      for (size_t i = 0; i < n; ++i) added.emplace_back(next_id++, make());
+      if (batch) {
+        std::vector<Index::NewSubscription> b;
+        for (const auto& [id, sub] : added) b.push_back({id, sub});
+        for (const absl::Status& st : index.AddBatch(b)) {
+          ASSERT_TRUE(st.ok()) << st;
+        }
+      } else {
+        for (const auto& [id, sub] : added) {
+          ASSERT_TRUE(index.Add(id, sub).ok());
+        }
+      }
+      for (const auto& [id, sub] : added) {
+        ASSERT_TRUE(reference.Add(id, sub));
+        live.emplace_back(id, sub);
+      }
+    };
+    auto check = [&](const char* stage) {
+      std::vector<Event> events;
+      for (int i = 0; i < 300; ++i) {
+        int64_t v = static_cast<int64_t>(rng.Next() % 1'000'000);
+        if (i % 2 == 0) {  // at, just below or just above a bound
+          v = bounds[rng.Next() % bounds.size()] +
+              static_cast<int64_t>(rng.Next() % 3) - 1;
+        }
+        events.push_back(
+            {{0, v}, {1, static_cast<int64_t>(rng.Next() % 100)}});
+      }
+      for (const Event& e : events) {
+        std::vector<SubscriptionId> want = reference.Match(e);
+        std::sort(want.begin(), want.end());
+        ASSERT_EQ(MatchOneEvent(index, e), want)
+            << stage << ": " << FormatEvent(e);
+        ASSERT_EQ(MatchOne(index, e), want) << stage << ": " << FormatEvent(e);
+      }
+      for (size_t first = 0; first + 64 <= events.size(); first += 64) {
+        std::vector<EventView> views(events.begin() + first,
+                                     events.begin() + first + 64);
+        std::vector<std::vector<SubscriptionId>> got;
+        index.MatchCohort(views, &got);
+        for (size_t i = 0; i < views.size(); ++i) {
+          std::vector<SubscriptionId> want = reference.Match(views[i]);
+          std::sort(want.begin(), want.end());
+          std::sort(got[i].begin(), got[i].end());
+          ASSERT_EQ(got[i], want) << stage << " cohort: "
+                                  << FormatEvent(events[first + i]);
+        }
+      }
+    };
+    add(6'000);
+    check("loaded");
+    for (size_t i = 0; i < live.size();) {  // remove a third
+      if (rng.Next() % 3 == 0) {
+        ASSERT_TRUE(index.Remove(live[i].first).ok());
+        ASSERT_TRUE(reference.Remove(live[i].first));
+        live[i] = live.back();
+        live.pop_back();
+      } else {
+        ++i;
+      }
+    }
+    check("after removals");
+    add(2'000);
+    check("after more adds");
+  }
+}
+
 // The bulk load path: rounds whose subscriptions go in through AddBatch
 // (batches of 1 to the whole round, bad subscriptions among them),
 // interleaved with rounds of single Adds, removals and matching. Range-only
