@@ -130,10 +130,12 @@ void ClusterStore::MergeTail(Cluster& c) {
   // and they sort by lo with the leads that have no upper bound.
   uint64_t widest = 0;
   int64_t lo_min = INT64_MAX, lo_max = INT64_MIN;
-  uint32_t finite = 0;
+  uint32_t low = 0, finite = 0;  // rows of runs 0 and 1
   for (uint32_t row : order) {
     const LeadRange r = c.GetLead(row);
-    if (LeadRun(r) != 1) continue;
+    const int run = LeadRun(r);
+    low += run == 0;
+    if (run != 1) continue;
     ++finite;
     widest = std::max(widest, static_cast<uint64_t>(r.hi) -
                                   static_cast<uint64_t>(r.lo));
@@ -172,28 +174,14 @@ void ClusterStore::MergeTail(Cluster& c) {
   c.capacity = merged.capacity;
   c.rows = c.sorted = live;
   c.dead = 0;
-  c.IndexSortedRuns(mid_run);
-}
-
-void ClusterStore::Cluster::IndexSortedRuns(bool mid_run) {
-  uint32_t sorted_low = 0, sorted_mid = 0;
-  uint64_t widest = 0;
-  for (uint32_t row = 0; row < sorted; ++row) {
-    const LeadRange r = GetLead(row);
-    const int run = LeadRun(r);
-    if (run == 0) {
-      sorted_low = sorted_mid = row + 1;
-    } else if (run == 1 && mid_run) {
-      sorted_mid = row + 1;
-      widest = std::max(widest, static_cast<uint64_t>(r.hi) -
-                                    static_cast<uint64_t>(r.lo));
-    }
-  }
-  meta()[0] = sorted_low;
-  meta()[1] = sorted_mid;
-  meta()[2] = mid_run ? static_cast<uint32_t>(
-                            std::min<uint64_t>(widest, UINT32_MAX))
-                      : UINT32_MAX;
+  // The runs' ends and the middle run's width (Cluster::meta), from the
+  // counts taken before sorting.
+  uint32_t* meta = c.meta();
+  meta[0] = low;
+  meta[1] = mid_run ? low + finite : low;
+  meta[2] = mid_run ? static_cast<uint32_t>(
+                          std::min<uint64_t>(widest, UINT32_MAX))
+                    : UINT32_MAX;
 }
 
 ClusterStore::Cluster::Windows ClusterStore::Cluster::SortedWindows(

@@ -42,7 +42,7 @@
 // of it: hi >= value in the first run, lo <= value in the others, and in
 // the middle one also lo >= value - the run's widest range. Only the
 // windows are visited: on ranges-1m, where a BETWEEN lead's rows used to
-// be read from lo INT64_MIN on, 105,000 rows an event instead of 254,000
+// be read from lo INT64_MIN on, 115,000 rows an event instead of 254,000
 // (bench/README.md, issue 18 step 13). A cohort finds the events within
 // each lead by walking the sorted values alongside a run's rows instead of
 // searching them.
@@ -265,9 +265,6 @@ class ClusterStore {
       Window run[3];
     };
     Windows SortedWindows(int64_t smallest, int64_t largest) const;
-    // Sets sorted_low, sorted_mid and mid_width from rows [0, sorted),
-    // sorted with (mid_run) or without a middle run.
-    void IndexSortedRuns(bool mid_run);
   };
   static int64_t LoadInt64(const uint32_t* p) {
     int64_t v;
@@ -336,14 +333,14 @@ class ClusterStore {
   std::vector<uint32_t> bulk_clusters_;
 };
 
-// Rows are checked in blocks of this many so the accumulators (2 KiB) stay in
-// L1 beside the column data being streamed.
 // Which sorted run of a lead cluster a lead belongs in (Cluster::sorted):
 // 0 with lo INT64_MIN, 2 with hi INT64_MAX (and lo above it), else 1.
 inline int LeadRun(const LeadRange& r) {
   return r.lo == INT64_MIN ? 0 : r.hi == INT64_MAX ? 2 : 1;
 }
 
+// Rows are checked in blocks of this many so the accumulators (2 KiB) stay in
+// L1 beside the column data being streamed.
 inline constexpr uint32_t kMatchBlock = 256;
 
 // A lead cluster merges its unsorted tail once the tail passes
