@@ -75,6 +75,37 @@ void ClusterStore::Resize(Cluster& c, uint32_t capacity) {
   c.capacity = capacity;
 }
 
+void ClusterStore::Widen(Cluster& c, uint32_t width) {
+  if (c.capacity == 0) {  // no arrays yet
+    c.width = static_cast<uint16_t>(width);
+    return;
+  }
+  Cluster wide;
+  wide.width = static_cast<uint16_t>(width);
+  wide.lead = c.lead;
+  wide.capacity = c.capacity;
+  wide.data.reset(new uint32_t[wide.words()]);
+  // The lead's arrays, the ids and the old columns keep their places; the
+  // new columns are padding.
+  const size_t kept = size_t{c.capacity} * c.arrays();
+  std::memcpy(wide.data.get(), c.data.get(), kept * sizeof(uint32_t));
+  std::fill(wide.data.get() + kept,
+            wide.data.get() + size_t{wide.capacity} * wide.arrays(),
+            kPadEntry);
+  if (c.lead) {
+    std::memcpy(wide.meta(), c.meta(), kLeadMetaWords * sizeof(uint32_t));
+  }
+  c.data = std::move(wide.data);
+  c.width = wide.width;
+}
+
+uint32_t ClusterStore::RowWidth(Location at) const {
+  const Cluster& c = clusters_[at.cluster];
+  uint32_t width = c.width;
+  while (width > 0 && c.column(width - 1)[at.row] == kPadEntry) --width;
+  return width;
+}
+
 void ClusterStore::CopyRow(const Cluster& c, uint32_t from, Cluster& into,
                            uint32_t to) {
   into.ids()[to] = c.ids()[from];
@@ -90,11 +121,26 @@ Location ClusterStore::AppendRow(uint32_t* head, PredicateId access,
                                  const std::optional<LeadRange>& lead) {
   const uint32_t width = static_cast<uint32_t>(entries.size());
   uint32_t index = *head;
-  while (index != kNoCluster && clusters_[index].width != width) {
-    index = clusters_[index].next;
-  }
-  if (index == kNoCluster) {
-    index = NewCluster(head, access, width, lead.has_value());
+  if (lead.has_value()) {
+    // A lead list keeps one cluster a width class: a narrower row is
+    // padded (kPadEntry), a wider one widens the cluster.
+    const uint32_t wanted = LeadWidthClass(width);
+    while (index != kNoCluster &&
+           LeadWidthClass(clusters_[index].width) != wanted) {
+      index = clusters_[index].next;
+    }
+    if (index == kNoCluster) {
+      index = NewCluster(head, access, width, true);
+    } else if (clusters_[index].width < width) {
+      Widen(clusters_[index], width);
+    }
+  } else {
+    while (index != kNoCluster && clusters_[index].width != width) {
+      index = clusters_[index].next;
+    }
+    if (index == kNoCluster) {
+      index = NewCluster(head, access, width, false);
+    }
   }
   Cluster& c = clusters_[index];
   assert(c.lead == lead.has_value());
@@ -107,6 +153,9 @@ Location ClusterStore::AppendRow(uint32_t* head, PredicateId access,
   const uint32_t row = c.rows++;
   c.ids()[row] = id;
   for (uint32_t col = 0; col < width; ++col) c.column(col)[row] = entries[col];
+  for (uint32_t col = width; col < c.width; ++col) {
+    c.column(col)[row] = kPadEntry;
+  }
   if (lead.has_value()) c.SetLead(row, *lead);
   return Location{index, row};
 }

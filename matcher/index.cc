@@ -67,7 +67,7 @@ absl::Status Index::Remove(SubscriptionId id) {
   const Location at = *found;
   const PredicateId access = clusters_.Access(at.cluster);
   std::vector<uint32_t> columns;
-  for (uint32_t col = 0; col < clusters_.Width(at.cluster); ++col) {
+  for (uint32_t col = 0; col < clusters_.RowWidth(at); ++col) {
     columns.push_back(clusters_.Entry(at, col));
   }
   const std::optional<internal::LeadRange> lead = clusters_.Lead(at);

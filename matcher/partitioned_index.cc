@@ -146,7 +146,7 @@ void PartitionedIndex::RemoveRow(uint32_t partition, SubscriptionId id,
   const Location at = placed.at;
   const PredicateId access = store.Access(at.cluster);
   --rows_in_[accesses_[access_of_[access]].row_class][partition];
-  const uint32_t width = store.Width(at.cluster);
+  const uint32_t width = store.RowWidth(at);
   removed->access.push_back(access);
   removed->widths.push_back(width);
   for (uint32_t col = 0; col < width; ++col) {
