@@ -85,8 +85,8 @@ void ClusterStore::Widen(Cluster& c, uint32_t width) {
   wide.lead = c.lead;
   wide.capacity = c.capacity;
   wide.data.reset(new uint32_t[wide.words()]);
-  // The lead's arrays, the ids and the old columns keep their places; the
-  // new columns are padding.
+  // The lead's arrays (if any), the ids and the old columns keep their
+  // places; the new columns are padding.
   const size_t kept = size_t{c.capacity} * c.arrays();
   std::memcpy(wide.data.get(), c.data.get(), kept * sizeof(uint32_t));
   std::fill(wide.data.get() + kept,
@@ -120,27 +120,17 @@ Location ClusterStore::AppendRow(uint32_t* head, PredicateId access,
                                  absl::Span<const uint32_t> entries,
                                  const std::optional<LeadRange>& lead) {
   const uint32_t width = static_cast<uint32_t>(entries.size());
+  // One cluster a width class: a narrower row is padded (kPadEntry), a
+  // wider one widens the cluster.
+  const uint32_t wanted = WidthClass(width);
   uint32_t index = *head;
-  if (lead.has_value()) {
-    // A lead list keeps one cluster a width class: a narrower row is
-    // padded (kPadEntry), a wider one widens the cluster.
-    const uint32_t wanted = LeadWidthClass(width);
-    while (index != kNoCluster &&
-           LeadWidthClass(clusters_[index].width) != wanted) {
-      index = clusters_[index].next;
-    }
-    if (index == kNoCluster) {
-      index = NewCluster(head, access, width, true);
-    } else if (clusters_[index].width < width) {
-      Widen(clusters_[index], width);
-    }
-  } else {
-    while (index != kNoCluster && clusters_[index].width != width) {
-      index = clusters_[index].next;
-    }
-    if (index == kNoCluster) {
-      index = NewCluster(head, access, width, false);
-    }
+  while (index != kNoCluster && WidthClass(clusters_[index].width) != wanted) {
+    index = clusters_[index].next;
+  }
+  if (index == kNoCluster) {
+    index = NewCluster(head, access, width, lead.has_value());
+  } else if (clusters_[index].width < width) {
+    Widen(clusters_[index], width);
   }
   Cluster& c = clusters_[index];
   assert(c.lead == lead.has_value());

@@ -2,9 +2,9 @@
 //
 // Every subscription lives in exactly one *cluster*: the set of subscriptions
 // that share one *access predicate* (see index.h for how it is chosen) and
-// the same number of remaining entries, the cluster's *width* (for lead
-// clusters, below, the same width class: shorter rows are padded with an
-// entry that always holds). A cluster stores
+// the same class of the number of remaining entries (WidthClass: 0, 1, 2,
+// 3-4, 5-8, ...), the widest of which is the cluster's *width*; a shorter
+// row is padded with an entry that always holds (kPadEntry). A cluster stores
 // its rows column-wise in one array: `capacity` subscription ids, then `width`
 // columns of `capacity` entries each (an entry is a predicate id with flag
 // bits: cohort_masks.h). Clusters of one access predicate form a singly linked
@@ -129,22 +129,24 @@ inline constexpr uint64_t kMidRunSpan = 4;
 // ... and when they are at least this many.
 inline constexpr uint32_t kMidRunRows = 1024;
 
-// Pads a row of a lead cluster that is narrower than its cluster: the
-// false predicate, negated, which holds for every event (the false
-// predicate's bit and mask are always clear). No subscription has it.
+// Pads a row that is narrower than its cluster: the false predicate,
+// negated, which holds for every event (the false predicate's bit and mask
+// are always clear). No subscription has it.
 inline constexpr uint32_t kPadEntry = kNegatedBit | kFalsePredicate;
 
-// A lead list keeps one cluster per width class rather than per width:
-// widths 0, 1 and 2 each, then 3-4, 5-8, 9-16 and so on. On ranges-1m's
-// first 20,000 subscriptions (5-10 ranges each) an event visited 190 lead
-// clusters of about 100 rows, 20 attributes times 6 widths plus the
-// smaller ones, and the clusters' own costs (header, window searches) were
-// a fifth of its time; in classes it visits fewer and longer ones for
-// 1.24x MatchEvent. One cluster a list (every width padded to the widest)
-// did 1.42x there but cost fabret-1m 14%: most of its matches come from
-// lead rows, and a row that matches reads every padding entry
-// (bench/README.md, issue 18 step 14).
-inline uint32_t LeadWidthClass(uint32_t width) {
+// A list keeps one cluster per width class rather than per width: widths
+// 0, 1 and 2 each, then 3-4, 5-8, 9-16 and so on. An event visits fewer,
+// longer clusters; each visit costs a header, a prefetch and, in a lead
+// cluster, the window searches. On ranges-1m's first 20,000 subscriptions
+// (5-10 ranges each) an event visited 190 lead clusters of about 100 rows,
+// and the clusters' own costs were a fifth of its time: MatchEvent 1.24x
+// there, ranges-1m 1.26x. On fabret-1m (91 clusters an event, 17 rows on
+// average) 183,502 clusters became 122,596, MatchEvent 1.02-1.10x and
+// cohort 64 1.06-1.20x. One cluster a lead list (every width padded to the
+// widest) did 1.42x on the 20,000 but cost fabret-1m 14%: most of its
+// matches come from lead rows, and a row that matches reads all its
+// padding (bench/README.md, issue 18 step 14).
+inline uint32_t WidthClass(uint32_t width) {
   if (width <= 2) return width;
   uint32_t c = 3;  // widths (2^(c-2), 2^(c-1)]
   while ((1u << (c - 1)) < width) ++c;
@@ -154,9 +156,8 @@ inline uint32_t LeadWidthClass(uint32_t width) {
 class ClusterStore {
  public:
   // Appends a row for `id` with `entries` (and `lead`, if any) to the
-  // cluster of (`access`, entries.size()) whose list head is `*head` (with
-  // a lead: of LeadWidthClass(entries.size()), widened if narrower),
-  // creating the cluster if needed. `moved(id, location)` is called with
+  // cluster of (`access`, WidthClass(entries.size())) whose list head is
+  // `*head`, widening it if it is narrower and creating it if needed. `moved(id, location)` is called with
   // where the new row went, and for each row that moved (a lead cluster
   // merging its tail). REQUIRES: all rows of one list have a lead, or none.
   template <typename Moved>
@@ -169,7 +170,7 @@ class ClusterStore {
     return clusters_[cluster].access;
   }
   // The row's own entries (Entry's columns 0 .. RowWidth - 1): its
-  // cluster's width, less a lead row's padding.
+  // cluster's width, less the row's padding.
   uint32_t RowWidth(Location at) const;
   uint32_t Entry(Location at, uint32_t column) const;
   std::optional<LeadRange> Lead(Location at) const;
@@ -327,7 +328,7 @@ class ClusterStore {
                       uint32_t to);
   void Unlink(uint32_t* head, uint32_t index);
   static void Resize(Cluster& c, uint32_t capacity);
-  // Gives lead cluster c `width` columns, padding every row.
+  // Gives cluster c `width` columns, padding every row.
   static void Widen(Cluster& c, uint32_t width);
   // Returns the rows visited.
   template <typename Emit>

@@ -387,72 +387,84 @@ TEST(IndexDifferential, LongLeadClustersWithAMiddleRun) {
   }
 }
 
-// Lead rows of many widths share a cluster per width class
-// (LeadWidthClass): narrower rows are padded with an entry that always
-// holds, and a wider row widens its class's cluster. Subscriptions without
-// an equality, a narrow lead on attribute 0 and 0 to 9 NE predicates on
-// attributes 1 to 9, go in with their widths in a shuffled order (so
-// clusters widen after rows are in them), one by one and in a batch; half
-// are removed, which must release exactly their own predicates (not the
-// padding), and more are added. Each stage is checked against the
-// reference matcher, and the clusters are counted: one per width class.
-TEST(IndexDifferential, LeadClustersOfMixedWidthsArePaddedAndWidened) {
-  for (const bool batch : {false, true}) {
-    Rng rng(batch ? 91 : 92);
-    Index index;
-    ReferenceMatcher reference;
-    std::vector<std::pair<SubscriptionId, Subscription>> live;
-    SubscriptionId next_id = 1;
-    auto make = [&](uint32_t extra) {
-      Subscription sub;
-      const int64_t lo = static_cast<int64_t>(rng.Next() % 10'000);
-      sub.push_back({.attribute = 0, .op = Op::kBetween, .value = lo,
-                     .upper = lo + 200});
-      // NE, so that attribute 0's range is the only one that may lead
-      // (the planner ranks ranges by statistics; the randomized tests
-      // cover range entries in padded rows).
-      for (uint32_t a = 1; a <= extra; ++a) {
-        const int64_t v = static_cast<int64_t>(rng.Next() % 20);
-        sub.push_back({.attribute = a, .op = Op::kNe, .value = v});
-      }
-      return sub;
-    };
-    auto add = [&](size_t n) {
-      std::vector<std::pair<SubscriptionId, Subscription>> added;
-      for (size_t i = 0; i < n; ++i) {
-        added.emplace_back(next_id++,
-                           make(static_cast<uint32_t>(rng.Next() % 10)));
-      }
-      AddToBoth(added, batch, &index, &reference, &live);
-    };
-    auto check = [&](const char* stage) {
-      std::vector<Event> events;
-      for (int i = 0; i < 200; ++i) {
-        Event e{{0, static_cast<int64_t>(rng.Next() % 10'300)}};
-        for (AttributeId a = 1; a <= 9; ++a) {
-          if (rng.Next() % 8 != 0) {  // sometimes missing
-            e.push_back({a, static_cast<int64_t>(rng.Next() % 100)});
-          }
+// Rows of many widths share a cluster per width class (WidthClass):
+// narrower rows are padded with an entry that always holds, and a wider
+// row widens its class's cluster. Subscriptions with 0 to 9 NE predicates
+// on attributes 1 to 9 besides a narrow range on attribute 0 (lead
+// clusters: the range is the only positive predicate, so it leads) or an
+// equality on it (clusters under that equality) go in with their widths
+// in a shuffled order (so clusters widen after rows are in them), one by
+// one and in a batch; half are removed, which must release exactly their
+// own predicates (not the padding), and more are added. Each stage is
+// checked against the reference matcher, and the clusters are counted:
+// one per width class and access predicate.
+TEST(IndexDifferential, ClustersOfMixedWidthsArePaddedAndWidened) {
+  for (const bool equality : {false, true}) {
+    for (const bool batch : {false, true}) {
+      SCOPED_TRACE(equality ? "equality access" : "lead clusters");
+      SCOPED_TRACE(batch ? "AddBatch" : "Add");
+      Rng rng((batch ? 91 : 92) + (equality ? 10 : 0));
+      Index index;
+      ReferenceMatcher reference;
+      std::vector<std::pair<SubscriptionId, Subscription>> live;
+      SubscriptionId next_id = 1;
+      auto make = [&](uint32_t extra) {
+        Subscription sub;
+        if (equality) {
+          sub.push_back({.attribute = 0, .op = Op::kEq,
+                         .value = static_cast<int64_t>(rng.Next() % 4)});
+        } else {
+          const int64_t lo = static_cast<int64_t>(rng.Next() % 10'000);
+          sub.push_back({.attribute = 0, .op = Op::kBetween, .value = lo,
+                         .upper = lo + 200});
         }
-        events.push_back(e);
-      }
-      ExpectMatchesReference(index, reference, events, stage);
-    };
-    // Every row leads with attribute 0's range: widths 0 to 9 fall in the
-    // classes 0, 1, 2, 3-4, 5-8 and 9, one cluster each.
-    add(3'000);
-    check("loaded");
-    EXPECT_EQ(index.clusters(), 6u);
-    const size_t predicates = index.predicates();
-    RemoveSome(2, rng, &index, &reference, &live);
-    check("after removals");
-    add(1'000);
-    check("after more adds");
-    // Removing everything releases every predicate the rows held.
-    for (const auto& [id, sub] : live) ASSERT_TRUE(index.Remove(id).ok());
-    EXPECT_EQ(index.clusters(), 0u);
-    EXPECT_LT(index.predicates(), predicates);
-    EXPECT_LE(index.predicates(), 1u) << "predicates left behind";
+        // NE, so that nothing else may lead or be the access predicate
+        // (the randomized tests cover range entries in padded rows).
+        for (uint32_t a = 1; a <= extra; ++a) {
+          const int64_t v = static_cast<int64_t>(rng.Next() % 20);
+          sub.push_back({.attribute = a, .op = Op::kNe, .value = v});
+        }
+        return sub;
+      };
+      auto add = [&](size_t n) {
+        std::vector<std::pair<SubscriptionId, Subscription>> added;
+        for (size_t i = 0; i < n; ++i) {
+          added.emplace_back(next_id++,
+                             make(static_cast<uint32_t>(rng.Next() % 10)));
+        }
+        AddToBoth(added, batch, &index, &reference, &live);
+      };
+      auto check = [&](const char* stage) {
+        std::vector<Event> events;
+        for (int i = 0; i < 200; ++i) {
+          Event e{{0, static_cast<int64_t>(rng.Next() %
+                                           (equality ? 5 : 10'300))}};
+          for (AttributeId a = 1; a <= 9; ++a) {
+            if (rng.Next() % 8 != 0) {  // sometimes missing
+              e.push_back({a, static_cast<int64_t>(rng.Next() % 100)});
+            }
+          }
+          events.push_back(e);
+        }
+        ExpectMatchesReference(index, reference, events, stage);
+      };
+      // Widths 0 to 9 fall in the classes 0, 1, 2, 3-4, 5-8 and 9: six
+      // clusters under the one lead attribute, or under each of the four
+      // equalities.
+      add(3'000);
+      check("loaded");
+      EXPECT_EQ(index.clusters(), equality ? 24u : 6u);
+      const size_t predicates = index.predicates();
+      RemoveSome(2, rng, &index, &reference, &live);
+      check("after removals");
+      add(1'000);
+      check("after more adds");
+      // Removing everything releases every predicate the rows held.
+      for (const auto& [id, sub] : live) ASSERT_TRUE(index.Remove(id).ok());
+      EXPECT_EQ(index.clusters(), 0u);
+      EXPECT_LT(index.predicates(), predicates);
+      EXPECT_LE(index.predicates(), 1u) << "predicates left behind";
+    }
   }
 }
 
