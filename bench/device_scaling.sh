@@ -14,13 +14,17 @@
 # lease of a few minutes brings back what it measured. Reports are written
 # here afterwards: tools/partition_work_report.py for the matcher (the run
 # writes its own when python3 is there) and tools/experiment_report.py for
-# experiment 3. COHORT_COMMIT names the commit the bundle was built from.
+# experiment 3. COHORT_COMMIT names the commit the bundle was built from;
+# MATCHER_LAYOUTS (default all three) trims the matcher part's layouts when
+# a lease is short.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 readonly PART="${1:-all}" DEST="${2:-results/device}"
 readonly BIN=dist/bundle/bin
 readonly EVENTS="${EVENTS:-16000}" MATCHER_REPS="${MATCHER_REPS:-3}"
 readonly E2E_REPS="${E2E_REPS:-2}" E2E_DURATION="${E2E_DURATION:-4}"
+readonly MATCHER_LAYOUTS="${MATCHER_LAYOUTS:-\
+partitioned,sharded_phase1,replicated}"
 mkdir -p "${DEST}"
 {
   echo "date: $(date -u +%FT%TZ)"
@@ -43,7 +47,8 @@ status=0
 if [[ "${PART}" == matcher || "${PART}" == all ]]; then
   rm -rf results/device-matcher
   bench/partition_work.sh --concurrent --bin="${BIN}" --events="${EVENTS}" \
-    --reps="${MATCHER_REPS}" --out=results/device-matcher || status=1
+    --reps="${MATCHER_REPS}" --layouts="${MATCHER_LAYOUTS}" \
+    --out=results/device-matcher || status=1
   tar czf "${DEST}/matcher.tgz" -C results device-matcher
 fi
 if [[ "${PART}" == e2e || "${PART}" == all ]]; then

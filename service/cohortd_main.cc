@@ -93,7 +93,8 @@ ABSL_FLAG(uint32_t, cohorts_in_flight, 0,
           "with a mask buffer of a word per predicate (2.6 MB on "
           "fabret-1m). More let a partition that finished its share of one "
           "cohort go on to the next ones instead of waiting for the slowest "
-          "partition. 0: 2 below 4 partitions, 4 from 4 on.");
+          "partition. 0: 2 below 4 partitions, 4 from 4, 6 from 16 "
+          "on.");
 ABSL_FLAG(uint64_t, queue_limit, 4096,
           "Most events admitted and not yet answered; bounds every stage "
           "queue. When full, Publish fails with RESOURCE_EXHAUSTED and "

@@ -133,7 +133,7 @@ def main():
             "replicated: core 0 alone. The speedup assumes P cores do their "
             "shares in parallel with no interference, so it bounds what P "
             "cores can reach. Memory: the whole index at P (partitioned: one "
-            "index and the mask buffers the server keeps at P (2 below 4 partitions, 4 from 4 on); sharded_phase1: P shards; "
+            "index and the mask buffers the server keeps at P (2 below 4 partitions, 4 from 4, 6 from 16 on); sharded_phase1: P shards; "
             "replicated: P copies).")
         if split_rows:
             lines += ["", "## partitioned: the slowest core under three "

@@ -11,6 +11,7 @@ namespace cohort {
 namespace service {
 
 uint32_t CohortPipeline::DefaultBuffers(uint32_t partitions) {
+  if (partitions >= 16) return 6;
   return partitions >= 4 ? 4 : 2;
 }
 

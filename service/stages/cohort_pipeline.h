@@ -121,11 +121,14 @@ class CohortPipeline {
   // fabret-1m), so more cost memory.
   static constexpr uint32_t kMaxBuffers = 64;
   // The server's choice for `partitions` (--cohorts_in_flight=0): 2 below
-  // 4 partitions, 4 from 4 on. On a 16-core Xeon (bench/reports/
-  // 2026-11-26-xeon16-cohorts-in-flight), 16 partitions matched fabret-1m
-  // 1.40x faster with 4 buffers than with 2, and 8 partitions 1.26x; 8
-  // buffers were faster again at 16 (1.22x over 4) but would hold 1.23x
-  // the memory of one partition's index and buffers, against 1.08x for 4.
+  // 4 partitions, 4 from 4, 6 from 16 on. On a 16-core Xeon (bench/
+  // reports/2026-11-26-xeon16-cohorts-in-flight), 16 partitions matched
+  // fabret-1m 1.40x faster with 4 buffers than with 2, and 8 partitions
+  // 1.26x (8 buffers there: 1.03x over 4). At 16 partitions 6 buffers
+  // served experiment 3's stream 1.21x faster than 4 and level with 8
+  // (bench/reports/2026-11-26-xeon16-buffers); the work model counts
+  // the index with them at 1.16x one partition's with its 2 (4: 1.08x,
+  // 8: 1.24x).
   static uint32_t DefaultBuffers(uint32_t partitions);
   // `cohorts_in_flight` (--cohorts_in_flight) if set, else the default.
   static uint32_t BuffersFor(uint32_t partitions, uint32_t cohorts_in_flight);

@@ -408,8 +408,10 @@ TEST(CohortPipeline, DefaultBuffers) {
   EXPECT_EQ(CohortPipeline::DefaultBuffers(2), 2u);
   EXPECT_EQ(CohortPipeline::DefaultBuffers(3), 2u);
   EXPECT_EQ(CohortPipeline::DefaultBuffers(4), 4u);
-  EXPECT_EQ(CohortPipeline::DefaultBuffers(64), 4u);
-  EXPECT_EQ(CohortPipeline::BuffersFor(16, 0), 4u);
+  EXPECT_EQ(CohortPipeline::DefaultBuffers(15), 4u);
+  EXPECT_EQ(CohortPipeline::DefaultBuffers(16), 6u);
+  EXPECT_EQ(CohortPipeline::DefaultBuffers(64), 6u);
+  EXPECT_EQ(CohortPipeline::BuffersFor(16, 0), 6u);
   EXPECT_EQ(CohortPipeline::BuffersFor(16, 8), 8u);
   EXPECT_EQ(CohortPipeline::BuffersFor(2, 1), 1u);
 }
