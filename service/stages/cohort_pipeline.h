@@ -30,10 +30,11 @@
 //
 // From kSoloFromPartitions partitions on (SoloCohortsFor), when at most
 // kSoloCohort events are queued and some other partition thread is busy,
-// the oldest forms a *solo* cohort of its own, run whole by
-// the thread that forms it: its phase 1, every partition's match, and its
-// reply. Splitting so little work over busy cores costs more in hand-offs
-// (a wake-up each, tens of microseconds) and barriers than it saves, and
+// the oldest forms a *solo* cohort of its own, run whole by the thread
+// that forms it: its phase 1, every partition's match (one piece of work,
+// Work::all_partitions), and its reply. Splitting so little work over
+// busy cores costs more in hand-offs (a wake-up each, tens of
+// microseconds) and barriers than it saves, and
 // solo cohorts run side by side on the cores, as a threaded server's
 // requests do. A solo cohort holds no mask buffer (a lone event is matched
 // per event, without masks) but a slot of its former's own, so that every
@@ -150,7 +151,7 @@ class CohortPipeline {
     enum class Kind {
       kForm,          // form a cohort of `events` in `buffer`
       kTask,          // run phase-1 task `task` of `buffer`'s cohort
-      kMatch,         // phase 2 of `partition` for `buffer`'s cohort
+      kMatch,         // phase 2 of `partition` (solo: of every partition)
       kPlanUpdate,    // plan `update` (exclusive)
       kApplyUpdate,   // apply this partition's part of the planned update
       kFinishUpdate,  // finish the update (exclusive)
@@ -159,7 +160,10 @@ class CohortPipeline {
     uint32_t buffer = 0;
     uint64_t cohort = 0;  // kForm, kTask, kMatch: its number, from 0
     size_t task = 0;
-    uint32_t partition = 0;  // kMatch: whose clusters (solo: any)
+    uint32_t partition = 0;  // kMatch: whose clusters (unless all_partitions)
+    // kMatch of a solo cohort: match every partition's clusters in turn,
+    // 0 to P-1, then report them all with one MatchDone.
+    bool all_partitions = false;
     // kForm: run the whole cohort yourself.
     bool solo = false;
     // kMatch: finish the events this match completes yourself rather than
@@ -223,7 +227,8 @@ class CohortPipeline {
   // A task of `buffer` ran. Returns true if it was the cohort's last.
   bool TaskDone(uint32_t buffer);
   // `buffer`'s cohort is matched against partition `partition`'s
-  // clusters.
+  // clusters; for a solo cohort (Work::all_partitions), against every
+  // partition's.
   void MatchDone(uint32_t buffer, uint32_t partition);
   // The update is planned; `involved[p]` says whether partition p has a
   // part to apply.

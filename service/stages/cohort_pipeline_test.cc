@@ -189,13 +189,13 @@ TEST(CohortPipeline, CohortWithNoLiveEventsNeedsNoMatch) {
   ASSERT_EQ(work.kind, Kind::kForm) << "the empty cohort was handed out";
   EXPECT_TRUE(work.solo);
   pipeline.Formed(work.buffer, {}, 1);
-  // A solo cohort: its former matches every partition.
-  for (uint32_t p : {0u, 1u}) {
-    ASSERT_TRUE(pipeline.Next(1, &work));
-    ASSERT_EQ(work.kind, Kind::kMatch);
-    EXPECT_EQ(work.partition, p);
-    pipeline.MatchDone(work.buffer, work.partition);
-  }
+  // A solo cohort: its former matches every partition, in one piece of
+  // work, and one MatchDone frees its slot.
+  ASSERT_TRUE(pipeline.Next(1, &work));
+  ASSERT_EQ(work.kind, Kind::kMatch);
+  EXPECT_TRUE(work.all_partitions);
+  EXPECT_TRUE(work.finish_now);
+  pipeline.MatchDone(work.buffer, work.partition);
   pipeline.Close();
   EXPECT_FALSE(pipeline.Next(0, &work));
   EXPECT_FALSE(pipeline.Next(1, &work));
@@ -294,6 +294,58 @@ TEST(CohortPipeline, LoneEventGoesSoloWhenTheServerHoldsPEvents) {
     for (std::thread& t : threads) t.join();
     EXPECT_EQ(formed.load(), 1) << "held " << held;
     EXPECT_EQ(solo.load(), held >= 2) << "held " << held;
+  }
+}
+
+// A solo cohort's slot is its former's own, so freeing it wakes no idle
+// thread, except one that waits for it: a change queued behind it (planned
+// only with nothing in flight) or a shutdown (Next returns false only once
+// nothing is). Either would hang here if the wake-up were missing.
+TEST(CohortPipeline, FinishedSoloWakesAWaitingChangeAndShutdown) {
+  for (const bool close : {false, true}) {
+    CohortPipeline pipeline(4, 64, 0, 2, [] { return uint64_t{2}; });
+    auto job = Job(1);
+    pipeline.PushEvents(job.get(), MonotonicNanos());
+    CohortPipeline::Work work;
+    ASSERT_TRUE(pipeline.Next(0, &work));
+    ASSERT_EQ(work.kind, Kind::kForm);
+    ASSERT_TRUE(work.solo);
+    pipeline.Formed(work.buffer, {}, 1);
+    ASSERT_TRUE(pipeline.Next(0, &work));
+    ASSERT_EQ(work.kind, Kind::kMatch);
+    ASSERT_TRUE(work.all_partitions);
+    UpdateBatch update;
+    std::future<bool> waiter;
+    if (close) {
+      pipeline.Close();
+      waiter = std::async(std::launch::async, [&pipeline] {
+        CohortPipeline::Work w;
+        return pipeline.Next(1, &w);
+      });
+    } else {
+      pipeline.PushUpdate(&update, MonotonicNanos());
+      waiter = std::async(std::launch::async, [&pipeline, &update] {
+        CohortPipeline::Work w;
+        return pipeline.Next(1, &w) && w.kind == Kind::kPlanUpdate &&
+               w.update == &update;
+      });
+    }
+    EXPECT_EQ(waiter.wait_for(std::chrono::milliseconds(50)),
+              std::future_status::timeout)
+        << "close " << close << ": went on with the solo cohort in flight";
+    pipeline.MatchDone(work.buffer, work.partition);
+    ASSERT_EQ(waiter.wait_for(std::chrono::seconds(10)),
+              std::future_status::ready)
+        << "close " << close << ": not woken when the solo cohort finished";
+    EXPECT_EQ(waiter.get(), !close) << "close " << close;
+    if (!close) {
+      pipeline.UpdatePlanned(std::vector<bool>(4, false));
+      ASSERT_TRUE(pipeline.Next(1, &work));
+      ASSERT_EQ(work.kind, Kind::kFinishUpdate);
+      pipeline.UpdateFinished();
+      pipeline.Close();
+      EXPECT_FALSE(pipeline.Next(1, &work));
+    }
   }
 }
 
@@ -511,15 +563,24 @@ TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
           }
           const uint64_t cohort = work.cohort;
           EXPECT_EQ(cohort_of_buffer[work.buffer], cohort);
-          if (solo_owner.count(cohort) > 0) {
+          const bool is_solo = solo_owner.count(cohort) > 0;
+          EXPECT_EQ(work.all_partitions, is_solo);
+          if (is_solo) {
             EXPECT_EQ(solo_owner[cohort], p) << "solo cohort matched elsewhere";
           } else {
             EXPECT_EQ(work.partition, p) << "split cohort matched elsewhere";
           }
-          EXPECT_TRUE(matched[work.partition].insert(cohort).second)
-              << "partition " << work.partition << " matched " << cohort
-              << " twice";
-          if (++matches_of[cohort] == kP) {
+          std::vector<uint32_t> partitions = {work.partition};
+          if (work.all_partitions) {
+            partitions.clear();
+            for (uint32_t q = 0; q < kP; ++q) partitions.push_back(q);
+          }
+          for (uint32_t q : partitions) {
+            EXPECT_TRUE(matched[q].insert(cohort).second)
+                << "partition " << q << " matched " << cohort << " twice";
+          }
+          matches_of[cohort] += static_cast<uint32_t>(partitions.size());
+          if (matches_of[cohort] == kP) {
             if (solo_owner.count(cohort) > 0) {
               --solo_in_flight[solo_owner[cohort]];
             } else {

@@ -91,8 +91,14 @@ void PartitionedEngine::Run(uint32_t p) {
         predicate_.RunTask(work);
         break;
       case CohortPipeline::Work::Kind::kMatch:
-        partitions_[work.partition]->Match(
-            work, predicate_.cohort(work.buffer), &scratch);
+        if (work.all_partitions) {
+          for (const auto& partition : partitions_) {
+            partition->Match(work, predicate_.cohort(work.buffer), &scratch);
+          }
+        } else {
+          partitions_[work.partition]->Match(
+              work, predicate_.cohort(work.buffer), &scratch);
+        }
         pipeline_.MatchDone(work.buffer, work.partition);
         break;
       case CohortPipeline::Work::Kind::kPlanUpdate:
