@@ -4,17 +4,23 @@
 # P = 1, 2, 4, 8, 16, every layout) and the end-to-end locality experiment
 # (bench/experiment.sh --only=3: partitioned, sharded_phase1, replicated and
 # threaded at all cores, and the partitioned server at 1, 2, 4, 8
-# partitions), the same forms as the 2026-11-23 Xeon reports.
+# partitions), the same forms as the 2026-11-23 Xeon reports; and, as a
+# part of its own, experiment 1 (closed-loop response time at 1 to 16
+# clients, staged against threaded) at all cores.
 #
 #   tools/bundle.sh                       # here, builds dist/bundle
-#   bench/device_scaling.sh PART DEST     # there; PART: matcher, e2e or all
+#   bench/device_scaling.sh PART DEST     # there; PART: matcher, e2e, all
+#                                         # (matcher and e2e) or exp1
 #
 # DEST (default results/device) gets machine.txt and one tarball per part
-# (matcher.tgz, e2e.tgz), whole even when a run fails part way, so that a
-# lease of a few minutes brings back what it measured. Reports are written
-# here afterwards: tools/partition_work_report.py for the matcher (the run
-# writes its own when python3 is there) and tools/experiment_report.py for
-# experiment 3. COHORT_COMMIT names the commit the bundle was built from;
+# (matcher.tgz, e2e.tgz, exp1.tgz), whole even when a run fails part way,
+# so that a lease of a few minutes brings back what it measured (the device
+# tool returns a limited number of files: keep them in tarballs). Reports
+# are written here afterwards: tools/partition_work_report.py for the
+# matcher (the run writes its own when python3 is there) and
+# tools/experiment_report.py for experiments 1 and 3 (exp1 takes about four
+# minutes at E1_REPS=2, E1_DURATION=3). COHORT_COMMIT names the commit the
+# bundle was built from;
 # MATCHER_LAYOUTS (default all three) trims the matcher part's layouts when
 # a lease is short.
 set -uo pipefail
@@ -23,6 +29,7 @@ readonly PART="${1:-all}" DEST="${2:-results/device}"
 readonly BIN=dist/bundle/bin
 readonly EVENTS="${EVENTS:-16000}" MATCHER_REPS="${MATCHER_REPS:-3}"
 readonly E2E_REPS="${E2E_REPS:-2}" E2E_DURATION="${E2E_DURATION:-4}"
+readonly E1_REPS="${E1_REPS:-2}" E1_DURATION="${E1_DURATION:-3}"
 readonly MATCHER_LAYOUTS="${MATCHER_LAYOUTS:-\
 partitioned,sharded_phase1,replicated}"
 mkdir -p "${DEST}"
@@ -57,5 +64,12 @@ if [[ "${PART}" == e2e || "${PART}" == all ]]; then
     --duration="${E2E_DURATION}" --bin="${BIN}" --no_report \
     --out=results/device-e2e || status=1
   tar czf "${DEST}/e2e.tgz" -C results device-e2e
+fi
+if [[ "${PART}" == exp1 ]]; then
+  rm -rf results/device-exp1
+  bench/experiment.sh --only=1 --reps="${E1_REPS}" \
+    --duration="${E1_DURATION}" --bin="${BIN}" --no_report \
+    --out=results/device-exp1 || status=1
+  tar czf "${DEST}/exp1.tgz" -C results device-exp1
 fi
 exit "${status}"
