@@ -159,7 +159,8 @@ class ClusterStore {
   // cluster of (`access`, WidthClass(entries.size())) whose list head is
   // `*head`, widening it if it is narrower and creating it if needed.
   // `moved(id, location)` is called with where the new row went, and for
-  // each row that moved (a lead cluster merging its tail). REQUIRES: all rows of one list have a lead, or none.
+  // each row that moved (a lead cluster merging its tail).
+  // REQUIRES: all rows of one list have a lead, or none.
   template <typename Moved>
   void AddRow(uint32_t* head, PredicateId access, SubscriptionId id,
               absl::Span<const uint32_t> entries,

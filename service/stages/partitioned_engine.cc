@@ -90,17 +90,18 @@ void PartitionedEngine::Run(uint32_t p) {
       case CohortPipeline::Work::Kind::kTask:
         predicate_.RunTask(work);
         break;
-      case CohortPipeline::Work::Kind::kMatch:
+      case CohortPipeline::Work::Kind::kMatch: {
+        const PredicateStage::Cohort& cohort = predicate_.cohort(work.buffer);
         if (work.all_partitions) {
           for (const auto& partition : partitions_) {
-            partition->Match(work, predicate_.cohort(work.buffer), &scratch);
+            partition->Match(work, cohort, &scratch);
           }
         } else {
-          partitions_[work.partition]->Match(
-              work, predicate_.cohort(work.buffer), &scratch);
+          partitions_[work.partition]->Match(work, cohort, &scratch);
         }
         pipeline_.MatchDone(work.buffer, work.partition);
         break;
+      }
       case CohortPipeline::Work::Kind::kPlanUpdate:
         Plan(*work.update);
         break;
