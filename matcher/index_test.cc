@@ -681,6 +681,39 @@ TEST(Index, RejectsBadSubscriptionsWithoutChanges) {
   EXPECT_EQ(MatchOne(index, {{0, 1}}), std::vector<SubscriptionId>{1});
 }
 
+// A BETWEEN whose halves (x >= lo, x <= hi) are live already is checked as
+// them and takes no predicate of its own; one whose halves are not stays
+// whole. Either way it matches as a BETWEEN, and removing every row frees
+// every predicate (the halves' references and statistics are undone).
+TEST(Index, RangeWithLiveHalvesTakesNoPredicate) {
+  Index index;
+  ASSERT_TRUE(index.Add(1, {{{0, Op::kEq, 1, 0}, {1, Op::kGe, 10, 0}}}).ok());
+  ASSERT_TRUE(index.Add(2, {{{0, Op::kEq, 1, 0}, {1, Op::kLe, 20, 0}}}).ok());
+  ASSERT_EQ(index.predicates(), 3u);
+  ASSERT_TRUE(
+      index.Add(3, {{{0, Op::kEq, 1, 0}, {1, Op::kBetween, 10, 20}}}).ok());
+  EXPECT_EQ(index.predicates(), 3u) << "the BETWEEN was interned whole";
+  ASSERT_TRUE(
+      index.Add(4, {{{0, Op::kEq, 1, 0}, {1, Op::kBetween, 30, 40}}}).ok());
+  EXPECT_EQ(index.predicates(), 4u) << "a BETWEEN without live halves";
+  auto match = [&](int64_t x) {
+    std::vector<SubscriptionId> ids = MatchOneEvent(index, {{0, 1}, {1, x}});
+    EXPECT_EQ(ids, MatchOne(index, {{0, 1}, {1, x}})) << x;
+    return ids;
+  };
+  EXPECT_EQ(match(15), (std::vector<SubscriptionId>{1, 2, 3}));
+  EXPECT_EQ(match(9), (std::vector<SubscriptionId>{2}));
+  EXPECT_EQ(match(21), (std::vector<SubscriptionId>{1}));
+  EXPECT_EQ(match(35), (std::vector<SubscriptionId>{1, 4}));
+  // Its halves outlive the rows that made them live.
+  ASSERT_TRUE(index.Remove(1).ok());
+  ASSERT_TRUE(index.Remove(2).ok());
+  EXPECT_EQ(match(15), (std::vector<SubscriptionId>{3}));
+  EXPECT_EQ(match(21), (std::vector<SubscriptionId>{}));
+  for (SubscriptionId id : {3, 4}) ASSERT_TRUE(index.Remove(id).ok());
+  EXPECT_EQ(index.predicates(), 0u);
+}
+
 TEST(Index, SparseIdsAllocatePagesNotRanges) {
   Index index;
   const size_t empty = index.MemoryBytes();

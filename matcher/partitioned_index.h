@@ -187,6 +187,9 @@ class PartitionedIndex {
 
   size_t size() const { return size_; }
   size_t predicates() const { return table_.size(); }
+  // Mask slots: the 64-bit words of a cohort's masks (live predicates,
+  // their groups' room to grow, and slots wasted until a compaction).
+  size_t mask_slots() const { return table_.slot_limit(); }
   // Clusters in partition p, and in all.
   size_t clusters(uint32_t p) const { return clusters_[p].clusters(); }
   size_t clusters() const;

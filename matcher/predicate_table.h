@@ -7,7 +7,9 @@
 //   kHigh   x >= lo          (GT/GE)
 //   kRange  lo <= x <= hi    (BETWEEN with both bounds finite)
 // — and NE v becomes two entries: "present" and a *negated* reference to
-// EQ v. Identical predicates are stored once and shared.
+// EQ v. Identical predicates are stored once and shared. A BETWEEN whose
+// kLow and kHigh halves are both live already becomes those two entries
+// instead of a kRange (RowPlanner::SplitIfShared).
 //
 // Phase 1 computes, for a cohort of up to 64 events, one 64-bit *cohort
 // mask* per predicate (bit i set iff the predicate holds for event i) into a

@@ -74,6 +74,16 @@ class RowPlanner {
   class Statistics;
   struct Entry;
   struct Ranked;
+  // The halves x >= lo and x <= hi of a range [lo, hi].
+  struct SplitRange {
+    NormalPredicate low;
+    NormalPredicate high;
+  };
+
+  // The halves of entry `e` when it is a range whose halves are both live
+  // in `table`, so that its row can check them instead of interning it.
+  static std::optional<SplitRange> SplitIfShared(const Entry& e,
+                                                 const PredicateTable& table);
 
   static absl::Status Normalise(absl::Span<const Predicate> predicates,
                                 std::vector<Entry>* entries);

@@ -118,7 +118,7 @@ class CohortPipeline {
  public:
   // Split cohorts in flight at once, each in a mask buffer of its own: at
   // least one in phase 1 while another is in phase 2. A buffer that has
-  // held a cohort of masks keeps a word per predicate (2.6 MB on
+  // held a cohort of masks keeps a word per mask slot (1.3 MB on
   // fabret-1m), so more cost memory.
   static constexpr uint32_t kMaxBuffers = 64;
   // The server's choice for `partitions` (--cohorts_in_flight=0): 2 below
@@ -128,8 +128,9 @@ class CohortPipeline {
   // 1.26x (8 buffers there: 1.03x over 4). At 16 partitions 6 buffers
   // served experiment 3's stream 1.21x faster than 4 and level with 8
   // (bench/reports/2026-11-26-xeon16-buffers); the work model counts
-  // the index with them at 1.16x one partition's with its 2 (4: 1.08x,
-  // 8: 1.24x).
+  // the index with them at 1.11x one partition's with its 2 (bench/
+  // reports/2026-11-26-xeon2-issue18-step15-split-ranges; 1.16x before
+  // that step halved a buffer).
   static uint32_t DefaultBuffers(uint32_t partitions);
   // `cohorts_in_flight` (--cohorts_in_flight) if set, else the default.
   static uint32_t BuffersFor(uint32_t partitions, uint32_t cohorts_in_flight);
