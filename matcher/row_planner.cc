@@ -266,7 +266,7 @@ absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
 // A range [lo, hi] is x >= lo AND x <= hi. Interned whole it takes a
 // predicate, a mask slot in every cohort buffer and a position that phase 1
 // walks, for itself alone when ranges are wide and distinct (fabret-1m's
-// BETWEENs: 64% of its predicates). When both halves are live already (the
+// BETWEENs: 56% of its predicates). When both halves are live already (the
 // one-sided predicates of other rows: on a domain of 1,000 values nearly
 // all are), the row takes two columns on them instead and the range costs
 // no predicate. Where the halves are not both there (wide domains: ranges-1m)

@@ -8,8 +8,9 @@
 // equality predicate gets "attribute present" on the attribute of its most
 // selective entry (its *per-attribute list*), and that entry leads its
 // columns. The remaining entries become the row's columns, most selective
-// first, so that rows fail in their first columns. `Release` undoes a Plan
-// when the row is removed.
+// first, so that rows fail in their first columns; a BETWEEN among them
+// whose halves are both interned already becomes those two columns
+// (SplitIfShared). `Release` undoes a Plan when the row is removed.
 //
 // Stage: the predicate stage (it writes the shared predicate table); no
 // threads. Thread safety: none; callers serialise Plan and Release with

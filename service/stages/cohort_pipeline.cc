@@ -103,8 +103,8 @@ void CohortPipeline::Free(Slot& slot) {
   // former's own, and that thread is awake: only a change waiting for no
   // cohort in flight, or a shutdown, waits on it. Waking every idle thread
   // regardless cost a 16-partition server 2 to 4 context switches per
-  // event under 8 and 16 closed-loop clients, and a 2-partition one 2 per
-  // event at one client (2-core VM).
+  // event under 8 and 16 closed-loop clients, and a 2-partition one 2 to 3
+  // per event at one client (2-core VM).
   if ((!slot.solo && !items_.empty()) || updates_ > 0 || closed_) {
     cv_.notify_all();  // room to form a cohort, or to plan a change
   }
