@@ -90,8 +90,8 @@ ABSL_FLAG(uint32_t, cohort_wait_us, 0,
           "cohorts bigger at the price of that much latency.");
 ABSL_FLAG(uint32_t, cohorts_in_flight, 0,
           "--index=partitioned: cohorts in flight at once, 1 to 64, each "
-          "with a mask buffer of a word per predicate (1.3 MB on "
-          "fabret-1m). More let a partition that finished its share of one "
+          "with a mask buffer of a word per mask slot, about one per "
+          "predicate (1.3 MB on fabret-1m). More let a partition that finished its share of one "
           "cohort go on to the next ones instead of waiting for the slowest "
           "partition. 0: 2 below 4 partitions, 4 from 4, 6 from 16 "
           "on.");
