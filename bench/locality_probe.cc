@@ -223,7 +223,8 @@ bool RunAllCoreShares(const matcher::PartitionedIndex& index,
       AttributeCores(attribute_positions, p);
   if (!ReadyThenWaitForGo()) return false;
   CohortMasks scratch;
-  std::vector<std::vector<matcher::SubscriptionId>> out(chunk);
+  matcher::CohortMatches out;
+  std::vector<uint64_t> counts(chunk);
   matcher::IndexCounters counters;
   const auto start = Clock::now();
   CALLGRIND_START_INSTRUMENTATION;
@@ -239,9 +240,11 @@ bool RunAllCoreShares(const matcher::PartitionedIndex& index,
           index.RunTask(t, masks[k].get());
         }
       }
-      for (size_t i = 0; i < cohort.size(); ++i) out[i].clear();
-      index.MatchPartition(core, *masks[k], out.data(), &counters);
-      for (size_t i = 0; i < cohort.size(); ++i) *matches += out[i].size();
+      out.Reset(cohort.size());
+      out.BeginChunk(0);
+      index.MatchPartition(core, *masks[k], &out, &counters);
+      out.CountPerEvent(counts.data());
+      for (size_t i = 0; i < cohort.size(); ++i) *matches += counts[i];
     }
   }
   CALLGRIND_STOP_INSTRUMENTATION;
@@ -299,7 +302,8 @@ uint64_t RunThreads(const matcher::PartitionedIndex& index,
   std::atomic<bool> all_pinned{true};
   auto work = [&](uint32_t t) {
     if (!PinToCpu(t)) all_pinned = false;
-    std::vector<std::vector<matcher::SubscriptionId>> out(chunk);
+    matcher::CohortMatches out;
+    std::vector<uint64_t> counts(chunk);
     matcher::IndexCounters counters;
     uint64_t found = 0;
     CohortPipeline::Work w;
@@ -327,9 +331,11 @@ uint64_t RunThreads(const matcher::PartitionedIndex& index,
           pipeline.TaskDone(w.buffer);
           break;
         case CohortPipeline::Work::Kind::kMatch:
-          for (size_t i = 0; i < c.views.size(); ++i) out[i].clear();
-          index.MatchPartition(w.partition, c.masks, out.data(), &counters);
-          for (size_t i = 0; i < c.views.size(); ++i) found += out[i].size();
+          out.Reset(c.views.size());
+          out.BeginChunk(0);
+          index.MatchPartition(w.partition, c.masks, &out, &counters);
+          out.CountPerEvent(counts.data());
+          for (size_t i = 0; i < c.views.size(); ++i) found += counts[i];
           pipeline.MatchDone(w.buffer, w.partition);
           break;
         default:  // no subscription changes here
@@ -504,11 +510,13 @@ int RunOwnIndex(const Workload& workload, const std::string& layout,
       }
       continue;
     }
-    std::vector<std::vector<matcher::SubscriptionId>> out;
+    matcher::CohortMatches out;
+    std::vector<uint64_t> counts(cohort_max);
     for (size_t at = 0; at < mine.size(); at += cohort_max) {
       const size_t n = std::min<size_t>(cohort_max, mine.size() - at);
       index.MatchCohort(absl::MakeConstSpan(mine).subspan(at, n), &out);
-      for (size_t k = 0; k < n; ++k) r->matches += out[k].size();
+      out.CountPerEvent(counts.data());
+      for (size_t k = 0; k < n; ++k) r->matches += counts[k];
     }
   }
   CALLGRIND_STOP_INSTRUMENTATION;

@@ -55,6 +55,12 @@ ABSL_FLAG(std::string, keep, "cheaper",
           "How MatchCohort keeps each cohort: cheaper (the index's cost "
           "model chooses, as in production), per_event or masks (forced, to "
           "measure where the two cross).");
+ABSL_FLAG(std::string, results, "counts",
+          "What MatchCohort hands back per cohort: counts (its flat buffer "
+          "of (id, event mask) pairs, read into each event's match count: "
+          "the service's Publish without return_ids or listeners) or lists "
+          "(each event's ids in a vector of its own: what return_ids and "
+          "deliveries read).");
 ABSL_FLAG(int64_t, load_batch, 1,
           "Subscriptions per Index::AddBatch call while loading: 1 adds them "
           "one by one with Index::Add (the path of single Subscribe calls), "
@@ -117,12 +123,17 @@ absl::StatusOr<std::vector<size_t>> ParseCohortSizes(const std::string& s) {
 // One timed pass over every event: MatchCohort calls of result->cohort_max
 // events, or (cohort_max 0) a MatchEvent call per event. MatchEvent keeps no
 // counters, so its rows and clusters checked stay 0.
+// MatchCohort's results are read into counts (the flat buffer) or lists
+// (--results).
 void RunPass(matcher::Index& index,
-             const std::vector<matcher::EventView>& events, Result* result) {
+             const std::vector<matcher::EventView>& events, bool lists,
+             Result* result) {
   const bool event_path = result->cohort_max == 0;
   const size_t step = event_path ? 1 : result->cohort_max;
   matcher::MatchScratch scratch;  // MatchEvent's
   std::vector<std::vector<matcher::SubscriptionId>> out(1);
+  matcher::CohortMatches pairs;
+  std::vector<uint64_t> counts(step);
   const uint64_t rows_before = index.counters().rows_checked;
   const uint64_t clusters_before = index.counters().clusters_checked;
   const uint64_t lists_before = index.counters().cluster_lists;
@@ -131,15 +142,22 @@ void RunPass(matcher::Index& index,
   for (size_t at = 0; at < events.size(); at += step) {
     const size_t n = std::min(step, events.size() - at);
     const Clock::time_point t0 = Clock::now();
+    const absl::Span<const matcher::EventView> cohort =
+        absl::MakeConstSpan(events).subspan(at, n);
     if (event_path) {
       index.MatchEvent(events[at], &scratch, &out[0]);
+      counts[0] = out[0].size();
+    } else if (lists) {
+      index.MatchCohort(cohort, &out);
+      for (size_t i = 0; i < n; ++i) counts[i] = out[i].size();
     } else {
-      index.MatchCohort(absl::MakeConstSpan(events).subspan(at, n), &out);
+      index.MatchCohort(cohort, &pairs);
+      pairs.CountPerEvent(counts.data());
     }
     const float us =
         std::chrono::duration<float, std::micro>(Clock::now() - t0).count();
     for (size_t i = 0; i < n; ++i) {
-      pass.matches += out[i].size();
+      pass.matches += counts[i];
       result->latency_us.push_back(us);
     }
   }
@@ -191,6 +209,7 @@ struct Context {
   size_t clusters = 0;
   std::string machine;
   std::string keep;
+  std::string results;  // --results
 };
 
 std::string Format(const Context& c, Result& r, const std::string& format) {
@@ -226,7 +245,7 @@ std::string Format(const Context& c, Result& r, const std::string& format) {
   return absl::StrFormat(
       "{\"workload\": \"%s\", \"workload_sha256\": \"%s\", "
       "\"subscriptions\": %d, \"events\": %d, \"path\": \"%s\", "
-      "\"keep\": \"%s\", "
+      "\"keep\": \"%s\", \"results\": \"%s\", "
       "\"cohort_max\": %d, "
       "\"load_s\": %.3f, \"load_batch\": %d, \"events_per_s\": %.0f, "
       "\"events_per_s_min\": %.0f, "
@@ -238,7 +257,7 @@ std::string Format(const Context& c, Result& r, const std::string& format) {
       "\"predicates\": %d, \"clusters\": %d, \"machine\": \"%s\"}\n",
       c.workload_name, c.sha256, c.subscriptions, c.events,
       event_path ? "MatchEvent" : "MatchCohort", c.keep,
-      event_path ? 1 : r.cohort_max,
+      event_path ? "lists" : c.results, event_path ? 1 : r.cohort_max,
       c.load_s, c.load_batch, median, rates.front(), rates.back(),
       rates.size(), p50, p99, per_event, rows, clusters, lists,
       c.bytes_per_subscription, PeakRssMb(), c.predicates, c.clusters,
@@ -266,6 +285,12 @@ int Main() {
               << "'\n";
     return 2;
   }
+  const std::string results = absl::GetFlag(FLAGS_results);
+  if (results != "counts" && results != "lists") {
+    std::cerr << "--results: must be counts or lists, got '" << results
+              << "'\n";
+    return 2;
+  }
   absl::StatusOr<Workload> workload = LoadWorkload();
   if (!workload.ok()) {
     std::cerr << "workload: " << workload.status().message() << "\n";
@@ -280,6 +305,7 @@ int Main() {
   c.events = workload->events.size();
   c.machine = MachineDescription();
   c.keep = keep;
+  c.results = results;
 
   matcher::Index index;
   using matcher::internal::CohortKeep;
@@ -322,22 +348,22 @@ int Main() {
 
   std::vector<matcher::EventView> events(workload->events.begin(),
                                          workload->events.end());
-  std::vector<Result> results(sizes->size());
-  for (size_t i = 0; i < sizes->size(); ++i)
-    results[i].cohort_max = (*sizes)[i];
+  std::vector<Result> runs(sizes->size());
+  for (size_t i = 0; i < sizes->size(); ++i) runs[i].cohort_max = (*sizes)[i];
   for (int rep = 0; rep < repetitions; ++rep) {
-    for (Result& r : results) RunPass(index, events, &r);
+    for (Result& r : runs) RunPass(index, events, results == "lists", &r);
   }
   if (format == "text") {
     std::cout << absl::StrFormat(
         "workload %s (sha256 %s)\n%d subscriptions loaded in %.2f s "
         "(batches of %d), %.1f bytes/subscription, %d predicates, %d "
-        "clusters\n%d events, one thread, %s\n",
+        "clusters\n%d events, one thread, %s; MatchCohort results read as "
+        "%s\n",
         c.workload_name, c.sha256, c.subscriptions, c.load_s, c.load_batch,
         c.bytes_per_subscription, c.predicates, c.clusters, c.events,
-        c.machine);
+        c.machine, c.results);
   }
-  for (Result& r : results) std::cout << Format(c, r, format);
+  for (Result& r : runs) std::cout << Format(c, r, format);
   return 0;
 }
 

@@ -102,20 +102,31 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
   w.partition_rows.assign(p_count, 0);
   w.partition_clusters.assign(p_count, 0);
   matcher::internal::CohortMasks masks, baseline_masks;
-  std::vector<std::vector<matcher::SubscriptionId>> out(chunk);
+  // A partition's matches, read into per-event counts as the service's
+  // partition stage does for a Publish without ids or listeners
+  // (FillPartials); timed with the partition.
+  matcher::CohortMatches out;
+  std::vector<uint64_t> counts(chunk);
+  auto match = [&](const matcher::PartitionedIndex& in, uint32_t p,
+                   const matcher::internal::CohortMasks& m, size_t events,
+                   matcher::IndexCounters* counters) {
+    out.Reset(events);
+    out.BeginChunk(0);
+    in.MatchPartition(p, m, &out, counters);
+    out.CountPerEvent(counts.data());
+  };
   matcher::IndexCounters baseline_counters;
   // The whole cohort on the baseline, timed as one piece.
   auto time_baseline = [&](absl::Span<const matcher::EventView> cohort) {
-    for (size_t i = 0; i < cohort.size(); ++i) out[i].clear();
     const auto start = std::chrono::steady_clock::now();
     baseline->BeginCohort(cohort, &baseline_masks);
     for (size_t t = 0; t < baseline_masks.tasks(); ++t) {
       baseline->RunTask(t, &baseline_masks);
     }
-    baseline->MatchPartition(0, baseline_masks, out.data(), &baseline_counters);
+    match(*baseline, 0, baseline_masks, cohort.size(), &baseline_counters);
     w.baseline_seconds += Since(start);
     for (size_t i = 0; i < cohort.size(); ++i) {
-      w.baseline_matches += out[i].size();
+      w.baseline_matches += counts[i];
     }
   };
   for (size_t at = 0; at < events.size(); at += chunk) {
@@ -138,19 +149,18 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
     // phase 1 (with its masks freshest in the cache).
     for (uint32_t q = 0; q < p_count; ++q) {
       const uint32_t p = static_cast<uint32_t>((q + k) % p_count);
-      for (size_t i = 0; i < cohort.size(); ++i) out[i].clear();
       const uint64_t rows_before = w.counters.rows_checked;
       const uint64_t clusters_before = w.counters.clusters_checked;
       start = std::chrono::steady_clock::now();
-      index.MatchPartition(p, masks, out.data(), &w.counters);
+      match(index, p, masks, cohort.size(), &w.counters);
       const double seconds = Since(start);
       partition_times[p] += seconds;
       stealing[p] += seconds;
       w.partition_rows[p] += w.counters.rows_checked - rows_before;
       w.partition_clusters[p] += w.counters.clusters_checked - clusters_before;
       for (size_t i = 0; i < cohort.size(); ++i) {
-        w.partition_matches[p] += out[i].size();
-        w.matches += out[i].size();
+        w.partition_matches[p] += counts[i];
+        w.matches += counts[i];
       }
     }
     w.events += cohort.size();

@@ -368,6 +368,8 @@ class CohortMasks {
   // The masks, indexed by mask slot. Complete once every task has run.
   // REQUIRES: !per_event().
   const uint64_t* words() const { return words_.data(); }
+  // The table's slot_limit() when BeginCohort filled the buffer.
+  size_t slot_limit() const { return slot_limit_; }
 
   // Whether the cohort is kept per event, and event i's satisfied
   // predicates then. REQUIRES for event_bits: per_event(), i < events().

@@ -92,8 +92,13 @@ bool Index::Contains(SubscriptionId id) const { return Find(id) != nullptr; }
 
 void Index::MatchCohort(absl::Span<const EventView> events,
                         std::vector<std::vector<SubscriptionId>>* matches) {
-  matches->resize(events.size());
-  for (auto& m : *matches) m.clear();
+  MatchCohort(events, &pairs_);
+  pairs_.ToLists(matches);
+}
+
+void Index::MatchCohort(absl::Span<const EventView> events,
+                        CohortMatches* matches) {
+  matches->Reset(events.size());
   for (size_t base = 0; base < events.size();
        base += internal::kMaxCohortChunk) {
     MatchChunk(events.subspan(base, internal::kMaxCohortChunk), base, matches);
@@ -101,8 +106,8 @@ void Index::MatchCohort(absl::Span<const EventView> events,
 }
 
 void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
-                       std::vector<std::vector<SubscriptionId>>* matches) {
-  std::vector<SubscriptionId>* out = matches->data() + base;
+                       CohortMatches* out) {
+  out->BeginChunk(base);
   if (events.size() == 1 && keep_ != internal::CohortKeep::kMasks) {
     // A lone event is kept per event (CohortKeep): it is MatchEvent's case.
     MatchEachAlone(events, out);
@@ -138,11 +143,13 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
     // Serial masks (the constructor): each event's bits are filled by its
     // task, then its lists are checked, before the next event's task.
     size_t t = 0;
+    std::vector<SubscriptionId>* ids = out->event_ids();
     for (size_t e = 0; e < events.size(); ++e) {
       table_.RunTask(e, &masks_);
-      const size_t before = out[e].size();
-      t = MatchTouchedOfEvent(masks_, t, e, &out[e], &lists, &visited, &rows);
-      found += out[e].size() - before;
+      const size_t before = ids->size();
+      t = MatchTouchedOfEvent(masks_, t, e, ids, &lists, &visited, &rows);
+      found += ids->size() - before;
+      out->EndEvent(e);
     }
   } else {
     for (size_t t = 0; t < masks_.tasks(); ++t) table_.RunTask(t, &masks_);
@@ -152,9 +159,11 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
     std::vector<internal::AccessVisit>& visits = by_partition[0];
     visits.clear();
     AppendVisits(touched, &visits);
+    const size_t first = out->pairs();
     clusters_.MatchVisits(visits, masks_, table_.slots(),
-                          internal::AppendToEvents(out, &found), &lists,
-                          &visited, &rows);
+                          internal::AppendToMatches(out), &lists, &visited,
+                          &rows);
+    found = out->MatchesFrom(first);
   }
   counters_.events += events.size();
   counters_.chunks += 1;
@@ -165,9 +174,10 @@ void Index::MatchChunk(absl::Span<const EventView> events, size_t base,
 }
 
 void Index::MatchEachAlone(absl::Span<const EventView> events,
-                           std::vector<SubscriptionId>* out) {
+                           CohortMatches* out) {
   for (size_t e = 0; e < events.size(); ++e) {
-    MatchOne(events[e], &lone_scratch_, &out[e], &counters_);
+    MatchOne(events[e], &lone_scratch_, out->event_ids(), &counters_);
+    out->EndEvent(e);
   }
   counters_.events += events.size();
   counters_.chunks += 1;
@@ -235,6 +245,7 @@ size_t Index::MemoryBytes() const {
   return table_.MemoryBytes() + clusters_.MemoryBytes() +
          planner_.MemoryBytes() + lists_.capacity() * sizeof(List) +
          masks_.MemoryBytes() + lone_scratch_.MemoryBytes() +
+         pairs_.MemoryBytes() +
          locations_.MemoryBytes();
 }
 

@@ -13,7 +13,9 @@
 // walk of each range group for the whole batch, not one run per event),
 // phase 2 visits each cluster whose access predicate some event satisfied
 // once for all events of the batch. A cohort of one event is the per-event
-// path. Batches over 64 events are matched in chunks of 64.
+// path. Batches over 64 events are matched in chunks of 64. Its results are
+// a flat buffer of (id, event mask) pairs (cohort_matches.h), or, for
+// callers that want them so, each event's ids.
 //
 // `MatchEvent` is the classic Fabret per-event path, kept for the threaded
 // baseline: phase 1 sets the satisfied predicates' bits in a predicate bit
@@ -43,6 +45,7 @@
 #include "absl/types/span.h"
 #include "matcher/cluster_store.h"
 #include "matcher/cohort_masks.h"
+#include "matcher/cohort_matches.h"
 #include "matcher/paged_array.h"
 #include "matcher/predicate_table.h"
 #include "matcher/row_planner.h"
@@ -123,10 +126,15 @@ class Index {
 
   bool Contains(SubscriptionId id) const;
 
-  // Matches `events` and sets (*matches)[i] to the ids of the subscriptions
-  // event i matches, in no particular order. `matches` is resized to
-  // events.size(); inner vectors are reused to avoid allocation.
+  // Matches `events` into *matches (Reset to events.size() first): a
+  // (subscription id, event mask) pair per matched row of each chunk of up
+  // to 64 events (cohort_matches.h). The form the service's stages read.
   // REQUIRES: each event's attributes are distinct.
+  void MatchCohort(absl::Span<const EventView> events,
+                   CohortMatches* matches);
+  // As above, then sets (*matches)[i] to the ids of the subscriptions event
+  // i matches, in no particular order. `matches` is resized to
+  // events.size(); inner vectors are reused to avoid allocation.
   void MatchCohort(absl::Span<const EventView> events,
                    std::vector<std::vector<SubscriptionId>>* matches);
 
@@ -175,17 +183,19 @@ class Index {
                               Emit&& emit) const;
 
  private:
+  // One chunk of up to 64 events, the first of which is event `base` of
+  // *matches.
   void MatchChunk(absl::Span<const EventView> events, size_t base,
-                  std::vector<std::vector<SubscriptionId>>* matches);
+                  CohortMatches* matches);
   // The per-event path: appends event's matches to *matches and adds what
   // it checked to *counters.
   void MatchOne(EventView event, MatchScratch* scratch,
                 std::vector<SubscriptionId>* matches,
                 IndexCounters* counters) const;
   // Matches each of `events` alone, by MatchEvent's path (MatchOne),
-  // appending to out[i], and counts them as one chunk.
+  // into out's current chunk, and counts them as one chunk.
   void MatchEachAlone(absl::Span<const EventView> events,
-                      std::vector<SubscriptionId>* out);
+                      CohortMatches* out);
   // Phase 2 of event e of a cohort kept per event: the lists of
   // masks.touched_access() from `first` on that are e's (an event's
   // entries lie together, in event order), checked against e's bits;
@@ -236,6 +246,7 @@ class Index {
   internal::CohortKeep keep_ = internal::CohortKeep::kCheaper;
   internal::CohortMasks masks_;
   MatchScratch lone_scratch_;  // MatchCohort's, for events matched alone
+  CohortMatches pairs_;  // the lists form of MatchCohort's, before ToLists
   internal::PagedArray<internal::Location> locations_;
   size_t size_ = 0;
   IndexCounters counters_;

@@ -251,28 +251,39 @@ void PartitionedIndex::BeginCohort(absl::Span<const EventView> events,
 }
 
 void PartitionedIndex::MatchPartition(uint32_t p, const CohortMasks& masks,
-                                      std::vector<SubscriptionId>* out,
+                                      CohortMatches* out,
                                       IndexCounters* counters) const {
   uint64_t rows = 0, lists = 0, visited = 0, found = 0;
-  const internal::AppendToEvents emit(out, &found);
   const std::vector<internal::AccessVisit>& visits = masks.visits(p);
   if (masks.per_event()) {
-    uint64_t before = 0;
-    for (size_t e = 0; e < masks.events(); ++e) before += out[e].size();
-    clusters_[p].MatchListsForEvent(
-        visits.size(),
-        [&](size_t i) {
-          const internal::AccessVisit& v = visits[i];
-          const int e = __builtin_ctzll(v.mask);
-          return internal::EventList{v.head, masks.event_value(v.lead),
-                                     &masks.event_bits(e), &out[e]};
-        },
-        table_.slots(), &lists, &visited, &rows);
-    for (size_t e = 0; e < masks.events(); ++e) found += out[e].size();
-    found -= before;
+    // An event's visits lie together, in event order (BeginCohort keeps
+    // touched_access's order): one walk per event's run of them.
+    std::vector<SubscriptionId>* ids = out->event_ids();
+    const size_t before = ids->size();
+    for (size_t from = 0, to; from < visits.size(); from = to) {
+      const int e = __builtin_ctzll(visits[from].mask);
+      for (to = from + 1;
+           to < visits.size() && __builtin_ctzll(visits[to].mask) == e;
+           ++to) {
+      }
+      const internal::PredicateBits& bits = masks.event_bits(e);
+      clusters_[p].MatchListsForEvent(
+          to - from,
+          [&](size_t i) {
+            const internal::AccessVisit& v = visits[from + i];
+            return internal::EventList{v.head, masks.event_value(v.lead),
+                                       &bits, ids};
+          },
+          table_.slots(), &lists, &visited, &rows);
+      out->EndEvent(e);
+    }
+    found = ids->size() - before;
   } else {
-    clusters_[p].MatchVisits(visits, masks, table_.slots(), emit, &lists,
-                             &visited, &rows);
+    const size_t first = out->pairs();
+    clusters_[p].MatchVisits(visits, masks, table_.slots(),
+                             internal::AppendToMatches(out), &lists, &visited,
+                             &rows);
+    found = out->MatchesFrom(first);
   }
   counters->cluster_lists += lists;
   counters->rows_checked += rows;
@@ -283,16 +294,22 @@ void PartitionedIndex::MatchPartition(uint32_t p, const CohortMasks& masks,
 void PartitionedIndex::MatchCohort(
     absl::Span<const EventView> events,
     std::vector<std::vector<SubscriptionId>>* matches) {
-  matches->resize(events.size());
-  for (auto& m : *matches) m.clear();
+  MatchCohort(events, &pairs_);
+  pairs_.ToLists(matches);
+}
+
+void PartitionedIndex::MatchCohort(absl::Span<const EventView> events,
+                                   CohortMatches* matches) {
+  matches->Reset(events.size());
   for (size_t base = 0; base < events.size();
        base += internal::kMaxCohortChunk) {
     const absl::Span<const EventView> chunk =
         events.subspan(base, internal::kMaxCohortChunk);
     BeginCohort(chunk, &masks_);
     for (size_t t = 0; t < masks_.tasks(); ++t) RunTask(t, &masks_);
+    matches->BeginChunk(base);
     for (uint32_t p = 0; p < partitions_; ++p) {
-      MatchPartition(p, masks_, matches->data() + base, &counters_);
+      MatchPartition(p, masks_, matches, &counters_);
     }
     counters_.events += chunk.size();
     counters_.chunks += 1;
@@ -313,7 +330,8 @@ size_t PartitionedIndex::MemoryBytes() const {
                  free_accesses_.capacity() * sizeof(uint32_t) +
                  spread_heads_.capacity() * sizeof(uint32_t) +
                  free_spreads_.capacity() * sizeof(uint32_t) +
-                 locations_.MemoryBytes() + masks_.MemoryBytes();
+                 locations_.MemoryBytes() + masks_.MemoryBytes() +
+                 pairs_.MemoryBytes();
   for (const internal::ClusterStore& c : clusters_) bytes += c.MemoryBytes();
   return bytes;
 }

@@ -62,6 +62,7 @@
 #include "absl/types/span.h"
 #include "matcher/cluster_store.h"
 #include "matcher/cohort_masks.h"
+#include "matcher/cohort_matches.h"
 #include "matcher/index.h"
 #include "matcher/paged_array.h"
 #include "matcher/predicate_table.h"
@@ -133,6 +134,8 @@ class PartitionedIndex {
       absl::Span<const Index::NewSubscription> batch);
   absl::Status Remove(SubscriptionId id);
   void MatchCohort(absl::Span<const EventView> events,
+                   CohortMatches* matches);
+  void MatchCohort(absl::Span<const EventView> events,
                    std::vector<std::vector<SubscriptionId>>* matches);
 
   bool Contains(SubscriptionId id) const;
@@ -177,13 +180,13 @@ class PartitionedIndex {
     table_.RunTask(task, masks);
   }
 
-  // Phase 2 of partition p: appends to out[i] the id of each of p's
-  // subscriptions that event i of the cohort matches, and adds what it
-  // checked to *counters (events and chunks are the caller's to count).
-  // REQUIRES: every task of `masks` has run; out has masks.events() vectors.
+  // Phase 2 of partition p: appends to out's current chunk (bit i: event
+  // i of the cohort) a pair per row of p's subscriptions that the cohort's
+  // events match, and adds what it checked to *counters (events and chunks
+  // are the caller's to count).
+  // REQUIRES: every task of `masks` has run; out->BeginChunk was called.
   void MatchPartition(uint32_t p, const internal::CohortMasks& masks,
-                      std::vector<SubscriptionId>* out,
-                      IndexCounters* counters) const;
+                      CohortMatches* out, IndexCounters* counters) const;
 
   size_t size() const { return size_; }
   size_t predicates() const { return table_.size(); }
@@ -244,6 +247,7 @@ class PartitionedIndex {
   internal::PagedArray<Placed> locations_;
   size_t size_ = 0;
   internal::CohortMasks masks_;  // MatchCohort's
+  CohortMatches pairs_;  // the lists form of MatchCohort's, before ToLists
   IndexCounters counters_;
   internal::CohortKeep keep_ = internal::CohortKeep::kCheaper;
 };

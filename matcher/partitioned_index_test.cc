@@ -439,9 +439,12 @@ TEST(PartitionedIndexConcurrency, TasksAndPartitionsOnSeveralThreads) {
       while (tasks_done[c].load(std::memory_order_acquire) < m.tasks()) {
         std::this_thread::yield();
       }
-      found[c][p].assign(events[c].size(), {});
+      CohortMatches pairs;
+      pairs.Reset(events[c].size());
+      pairs.BeginChunk(0);
       IndexCounters counters;
-      index.MatchPartition(p, m, found[c][p].data(), &counters);
+      index.MatchPartition(p, m, &pairs, &counters);
+      pairs.ToLists(&found[c][p]);
     }
   };
   std::vector<std::thread> threads;

@@ -10,7 +10,28 @@ bool CpuHasAvx2() {
   return __builtin_cpu_supports("avx2") != 0;
 }
 
+__attribute__((target("popcnt"))) uint64_t CountBitsPopcnt(
+    const uint64_t* words, size_t n) {
+  uint64_t bits = 0;
+  for (size_t i = 0; i < n; ++i) bits += __builtin_popcountll(words[i]);
+  return bits;
+}
+
+uint64_t CountBitsPortable(const uint64_t* words, size_t n) {
+  uint64_t bits = 0;
+  for (size_t i = 0; i < n; ++i) bits += __builtin_popcountll(words[i]);
+  return bits;
+}
+
 }  // namespace
+
+uint64_t CountBits(const uint64_t* words, size_t n) {
+  static const bool popcnt = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("popcnt") != 0;
+  }();
+  return popcnt ? CountBitsPopcnt(words, n) : CountBitsPortable(words, n);
+}
 
 std::atomic<bool>& Avx2Flag() {
   static std::atomic<bool> use{CpuHasAvx2()};

@@ -1,14 +1,17 @@
-// Whether the matcher's AVX2 kernels run. They are compiled for AVX2 alone
+// Whether the matcher's AVX2 kernels run, and a bit count that uses POPCNT
+// where the CPU has it. The AVX2 kernels are compiled for AVX2 alone
 // (`__attribute__((target("avx2")))`), so the binary runs on any x86-64,
 // and called only where the CPU has AVX2 (checked once); each has a
 // portable loop beside it, which tests can force.
 //
-// Thread safety: UseAvx2 may be called from any thread; SetAvx2ForTest
-// before matching starts.
+// Thread safety: UseAvx2 and CountBits may be called from any thread;
+// SetAvx2ForTest before matching starts.
 #ifndef COHORT_MATCHER_SIMD_H_
 #define COHORT_MATCHER_SIMD_H_
 
 #include <atomic>
+#include <cstddef>
+#include <cstdint>
 
 namespace cohort {
 namespace matcher {
@@ -21,6 +24,11 @@ inline bool UseAvx2() { return Avx2Flag().load(std::memory_order_relaxed); }
 
 // Turns the AVX2 kernels off (false) or back on where the CPU has AVX2.
 void SetAvx2ForTest(bool use);
+
+// The set bits of words[0, n): with the POPCNT instruction where the CPU has
+// it (checked once; the binary is built for any x86-64, where
+// __builtin_popcountll is a library call per word), else a portable loop.
+uint64_t CountBits(const uint64_t* words, size_t n);
 
 }  // namespace internal
 }  // namespace matcher

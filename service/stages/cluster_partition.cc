@@ -28,19 +28,19 @@ void ClusterPartition::Match(const CohortPipeline::Work& work,
                              Scratch* scratch) {
   const int64_t start = MonotonicNanos();
   const size_t n = cohort.events.size();
-  std::vector<std::vector<matcher::SubscriptionId>>& matches =
-      scratch->matches;
-  if (matches.size() < n) matches.resize(n);
-  for (size_t i = 0; i < n; ++i) matches[i].clear();
+  matcher::CohortMatches& matches = scratch->matches;
+  matches.Reset(n);
+  matches.BeginChunk(0);
   matcher::IndexCounters counters;
-  index_->MatchPartition(partition_, cohort.masks, matches.data(), &counters);
-  for (size_t i = 0; i < n; ++i) {
-    const QueuedEvent& e = cohort.events[i];
-    // Matcher ids are global ids - 1: the directory's single id shard.
-    FillPartial(*directory_, *listeners_, /*partition=*/0,
-                e.job->request->return_ids(), *subscriber_of_, &matches[i],
-                &e.job->state[e.event].partials[partition_]);
+  index_->MatchPartition(partition_, cohort.masks, &matches, &counters);
+  scratch->outs.clear();
+  for (const QueuedEvent& e : cohort.events) {
+    scratch->outs.push_back({&e.job->state[e.event].partials[partition_],
+                             e.job->request->return_ids()});
   }
+  // Matcher ids are global ids - 1: the directory's single id shard.
+  FillPartials(*directory_, *listeners_, /*partition=*/0, *subscriber_of_,
+               matches, scratch->outs, &scratch->partials);
   // Everything is recorded before the events are handed on, so a GetStats
   // that follows a reply includes this cohort.
   profile_.AddEvents(n);

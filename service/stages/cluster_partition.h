@@ -46,7 +46,9 @@ class ClusterPartition {
  public:
   // What Match needs for one cohort, owned by the thread that calls it.
   struct Scratch {
-    std::vector<std::vector<matcher::SubscriptionId>> matches;
+    matcher::CohortMatches matches;
+    std::vector<PartialOut> outs;
+    PartialsScratch partials;
     std::vector<int64_t> waits;
   };
   // Hands an event whose partials are all written to the reply stage, or,

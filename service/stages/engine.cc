@@ -273,6 +273,29 @@ void FillPartial(const SubscriptionDirectory& directory,
   }
 }
 
+void FillPartials(const SubscriptionDirectory& directory,
+                  const ListenerRegistry& listeners, uint32_t partition,
+                  const std::vector<uint32_t>& subscriber_of,
+                  const matcher::CohortMatches& matches,
+                  absl::Span<const PartialOut> outs,
+                  PartialsScratch* scratch) {
+  bool lists = listeners.size() != 0;
+  for (const PartialOut& out : outs) lists |= out.return_ids;
+  if (lists) {
+    matches.ToLists(&scratch->lists);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      FillPartial(directory, listeners, partition, outs[i].return_ids,
+                  subscriber_of, &scratch->lists[i], outs[i].partial);
+    }
+    return;
+  }
+  scratch->counts.resize(outs.size());
+  matches.CountPerEvent(scratch->counts.data());
+  for (size_t i = 0; i < outs.size(); ++i) {
+    outs[i].partial->count = scratch->counts[i];
+  }
+}
+
 void Engine::FillStats(v1::Stats* stats) const {
   stats->set_subscriptions(directory_.live());
   stats->set_events_published(events_published_.load(std::memory_order_relaxed));

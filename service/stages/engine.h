@@ -52,6 +52,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "matcher/cohort_matches.h"
 #include "matcher/types.h"
 #include "proto/cohort/v1/pubsub.pb.h"
 #include "service/api/validation.h"
@@ -192,6 +193,30 @@ void FillPartial(const SubscriptionDirectory& directory,
                  bool return_ids, const std::vector<uint32_t>& subscriber_of,
                  std::vector<matcher::SubscriptionId>* local,
                  PublishJob::Partial* partial);
+
+// Where one event of a cohort's flat matches goes: its partial, and whether
+// its request returns ids.
+struct PartialOut {
+  PublishJob::Partial* partial;
+  bool return_ids;
+};
+// Scratch for FillPartials, reused from cohort to cohort by one thread.
+struct PartialsScratch {
+  std::vector<std::vector<matcher::SubscriptionId>> lists;
+  std::vector<uint64_t> counts;
+};
+// The partials of a cohort's events from its flat matches (event i of
+// `matches` goes to outs[i]). Where no event returns ids and nobody
+// listens, a partial needs only its count, and the counts come from one
+// pass over the pairs (CohortMatches::CountPerEvent); else every event's
+// ids are listed (CohortMatches::ToLists) and go through FillPartial.
+// REQUIRES: outs.size() == matches.events().
+void FillPartials(const SubscriptionDirectory& directory,
+                  const ListenerRegistry& listeners, uint32_t partition,
+                  const std::vector<uint32_t>& subscriber_of,
+                  const matcher::CohortMatches& matches,
+                  absl::Span<const PartialOut> outs,
+                  PartialsScratch* scratch);
 
 // Subscription changes from one Subscribe or Unsubscribe, for one partition
 // (the sharded layouts) or for the whole index (the partitioned layout).

@@ -171,15 +171,19 @@ void ShardPartition::RunCohort(const std::vector<ShardItem>& cohort,
     live_.push_back(k);
     views_.push_back(item.job->events[item.event]);
   }
-  if (!views_.empty()) shard_.MatchCohort(views_, &matches_);
-  uint64_t matched = 0;
-  for (size_t j = 0; j < live_.size(); ++j) {
-    matched += matches_[j].size();
-    const ShardItem& item = cohort[live_[j]];
-    FillPartial(*directory_, *listeners_, shard_id_,
-                item.job->request->return_ids(), subscriber_of_, &matches_[j],
-                &item.job->state[item.event].partials[shard_id_]);
+  const uint64_t matches_before = shard_.counters().matches;
+  if (!views_.empty()) {
+    shard_.MatchCohort(views_, &matches_);
+    outs_.clear();
+    for (size_t k : live_) {
+      const ShardItem& item = cohort[k];
+      outs_.push_back({&item.job->state[item.event].partials[shard_id_],
+                       item.job->request->return_ids()});
+    }
+    FillPartials(*directory_, *listeners_, shard_id_, subscriber_of_,
+                 matches_, outs_, &partials_);
   }
+  const uint64_t matched = shard_.counters().matches - matches_before;
   // Everything is recorded before the events are handed on, so a GetStats
   // that follows a reply includes this cohort.
   profile_.AddEvents(live_.size());

@@ -136,7 +136,9 @@ class ShardPartition {
   std::vector<uint32_t> subscriber_of_;  // by local id
   std::vector<matcher::EventView> views_;
   std::vector<size_t> live_;  // cohort positions of the events not expired
-  std::vector<std::vector<matcher::SubscriptionId>> matches_;
+  matcher::CohortMatches matches_;
+  std::vector<PartialOut> outs_;
+  PartialsScratch partials_;
   std::vector<int64_t> waits_;
 };
 
