@@ -19,6 +19,16 @@ inline void PrefetchSlot(uint32_t e, const uint32_t* slots) {
 
 }  // namespace
 
+ClusterStore::~ClusterStore() {
+  // Blocks go with the arena; allocations past its largest class do not.
+  for (Cluster& c : clusters_) FreeData(c);
+}
+
+void ClusterStore::FreeData(Cluster& c) {
+  if (c.data != nullptr) arena_.Free(c.data, c.words());
+  c.data = nullptr;
+}
+
 uint32_t ClusterStore::NewCluster(uint32_t* head, PredicateId access,
                                   uint32_t width, bool lead) {
   uint32_t index;
@@ -44,6 +54,7 @@ void ClusterStore::Unlink(uint32_t* head, uint32_t index) {
   uint32_t* link = head;
   while (*link != index) link = &clusters_[*link].next;
   *link = clusters_[index].next;
+  FreeData(clusters_[index]);
   clusters_[index] = Cluster{};
   free_.push_back(index);
 }
@@ -53,13 +64,13 @@ void ClusterStore::Resize(Cluster& c, uint32_t capacity) {
   grown.width = c.width;
   grown.lead = c.lead;
   grown.capacity = capacity;
-  grown.data.reset(new uint32_t[grown.words()]);
+  grown.data = arena_.Allocate(grown.words());
   // Array by array: the lead's (two words a row), the ids, the columns.
   const uint32_t arrays = c.arrays();
   for (uint32_t a = 0; a < arrays && c.rows > 0;) {
     const uint32_t words = c.lead && a < 4 ? 2 : 1;  // words per row
-    std::memcpy(grown.data.get() + static_cast<size_t>(a) * capacity,
-                c.data.get() + static_cast<size_t>(a) * c.capacity,
+    std::memcpy(grown.data + static_cast<size_t>(a) * capacity,
+                c.data + static_cast<size_t>(a) * c.capacity,
                 static_cast<size_t>(c.rows) * words * sizeof(uint32_t));
     a += words;
   }
@@ -71,7 +82,8 @@ void ClusterStore::Resize(Cluster& c, uint32_t capacity) {
       std::fill(to, to + kLeadMetaWords, 0u);
     }
   }
-  c.data = std::move(grown.data);
+  FreeData(c);
+  c.data = grown.data;
   c.capacity = capacity;
 }
 
@@ -84,18 +96,19 @@ void ClusterStore::Widen(Cluster& c, uint32_t width) {
   wide.width = static_cast<uint16_t>(width);
   wide.lead = c.lead;
   wide.capacity = c.capacity;
-  wide.data.reset(new uint32_t[wide.words()]);
+  wide.data = arena_.Allocate(wide.words());
   // The lead's arrays (if any), the ids and the old columns keep their
   // places; the new columns are padding.
   const size_t kept = size_t{c.capacity} * c.arrays();
-  std::memcpy(wide.data.get(), c.data.get(), kept * sizeof(uint32_t));
-  std::fill(wide.data.get() + kept,
-            wide.data.get() + size_t{wide.capacity} * wide.arrays(),
+  std::memcpy(wide.data, c.data, kept * sizeof(uint32_t));
+  std::fill(wide.data + kept,
+            wide.data + size_t{wide.capacity} * wide.arrays(),
             kPadEntry);
   if (c.lead) {
     std::memcpy(wide.meta(), c.meta(), kLeadMetaWords * sizeof(uint32_t));
   }
-  c.data = std::move(wide.data);
+  FreeData(c);
+  c.data = wide.data;
   c.width = wide.width;
 }
 
@@ -203,13 +216,14 @@ void ClusterStore::MergeTail(Cluster& c) {
   // Room for the tail to grow until the next merge, and no more: a lead
   // list of a range-heavy index holds most of its rows.
   merged.capacity = live + std::max(kMinLeadTail, live / kLeadTailDivisor) + 1;
-  merged.data.reset(new uint32_t[merged.words()]);
+  merged.data = arena_.Allocate(merged.words());
   moved_scratch_.clear();
   for (uint32_t to = 0; to < live; ++to) {
     CopyRow(c, order[to], merged, to);
     if (order[to] != to) moved_scratch_.push_back(to);
   }
-  c.data = std::move(merged.data);
+  FreeData(c);
+  c.data = merged.data;
   c.capacity = merged.capacity;
   c.rows = c.sorted = live;
   c.dead = 0;
@@ -365,14 +379,11 @@ void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
 }
 
 size_t ClusterStore::MemoryBytes() const {
-  size_t bytes = clusters_.capacity() * sizeof(Cluster) +
+  size_t bytes = HugeBytes(clusters_.capacity() * sizeof(Cluster)) +
                  free_.capacity() * sizeof(uint32_t) +
                  order_scratch_.capacity() * sizeof(uint32_t) +
                  moved_scratch_.capacity() * sizeof(uint32_t);
-  for (const Cluster& c : clusters_) {
-    if (c.capacity > 0) bytes += c.words() * sizeof(uint32_t);
-  }
-  return bytes;
+  return bytes + arena_.MemoryBytes();
 }
 
 }  // namespace internal

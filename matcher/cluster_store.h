@@ -72,8 +72,10 @@
 #include "absl/types/span.h"
 #include "matcher/cohort_masks.h"
 #include "matcher/cohort_matches.h"
+#include "matcher/huge_pages.h"
 #include "matcher/predicate_table.h"
 #include "matcher/types.h"
+#include "matcher/word_arena.h"
 
 namespace cohort {
 namespace matcher {
@@ -151,6 +153,13 @@ inline uint32_t WidthClass(uint32_t width) {
 
 class ClusterStore {
  public:
+  ClusterStore() = default;
+  ClusterStore(const ClusterStore&) = delete;
+  ClusterStore& operator=(const ClusterStore&) = delete;
+  ClusterStore(ClusterStore&&) = default;
+  ClusterStore& operator=(ClusterStore&&) = default;
+  ~ClusterStore();
+
   // Appends a row for `id` with `entries` (and `lead`, if any) to the
   // cluster of (`access`, WidthClass(entries.size())) whose list head is
   // `*head`, widening it if it is narrower and creating it if needed.
@@ -227,7 +236,7 @@ class ClusterStore {
     // With a lead: lo[capacity] and hi[capacity] (an int64 in two words
     // each); then ids[capacity], then width columns. `capacity` words an
     // array: arrays() of them.
-    std::unique_ptr<uint32_t[]> data;
+    uint32_t* data = nullptr;  // from the store's arena_; words() of them
     uint32_t rows = 0;
     uint32_t capacity = 0;
     uint32_t dead = 0;
@@ -251,30 +260,30 @@ class ClusterStore {
       return size_t{capacity} * arrays() + (lead ? kLeadMetaWords : 0);
     }
     // REQUIRES for meta and the three below: lead, capacity > 0.
-    uint32_t* meta() { return data.get() + size_t{capacity} * arrays(); }
+    uint32_t* meta() { return data + size_t{capacity} * arrays(); }
     const uint32_t* meta() const {
-      return data.get() + size_t{capacity} * arrays();
+      return data + size_t{capacity} * arrays();
     }
     uint32_t sorted_low() const { return meta()[0]; }
     uint32_t sorted_mid() const { return meta()[1]; }
     uint32_t mid_width() const { return meta()[2]; }
     // Words before the ids: the lead ranges'.
     size_t lead_words() const { return lead ? size_t{4} * capacity : 0; }
-    uint32_t* ids() { return data.get() + lead_words(); }
-    const uint32_t* ids() const { return data.get() + lead_words(); }
+    uint32_t* ids() { return data + lead_words(); }
+    const uint32_t* ids() const { return data + lead_words(); }
     uint32_t* column(uint32_t c) { return ids() + (c + 1) * capacity; }
     const uint32_t* column(uint32_t c) const {
       return ids() + (c + 1) * capacity;
     }
     // REQUIRES for the rest: lead.
-    const uint32_t* lead_lo() const { return data.get(); }
-    const uint32_t* lead_hi() const { return data.get() + 2 * capacity; }
+    const uint32_t* lead_lo() const { return data; }
+    const uint32_t* lead_hi() const { return data + 2 * capacity; }
     int64_t lo(uint32_t row) const { return LoadInt64(lead_lo() + 2 * row); }
     int64_t hi(uint32_t row) const { return LoadInt64(lead_hi() + 2 * row); }
     LeadRange GetLead(uint32_t row) const { return {lo(row), hi(row)}; }
     void SetLead(uint32_t row, LeadRange r) {
-      std::memcpy(data.get() + 2 * row, &r.lo, sizeof(int64_t));
-      std::memcpy(data.get() + 2 * (capacity + row), &r.hi, sizeof(int64_t));
+      std::memcpy(data + 2 * row, &r.lo, sizeof(int64_t));
+      std::memcpy(data + 2 * (capacity + row), &r.hi, sizeof(int64_t));
     }
     // The rows of the sorted part whose lead may hold for some value in
     // [smallest, largest], one window a run: of the leads with lo
@@ -324,9 +333,9 @@ class ClusterStore {
   static void CopyRow(const Cluster& c, uint32_t from, Cluster& into,
                       uint32_t to);
   void Unlink(uint32_t* head, uint32_t index);
-  static void Resize(Cluster& c, uint32_t capacity);
+  void Resize(Cluster& c, uint32_t capacity);
   // Gives cluster c `width` columns, padding every row.
-  static void Widen(Cluster& c, uint32_t width);
+  void Widen(Cluster& c, uint32_t width);
   // Returns the rows visited.
   template <typename Emit>
   size_t MatchCluster(const Cluster& c, uint64_t access_mask,
@@ -354,7 +363,12 @@ class ClusterStore {
                                  const PredicateBits& bits, uint32_t* alive,
                                  std::vector<SubscriptionId>* matches);
 
-  std::vector<Cluster> clusters_;
+  // Frees c's arrays (if any) back to arena_.
+  void FreeData(Cluster& c);
+
+  WordArena arena_;  // every cluster's arrays
+  // Read at every cluster visited: on 2 MB pages where it is large.
+  std::vector<Cluster, HugePageAllocator<Cluster>> clusters_;
   std::vector<uint32_t> free_;
   std::vector<uint32_t> order_scratch_;  // MergeTail's
   std::vector<uint32_t> moved_scratch_;  // MergeTail's: new rows that moved
@@ -547,7 +561,7 @@ inline void ClusterStore::PrefetchRows(const Cluster& c) {
     return;
   }
   constexpr size_t kLine = 64 / sizeof(uint32_t);  // words per cache line
-  const uint32_t* data = c.data.get();
+  const uint32_t* data = c.data;
   const size_t words = static_cast<size_t>(c.capacity) * c.arrays();
   if (words <= 8 * kLine) {
     for (size_t w = 0; w < words; w += kLine) __builtin_prefetch(data + w);

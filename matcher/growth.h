@@ -22,15 +22,15 @@ namespace internal {
 
 // Capacity for at least `n` elements, a quarter more than now if it must
 // grow (and at least 16, so that small tables do not grow one by one).
-template <typename T>
-void ReserveGrowingByQuarter(std::vector<T>& v, size_t n) {
+template <typename T, typename A>
+void ReserveGrowingByQuarter(std::vector<T, A>& v, size_t n) {
   if (n <= v.capacity()) return;
   v.reserve(std::max(n, v.capacity() + v.capacity() / 4 + 16));
 }
 
 // v.resize(n, fill), growing as ReserveGrowingByQuarter.
-template <typename T>
-void ResizeGrowingByQuarter(std::vector<T>& v, size_t n, const T& fill) {
+template <typename T, typename A>
+void ResizeGrowingByQuarter(std::vector<T, A>& v, size_t n, const T& fill) {
   ReserveGrowingByQuarter(v, n);
   v.resize(n, fill);
 }
