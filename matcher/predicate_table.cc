@@ -672,6 +672,17 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
       keep == CohortKeep::kCheaper && events.size() <= kMaxCheaperPerEvent;
   m->event_access_.clear();
   m->event_hits_begin_.clear();
+  // The equality lookups below are each a few cache misses in a large
+  // table (its control bytes, then its slot): ask for them all first, so
+  // that they overlap instead of following one another.
+  if (!lone) {
+    for (const EventView& event : events) {
+      for (const AttributeValue& av : event) {
+        ids_.prefetch(
+            NormalPredicate{Kind::kEq, av.attribute, av.value, av.value});
+      }
+    }
+  }
   for (size_t e = 0; e < events.size(); ++e) {
     m->event_hits_begin_.push_back(
         static_cast<uint32_t>(m->event_access_.size()));
