@@ -377,6 +377,14 @@ class ClusterStore {
   std::vector<uint32_t> bulk_clusters_;
 };
 
+// The cohort mask of cluster entry `e`: its predicate's mask (read through
+// the slot table), complemented, without a branch, for a negated entry.
+inline uint64_t EntryMask(uint32_t e, const uint32_t* slots,
+                          const uint64_t* words) {
+  const uint64_t flip = -static_cast<uint64_t>(e >> 31);
+  return words[slots[e & kEntryIdMask]] ^ flip;
+}
+
 // Which sorted run of a lead cluster a lead belongs in (Cluster::sorted):
 // 0 with lo INT64_MIN, 2 with hi INT64_MAX (and lo above it), else 1.
 inline int LeadRun(const LeadRange& r) {
@@ -678,10 +686,7 @@ void ClusterStore::MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
   } else {
     const uint32_t* col = c.column(0) + start;
     for (uint32_t j = 0; j < n; ++j) {
-      const uint32_t e = col[j];
-      // ~mask for a negated entry, without a branch.
-      const uint64_t flip = -static_cast<uint64_t>(e >> 31);
-      acc[j] = access_mask & (words[slots[e & kEntryIdMask]] ^ flip);
+      acc[j] = access_mask & EntryMask(col[j], slots, words);
       any |= acc[j];
     }
     k = 1;
@@ -692,18 +697,14 @@ void ClusterStore::MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
     if (every_row) {
       // A dead row's accumulator stays 0 whatever its entry holds.
       for (uint32_t j = 0; j < n; ++j) {
-        const uint32_t e = col[j];
-        const uint64_t flip = -static_cast<uint64_t>(e >> 31);
-        acc[j] &= words[slots[e & kEntryIdMask]] ^ flip;
+        acc[j] &= EntryMask(col[j], slots, words);
         any |= acc[j];
       }
       continue;
     }
     for (uint32_t j = 0; j < n; ++j) {
       if (acc[j] == 0) continue;
-      const uint32_t e = col[j];
-      const uint64_t flip = -static_cast<uint64_t>(e >> 31);
-      acc[j] &= words[slots[e & kEntryIdMask]] ^ flip;
+      acc[j] &= EntryMask(col[j], slots, words);
       any |= acc[j];
     }
   }

@@ -118,7 +118,7 @@ class LaneCounter {
 void CohortMatches::CountPerEvent(uint64_t* counts) const {
   std::memset(counts, 0, events_ * sizeof(uint64_t));
   for (size_t c = 0; c < chunks_.size(); ++c) {
-    const size_t to = c + 1 < chunks_.size() ? chunks_[c + 1].from : pairs_;
+    const size_t to = ChunkEnd(c);
     LaneCounter counter;
     size_t k = chunks_[c].from;
     for (; k + 16 <= to; k += 16) counter.AddSixteen(masks_.data() + k);
@@ -138,17 +138,8 @@ void CohortMatches::ToLists(
     out[run.event].insert(out[run.event].end(), run_ids_.begin() + run.from,
                           run_ids_.begin() + run.to);
   }
-  for (size_t c = 0; c < chunks_.size(); ++c) {
-    const size_t to = c + 1 < chunks_.size() ? chunks_[c + 1].from : pairs_;
-    std::vector<SubscriptionId>* chunk = out + chunks_[c].base;
-    for (size_t k = chunks_[c].from; k < to; ++k) {
-      uint64_t mask = masks_[k];
-      do {
-        chunk[__builtin_ctzll(mask)].push_back(ids_[k]);
-        mask &= mask - 1;
-      } while (mask != 0);
-    }
-  }
+  ForEachPairMatch(
+      [out](size_t event, SubscriptionId id) { out[event].push_back(id); });
 }
 
 size_t CohortMatches::MemoryBytes() const {

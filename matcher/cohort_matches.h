@@ -97,6 +97,13 @@ class CohortMatches {
   };
   // Room for at least `more` pairs past pairs_.
   void Grow(size_t more);
+  // One past chunk c's last pair.
+  size_t ChunkEnd(size_t c) const {
+    return c + 1 < chunks_.size() ? chunks_[c + 1].from : pairs_;
+  }
+  // f(event, id) for every match of the pairs (the runs not included).
+  template <typename F>
+  void ForEachPairMatch(F&& f) const;
 
   // The pairs: [0, pairs_) of ids_ and masks_, whose sizes are the room.
   std::vector<SubscriptionId> ids_;
@@ -109,11 +116,10 @@ class CohortMatches {
 };
 
 template <typename F>
-void CohortMatches::ForEachMatch(F&& f) const {
+void CohortMatches::ForEachPairMatch(F&& f) const {
   for (size_t c = 0; c < chunks_.size(); ++c) {
-    const size_t to = c + 1 < chunks_.size() ? chunks_[c + 1].from : pairs_;
     const size_t base = chunks_[c].base;
-    for (size_t k = chunks_[c].from; k < to; ++k) {
+    for (size_t k = chunks_[c].from, end = ChunkEnd(c); k < end; ++k) {
       uint64_t mask = masks_[k];
       while (mask != 0) {
         f(base + static_cast<size_t>(__builtin_ctzll(mask)), ids_[k]);
@@ -121,6 +127,11 @@ void CohortMatches::ForEachMatch(F&& f) const {
       }
     }
   }
+}
+
+template <typename F>
+void CohortMatches::ForEachMatch(F&& f) const {
+  ForEachPairMatch(f);
   for (const Run& run : runs_) {
     for (size_t k = run.from; k < run.to; ++k) f(run.event, run_ids_[k]);
   }

@@ -9,12 +9,10 @@ namespace cohort {
 namespace matcher {
 namespace internal {
 
-void* AllocateHuge(size_t bytes) {
-  if (bytes < kHugeAllocationMin) return ::operator new(bytes);
-  const size_t held = HugeBytes(bytes);
-  // A page more than held, then the excess unmapped, so the mapping starts
-  // on a 2 MB boundary.
-  const size_t mapped = held + kHugePageBytes;
+void* MapAligned(size_t bytes, bool huge) {
+  // A page more than asked, then the excess unmapped, so the mapping
+  // starts on a 2 MB boundary.
+  const size_t mapped = bytes + kHugePageBytes;
   void* raw = mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) throw std::bad_alloc();
@@ -22,13 +20,18 @@ void* AllocateHuge(size_t bytes) {
   const uintptr_t aligned =
       (start + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
   if (aligned > start) munmap(raw, aligned - start);
-  const uintptr_t end = aligned + held;
+  const uintptr_t end = aligned + bytes;
   if (start + mapped > end) {
     munmap(reinterpret_cast<void*>(end), start + mapped - end);
   }
   void* p = reinterpret_cast<void*>(aligned);
-  madvise(p, held, MADV_HUGEPAGE);  // best effort: THP may be off
+  if (huge) madvise(p, bytes, MADV_HUGEPAGE);
   return p;
+}
+
+void* AllocateHuge(size_t bytes) {
+  if (bytes < kHugeAllocationMin) return ::operator new(bytes);
+  return MapAligned(HugeBytes(bytes), /*huge=*/true);
 }
 
 void FreeHuge(void* p, size_t bytes) {

@@ -31,6 +31,11 @@ inline constexpr size_t kHugeAllocationMin = ~size_t{0};
 inline constexpr size_t kHugeAllocationMin = size_t{2} << 20;
 #endif
 
+// Maps `bytes` (a multiple of kHugePageBytes) of zeroed memory starting on
+// a 2 MB boundary, marked MADV_HUGEPAGE if `huge` (best effort: THP may be
+// off). Throws std::bad_alloc if no memory; munmap(p, bytes) frees it.
+void* MapAligned(size_t bytes, bool huge);
+
 // `bytes` on 2 MB pages where bytes >= kHugeAllocationMin, else from
 // operator new. Throws std::bad_alloc if no memory.
 void* AllocateHuge(size_t bytes);

@@ -4,8 +4,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <new>
 #include <utility>
+
+#include "matcher/huge_pages.h"
 
 namespace cohort {
 namespace matcher {
@@ -75,27 +76,11 @@ size_t WordArena::RoundedWords(size_t words) {
 }
 
 void WordArena::NewBlock() {
-  // Twice what is needed past a 2 MB boundary, then the excess unmapped,
-  // so the block is aligned to the huge pages it may be backed by.
-  const size_t mapped = kBlockBytes + kHugePage;
-  void* raw = mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) throw std::bad_alloc();
-  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = (start + kHugePage - 1) & ~(kHugePage - 1);
-  if (aligned > start) munmap(raw, aligned - start);
-  const uintptr_t tail = aligned + kBlockBytes;
-  const uintptr_t mapped_end = start + mapped;
-  if (mapped_end > tail) {
-    munmap(reinterpret_cast<void*>(tail), mapped_end - tail);
-  }
-  void* base = reinterpret_cast<void*>(aligned);
   // The first block stays on 4 KB pages: a small store (a partition of a
   // many-core server) fits the TLB anyway, and a 2 MB page would hold a
-  // whole 2 MB for a few clusters. Best effort: without transparent huge
-  // pages (or with them off) every block is on 4 KB pages.
+  // whole 2 MB for a few clusters.
   const bool huge = !blocks_.empty();
-  if (huge) madvise(base, kBlockBytes, MADV_HUGEPAGE);
+  void* base = MapAligned(kBlockBytes, huge);
   blocks_.push_back({base, kBlockBytes, huge});
   next_ = static_cast<char*>(base);
   end_ = next_ + kBlockBytes;
@@ -113,7 +98,8 @@ size_t WordArena::MemoryBytes() const {
   const Block& last = blocks_.back();
   const size_t used =
       static_cast<size_t>(next_ - static_cast<char*>(last.base));
-  const size_t held = (used + kHugePage - 1) / kHugePage * kHugePage;
+  const size_t held =
+      (used + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
   return bytes + (held - used);
 }
 

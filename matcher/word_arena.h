@@ -78,12 +78,11 @@ class WordArena {
 #else
   static constexpr bool kCarve = true;
 #endif
-  static constexpr size_t kBlockBytes = size_t{4} << 20;
-  static constexpr size_t kHugePage = size_t{2} << 20;
+  static constexpr size_t kBlockBytes = size_t{4} << 20;  // 2 huge pages
 
   // The size class of `words` words, or -1 past the largest.
   static int ClassOf(size_t words);
-  // Maps a new block and makes it the one carved from.
+  // Maps a new block (MapAligned) and makes it the one carved from.
   void NewBlock();
 
   std::vector<Block> blocks_;
