@@ -204,9 +204,9 @@ uint32_t PredicateTable::NewEqSlot() {
 }
 
 PredicateId PredicateTable::Acquire(const NormalPredicate& p) {
-  if (auto it = ids_.find(p); it != ids_.end()) {
-    ++info_[*it].refs;
-    return *it;
+  if (const PredicateId* found = Find(p)) {
+    ++info_[*found].refs;
+    return *found;
   }
   PredicateId id;
   if (!free_ids_.empty()) {
@@ -226,7 +226,11 @@ PredicateId PredicateTable::Acquire(const NormalPredicate& p) {
   info.attribute = p.attribute;
   info.kind = p.kind;
   info.refs = 1;
-  ids_.insert(id);
+  if (p.kind == Kind::kEq) {
+    eq_ids_.insert(EqEntry{p.lo, p.attribute, id});
+  } else {
+    ids_.insert(id);
+  }
   ++live_;
   // Every attribute with a predicate has groups, so phase 1 can index them.
   if (p.attribute >= attributes_.size()) attributes_.resize(p.attribute + 1);
@@ -246,10 +250,11 @@ void PredicateTable::Release(PredicateId id) {
   Info& info = info_[id];
   assert(info.refs > 0);
   if (--info.refs > 0) return;
-  ids_.erase(id);
   if (info.kind == Kind::kEq) {
+    eq_ids_.erase(EqKey{info.attribute, info.lo});
     free_eq_slots_.push_back(slot_of_[id]);
   } else {
+    ids_.erase(id);
     RemoveFromGroup(id);
     if (attributes_[info.attribute].present == id) {
       attributes_[info.attribute].present = kFalsePredicate;
@@ -678,8 +683,7 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
   if (!lone) {
     for (const EventView& event : events) {
       for (const AttributeValue& av : event) {
-        ids_.prefetch(
-            NormalPredicate{Kind::kEq, av.attribute, av.value, av.value});
+        eq_ids_.prefetch(EqKey{av.attribute, av.value});
       }
     }
   }
@@ -1044,7 +1048,8 @@ size_t PredicateTable::MemoryBytes() const {
                  free_eq_slots_.capacity() * sizeof(uint32_t) +
                  attributes_.capacity() * sizeof(AttributeGroups);
   // flat_hash_set: one slot plus one control byte per bucket.
-  bytes += ids_.capacity() * (sizeof(PredicateId) + 1);
+  bytes += ids_.capacity() * (sizeof(PredicateId) + 1) +
+           eq_ids_.capacity() * (sizeof(EqEntry) + 1);
   for (const AttributeGroups& a : attributes_) {
     for (const Group* g : {&a.low, &a.high, &a.range}) {
       bytes += g->key.capacity() * sizeof(int64_t) +
