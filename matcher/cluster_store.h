@@ -67,6 +67,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -102,10 +103,23 @@ class AppendToMatches {
   void operator()(SubscriptionId id, uint64_t mask) const {
     out_->Add(id, mask);
   }
+  void AddBlock(const SubscriptionId* ids, const uint64_t* masks,
+                size_t n) const {
+    out_->AddBlock(ids, masks, n);
+  }
 
  private:
   CohortMatches* out_;
 };
+
+// Whether an emit for ClusterStore::MatchVisits takes a block of rows at
+// once (AddBlock(ids, masks, n): the rows whose mask is not 0), rather
+// than one call per matched row.
+template <typename Emit, typename = void>
+struct EmitsBlocks : std::false_type {};
+template <typename Emit>
+struct EmitsBlocks<Emit, std::void_t<decltype(&Emit::AddBlock)>>
+    : std::true_type {};
 
 // One cluster list of the per-event path (ClusterStore::MatchListsForEvent):
 // its head, the event's value of the access predicate's attribute, the
@@ -709,8 +723,12 @@ void ClusterStore::MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
     }
   }
   if (any == 0) return;
-  for (uint32_t j = 0; j < n; ++j) {
-    if (acc[j] != 0) emit(ids[start + j], acc[j]);
+  if constexpr (EmitsBlocks<Emit>::value) {
+    emit.AddBlock(ids + start, acc, n);
+  } else {
+    for (uint32_t j = 0; j < n; ++j) {
+      if (acc[j] != 0) emit(ids[start + j], acc[j]);
+    }
   }
 }
 

@@ -48,6 +48,22 @@ class CohortMatches {
     ids_[pairs_] = id;
     masks_[pairs_++] = mask;
   }
+  // Appends (ids[j], masks[j]) for every j < n with masks[j] != 0,
+  // without a branch per row (phase 2 emits a block of rows at a time, a
+  // quarter of them matched on fabret-1m: a branch on each mispredicted
+  // about as often). REQUIRES: BeginChunk was called since Reset.
+  void AddBlock(const SubscriptionId* ids, const uint64_t* masks, size_t n) {
+    if (pairs_ + n > ids_.size()) Grow(n);
+    SubscriptionId* to_ids = ids_.data() + pairs_;
+    uint64_t* to_masks = masks_.data() + pairs_;
+    size_t k = 0;
+    for (size_t j = 0; j < n; ++j) {
+      to_ids[k] = ids[j];
+      to_masks[k] = masks[j];
+      k += masks[j] != 0;
+    }
+    pairs_ += k;
+  }
   // For the per-event paths, which append one event's ids to a vector: the
   // ids appended to *event_ids() since the last EndEvent are event i's of
   // the current chunk at EndEvent(i). They are kept as a run, with no mask

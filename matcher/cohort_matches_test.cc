@@ -128,6 +128,45 @@ TEST(CohortMatches, ResetForgetsThePreviousCohort) {
   ExpectHolds(m, want);
 }
 
+// AddBlock keeps exactly the rows whose mask is not zero, in order, and
+// grows the buffer as Add does (blocks larger than the room it starts
+// with, and many of them).
+TEST(CohortMatches, AddBlockKeepsTheRowsWithAMask) {
+  Rng rng(7);
+  CohortMatches m;
+  m.Reset(64);
+  m.BeginChunk(0);
+  std::vector<std::vector<SubscriptionId>> want(64);
+  uint64_t want_matches = 0;
+  size_t want_pairs = 0;
+  SubscriptionId next = 0;
+  for (int block = 0; block < 300; ++block) {
+    const size_t n = 1 + rng.Uniform(block % 10 == 0 ? 3000 : 256);
+    std::vector<SubscriptionId> ids(n);
+    std::vector<uint64_t> masks(n);
+    for (size_t j = 0; j < n; ++j) {
+      ids[j] = next++;
+      masks[j] = rng.Chance(25) ? rng.Next() | 1 : 0;
+      if (masks[j] == 0) continue;
+      ++want_pairs;
+      want_matches += __builtin_popcountll(masks[j]);
+      for (int i = 0; i < 64; ++i) {
+        if ((masks[j] >> i) & 1) want[i].push_back(ids[j]);
+      }
+    }
+    m.AddBlock(ids.data(), masks.data(), n);
+  }
+  EXPECT_EQ(m.pairs(), want_pairs);
+  EXPECT_EQ(m.matches(), want_matches);
+  std::vector<std::vector<SubscriptionId>> lists;
+  m.ToLists(&lists);
+  ASSERT_EQ(lists.size(), 64u);
+  for (size_t e = 0; e < 64; ++e) {
+    std::sort(lists[e].begin(), lists[e].end());
+    EXPECT_EQ(lists[e], want[e]) << "event " << e;
+  }
+}
+
 }  // namespace
 }  // namespace matcher
 }  // namespace cohort

@@ -853,7 +853,7 @@ void PredicateTable::AddRankTable(uint32_t index, CohortMasks* m) {
   if (span > kMaxRankTable) return;
   a.rank_first = static_cast<uint32_t>(m->ranks_.size());
   a.rank_size = static_cast<uint32_t>(span);
-  m->ranks_.resize(m->ranks_.size() + span);
+  m->ranks_.resize(m->ranks_.size() + span + 1);
   uint8_t* rank = m->ranks_.data() + a.rank_first;
   uint32_t below = 0;
   for (uint32_t x = 0; x < span; ++x) {
@@ -864,6 +864,7 @@ void PredicateTable::AddRankTable(uint32_t index, CohortMasks* m) {
     }
     rank[x] = static_cast<uint8_t>(below);
   }
+  rank[span] = static_cast<uint8_t>(a.count);  // RankedLeadMask's clamp
 }
 
 void PredicateTable::AddTasks(const Group& g, uint32_t index,
