@@ -38,13 +38,15 @@ uint32_t ClusterStore::NewCluster(uint32_t* head, PredicateId access,
   } else {
     index = static_cast<uint32_t>(clusters_.size());
     ReserveGrowingByQuarter(clusters_, clusters_.size() + 1);
+    ReserveGrowingByQuarter(access_, access_.size() + 1);
     clusters_.emplace_back();
+    access_.push_back(kFalsePredicate);
   }
   Cluster& c = clusters_[index];
   c = Cluster{};
   c.width = static_cast<uint16_t>(width);
   c.lead = lead ? 1 : 0;
-  c.access = access;
+  access_[index] = access;
   c.next = *head;
   *head = index;
   return index;
@@ -380,6 +382,7 @@ void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
 
 size_t ClusterStore::MemoryBytes() const {
   size_t bytes = HugeBytes(clusters_.capacity() * sizeof(Cluster)) +
+                 access_.capacity() * sizeof(PredicateId) +
                  free_.capacity() * sizeof(uint32_t) +
                  order_scratch_.capacity() * sizeof(uint32_t) +
                  moved_scratch_.capacity() * sizeof(uint32_t);
