@@ -848,21 +848,26 @@ void PredicateTable::KeepPerEvent(absl::Span<const EventView> events,
 void PredicateTable::AddRankTable(uint32_t index, CohortMasks* m) {
   CohortMasks::AttributeValues& a = m->attributes_[index];
   const int64_t* values = m->values_.data() + a.first;
-  const uint64_t span = static_cast<uint64_t>(values[a.count - 1]) -
-                        static_cast<uint64_t>(values[0]) + 1;
-  if (span > kMaxRankTable) return;
+  // The largest offset; checked before adding 1, which wraps to 0 when
+  // the values span all of int64.
+  const uint64_t last = static_cast<uint64_t>(values[a.count - 1]) -
+                        static_cast<uint64_t>(values[0]);
+  if (last >= kMaxRankTable) return;
+  const uint64_t span = last + 1;
   a.rank_first = static_cast<uint32_t>(m->ranks_.size());
   a.rank_size = static_cast<uint32_t>(span);
   m->ranks_.resize(m->ranks_.size() + span + 1);
   uint8_t* rank = m->ranks_.data() + a.rank_first;
-  uint32_t below = 0;
-  for (uint32_t x = 0; x < span; ++x) {
-    while (below < a.count &&
-           static_cast<uint64_t>(values[below]) -
-                   static_cast<uint64_t>(values[0]) < x) {
-      ++below;
-    }
-    rank[x] = static_cast<uint8_t>(below);
+  // rank[x] is the number of values below values[0] + x: i over the
+  // offsets x in (offset of value i - 1, offset of value i], written a run
+  // at a time (a byte a position, one loop step a value).
+  uint64_t x = 0;
+  for (uint32_t i = 0; i < a.count; ++i) {
+    const uint64_t offset = static_cast<uint64_t>(values[i]) -
+                            static_cast<uint64_t>(values[0]);
+    if (offset < x) continue;  // a repeated value
+    std::memset(rank + x, static_cast<int>(i), offset + 1 - x);
+    x = offset + 1;
   }
   rank[span] = static_cast<uint8_t>(a.count);  // RankedLeadMask's clamp
 }
