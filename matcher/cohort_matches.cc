@@ -57,21 +57,9 @@ inline void CarrySave(uint64_t a, uint64_t b, uint64_t c, uint64_t* high,
 class LaneCounter {
  public:
   void AddSixteen(const uint64_t* m) {
-    uint64_t twos_a, twos_b, fours_a, fours_b, eights_a, eights_b, sixteens;
-    CarrySave(ones_, m[0], m[1], &twos_a, &ones_);
-    CarrySave(ones_, m[2], m[3], &twos_b, &ones_);
-    CarrySave(twos_, twos_a, twos_b, &fours_a, &twos_);
-    CarrySave(ones_, m[4], m[5], &twos_a, &ones_);
-    CarrySave(ones_, m[6], m[7], &twos_b, &ones_);
-    CarrySave(twos_, twos_a, twos_b, &fours_b, &twos_);
-    CarrySave(fours_, fours_a, fours_b, &eights_a, &fours_);
-    CarrySave(ones_, m[8], m[9], &twos_a, &ones_);
-    CarrySave(ones_, m[10], m[11], &twos_b, &ones_);
-    CarrySave(twos_, twos_a, twos_b, &fours_a, &twos_);
-    CarrySave(ones_, m[12], m[13], &twos_a, &ones_);
-    CarrySave(ones_, m[14], m[15], &twos_b, &ones_);
-    CarrySave(twos_, twos_a, twos_b, &fours_b, &twos_);
-    CarrySave(fours_, fours_a, fours_b, &eights_b, &fours_);
+    const uint64_t eights_a = AddEight(m);
+    const uint64_t eights_b = AddEight(m + 8);
+    uint64_t sixteens;
     CarrySave(eights_, eights_a, eights_b, &sixteens, &eights_);
     Ripple(sixteens);
   }
@@ -99,6 +87,19 @@ class LaneCounter {
   }
 
  private:
+  // Adds eight masks into the low three weights; returns what carries
+  // into weight eight.
+  uint64_t AddEight(const uint64_t* m) {
+    uint64_t twos_a, twos_b, fours_a, fours_b, eights;
+    CarrySave(ones_, m[0], m[1], &twos_a, &ones_);
+    CarrySave(ones_, m[2], m[3], &twos_b, &ones_);
+    CarrySave(twos_, twos_a, twos_b, &fours_a, &twos_);
+    CarrySave(ones_, m[4], m[5], &twos_a, &ones_);
+    CarrySave(ones_, m[6], m[7], &twos_b, &ones_);
+    CarrySave(twos_, twos_a, twos_b, &fours_b, &twos_);
+    CarrySave(fours_, fours_a, fours_b, &eights, &fours_);
+    return eights;
+  }
   // Adds `sixteens` (weight 16 in each lane) to the planes.
   void Ripple(uint64_t sixteens) {
     for (int p = 0; sixteens != 0; ++p) {
