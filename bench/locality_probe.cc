@@ -330,14 +330,21 @@ uint64_t RunThreads(const matcher::PartitionedIndex& index,
           index.RunTask(w.task, &c.masks);
           pipeline.TaskDone(w.buffer);
           break;
-        case CohortPipeline::Work::Kind::kMatch:
-          out.Reset(c.views.size());
-          out.BeginChunk(0);
-          index.MatchPartition(w.partition, c.masks, &out, &counters);
-          out.CountPerEvent(counts.data());
-          for (size_t i = 0; i < c.views.size(); ++i) found += counts[i];
+        case CohortPipeline::Work::Kind::kMatch: {
+          // A solo cohort's match is every partition's, one after another
+          // (as PartitionedEngine::Run does it).
+          const uint32_t first = w.all_partitions ? 0 : w.partition;
+          const uint32_t end = w.all_partitions ? p : w.partition + 1;
+          for (uint32_t q = first; q < end; ++q) {
+            out.Reset(c.views.size());
+            out.BeginChunk(0);
+            index.MatchPartition(q, c.masks, &out, &counters);
+            out.CountPerEvent(counts.data());
+            for (size_t i = 0; i < c.views.size(); ++i) found += counts[i];
+          }
           pipeline.MatchDone(w.buffer, w.partition);
           break;
+        }
         default:  // no subscription changes here
           break;
       }
