@@ -282,7 +282,6 @@ uint64_t RunThreads(const matcher::PartitionedIndex& index,
                     double* seconds, bool* pinned) {
   using service::CohortPipeline;
   using service::PublishJob;
-  if (p == 0) return 0;  // main rejects --partitions=0 before this
   // One job per event: only the events' values matter here.
   std::vector<std::unique_ptr<PublishJob>> jobs;
   for (const auto& event : workload.events) {

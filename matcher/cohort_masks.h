@@ -362,6 +362,7 @@ class CohortMasks {
   // it; by positions, 1.24-1.37x: bench/locality_probe --partitions=16.)
   // REQUIRES: parts >= 1.
   uint32_t task_part(size_t task, uint32_t parts) const {
+    if (parts <= 1) return 0;  // one part (or, against the contract, none)
     if (per_event_) return static_cast<uint32_t>(task % parts);
     const Task& t = tasks_[task];
     const uint64_t middle = 2 * t.before + (t.end - t.begin) + t.tail_size;
