@@ -31,8 +31,11 @@
 //     also matched whole on a one-partition index beside it (--baseline);
 //   - partitioned --threads: matching for real on P pinned threads
 //     scheduled by the server's CohortPipeline (cohorts formed once,
-//     phase-1 tasks taken by idle threads, phase 2 per partition), without
-//     gRPC or replies;
+//     phase-1 tasks taken by idle threads in batches, phase 2 per
+//     partition), without gRPC or replies; it reports where the threads'
+//     time went (thread_seconds_next: waiting for and taking work;
+//     _form, _task, _match: the work; _report: telling the pipeline it is
+//     done, which is the lock alone);
 //   - --all_cores, any layout (for callgrind): every core's share in turn,
 //     the simulated caches scrubbed before each, so each core starts cold
 //     and sees only its own accesses, as in its own caches; the counts are
@@ -53,10 +56,12 @@
 #include <valgrind/callgrind.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -72,6 +77,7 @@
 #include "matcher/index.h"
 #include "matcher/partitioned_index.h"
 #include "service/stages/cohort_pipeline.h"
+#include "service/stages/predicate_stage.h"
 
 ABSL_FLAG(std::string, preset, "fabret-1m",
           "Workload preset to generate in memory; ignored with --workload.");
@@ -108,6 +114,11 @@ ABSL_FLAG(bool, threads, false,
           "pinned to the p-th usable CPU, scheduled by the server's "
           "CohortPipeline (bench/partition_work.sh --concurrent); "
           "match_seconds is the wall time of the whole run.");
+ABSL_FLAG(uint64_t, task_batch_positions,
+          cohort::service::kPhase1BatchPositions,
+          "partitioned --threads: phase-1 tasks are handed out in batches of "
+          "at least this many positions, as the server's predicate stage "
+          "does (1: every task alone).");
 ABSL_FLAG(uint32_t, cohorts_in_flight, 0,
           "partitioned: the server's --cohorts_in_flight, the mask buffers "
           "of --threads' pipeline and those the work model counts with the "
@@ -277,9 +288,32 @@ uint32_t CohortsInFlight(uint32_t p) {
 
 // The staged server's matching on P threads (see --threads): returns the
 // matches found, and the wall time from the first cohort to the last match.
+int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             Clock::now().time_since_epoch())
+      .count();
+}
+
+// Where the P threads' time went, summed over them (--threads): waiting
+// for and taking work (Next), the work of each kind, and reporting it
+// (Formed, TaskDone, MatchDone), in seconds; and the pieces of work.
+struct ThreadTimes {
+  enum Part { kNext, kForm, kTask, kMatch, kReport, kParts };
+  static constexpr const char* kNames[kParts] = {"next", "form", "task",
+                                                 "match", "report"};
+  std::array<int64_t, kParts> ns{};
+  std::array<uint64_t, kParts> count{};
+  void Add(const ThreadTimes& o) {
+    for (int i = 0; i < kParts; ++i) {
+      ns[i] += o.ns[i];
+      count[i] += o.count[i];
+    }
+  }
+};
+
 uint64_t RunThreads(const matcher::PartitionedIndex& index,
                     const Workload& workload, uint32_t p, size_t chunk,
-                    double* seconds, bool* pinned) {
+                    double* seconds, bool* pinned, ThreadTimes* times) {
   using service::CohortPipeline;
   using service::PublishJob;
   // One job per event: only the events' values matter here.
@@ -295,11 +329,14 @@ uint64_t RunThreads(const matcher::PartitionedIndex& index,
   struct Cohort {
     std::vector<matcher::EventView> views;
     matcher::internal::CohortMasks masks;
+    std::vector<uint32_t> batch_ends;
     std::vector<uint32_t> preferred;
   };
+  const uint64_t batch_positions = absl::GetFlag(FLAGS_task_batch_positions);
   std::vector<Cohort> cohorts(pipeline.slots());
   std::atomic<uint64_t> matches{0};
   std::atomic<bool> all_pinned{true};
+  std::mutex times_mu;
   auto work = [&](uint32_t t) {
     if (!PinToCpu(t)) all_pinned = false;
     matcher::CohortMatches out;
@@ -307,7 +344,19 @@ uint64_t RunThreads(const matcher::PartitionedIndex& index,
     matcher::IndexCounters counters;
     uint64_t found = 0;
     CohortPipeline::Work w;
-    while (pipeline.Next(t, &w)) {
+    ThreadTimes mine;
+    int64_t last = NowNanos();
+    // Charges the time since the last mark to `part`.
+    auto mark = [&](ThreadTimes::Part part) {
+      const int64_t now = NowNanos();
+      mine.ns[part] += now - last;
+      ++mine.count[part];
+      last = now;
+    };
+    for (;;) {
+      const bool more = pipeline.Next(t, &w);
+      mark(ThreadTimes::kNext);
+      if (!more) break;
       Cohort& c = cohorts[w.buffer];
       switch (w.kind) {
         case CohortPipeline::Work::Kind::kForm:
@@ -317,18 +366,32 @@ uint64_t RunThreads(const matcher::PartitionedIndex& index,
           }
           index.BeginCohort(c.views, &c.masks);
           c.preferred.clear();
-          for (size_t t = 0; t < c.masks.tasks(); ++t) {
-            if (w.solo) {
+          // As PredicateStage::Form, but a cohort of few positions is
+          // handed out all the same.
+          c.masks.BatchTasks(batch_positions, &c.batch_ends);
+          if (w.solo) {
+            for (size_t t = 0; t < c.masks.tasks(); ++t) {
               index.RunTask(t, &c.masks);
-            } else {
-              c.preferred.push_back(c.masks.task_part(t, p));
+            }
+          } else {
+            uint32_t first = 0;
+            for (uint32_t end : c.batch_ends) {
+              c.preferred.push_back(c.masks.batch_part(first, end, p));
+              first = end;
             }
           }
+          mark(ThreadTimes::kForm);
           pipeline.Formed(w.buffer, c.preferred, c.views.size());
+          mark(ThreadTimes::kReport);
           break;
         case CohortPipeline::Work::Kind::kTask:
-          index.RunTask(w.task, &c.masks);
+          for (uint32_t t = w.task == 0 ? 0 : c.batch_ends[w.task - 1];
+               t < c.batch_ends[w.task]; ++t) {
+            index.RunTask(t, &c.masks);
+          }
+          mark(ThreadTimes::kTask);
           pipeline.TaskDone(w.buffer);
+          mark(ThreadTimes::kReport);
           break;
         case CohortPipeline::Work::Kind::kMatch: {
           // A solo cohort's match is every partition's, one after another
@@ -342,7 +405,9 @@ uint64_t RunThreads(const matcher::PartitionedIndex& index,
             out.CountPerEvent(counts.data());
             for (size_t i = 0; i < c.views.size(); ++i) found += counts[i];
           }
+          mark(ThreadTimes::kMatch);
           pipeline.MatchDone(w.buffer, w.partition);
+          mark(ThreadTimes::kReport);
           break;
         }
         default:  // no subscription changes here
@@ -350,6 +415,8 @@ uint64_t RunThreads(const matcher::PartitionedIndex& index,
       }
     }
     matches += found;
+    std::lock_guard<std::mutex> lock(times_mu);
+    times->Add(mine);
   };
   std::vector<std::thread> threads;
   const auto start = Clock::now();
@@ -392,13 +459,24 @@ int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
   if (absl::GetFlag(FLAGS_threads)) {
     if (!ReadyThenWaitForGo()) return 1;
     bool pinned = false;
+    ThreadTimes times;
     r->matches = RunThreads(index, workload, p, chunk, &r->match_seconds,
-                            &pinned);
+                            &pinned, &times);
     r->index_bytes = index.MemoryBytes();
     absl::StrAppend(&r->extra, ", \"threads\": ", p,
                     ", \"cohorts_in_flight\": ", CohortsInFlight(p),
                     ", \"pinned\": ",
                     pinned ? "true" : "false");
+    // The threads' seconds by part, summed over the threads, and the
+    // pieces of each (next: calls of Next; report: of Formed, TaskDone
+    // and MatchDone).
+    for (int i = 0; i < ThreadTimes::kParts; ++i) {
+      absl::StrAppend(&r->extra, ", \"thread_seconds_",
+                      ThreadTimes::kNames[i], "\": ",
+                      absl::StrFormat("%.6f", times.ns[i] * 1e-9),
+                      ", \"thread_calls_", ThreadTimes::kNames[i], "\": ",
+                      times.count[i]);
+    }
     return 0;
   }
   if (absl::GetFlag(FLAGS_all_cores)) {

@@ -65,6 +65,21 @@ for p in 1 4 16; do
               field matches)" = "${partitioned}"
   done
 done
+# Phase-1 tasks handed out alone and in batches of a few.
+for batch in 1 500; do
+  check "--threads at P=4 with batches of ${batch} positions finds the same" \
+    test "$("${PROBE}" "${threads_small[@]}" --partitions=4 \
+            --task_batch_positions="${batch}" | field matches)" = \
+         "${partitioned}"
+done
+out=$("${PROBE}" "${threads_small[@]}" --partitions=2)
+check "--threads reports the threads' time by part" \
+  python3 -c 'import json, sys
+d = json.loads(sys.argv[1])
+parts = ("next", "form", "task", "match", "report")
+assert all(d["thread_seconds_" + p] >= 0 for p in parts)
+assert d["thread_calls_form"] > 0 and d["thread_calls_match"] > 0
+assert sum(d["thread_seconds_" + p] for p in parts) <= 2 * d["match_seconds"] * 1.01 + 0.01' "${out}"
 
 out=$("${PROBE}" "${small[@]}" --layout=partitioned)
 check "partitioned builds the whole index" \

@@ -370,6 +370,36 @@ class CohortMasks {
   }
   // Sum of task_positions over all tasks.
   uint64_t total_positions() const { return total_positions_; }
+  // Consecutive tasks gathered into batches of at least `min_positions`
+  // positions each (the last may hold fewer), for schedulers that hand
+  // work to other cores: fabret-1m's 96 tasks a cohort walk about 900
+  // positions each, a microsecond or so, less than handing one over costs.
+  // Per-event tasks stay one a batch. Sets *ends so that batch b is tasks
+  // [b == 0 ? 0 : (*ends)[b - 1], (*ends)[b]).
+  void BatchTasks(uint64_t min_positions, std::vector<uint32_t>* ends) const {
+    ends->clear();
+    uint64_t positions = 0;
+    for (uint32_t t = 0; t < tasks_.size(); ++t) {
+      positions += task_positions(t);
+      if (per_event_ || positions >= min_positions) {
+        ends->push_back(t + 1);
+        positions = 0;
+      }
+    }
+    if (ends->empty() ? !tasks_.empty() : ends->back() != tasks_.size()) {
+      ends->push_back(static_cast<uint32_t>(tasks_.size()));
+    }
+  }
+  // task_part of the batch of tasks [first, end): the part its middle
+  // position falls in. REQUIRES: parts >= 1; first < end <= tasks().
+  uint32_t batch_part(size_t first, size_t end, uint32_t parts) const {
+    if (parts <= 1) return 0;
+    if (per_event_) return static_cast<uint32_t>(first % parts);
+    const Task& last = tasks_[end - 1];
+    const uint64_t middle = tasks_[first].before + last.before +
+                            (last.end - last.begin) + last.tail_size;
+    return static_cast<uint32_t>(middle * parts / (2 * total_positions_ + 1));
+  }
 
   // The masks, indexed by mask slot. Complete once every task has run.
   // REQUIRES: !per_event().

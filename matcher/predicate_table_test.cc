@@ -295,6 +295,55 @@ TEST(PredicateTableCohort, TaskPartsAreEqualByPositionsAndStable) {
   EXPECT_EQ(checked, 80);
 }
 
+// BatchTasks gathers consecutive tasks, in order, into batches of at least
+// the asked positions (only the last may hold fewer), covering every task
+// once; a batch's part is the part its middle position falls in, so the
+// parts never go backwards and a batch of one task has its task's part.
+TEST(PredicateTableCohort, TaskBatchesCoverTheTasksInOrder) {
+  Rng rng(2027);
+  PredicateTable table;
+  for (int i = 0; i < 60000; ++i) table.Acquire(RandomNormal(rng, 8, 1 << 20));
+  CohortMasks masks;
+  std::vector<Event> events(64);
+  for (Event& e : events) e = RandomEvent(rng, 8, 1 << 20);
+  const std::vector<EventView> views(events.begin(), events.end());
+  table.BeginCohort(views, &masks, FakeRows, CohortKeep::kMasks);
+  ASSERT_FALSE(masks.per_event());
+  ASSERT_GT(masks.tasks(), 8u);
+  std::vector<uint32_t> ends;
+  for (uint64_t least : {uint64_t{1}, uint64_t{3000}, uint64_t{20000},
+                         masks.total_positions() + 1}) {
+    masks.BatchTasks(least, &ends);
+    ASSERT_FALSE(ends.empty());
+    EXPECT_EQ(ends.back(), masks.tasks()) << least;
+    if (least == 1) EXPECT_EQ(ends.size(), masks.tasks());
+    if (least > masks.total_positions()) EXPECT_EQ(ends.size(), 1u);
+    uint32_t first = 0;
+    uint64_t covered = 0;
+    uint32_t last_part = 0;
+    for (size_t b = 0; b < ends.size(); ++b) {
+      ASSERT_LT(first, ends[b]) << "batch " << b << " at " << least;
+      uint64_t positions = 0;
+      for (uint32_t t = first; t < ends[b]; ++t) {
+        positions += masks.task_positions(t);
+      }
+      if (b + 1 < ends.size()) EXPECT_GE(positions, least) << b;
+      // Without its last task, a batch would have been too small.
+      EXPECT_LT(positions - masks.task_positions(ends[b] - 1), least) << b;
+      covered += positions;
+      const uint32_t part = masks.batch_part(first, ends[b], 16);
+      ASSERT_LT(part, 16u);
+      EXPECT_GE(part, last_part) << "batch " << b << " at " << least;
+      last_part = part;
+      if (ends[b] == first + 1) {
+        EXPECT_EQ(part, masks.task_part(first, 16));
+      }
+      first = ends[b];
+    }
+    EXPECT_EQ(covered, masks.total_positions()) << least;
+  }
+}
+
 // The cost model: a lone event is kept per event; events that share one
 // long list are kept in masks, events that each touch their own short lists
 // and many range predicates are kept per event.

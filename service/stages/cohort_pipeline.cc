@@ -77,14 +77,18 @@ bool CohortPipeline::InFlight() const {
   return false;
 }
 
-std::vector<uint32_t> CohortPipeline::InFlightByAge() const {
-  std::vector<uint32_t> order;
+absl::InlinedVector<uint32_t, 32> CohortPipeline::InFlightByAge() const {
+  // Called on every trip through Next, under the lock that every partition
+  // thread contends for: no heap, and an insertion sort of a few slots.
+  absl::InlinedVector<uint32_t, 32> order;
   for (uint32_t b = 0; b < slots_.size(); ++b) {
-    if (slots_[b].state != SlotState::kFree) order.push_back(b);
+    if (slots_[b].state == SlotState::kFree) continue;
+    order.push_back(b);
+    for (size_t i = order.size() - 1;
+         i > 0 && slots_[order[i - 1]].cohort > slots_[b].cohort; --i) {
+      std::swap(order[i - 1], order[i]);
+    }
   }
-  std::sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) {
-    return slots_[a].cohort < slots_[b].cohort;
-  });
   return order;
 }
 
@@ -323,7 +327,11 @@ bool CohortPipeline::Formed(uint32_t buffer,
     s.queues[preferred[t] % partitions_].tasks.push_back(t);
   }
   s.state = SlotState::kPhase1;
-  cv_.notify_all();
+  // A waiter for each task at most: a thread woken to find every task
+  // taken only queues on the lock again.
+  for (size_t i = std::min<size_t>(s.tasks, idle_); i > 0; --i) {
+    cv_.notify_one();
+  }
   return false;
 }
 

@@ -78,8 +78,13 @@
 // UpdateFinished).
 //
 // Thread safety: every method may be called from any thread; one mutex
-// guards all state (held for a few hundred nanoseconds per call: tasks are
-// tens of microseconds). Next blocks. A buffer's contents belong to the
+// guards all state (held for a few hundred nanoseconds per call). Every
+// partition thread contends for it, twice a piece of work: on 16 cores it
+// is what limits the pipeline (bench/reports/2026-11-27-xeon16-diagnosis:
+// there 30-45% of the threads' time went to waiting in Next and 10-25% to
+// taking the lock to report work done), so the predicate stage hands its
+// tasks out in batches of about 20 us (EngineOptions::
+// phase1_batch_positions). Next blocks. A buffer's contents belong to the
 // thread given kForm until it calls Formed, then are read-only for every
 // thread until the buffer's last MatchDone; the mutex orders those
 // hand-offs.
@@ -100,6 +105,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/types/span.h"
 #include "matcher/cohort_masks.h"
 #include "service/stages/engine.h"
@@ -286,7 +292,7 @@ class CohortPipeline {
   void PhaseOneDone(Slot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Free(Slot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The buffers in use, oldest cohort first.
-  std::vector<uint32_t> InFlightByAge() const
+  absl::InlinedVector<uint32_t, 32> InFlightByAge() const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const uint32_t partitions_;

@@ -88,6 +88,16 @@ enum class IndexLayout {
 absl::StatusOr<IndexLayout> ParseIndexLayout(absl::string_view name);
 absl::string_view IndexLayoutName(IndexLayout layout);
 
+// EngineOptions' defaults for phase 1's hand-out (PredicateStage). Below
+// 8,192 positions a cohort's tasks take about as long as waking another
+// core. A batch of 16,384 positions is about 20 us of work at 1.4 ns a
+// position: fabret-1m's cohorts of 64 walk about 85,000 positions in 96
+// tasks of about 900 (a microsecond each), and each hand-off costs two
+// trips through the pipeline's lock, which every partition thread contends
+// for (bench/reports/2026-11-27-xeon16-diagnosis).
+inline constexpr uint64_t kPhase1InlinePositions = 8192;
+inline constexpr uint64_t kPhase1BatchPositions = 16384;
+
 struct EngineOptions {
   // Partition stages (staged mode). >= 1.
   uint32_t partitions = 1;
@@ -109,6 +119,13 @@ struct EngineOptions {
   // buffer (1 to CohortPipeline::kMaxBuffers); 0: the pipeline's default
   // for the partition count (CohortPipeline::DefaultBuffers).
   uint32_t cohorts_in_flight = 0;
+  // Partitioned layout, phase 1 of a cohort split over the partitions: the
+  // forming thread runs it alone below `phase1_inline_positions` positions
+  // (handing it out would cost about as much), else hands its tasks out in
+  // batches of at least `phase1_batch_positions` (PredicateStage). Not
+  // flags: tests lower them to hand out the small cohorts of small indexes.
+  uint64_t phase1_inline_positions = kPhase1InlinePositions;
+  uint64_t phase1_batch_positions = kPhase1BatchPositions;
   // Most events admitted and not yet answered (bounds every queue).
   uint64_t queue_limit = 4096;
   // 0, or a target for the time from admission to answer: the limit on

@@ -128,6 +128,10 @@ TEST_P(EngineDifferentialTest, ResultsAndDeliveriesEqualTheOracle) {
   options.cohort_max = GetParam().cohort_max;
   options.index_layout = *ParseIndexLayout(GetParam().layout);
   options.cohorts_in_flight = GetParam().cohorts_in_flight;
+  if (GetParam().handout_positions > 0) {
+    options.phase1_inline_positions = GetParam().handout_positions;
+    options.phase1_batch_positions = GetParam().handout_positions;
+  }
   options.cohort_wait_us = 200;
   options.threads = 3;
   Harness h(GetParam().mode, options);
@@ -247,6 +251,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Config{"staged", 4, 0},
                       Config{"staged", 3, 16, "partitioned", 1},
                       Config{"staged", 2, 64, "partitioned", 8},
+                      // Phase 1 handed out to the partitions: every task
+                      // alone, and in batches of a few.
+                      Config{"staged", 4, 64, "partitioned", 0, 1},
+                      Config{"staged", 3, 64, "partitioned", 4, 8},
                       Config{"staged", 2, 1, "sharded_phase1"},
                       Config{"staged", 3, 64, "sharded_phase1"},
                       Config{"staged", 2, 64, "replicated"},
@@ -553,6 +561,14 @@ class EngineDurabilityTest : public ::testing::TestWithParam<Config> {
     options.threads = 2;
     options.index_layout = *ParseIndexLayout(GetParam().layout);
     options.cohorts_in_flight = GetParam().cohorts_in_flight;
+    if (GetParam().handout_positions > 0) {
+      options.phase1_inline_positions = GetParam().handout_positions;
+      options.phase1_batch_positions = GetParam().handout_positions;
+    }
+  if (GetParam().handout_positions > 0) {
+    options.phase1_inline_positions = GetParam().handout_positions;
+    options.phase1_batch_positions = GetParam().handout_positions;
+  }
     return options;
   }
   // Journals the harness's new names, as the server does.
@@ -713,6 +729,10 @@ TEST_P(EngineConcurrencyTest, ChangesWithCohortsInFlightMatchTheOracle) {
   options.cohort_max = GetParam().cohort_max;
   options.index_layout = *ParseIndexLayout(GetParam().layout);
   options.cohorts_in_flight = GetParam().cohorts_in_flight;
+  if (GetParam().handout_positions > 0) {
+    options.phase1_inline_positions = GetParam().handout_positions;
+    options.phase1_batch_positions = GetParam().handout_positions;
+  }
   options.threads = 2;
   Harness h(GetParam().mode, options);
   constexpr int kAttributes = 4;
@@ -856,6 +876,10 @@ INSTANTIATE_TEST_SUITE_P(Modes, EngineConcurrencyTest,
                                            Config{"staged", 2, 1},
                                            Config{"staged", 3, 64,
                                                   "partitioned", 8},
+                                           Config{"staged", 4, 64,
+                                                  "partitioned", 0, 1},
+                                           Config{"staged", 3, 64,
+                                                  "partitioned", 4, 8},
                                            Config{"staged", 3, 64,
                                                   "sharded_phase1"},
                                            Config{"threaded", 0, 0}),
@@ -872,6 +896,10 @@ TEST_P(EngineOrderingTest, ChangesAreVisibleToEventsPublishedAfterThem) {
   options.cohort_max = GetParam().cohort_max;
   options.index_layout = *ParseIndexLayout(GetParam().layout);
   options.cohorts_in_flight = GetParam().cohorts_in_flight;
+  if (GetParam().handout_positions > 0) {
+    options.phase1_inline_positions = GetParam().handout_positions;
+    options.phase1_batch_positions = GetParam().handout_positions;
+  }
   options.cohort_wait_us = 100;
   options.threads = 2;
   Harness h(GetParam().mode, options);

@@ -47,7 +47,9 @@ PartitionedEngine::PartitionedEngine(const EngineOptions& options)
       predicate_(&index_, &pipeline_, options.queue_limit,
                  [this](PublishJob* job, uint32_t event) {
                    reply_.Push(job, event);
-                 }) {
+                 },
+                 options.phase1_inline_positions,
+                 options.phase1_batch_positions) {
   for (uint32_t p = 0; p < options.partitions; ++p) {
     partitions_.push_back(std::make_unique<ClusterPartition>(
         p, options.queue_limit, &index_, &directory_, &listeners_,

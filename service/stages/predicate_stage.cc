@@ -5,21 +5,15 @@
 
 namespace cohort {
 namespace service {
-namespace {
-
-// Below this many positions, the former runs a cohort's phase-1 tasks
-// itself: they take it about as long as waking another core would (a few
-// microseconds), and a cohort of one event at light load stays on one core.
-constexpr uint64_t kInlinePositions = 8192;
-
-}  // namespace
-
 PredicateStage::PredicateStage(const matcher::PartitionedIndex* index,
                                CohortPipeline* pipeline, uint64_t queue_limit,
-                               ExpiredFn expired)
+                               ExpiredFn expired, uint64_t inline_positions,
+                               uint64_t batch_positions)
     : index_(index),
       pipeline_(pipeline),
       expired_(std::move(expired)),
+      inline_positions_(inline_positions),
+      batch_positions_(batch_positions),
       profile_("predicate", "predicate", std::nullopt, queue_limit),
       cohorts_(pipeline->slots()) {}
 
@@ -51,17 +45,22 @@ void PredicateStage::Form(const CohortPipeline::Work& work) {
   c.preferred.clear();
   if (!c.events.empty()) {
     index_->BeginCohort(c.views, &c.masks);
-    // A solo cohort is this thread's alone; a lone task is not worth
-    // handing over.
-    if (work.solo || c.masks.tasks() <= 1 ||
+    c.masks.BatchTasks(batch_positions_, &c.batch_ends);
+    // A solo cohort is this thread's alone; a lone batch, or a cohort of
+    // few positions (a cohort of one event at light load, say), is not
+    // worth handing over.
+    if (work.solo || c.batch_ends.size() <= 1 ||
         (!c.masks.per_event() &&
-         c.masks.total_positions() < kInlinePositions)) {
+         c.masks.total_positions() < inline_positions_)) {
       for (size_t t = 0; t < c.masks.tasks(); ++t) {
         index_->RunTask(t, &c.masks);
       }
     } else {
-      for (size_t t = 0; t < c.masks.tasks(); ++t) {
-        c.preferred.push_back(c.masks.task_part(t, index_->partitions()));
+      uint32_t first = 0;
+      for (uint32_t end : c.batch_ends) {
+        c.preferred.push_back(
+            c.masks.batch_part(first, end, index_->partitions()));
+        first = end;
       }
     }
   }
@@ -76,7 +75,10 @@ void PredicateStage::Form(const CohortPipeline::Work& work) {
 
 void PredicateStage::RunTask(const CohortPipeline::Work& work) {
   Cohort& c = cohorts_[work.buffer];
-  index_->RunTask(work.task, &c.masks);
+  const uint32_t first = work.task == 0 ? 0 : c.batch_ends[work.task - 1];
+  for (uint32_t t = first; t < c.batch_ends[work.task]; ++t) {
+    index_->RunTask(t, &c.masks);
+  }
   const Batch batch{c.queue_length, c.events.size(), c.formed_ns};
   if (pipeline_->TaskDone(work.buffer)) PhaseOneDone(batch);
 }

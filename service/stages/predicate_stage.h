@@ -52,17 +52,22 @@ class PredicateStage {
     matcher::internal::CohortMasks masks;
     int64_t formed_ns = 0;
     size_t queue_length = 0;
-    // The tasks left to hand out, each as its task_part of P: the
-    // pipeline offers it to that partition first.
+    // The tasks' batches (CohortMasks::BatchTasks; the pipeline's tasks
+    // are these), each handed out as a piece, and each batch's
+    // batch_part of P: the pipeline offers it to that partition first.
+    std::vector<uint32_t> batch_ends;
     std::vector<uint32_t> preferred;
   };
+
   // Hands an event that will not be matched to the reply stage.
   using ExpiredFn = std::function<void(PublishJob* job, uint32_t event)>;
 
   // `index` and `pipeline` are not owned.
   PredicateStage(const matcher::PartitionedIndex* index,
                  CohortPipeline* pipeline, uint64_t queue_limit,
-                 ExpiredFn expired);
+                 ExpiredFn expired,
+                 uint64_t inline_positions = kPhase1InlinePositions,
+                 uint64_t batch_positions = kPhase1BatchPositions);
   PredicateStage(const PredicateStage&) = delete;
   PredicateStage& operator=(const PredicateStage&) = delete;
 
@@ -88,6 +93,8 @@ class PredicateStage {
   const matcher::PartitionedIndex* const index_;
   CohortPipeline* const pipeline_;
   const ExpiredFn expired_;
+  const uint64_t inline_positions_;
+  const uint64_t batch_positions_;
   StageProfile profile_;
   std::vector<Cohort> cohorts_;  // by buffer
 };

@@ -30,6 +30,10 @@ struct Config {
   std::string layout = "partitioned";
   // partitioned: --cohorts_in_flight (0: the default for `partitions`)
   uint32_t cohorts_in_flight = 0;
+  // partitioned: 0, or EngineOptions' phase1_inline_positions and
+  // phase1_batch_positions both, so that small indexes' cohorts hand their
+  // phase-1 tasks out (1: every task alone)
+  uint64_t handout_positions = 0;
 };
 
 inline std::string ConfigName(const ::testing::TestParamInfo<Config>& info) {
@@ -40,6 +44,9 @@ inline std::string ConfigName(const ::testing::TestParamInfo<Config>& info) {
                           : "",
                       info.param.cohorts_in_flight > 0
                           ? absl::StrCat("_b", info.param.cohorts_in_flight)
+                          : "",
+                      info.param.handout_positions > 0
+                          ? absl::StrCat("_h", info.param.handout_positions)
                           : "");
 }
 
