@@ -9,6 +9,35 @@
 
 namespace cohort {
 namespace service {
+namespace {
+
+// Tries of LockSpinning before it blocks: about a microsecond.
+constexpr int kLockSpins = 64;
+
+void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Takes `mu`, first trying a while without blocking, and returns it. The
+// pipeline's lock is held for a few hundred nanoseconds at a time, and a
+// std::mutex waiter sleeps in the kernel at once, so that every hand-off
+// of a contended lock costs a wake-up and 16 threads, once queued on it,
+// stay queued (bench/reports/2026-11-27-xeon16-diagnosis). glibc's
+// adaptive mutexes spin the same way (PTHREAD_MUTEX_ADAPTIVE_NP).
+std::mutex& LockSpinning(std::mutex& mu) {
+  for (int i = 0; i < kLockSpins; ++i) {
+    if (mu.try_lock()) return mu;
+    CpuRelax();
+  }
+  mu.lock();
+  return mu;
+}
+
+}  // namespace
 
 uint32_t CohortPipeline::DefaultBuffers(uint32_t partitions) {
   if (partitions >= 16) return 6;
@@ -34,7 +63,7 @@ CohortPipeline::CohortPipeline(uint32_t partitions, uint32_t cohort_max,
       to_apply_(partitions, false) {}
 
 void CohortPipeline::PushEvents(PublishJob* job, int64_t now_ns) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
   for (uint32_t i = 0; i < job->events.size(); ++i) {
     items_.push_back(Item{QueuedEvent{job, i, now_ns}, nullptr});
   }
@@ -44,20 +73,20 @@ void CohortPipeline::PushEvents(PublishJob* job, int64_t now_ns) {
 }
 
 void CohortPipeline::PushUpdate(UpdateBatch* update, int64_t now_ns) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
   items_.push_back(Item{QueuedEvent{nullptr, 0, now_ns}, update});
   ++updates_;
   cv_.notify_all();
 }
 
 void CohortPipeline::Flush() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
   flushing_ = true;
   cv_.notify_all();
 }
 
 void CohortPipeline::Close() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
   closed_ = true;
   flushing_ = true;
   cv_.notify_all();
@@ -258,8 +287,9 @@ bool CohortPipeline::TakeForm(uint32_t p, Work* work, int64_t* deadline_ns) {
   s.state = SlotState::kForming;
   s.cohort = formed_++;
   s.events = take;
-  s.tasks = s.unclaimed = s.tasks_done = 0;
-  s.matched = 0;
+  s.tasks = s.unclaimed = 0;
+  s.tasks_done.store(0, std::memory_order_relaxed);
+  s.matched.store(0, std::memory_order_relaxed);
   s.solo = work->solo;
   s.owner = p;
   s.taken.assign(partitions_, false);
@@ -281,7 +311,7 @@ bool CohortPipeline::TakePlan(Work* work) {
 }
 
 bool CohortPipeline::Next(uint32_t p, Work* work) {
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
   for (;;) {
     if (TakeUpdateWork(p, work) || TakeCohortWork(p, work)) return true;
     int64_t deadline = 0;
@@ -304,7 +334,7 @@ bool CohortPipeline::Next(uint32_t p, Work* work) {
 bool CohortPipeline::Formed(uint32_t buffer,
                             absl::Span<const uint32_t> preferred,
                             size_t events) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
   Slot& s = slots_[buffer];
   s.events = events;
   if (events == 0) {  // every event had expired: nothing to match
@@ -336,22 +366,36 @@ bool CohortPipeline::Formed(uint32_t buffer,
 }
 
 bool CohortPipeline::TaskDone(uint32_t buffer) {
-  std::lock_guard<std::mutex> lock(mu_);
+  // Without the lock but for the cohort's last task. The slot itself and
+  // s.tasks were set under the lock before this thread was handed the
+  // task, and stay until the last task is done. The count's acquire and
+  // release chain every task's writes to the last, whose unlock hands
+  // them on with phase 2.
   Slot& s = slots_[buffer];
-  if (++s.tasks_done < s.tasks) return false;
+  // Read first: once this count is in, the slot may be freed and taken.
+  const size_t tasks = s.tasks;
+  if (s.tasks_done.fetch_add(1, std::memory_order_acq_rel) + 1 < tasks) {
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
   PhaseOneDone(s);
   return true;
 }
 
 void CohortPipeline::MatchDone(uint32_t buffer, uint32_t /*partition*/) {
-  std::lock_guard<std::mutex> lock(mu_);
+  // Without the lock but for the cohort's last match (as TaskDone): every
+  // partition's reads of the buffer happen before the last frees it.
   Slot& s = slots_[buffer];
-  s.matched += s.solo ? partitions_ : 1;
-  if (s.matched == partitions_) Free(s);
+  const uint32_t n = s.solo ? partitions_ : 1;  // read first, as in TaskDone
+  if (s.matched.fetch_add(n, std::memory_order_acq_rel) + n < partitions_) {
+    return;
+  }
+  std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
+  Free(s);
 }
 
 void CohortPipeline::UpdatePlanned(const std::vector<bool>& involved) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
   to_apply_ = involved;
   applying_ = static_cast<uint32_t>(
       std::count(involved.begin(), involved.end(), true));
@@ -361,7 +405,7 @@ void CohortPipeline::UpdatePlanned(const std::vector<bool>& involved) {
 }
 
 void CohortPipeline::UpdateApplied(uint32_t /*p*/) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
   if (--applying_ == 0) {
     update_state_ = UpdateState::kFinishReady;
     cv_.notify_all();
@@ -369,7 +413,7 @@ void CohortPipeline::UpdateApplied(uint32_t /*p*/) {
 }
 
 void CohortPipeline::UpdateFinished() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
   update_state_ = UpdateState::kNone;
   update_ = nullptr;
   cv_.notify_all();

@@ -78,13 +78,16 @@
 // UpdateFinished).
 //
 // Thread safety: every method may be called from any thread; one mutex
-// guards all state (held for a few hundred nanoseconds per call). Every
-// partition thread contends for it, twice a piece of work: on 16 cores it
-// is what limits the pipeline (bench/reports/2026-11-27-xeon16-diagnosis:
-// there 30-45% of the threads' time went to waiting in Next and 10-25% to
-// taking the lock to report work done), so the predicate stage hands its
+// guards all state (held for a few hundred nanoseconds per call) but a
+// slot's two counts of work done, which are atomics. Every partition
+// thread contends for the mutex: on 16 cores it is what limits the
+// pipeline (bench/reports/2026-11-27-xeon16-diagnosis: there, in 20 runs
+// of 21, 29-48% of the threads' time went to waiting in Next and 12-23% to
+// taking the lock to report work done). So the predicate stage hands its
 // tasks out in batches of about 20 us (EngineOptions::
-// phase1_batch_positions). Next blocks. A buffer's contents belong to the
+// phase1_batch_positions), TaskDone and MatchDone take the lock only for
+// a cohort's last task and last match, and the lock is taken by spinning
+// on try_lock for about a microsecond before blocking. Next blocks. A buffer's contents belong to the
 // thread given kForm until it calls Formed, then are read-only for every
 // thread until the buffer's last MatchDone; the mutex orders those
 // hand-offs.
@@ -97,6 +100,7 @@
 #ifndef COHORT_SERVICE_STAGES_COHORT_PIPELINE_H_
 #define COHORT_SERVICE_STAGES_COHORT_PIPELINE_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -261,8 +265,11 @@ class CohortPipeline {
     size_t events = 0;
     size_t tasks = 0;
     size_t unclaimed = 0;
-    size_t tasks_done = 0;
-    uint32_t matched = 0;
+    // Counted without the lock (TaskDone, MatchDone): only a cohort's
+    // last task and last match take it. Reset under the lock when the
+    // slot is taken; no thread reports to a free slot.
+    std::atomic<size_t> tasks_done{0};
+    std::atomic<uint32_t> matched{0};
     int64_t ready_ns = 0;
     bool solo = false;
     uint32_t owner = 0;             // solo: the thread that runs it all
