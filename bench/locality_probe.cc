@@ -116,9 +116,9 @@ ABSL_FLAG(bool, threads, false,
           "match_seconds is the wall time of the whole run.");
 ABSL_FLAG(uint64_t, task_batch_positions,
           cohort::service::kPhase1BatchPositions,
-          "partitioned --threads: phase-1 tasks are handed out in batches of "
-          "at least this many positions, as the server's predicate stage "
-          "does (1: every task alone).");
+          "partitioned (--threads, and the work model): phase-1 tasks are "
+          "handed out in batches of at least this many positions, as the "
+          "server's predicate stage does (1: every task alone).");
 ABSL_FLAG(uint32_t, cohorts_in_flight, 0,
           "partitioned: the server's --cohorts_in_flight, the mask buffers "
           "of --threads' pipeline and those the work model counts with the "
@@ -497,7 +497,8 @@ int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
   }
   if (!ReadyThenWaitForGo()) return 1;
   const SharedLayoutWork w =
-      TimeSharedLayout(index, events, chunk, baseline.get());
+      TimeSharedLayout(index, events, chunk, baseline.get(),
+                       absl::GetFlag(FLAGS_task_batch_positions));
   if (baseline != nullptr && w.baseline_matches != w.matches) {
     return Fail(absl::StrCat("the baseline found ", w.baseline_matches,
                              " matches, the partitions ", w.matches));

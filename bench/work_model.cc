@@ -78,7 +78,8 @@ std::vector<uint32_t> AttributeCores(
 SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
                                   absl::Span<const matcher::EventView> events,
                                   size_t cohort_max,
-                                  const matcher::PartitionedIndex* baseline) {
+                                  const matcher::PartitionedIndex* baseline,
+                                  uint64_t batch_positions) {
   const uint32_t p_count = index.partitions();
   const size_t chunk = std::min(cohort_max, matcher::internal::kMaxCohortChunk);
   SharedLayoutWork w;
@@ -102,6 +103,7 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
   w.partition_rows.assign(p_count, 0);
   w.partition_clusters.assign(p_count, 0);
   matcher::internal::CohortMasks masks, baseline_masks;
+  std::vector<uint32_t> batch_ends;
   // A partition's matches, read into per-event counts as the service's
   // partition stage does for a Publish without ids or listeners
   // (FillPartials); timed with the partition.
@@ -137,13 +139,19 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
     index.BeginCohort(cohort, &masks);
     begin_times.push_back(Since(start));
     stealing[least()] += begin_times.back();
-    for (size_t t = 0; t < masks.tasks(); ++t) {
-      start = std::chrono::steady_clock::now();
-      index.RunTask(t, &masks);
-      task_times.push_back(
-          {k, masks.task_part(t, p_count), masks.task_attribute(t),
-           Since(start)});
-      stealing[least()] += task_times.back().seconds;
+    masks.BatchTasks(batch_positions, &batch_ends);
+    uint32_t first = 0;
+    for (uint32_t end : batch_ends) {
+      const uint32_t part = masks.batch_part(first, end, p_count);
+      double batch_seconds = 0;
+      for (uint32_t t = first; t < end; ++t) {
+        start = std::chrono::steady_clock::now();
+        index.RunTask(t, &masks);
+        task_times.push_back({k, part, masks.task_attribute(t), Since(start)});
+        batch_seconds += task_times.back().seconds;
+      }
+      stealing[least()] += batch_seconds;
+      first = end;
     }
     // Partitions in a rotating order, so none always runs first after
     // phase 1 (with its masks freshest in the cache).

@@ -7,10 +7,11 @@
 // each partition's phase 2. Phase 2 of partition p is core p's. Phase 1 is
 // assigned to cores by one of three splits, the candidates issue #17 asks
 // to compare:
-//   kTasks       each task on the core whose part of the predicate table
-//                it walks (CohortMasks::task_part), as the staged server's
-//                predicate stage prefers, with no credit for an idle core
-//                stealing another's task;
+//   kTasks       each batch of tasks (as the server hands them out:
+//                CohortMasks::BatchTasks) on the core whose part of the
+//                predicate table it walks (CohortMasks::batch_part), as the
+//                staged server's predicate stage prefers, with no credit
+//                for an idle core stealing another's batch;
 //   kCohorts     all of cohort k's phase 1 on core k % P;
 //   kAttributes  every task of attribute a on one core: attributes go to
 //                cores largest first, each to the least-loaded core (LPT),
@@ -23,7 +24,7 @@
 //
 // The static kTasks split credits the server's predicate stage with nothing
 // for taking tasks from whichever core is idle. `stealing_seconds` models
-// that too: cohort by cohort, its BeginCohort and then each task go to the
+// that too: cohort by cohort, its BeginCohort and then each batch go to the
 // core with the least work so far (which by then includes its partition's
 // phase 2 of the previous cohort, as in the server's pipeline), then every
 // partition's phase 2 is added to its core.
@@ -93,10 +94,14 @@ struct SharedLayoutWork {
 // Matches `events` against `index` in cohorts of `cohort_max` (at most 64),
 // timing every piece, and each cohort on `baseline` too unless it is null
 // (see the file comment). REQUIRES: baseline, if given, has one partition.
+// Phase-1 tasks are placed in the batches the server hands out
+// (CohortMasks::BatchTasks of `batch_positions`; 1: every task alone): a
+// batch's tasks all go to one core.
 SharedLayoutWork TimeSharedLayout(
     const matcher::PartitionedIndex& index,
     absl::Span<const matcher::EventView> events, size_t cohort_max,
-    const matcher::PartitionedIndex* baseline = nullptr);
+    const matcher::PartitionedIndex* baseline = nullptr,
+    uint64_t batch_positions = 1);
 
 // The pieces of cohort k that core `core` does under `split`, for a caller
 // that runs them itself (the cachegrind probe): whether it forms the
