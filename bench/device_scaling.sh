@@ -10,7 +10,7 @@
 #
 #   tools/bundle.sh                       # here, builds dist/bundle
 #   bench/device_scaling.sh PART DEST     # there; PART: matcher, e2e, all
-#                                         # (matcher and e2e) or exp1
+#                                         # (matcher and e2e), exp1 or diag
 #
 # DEST (default results/device) gets machine.txt and one tarball per part
 # (matcher.tgz, e2e.tgz, exp1.tgz), whole even when a run fails part way,
@@ -22,7 +22,11 @@
 # minutes at E1_REPS=2, E1_DURATION=3). COHORT_COMMIT names the commit the
 # bundle was built from;
 # MATCHER_LAYOUTS (default all three) trims the matcher part's layouts when
-# a lease is short.
+# a lease is short. diag (about two minutes) is bench/pipeline_diag.sh
+# --e2e: where the partitioned layout's threads spend their time at 1, 8
+# and 16 partitions, and, with OLD_PROBE (an earlier build's
+# locality_probe, put in the bundle beside the others), that build's at 16
+# in the same repetitions.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 readonly PART="${1:-all}" DEST="${2:-results/device}"
@@ -64,6 +68,12 @@ if [[ "${PART}" == e2e || "${PART}" == all ]]; then
     --duration="${E2E_DURATION}" --bin="${BIN}" --no_report \
     --out=results/device-e2e || status=1
   tar czf "${DEST}/e2e.tgz" -C results device-e2e
+fi
+if [[ "${PART}" == diag ]]; then
+  rm -rf results/device-diag
+  bench/pipeline_diag.sh --bin="${BIN}" --e2e --out=results/device-diag \
+    ${OLD_PROBE:+--old_probe="${OLD_PROBE}"} || status=1
+  tar czf "${DEST}/diag.tgz" -C results device-diag
 fi
 if [[ "${PART}" == exp1 ]]; then
   rm -rf results/device-exp1

@@ -140,6 +140,23 @@ sys.exit(not ok)' "${out}"
       grep -q "matches add up to [0-9,]* for every P and layout" "$1/report.md"' \
     _ "${out}-concurrent"
 
+  # bench/pipeline_diag.sh: the threads' time by part, tiny, with an "old"
+  # probe (this one) and the end-to-end stream.
+  out="${SCRIPTS_TEST_OUT:-${tmp}}/pipeline_diag"
+  rm -rf "${out}"
+  bench/pipeline_diag.sh --partitions=1,4 --reps=1 --events=400 \
+    --subscriptions=5000 --e2e \
+    --old_probe=.bazel/out/k8-opt/bin/bench/locality_probe \
+    --out="${out}" >"${tmp}/pipeline_diag.log" 2>&1
+  check "pipeline_diag.sh exits 0 (its probes' matches agree)" test $? -eq 0
+  check "pipeline_diag: a row per probe run, three servers' streams" \
+    python3 -c '
+import sys
+r = open(sys.argv[1] + "/report.md").read()
+ok = all("| %s |" % n in r for n in ("p1-r1", "p4-r1", "old-p4-r1"))
+ok &= all("| %s | " % s in r for s in ("p4", "p1", "threaded"))
+sys.exit(not ok)' "${out}"
+
   # bench/matcher_presets.sh: the matcher on the three presets, tiny.
   out="${SCRIPTS_TEST_OUT:-${tmp}}/matcher_presets"
   rm -rf "${out}"
