@@ -87,10 +87,13 @@
 // tasks out in batches of about 20 us (EngineOptions::
 // phase1_batch_positions), TaskDone and MatchDone take the lock only for
 // a cohort's last task and last match, and the lock is taken by spinning
-// on try_lock for about a microsecond before blocking. Next blocks. A buffer's contents belong to the
-// thread given kForm until it calls Formed, then are read-only for every
-// thread until the buffer's last MatchDone; the mutex orders those
-// hand-offs.
+// on try_lock for about a microsecond before blocking. Next blocks. A
+// buffer's contents belong to the thread given kForm until it calls
+// Formed; its tasks then write disjoint masks, which are read-only for
+// every thread from the cohort's last TaskDone to its last MatchDone. The
+// mutex orders those hand-offs, with the counts: each task's and match's
+// release on its count is acquired by the last, which then takes the
+// lock.
 // Invariants: cohorts are numbered in formation order; every partition
 // matches every cohort with live events exactly once (a solo cohort's on
 // its former's thread); at most buffers() split cohorts are in flight, and
