@@ -77,7 +77,7 @@
 #include "matcher/index.h"
 #include "matcher/partitioned_index.h"
 #include "service/stages/cohort_pipeline.h"
-#include "service/stages/predicate_stage.h"
+#include "service/observability/stage_profile.h"
 
 ABSL_FLAG(std::string, preset, "fabret-1m",
           "Workload preset to generate in memory; ignored with --workload.");
@@ -288,12 +288,6 @@ uint32_t CohortsInFlight(uint32_t p) {
 
 // The staged server's matching on P threads (see --threads): returns the
 // matches found, and the wall time from the first cohort to the last match.
-int64_t NowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             Clock::now().time_since_epoch())
-      .count();
-}
-
 // Where the P threads' time went, summed over them (--threads): waiting
 // for and taking work (Next), the work of each kind, and reporting it
 // (Formed, TaskDone, MatchDone), in seconds; and the pieces of work.
@@ -329,7 +323,7 @@ uint64_t RunThreads(const matcher::PartitionedIndex& index,
   struct Cohort {
     std::vector<matcher::EventView> views;
     matcher::internal::CohortMasks masks;
-    std::vector<uint32_t> batch_ends;
+    std::vector<uint32_t> batch_bounds;
     std::vector<uint32_t> preferred;
   };
   const uint64_t batch_positions = absl::GetFlag(FLAGS_task_batch_positions);
@@ -345,10 +339,10 @@ uint64_t RunThreads(const matcher::PartitionedIndex& index,
     uint64_t found = 0;
     CohortPipeline::Work w;
     ThreadTimes mine;
-    int64_t last = NowNanos();
+    int64_t last = service::MonotonicNanos();
     // Charges the time since the last mark to `part`.
     auto mark = [&](ThreadTimes::Part part) {
-      const int64_t now = NowNanos();
+      const int64_t now = service::MonotonicNanos();
       mine.ns[part] += now - last;
       ++mine.count[part];
       last = now;
@@ -368,16 +362,15 @@ uint64_t RunThreads(const matcher::PartitionedIndex& index,
           c.preferred.clear();
           // As PredicateStage::Form, but a cohort of few positions is
           // handed out all the same.
-          c.masks.BatchTasks(batch_positions, &c.batch_ends);
           if (w.solo) {
             for (size_t t = 0; t < c.masks.tasks(); ++t) {
               index.RunTask(t, &c.masks);
             }
           } else {
-            uint32_t first = 0;
-            for (uint32_t end : c.batch_ends) {
-              c.preferred.push_back(c.masks.batch_part(first, end, p));
-              first = end;
+            c.masks.BatchTasks(batch_positions, &c.batch_bounds);
+            for (size_t b = 0; b + 1 < c.batch_bounds.size(); ++b) {
+              c.preferred.push_back(c.masks.batch_part(
+                  c.batch_bounds[b], c.batch_bounds[b + 1], p));
             }
           }
           mark(ThreadTimes::kForm);
@@ -385,8 +378,8 @@ uint64_t RunThreads(const matcher::PartitionedIndex& index,
           mark(ThreadTimes::kReport);
           break;
         case CohortPipeline::Work::Kind::kTask:
-          for (uint32_t t = w.task == 0 ? 0 : c.batch_ends[w.task - 1];
-               t < c.batch_ends[w.task]; ++t) {
+          for (uint32_t t = c.batch_bounds[w.task];
+               t < c.batch_bounds[w.task + 1]; ++t) {
             index.RunTask(t, &c.masks);
           }
           mark(ThreadTimes::kTask);

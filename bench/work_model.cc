@@ -103,7 +103,7 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
   w.partition_rows.assign(p_count, 0);
   w.partition_clusters.assign(p_count, 0);
   matcher::internal::CohortMasks masks, baseline_masks;
-  std::vector<uint32_t> batch_ends;
+  std::vector<uint32_t> batch_bounds;
   // A partition's matches, read into per-event counts as the service's
   // partition stage does for a Publish without ids or listeners
   // (FillPartials); timed with the partition.
@@ -139,9 +139,9 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
     index.BeginCohort(cohort, &masks);
     begin_times.push_back(Since(start));
     stealing[least()] += begin_times.back();
-    masks.BatchTasks(batch_positions, &batch_ends);
-    uint32_t first = 0;
-    for (uint32_t end : batch_ends) {
+    masks.BatchTasks(batch_positions, &batch_bounds);
+    for (size_t b = 0; b + 1 < batch_bounds.size(); ++b) {
+      const uint32_t first = batch_bounds[b], end = batch_bounds[b + 1];
       const uint32_t part = masks.batch_part(first, end, p_count);
       double batch_seconds = 0;
       for (uint32_t t = first; t < end; ++t) {
@@ -151,7 +151,6 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
         batch_seconds += task_times.back().seconds;
       }
       stealing[least()] += batch_seconds;
-      first = end;
     }
     // Partitions in a rotating order, so none always runs first after
     // phase 1 (with its masks freshest in the cache).

@@ -374,20 +374,22 @@ class CohortMasks {
   // positions each (the last may hold fewer), for schedulers that hand
   // work to other cores: fabret-1m's 96 tasks a cohort walk about 900
   // positions each, a microsecond or so, less than handing one over costs.
-  // Per-event tasks stay one a batch. Sets *ends so that batch b is tasks
-  // [b == 0 ? 0 : (*ends)[b - 1], (*ends)[b]).
-  void BatchTasks(uint64_t min_positions, std::vector<uint32_t>* ends) const {
-    ends->clear();
+  // Per-event tasks stay one a batch. Sets *bounds so that batch b is
+  // tasks [(*bounds)[b], (*bounds)[b + 1]): bounds->size() - 1 batches,
+  // the first bound 0 and the last tasks().
+  void BatchTasks(uint64_t min_positions,
+                  std::vector<uint32_t>* bounds) const {
+    bounds->assign(1, 0);
     uint64_t positions = 0;
     for (uint32_t t = 0; t < tasks_.size(); ++t) {
       positions += task_positions(t);
       if (per_event_ || positions >= min_positions) {
-        ends->push_back(t + 1);
+        bounds->push_back(t + 1);
         positions = 0;
       }
     }
-    if (ends->empty() ? !tasks_.empty() : ends->back() != tasks_.size()) {
-      ends->push_back(static_cast<uint32_t>(tasks_.size()));
+    if (bounds->back() != tasks_.size()) {
+      bounds->push_back(static_cast<uint32_t>(tasks_.size()));
     }
   }
   // task_part of the batch of tasks [first, end): the part its middle

@@ -45,22 +45,21 @@ void PredicateStage::Form(const CohortPipeline::Work& work) {
   c.preferred.clear();
   if (!c.events.empty()) {
     index_->BeginCohort(c.views, &c.masks);
-    c.masks.BatchTasks(batch_positions_, &c.batch_ends);
-    // A solo cohort is this thread's alone; a lone batch, or a cohort of
-    // few positions (a cohort of one event at light load, say), is not
+    // A solo cohort is this thread's alone; a cohort of few positions (a
+    // cohort of one event at light load, say), or of one batch, is not
     // worth handing over.
-    if (work.solo || c.batch_ends.size() <= 1 ||
-        (!c.masks.per_event() &&
-         c.masks.total_positions() < inline_positions_)) {
+    const bool hand_out =
+        !work.solo && (c.masks.per_event() ||
+                       c.masks.total_positions() >= inline_positions_);
+    if (hand_out) c.masks.BatchTasks(batch_positions_, &c.batch_bounds);
+    if (!hand_out || c.batch_bounds.size() <= 2) {
       for (size_t t = 0; t < c.masks.tasks(); ++t) {
         index_->RunTask(t, &c.masks);
       }
     } else {
-      uint32_t first = 0;
-      for (uint32_t end : c.batch_ends) {
-        c.preferred.push_back(
-            c.masks.batch_part(first, end, index_->partitions()));
-        first = end;
+      for (size_t b = 0; b + 1 < c.batch_bounds.size(); ++b) {
+        c.preferred.push_back(c.masks.batch_part(
+            c.batch_bounds[b], c.batch_bounds[b + 1], index_->partitions()));
       }
     }
   }
@@ -75,8 +74,8 @@ void PredicateStage::Form(const CohortPipeline::Work& work) {
 
 void PredicateStage::RunTask(const CohortPipeline::Work& work) {
   Cohort& c = cohorts_[work.buffer];
-  const uint32_t first = work.task == 0 ? 0 : c.batch_ends[work.task - 1];
-  for (uint32_t t = first; t < c.batch_ends[work.task]; ++t) {
+  for (uint32_t t = c.batch_bounds[work.task];
+       t < c.batch_bounds[work.task + 1]; ++t) {
     index_->RunTask(t, &c.masks);
   }
   const Batch batch{c.queue_length, c.events.size(), c.formed_ns};

@@ -52,10 +52,11 @@ class PredicateStage {
     matcher::internal::CohortMasks masks;
     int64_t formed_ns = 0;
     size_t queue_length = 0;
-    // The tasks' batches (CohortMasks::BatchTasks; the pipeline's tasks
-    // are these), each handed out as a piece, and each batch's
-    // batch_part of P: the pipeline offers it to that partition first.
-    std::vector<uint32_t> batch_ends;
+    // When phase 1 is handed out: the tasks' batches (CohortMasks::
+    // BatchTasks bounds; the pipeline's tasks are these), each handed out
+    // as a piece, and each batch's batch_part of P: the pipeline offers it
+    // to that partition first.
+    std::vector<uint32_t> batch_bounds;
     std::vector<uint32_t> preferred;
   };
 
