@@ -12,8 +12,11 @@
 //           batch of both indexes, applied before the next other op or the
 //           end, each status checked); 2 Remove; 3 MatchCohort
 //   Add:    id, predicate count (0 to 4; 0 must be refused), per predicate
-//           attribute (0 to 5), op (1 to 7), value, and for BETWEEN an upper
-//           bound (one byte in 16 swaps the bounds, which must be refused)
+//           attribute (0 to 5), op (EQ to BETWEEN, IN, NOT_IN, EXISTS,
+//           NOT_EXISTS), then for IN and NOT_IN a count (1 to 4) and the
+//           values, for EXISTS and NOT_EXISTS nothing, else a value and for
+//           BETWEEN an upper bound (one byte in 16 swaps the bounds, which
+//           must be refused)
 //   Remove: id
 //   Match:  event count (1 to 70, so cohorts cross the 64-event chunk),
 //           per event a bit mask of its attributes and their values
@@ -92,7 +95,17 @@ class Session {
     bool swapped = false;
     for (Predicate& p : predicates) {
       p.attribute = in.Below(kAttributes);
-      p.op = static_cast<Op>(1 + in.Below(7));
+      // EQ to BETWEEN, IN, NOT_IN, EXISTS, NOT_EXISTS (11, 12).
+      const uint32_t op = 1 + in.Below(11);
+      p.op = static_cast<Op>(op <= 9 ? op : op + 1);
+      if (p.op == Op::kIn || p.op == Op::kNotIn) {
+        // 1 to 4 values (an empty set is refused: none drawn here).
+        for (uint32_t n = 1 + in.Below(4); n > 0; --n) {
+          p.values.push_back(Value(in));
+        }
+        continue;
+      }
+      if (p.op == Op::kExists || p.op == Op::kNotExists) continue;
       p.value = Value(in);
       if (p.op == Op::kBetween) {
         p.upper = Value(in);

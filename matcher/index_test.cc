@@ -253,6 +253,21 @@ TEST(IndexDifferential, RandomizedAgainstReferenceOverManySeeds) {
   EXPECT_GT(stats.matches, stats.pairs / 1000) << "workload too sparse";
 }
 
+// IN, NOT_IN, EXISTS and NOT_EXISTS: sets shared between subscriptions
+// and attributes, sets as access predicates, subscriptions of NOT_EXISTS
+// alone (checked for every event), events lacking attributes, deletes.
+TEST(IndexDifferential, SetAndExistenceOperatorsAgainstReference) {
+  DifferentialStats stats;
+  constexpr uint64_t kSeeds = 60;
+  for (uint64_t seed = 1000; seed < 1000 + kSeeds; ++seed) {
+    if (!RunSeed(test_util::kSets, seed, &stats)) break;
+  }
+  std::cout << "checked " << stats.pairs << " (subscription, event) pairs, "
+            << stats.matches << " matches\n";
+  EXPECT_GE(stats.pairs, 1'000'000u);
+  EXPECT_GT(stats.matches, stats.pairs / 1000) << "workload too sparse";
+}
+
 // Subscriptions without equalities only, on one or two attributes: their
 // lead-range lists grow to thousands of rows, so tails merge into the
 // sorted part, removals compact it, and cohorts and single events skip the
@@ -558,6 +573,70 @@ TEST(Index, NotEqualOnMissingAttributeDoesNotHold) {
   EXPECT_TRUE(MatchBoth(subs, {{1, 7}}).empty());
   EXPECT_EQ(MatchBoth(subs, {{0, 7}}), std::vector<SubscriptionId>{0});
   EXPECT_TRUE(MatchBoth(subs, {{0, 5}}).empty());
+}
+
+Predicate Set(AttributeId a, Op op, std::vector<int64_t> values) {
+  Predicate p;
+  p.attribute = a;
+  p.op = op;
+  p.values = std::move(values);
+  return p;
+}
+
+TEST(Index, SetOperatorsHoldAsDocumented) {
+  const std::vector<Subscription> subs = {
+      {Set(0, Op::kIn, {3, 5, 5, kMin})},           // 0
+      {Set(0, Op::kNotIn, {3, 5})},                 // 1
+      {Set(0, Op::kIn, {5, 3, kMin, 3})},           // 2: 0's set again
+      {Set(0, Op::kIn, {7})},                       // 3: an equality
+      {Set(0, Op::kIn, {5, 7}), {1, Op::kEq, 1, 0}},  // 4
+  };
+  EXPECT_EQ(MatchBoth(subs, {{0, 5}}), (std::vector<SubscriptionId>{0, 2}));
+  EXPECT_EQ(MatchBoth(subs, {{0, kMin}}), (std::vector<SubscriptionId>{0, 1,
+                                                                       2}));
+  EXPECT_EQ(MatchBoth(subs, {{0, 7}, {1, 1}}),
+            (std::vector<SubscriptionId>{1, 3, 4}));
+  EXPECT_EQ(MatchBoth(subs, {{0, 4}}), std::vector<SubscriptionId>{1});
+  // NOT_IN, like NE, does not hold for an event lacking the attribute.
+  EXPECT_TRUE(MatchBoth(subs, {{1, 1}}).empty());
+}
+
+TEST(Index, ExistenceOperatorsHoldAsDocumented) {
+  const Predicate exists = Set(0, Op::kExists, {});
+  const Predicate not_exists = Set(0, Op::kNotExists, {});
+  const Predicate not_exists_1 = Set(1, Op::kNotExists, {});
+  const std::vector<Subscription> subs = {
+      {exists},                               // 0
+      {not_exists},                           // 1: checked for every event
+      {not_exists, not_exists_1},             // 2
+      {not_exists, {1, Op::kGe, 10, 0}},      // 3
+      {exists, not_exists},                   // 4: never
+  };
+  EXPECT_EQ(MatchBoth(subs, {{0, kMin}}), std::vector<SubscriptionId>{0});
+  EXPECT_EQ(MatchBoth(subs, {{2, 0}}), (std::vector<SubscriptionId>{1, 2}));
+  EXPECT_EQ(MatchBoth(subs, {{1, 10}}), (std::vector<SubscriptionId>{1, 3}));
+  EXPECT_EQ(MatchBoth(subs, {}), (std::vector<SubscriptionId>{1, 2}));
+}
+
+TEST(Index, SetsAreSharedAndReleased) {
+  Index index;
+  for (SubscriptionId id = 0; id < 4; ++id) {
+    ASSERT_TRUE(index.Add(id, {Set(0, Op::kIn, {1, 2, 3})}).ok());
+  }
+  ASSERT_TRUE(index.Add(4, {Set(0, Op::kNotIn, {3, 2, 1})}).ok());
+  ASSERT_TRUE(index.Add(5, {Set(1, Op::kIn, {1, 2, 3})}).ok());
+  EXPECT_EQ(MatchOne(index, {{0, 2}}),
+            (std::vector<SubscriptionId>{0, 1, 2, 3}));
+  for (SubscriptionId id = 0; id < 4; ++id) ASSERT_TRUE(index.Remove(id).ok());
+  EXPECT_TRUE(MatchOne(index, {{0, 2}}).empty());
+  EXPECT_EQ(MatchOne(index, {{0, 9}}), std::vector<SubscriptionId>{4});
+  EXPECT_EQ(MatchOne(index, {{1, 3}}), std::vector<SubscriptionId>{5});
+  ASSERT_TRUE(index.Add(0, {Set(0, Op::kIn, {2, 9})}).ok());
+  EXPECT_EQ(MatchOne(index, {{0, 9}}), (std::vector<SubscriptionId>{0, 4}));
+  EXPECT_EQ(index.Add(9, {Set(0, Op::kIn, {})}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(index.Add(9, {Set(0, Op::kNotIn, {})}).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(Index, RangePredicateOnMissingAttributeFails) {

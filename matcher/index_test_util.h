@@ -52,10 +52,24 @@ inline int64_t RandomValue(Rng& rng, int64_t domain) {
   return static_cast<int64_t>(rng.Uniform(2 * domain + 1)) - domain;
 }
 
+// Every operator: `set_percent` of the predicates are IN, NOT_IN (1 to 4
+// values, repeats allowed), EXISTS or NOT_EXISTS, the rest EQ to BETWEEN.
 inline Predicate RandomPredicate(Rng& rng, uint32_t attributes,
-                                 int64_t domain) {
+                                 int64_t domain, int set_percent = 25) {
   Predicate p;
   p.attribute = static_cast<AttributeId>(rng.Uniform(attributes));
+  if (rng.Chance(set_percent)) {
+    static constexpr Op kSetOps[] = {Op::kIn, Op::kNotIn, Op::kExists,
+                                     Op::kNotExists};
+    p.op = kSetOps[rng.Uniform(4)];
+    if (p.op == Op::kIn || p.op == Op::kNotIn) {
+      const uint64_t n = 1 + rng.Uniform(4);
+      for (uint64_t i = 0; i < n; ++i) {
+        p.values.push_back(RandomValue(rng, domain));
+      }
+    }
+    return p;
+  }
   p.op = static_cast<Op>(1 + rng.Uniform(7));
   p.value = RandomValue(rng, domain);
   if (p.op == Op::kBetween) {
@@ -68,7 +82,8 @@ inline Predicate RandomPredicate(Rng& rng, uint32_t attributes,
 
 // The shape of a randomized differential workload. kMixed: every operator
 // over up to 8 attributes and a tiny domain, so predicates are shared and
-// often hold. kRangeOnly: subscriptions without an equality (LT, LE, GT,
+// often hold. kSets: the same, three predicates in four of them IN, NOT_IN,
+// EXISTS or NOT_EXISTS. kRangeOnly: subscriptions without an equality (LT, LE, GT,
 // GE, BETWEEN, NE) over 1-2 attributes, many of them, so that the
 // per-attribute lists of lead ranges grow past their unsorted tails, merge
 // and compact (cluster_store.h), over a wider domain, so the leads differ.
@@ -78,16 +93,19 @@ struct Shape {
   int min_adds;  // subscriptions added per round: min_adds + [0, add_span)
   int add_span;
   bool ranges_only;
+  int set_percent = 25;  // RandomPredicate's
 };
 inline constexpr Shape kMixed = {8, 12, 20, 200, false};
 inline constexpr Shape kRangeOnly = {2, 3000, 300, 1200, true};
+// Mostly IN, NOT_IN, EXISTS and NOT_EXISTS, among the other operators.
+inline constexpr Shape kSets = {8, 12, 20, 200, false, 75};
 
-// A predicate of `shape`: kRangeOnly never draws EQ.
+// A predicate of `shape`: kRangeOnly never draws EQ or IN.
 inline Predicate RandomPredicate(Rng& rng, uint32_t attributes,
                                  int64_t domain, const Shape& shape) {
-  Predicate p = RandomPredicate(rng, attributes, domain);
-  while (shape.ranges_only && p.op == Op::kEq) {
-    p = RandomPredicate(rng, attributes, domain);
+  Predicate p = RandomPredicate(rng, attributes, domain, shape.set_percent);
+  while (shape.ranges_only && (p.op == Op::kEq || p.op == Op::kIn)) {
+    p = RandomPredicate(rng, attributes, domain, shape.set_percent);
   }
   return p;
 }

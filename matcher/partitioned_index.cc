@@ -55,7 +55,7 @@ uint32_t PartitionedIndex::Choose(PredicateId access, SubscriptionId id) {
     }
     Access& fresh = accesses_[k];
     fresh = Access{};
-    fresh.row_class = table_.Get(access).kind == internal::Kind::kEq
+    fresh.row_class = internal::EqualityLike(table_.Get(access).kind)
                           ? kEqualityRows
                           : kPresentRows;
     const std::vector<uint64_t>& rows = rows_in_[fresh.row_class];

@@ -133,8 +133,26 @@ NormalPredicate FromInterval(AttributeId attribute, int64_t lo, int64_t hi) {
   return p;
 }
 
+NormalPredicate TruePredicate() {
+  NormalPredicate p;
+  p.kind = Kind::kTrue;
+  return p;
+}
+
+NormalPredicate FromSet(AttributeId attribute, absl::Span<const int64_t> set) {
+  if (set.empty()) return NormalPredicate{};
+  if (set.size() == 1) return FromInterval(attribute, set[0], set[0]);
+  NormalPredicate p;
+  p.kind = Kind::kIn;
+  p.attribute = attribute;
+  p.lo = static_cast<int64_t>(absl::HashOf(set));
+  p.hi = static_cast<int64_t>(set.size());
+  p.set = set;
+  return p;
+}
+
 size_t PredicateTable::IdHash::operator()(PredicateId id) const {
-  return (*this)(ToNormal((*info)[id]));
+  return (*this)(table->ToNormal(id));
 }
 
 size_t PredicateTable::IdHash::operator()(const NormalPredicate& p) const {
@@ -143,20 +161,22 @@ size_t PredicateTable::IdHash::operator()(const NormalPredicate& p) const {
 
 bool PredicateTable::IdEq::operator()(PredicateId a,
                                       const NormalPredicate& b) const {
-  return ToNormal((*info)[a]) == b;
+  return table->ToNormal(a) == b;
 }
 
-NormalPredicate PredicateTable::ToNormal(const Info& info) {
+NormalPredicate PredicateTable::ToNormal(PredicateId id) const {
+  const Info& info = info_[id];
   if (info.kind == Kind::kFalse) return NormalPredicate{};
   NormalPredicate p;
   p.kind = info.kind;
   p.attribute = info.attribute;
   p.lo = info.lo;
   p.hi = info.hi;
+  if (info.kind == Kind::kIn) p.set = in_sets_.at(id);
   return p;
 }
 
-PredicateTable::PredicateTable() : ids_(0, IdHash{&info_}, IdEq{&info_}) {
+PredicateTable::PredicateTable() : ids_(0, IdHash{this}, IdEq{this}) {
   Info false_info;
   false_info.kind = Kind::kFalse;
   false_info.refs = 1;  // never freed
@@ -226,6 +246,10 @@ PredicateId PredicateTable::Acquire(const NormalPredicate& p) {
   info.attribute = p.attribute;
   info.kind = p.kind;
   info.refs = 1;
+  if (p.kind == Kind::kIn) {
+    // Before ids_ hashes the id: its hash needs the set.
+    in_sets_[id].assign(p.set.begin(), p.set.end());
+  }
   if (p.kind == Kind::kEq) {
     eq_ids_.insert(EqEntry{p.lo, p.attribute, id});
   } else {
@@ -234,7 +258,14 @@ PredicateId PredicateTable::Acquire(const NormalPredicate& p) {
   ++live_;
   // Every attribute with a predicate has groups, so phase 1 can index them.
   if (p.attribute >= attributes_.size()) attributes_.resize(p.attribute + 1);
-  if (p.kind == Kind::kEq) {
+  if (p.kind == Kind::kIn) {
+    for (int64_t v : p.set) {
+      in_ids_[std::make_pair(p.attribute, v)].push_back(id);
+    }
+    ++attributes_[p.attribute].sets;
+  }
+  if (p.kind == Kind::kTrue) true_ = id;
+  if (EqualityLike(p.kind)) {
     slot_of_[id] = NewEqSlot();
   } else {
     InsertIntoGroup(id);
@@ -253,6 +284,23 @@ void PredicateTable::Release(PredicateId id) {
   if (info.kind == Kind::kEq) {
     eq_ids_.erase(EqKey{info.attribute, info.lo});
     free_eq_slots_.push_back(slot_of_[id]);
+  } else if (info.kind == Kind::kIn) {
+    ids_.erase(id);  // while its set is there to hash it
+    auto set = in_sets_.find(id);
+    for (int64_t v : set->second) {
+      auto it = in_ids_.find(std::make_pair(info.attribute, v));
+      std::vector<PredicateId>& holders = it->second;
+      *std::find(holders.begin(), holders.end(), id) = holders.back();
+      holders.pop_back();
+      if (holders.empty()) in_ids_.erase(it);
+    }
+    in_sets_.erase(set);
+    --attributes_[info.attribute].sets;
+    free_eq_slots_.push_back(slot_of_[id]);
+  } else if (info.kind == Kind::kTrue) {
+    ids_.erase(id);
+    true_ = kFalsePredicate;
+    free_eq_slots_.push_back(slot_of_[id]);
   } else {
     ids_.erase(id);
     RemoveFromGroup(id);
@@ -268,7 +316,7 @@ void PredicateTable::Release(PredicateId id) {
 }
 
 NormalPredicate PredicateTable::Get(PredicateId id) const {
-  return ToNormal(info_[id]);
+  return ToNormal(id);
 }
 
 void PredicateTable::InsertIntoGroup(PredicateId id) {
@@ -439,7 +487,7 @@ void PredicateTable::Compact() {
     }
   }
   for (PredicateId id = 1; id < info_.size(); ++id) {
-    if (info_[id].kind == Kind::kEq) slot_of_[id] = next++;
+    if (EqualityLike(info_[id].kind)) slot_of_[id] = next++;
   }
   slot_limit_ = next;
   wasted_ = 0;
@@ -485,6 +533,10 @@ void PredicateTable::MarkSatisfied(EventView event, PredicateBits* bits,
 
 void PredicateTable::MarkEqualities(EventView event, PredicateBits* bits,
                                     std::vector<AccessHit>* access) const {
+  if (true_ != kFalsePredicate) {
+    bits->SetId(true_);
+    access->push_back({true_, 0});
+  }
   for (const AttributeValue& av : event) {
     if (av.attribute >= attributes_.size()) continue;  // no predicates on it
     // Never finds the false predicate: its kind is kFalse, not kEq.
@@ -492,6 +544,10 @@ void PredicateTable::MarkEqualities(EventView event, PredicateBits* bits,
       bits->SetId(*id);
       access->push_back({*id, av.value});
     }
+    ForEachSet(av.attribute, av.value, [&](PredicateId id) {
+      bits->SetId(id);
+      access->push_back({id, av.value});
+    });
     const PredicateId present = attributes_[av.attribute].present;
     if (present != kFalsePredicate) access->push_back({present, av.value});
   }
@@ -691,6 +747,10 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
     m->event_hits_begin_.push_back(
         static_cast<uint32_t>(m->event_access_.size()));
     const uint64_t bit = uint64_t{1} << e;
+    if (true_ != kFalsePredicate) {
+      m->event_access_.push_back({true_, 0});
+      if (weigh) rows_sum += rows(true_);
+    }
     for (const AttributeValue& av : events[e]) {
       if (av.attribute >= attributes_.size()) continue;  // no predicates on it
       const AttributeGroups& groups = attributes_[av.attribute];
@@ -702,6 +762,10 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
         m->event_access_.push_back({*id, av.value});
         if (weigh) rows_sum += rows(*id);
       }
+      ForEachSet(av.attribute, av.value, [&](PredicateId id) {
+        m->event_access_.push_back({id, av.value});
+        if (weigh) rows_sum += rows(id);
+      });
       const double present = !weigh || groups.present == kFalsePredicate
                                   ? 0
                                   : rows(groups.present);
@@ -750,7 +814,7 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
     for (uint32_t h = m->event_hits_begin_[e]; h < m->event_hits_begin_[e + 1];
          ++h) {
       const PredicateId id = m->event_access_[h].id;
-      if (info_[id].kind != Kind::kEq) continue;  // "present", below
+      if (!EqualityLike(info_[id].kind)) continue;  // "present", below
       const uint32_t slot = slot_of_[id];
       if (words[slot] == 0) {
         m->dirty_eq_slots_.push_back(slot);
@@ -826,7 +890,7 @@ void PredicateTable::KeepPerEvent(absl::Span<const EventView> events,
          ++h) {
       const AccessHit& hit = m->event_access_[h];
       uint32_t lead = kNoLead;
-      if (info_[hit.id].kind != Kind::kEq) {
+      if (!EqualityLike(info_[hit.id].kind)) {
         // "present": its rows' leads are checked against one value
         lead = static_cast<uint32_t>(m->attributes_.size());
         m->attributes_.push_back({info_[hit.id].attribute,
@@ -982,7 +1046,7 @@ void PredicateTable::RunTask(size_t task, CohortMasks* m) const {
     for (uint32_t h = m->event_hits_begin_[task];
          h < m->event_hits_begin_[task + 1]; ++h) {
       const AccessHit& hit = m->event_access_[h];
-      if (info_[hit.id].kind == Kind::kEq) bits.SetId(hit.id);
+      if (EqualityLike(info_[hit.id].kind)) bits.SetId(hit.id);
     }
     MarkRanges(m->event_views_[task], &bits);
     return;
@@ -1056,6 +1120,16 @@ size_t PredicateTable::MemoryBytes() const {
   // flat_hash_set: one slot plus one control byte per bucket.
   bytes += ids_.capacity() * (sizeof(PredicateId) + 1) +
            eq_ids_.capacity() * (sizeof(EqEntry) + 1);
+  bytes += in_sets_.capacity() *
+               (sizeof(PredicateId) + sizeof(std::vector<int64_t>) + 1) +
+           in_ids_.capacity() * (sizeof(std::pair<AttributeId, int64_t>) +
+                                 sizeof(std::vector<PredicateId>) + 1);
+  for (const auto& [id, set] : in_sets_) {
+    bytes += set.capacity() * sizeof(int64_t);
+  }
+  for (const auto& [key, holders] : in_ids_) {
+    bytes += holders.capacity() * sizeof(PredicateId);
+  }
   for (const AttributeGroups& a : attributes_) {
     for (const Group* g : {&a.low, &a.high, &a.range}) {
       bytes += g->key.capacity() * sizeof(int64_t) +

@@ -1,24 +1,33 @@
 // The predicate table and phase 1 of the Fabret index.
 //
 // Subscriptions are normalised into *entries*: each predicate becomes one
-// interned, reference-counted predicate of one of four kinds —
+// interned, reference-counted predicate of one of five kinds —
 //   kEq     x == v
+//   kIn     x is one of a set of values (IN with 2 or more distinct values)
 //   kLow    x <= hi          (LT/LE; "attribute present" is kLow with hi=MAX)
 //   kHigh   x >= lo          (GT/GE)
 //   kRange  lo <= x <= hi    (BETWEEN with both bounds finite)
-// — and NE v becomes two entries: "present" and a *negated* reference to
-// EQ v. Identical predicates are stored once and shared. A BETWEEN whose
-// kLow and kHigh halves are both live already becomes those two entries
-// instead of a kRange (RowPlanner::SplitIfShared).
+// — NE v becomes two entries: "present" and a *negated* reference to EQ v;
+// NOT_IN s likewise "present" and a negated IN s; NOT_EXISTS is a negated
+// "present" alone. One more kind, kTrue, holds for every event: it is the
+// access predicate of subscriptions whose every entry is negated (NOT_EXISTS
+// alone: no attribute an event carries can lead to them), so their rows
+// are checked for every event, which is what they cost. Identical predicates are stored once and shared. A
+// BETWEEN whose kLow and kHigh halves are both live already becomes those
+// two entries instead of a kRange (RowPlanner::SplitIfShared).
 //
 // Phase 1 computes, for a cohort of up to 64 events, one 64-bit *cohort
 // mask* per predicate (bit i set iff the predicate holds for event i) into a
 // CohortMasks buffer (cohort_masks.h), which is separate from the table so
 // that several cohorts can be in flight at once. Equality predicates are
-// found by hash lookup. Each range kind lives in a per-attribute *group*
-// sorted by its bound, and its masks occupy consecutive mask slots in that
-// order, so the predicates satisfied by a value form a contiguous run (a
-// suffix for kLow, a prefix for kHigh, a window for kRange).
+// found by hash lookup, and so are set predicates (kIn): a multimap from
+// (attribute, value) to the sets holding the value gives the satisfied sets
+// of an event value at once. Equalities and sets ("equality-like") have a
+// mask slot each and may be access predicates. Each range kind lives in a
+// per-attribute *group* sorted by its bound, and its masks occupy
+// consecutive mask slots in that order, so the predicates satisfied by a
+// value form a contiguous run (a suffix for kLow, a prefix for kHigh, a
+// window for kRange).
 //
 // `BeginCohort` gathers the cohort's values per attribute and sorts them,
 // does the equality lookups, and cuts the range groups' work into tasks of
@@ -63,6 +72,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/hash/hash.h"
@@ -90,15 +100,35 @@ inline constexpr uint32_t kTaskPositions = 4096;
 // bits).
 inline constexpr uint32_t kRangeBlock = 1024;
 
-enum class Kind : uint8_t { kFree, kFalse, kEq, kLow, kHigh, kRange };
+enum class Kind : uint8_t {
+  kFree,
+  kFalse,
+  kEq,
+  kLow,
+  kHigh,
+  kRange,
+  kIn,
+  kTrue
+};
+
+// Whether a kind has a slot of its own and is found without a range group
+// (kEq and kIn by hash lookup, kTrue always), rather than by a position in
+// a range group. These and "present" may be access predicates.
+inline bool EqualityLike(Kind kind) {
+  return kind == Kind::kEq || kind == Kind::kIn || kind == Kind::kTrue;
+}
 
 // A normalised predicate: the interval [lo, hi] of its attribute (for kEq,
-// lo == hi).
+// lo == hi), or for kIn the set `set` (sorted, distinct, 2 or more values;
+// lo is a hash of it and hi its size, so that hashing needs only the
+// fields). `set` refers to memory the creator owns (PredicateTable::Get:
+// the table's, valid until its next change).
 struct NormalPredicate {
   Kind kind = Kind::kFalse;
   AttributeId attribute = 0;
   int64_t lo = 0;
   int64_t hi = 0;
+  absl::Span<const int64_t> set;
 
   template <typename H>
   friend H AbslHashValue(H h, const NormalPredicate& p) {
@@ -106,13 +136,19 @@ struct NormalPredicate {
   }
   friend bool operator==(const NormalPredicate& a, const NormalPredicate& b) {
     return a.kind == b.kind && a.attribute == b.attribute && a.lo == b.lo &&
-           a.hi == b.hi;
+           a.hi == b.hi && (a.kind != Kind::kIn || a.set == b.set);
   }
 };
 
 // Normalises an interval [lo, hi] on `attribute` into one predicate kind
 // (lo > hi gives kFalse, lo == hi gives kEq).
 NormalPredicate FromInterval(AttributeId attribute, int64_t lo, int64_t hi);
+// The predicate that holds for every event (kTrue; attribute 0).
+NormalPredicate TruePredicate();
+// The predicate "x is one of `set`" on `attribute`. REQUIRES: set is sorted
+// and distinct (1 value gives kEq, 0 gives kFalse); it must outlive the
+// returned predicate's use.
+NormalPredicate FromSet(AttributeId attribute, absl::Span<const int64_t> set);
 
 class PredicateTable {
  public:
@@ -153,7 +189,8 @@ class PredicateTable {
   void BeginBulk() { bulk_ = true; }
   void EndBulk();
 
-  // The predicate with id `id`. REQUIRES: id is live.
+  // The predicate with id `id` (a kIn's set is the table's, valid until
+  // the next Acquire or Release). REQUIRES: id is live.
   NormalPredicate Get(PredicateId id) const;
   // Number of references to `id` (0 if free).
   uint32_t References(PredicateId id) const { return info_[id].refs; }
@@ -177,9 +214,10 @@ class PredicateTable {
   uint64_t layout_generation() const { return generation_; }
 
   // Phase 1 of the per-event path: sets in `bits` the bit of every
-  // predicate `event` satisfies (an equality's by id, a range predicate's
-  // by its mask slot, slots()), and appends to `access` every satisfied
-  // predicate that may be an access predicate (equalities and "present"),
+  // predicate `event` satisfies (an equality's or set's by id, a range
+  // predicate's by its mask slot, slots()), and appends to `access` every
+  // satisfied predicate that may be an access predicate (equalities, sets
+  // and "present"),
   // each once, with the event's value of its attribute. May also set the
   // bits of slots no live predicate holds (removed positions of a group).
   // Writes nothing in the table.
@@ -257,6 +295,9 @@ class PredicateTable {
     // "present" (kLow with hi = INT64_MAX), if live: always the last
     // position of the sorted part of `low` or in its tail.
     PredicateId present = kFalsePredicate;
+    // Live kIn predicates on the attribute (phase 1 looks an event's value
+    // up in in_ids_ only if there are any).
+    uint32_t sets = 0;
   };
   using Run = CohortMasks::Run;
 
@@ -309,20 +350,31 @@ class PredicateTable {
   // looks up a NormalPredicate directly, so the set holds 4-byte ids only.
   struct IdHash {
     using is_transparent = void;
-    const std::vector<Info>* info;
+    const PredicateTable* table;
     size_t operator()(PredicateId id) const;
     size_t operator()(const NormalPredicate& p) const;
   };
   struct IdEq {
     using is_transparent = void;
-    const std::vector<Info>* info;
+    const PredicateTable* table;
     bool operator()(PredicateId a, PredicateId b) const { return a == b; }
     bool operator()(PredicateId a, const NormalPredicate& b) const;
     bool operator()(const NormalPredicate& a, PredicateId b) const {
       return (*this)(b, a);
     }
   };
-  static NormalPredicate ToNormal(const Info& info);
+  NormalPredicate ToNormal(PredicateId id) const;
+  // Calls f(id) for each live kIn predicate on `attribute` whose set holds
+  // `value`. REQUIRES: attribute < attributes_.size().
+  template <typename F>
+  void ForEachSet(AttributeId attribute, int64_t value, F f) const {
+    if (attributes_[attribute].sets == 0) return;
+    auto it = in_ids_.find(std::make_pair(attribute, value));
+    if (it == in_ids_.end()) return;
+    for (PredicateId id : it->second) f(id);
+  }
+  // The kTrue predicate, if live.
+  PredicateId true_ = kFalsePredicate;
   // Equality predicates are interned apart, each entry holding its key,
   // so that a lookup (phase 1 does one per event attribute) reads the
   // set's control bytes and one slot, and not the found id's Info as well
@@ -379,6 +431,12 @@ class PredicateTable {
   // Every interned predicate but the equalities, which are in eq_ids_.
   absl::flat_hash_set<PredicateId, IdHash, IdEq> ids_;
   absl::flat_hash_set<EqEntry, EqHash, EqSame> eq_ids_;
+  // kIn predicates: the set of each (sorted, distinct), and for each
+  // (attribute, value) the sets holding the value.
+  absl::flat_hash_map<PredicateId, std::vector<int64_t>> in_sets_;
+  absl::flat_hash_map<std::pair<AttributeId, int64_t>,
+                      std::vector<PredicateId>>
+      in_ids_;
   std::vector<AttributeGroups> attributes_;
   // The slot space: [1, slot_limit_) is in use or wasted; wasted_ counts
   // the slots of regions groups moved out of.

@@ -14,7 +14,11 @@ bool Matches(absl::Span<const Predicate> predicates, EventView event) {
         break;
       }
     }
-    if (found == nullptr || !Holds(p, found->value)) return false;
+    if (found == nullptr) {
+      if (p.op != Op::kNotExists) return false;
+    } else if (!Holds(p, found->value)) {
+      return false;
+    }
   }
   return true;
 }

@@ -19,7 +19,8 @@ namespace cohort {
 namespace matcher {
 
 // True iff every predicate of `predicates` holds for `event` (a predicate on
-// an attribute the event lacks does not hold). An empty conjunction matches.
+// an attribute the event lacks does not hold, unless it is kNotExists). An
+// empty conjunction matches.
 bool Matches(absl::Span<const Predicate> predicates, EventView event);
 
 class ReferenceMatcher {

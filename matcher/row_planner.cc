@@ -22,6 +22,9 @@ constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 // events and subscriptions draw values from similar distributions):
 //   P(attribute a present)  ~ share of all entries that are on a
 //   P(x == v | a present)   ~ references to EQ(a, v) / EQ references on a
+//   P(x in S | a present)   ~ the sum of that over v in S, each counted one
+//                             reference more (a set's values count as
+//                             equality references on a)
 //   P(x in [lo, hi] | a)    ~ overlap of [lo, hi] with the span of constants
 //                             seen on a, assuming values spread evenly
 // Only the ranking within one subscription matters, so the estimates need
@@ -29,12 +32,20 @@ constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 class RowPlanner::Statistics {
  public:
   void Count(const NormalPredicate& p, int delta) {
-    if (p.kind == Kind::kFalse) return;
+    if (p.kind == Kind::kFalse || p.kind == Kind::kTrue) return;
     if (p.attribute >= attributes_.size()) attributes_.resize(p.attribute + 1);
     PerAttribute& a = attributes_[p.attribute];
     a.entries += delta;
     total_ += delta;
     if (p.kind == Kind::kEq) a.eq_entries += delta;
+    if (p.kind == Kind::kIn) {
+      a.eq_entries += delta * static_cast<int64_t>(p.set.size());
+      if (delta > 0) {
+        a.min = std::min(a.min, p.set.front());
+        a.max = std::max(a.max, p.set.back());
+      }
+      return;
+    }
     if (delta > 0) {
       for (int64_t bound : {p.lo, p.hi}) {
         if (bound == kMin || bound == kMax) continue;
@@ -49,8 +60,8 @@ class RowPlanner::Statistics {
     if (p.kind == Kind::kFalse) return 0;
     const PerAttribute& a = attributes_[p.attribute];
     const double present = (a.entries + 1.0) / (total_ + 1.0);
-    if (p.kind == Kind::kEq) {
-      const double eq = references / (a.eq_entries + 1.0);
+    if (EqualityLike(p.kind)) {
+      const double eq = std::min(1.0, references / (a.eq_entries + 1.0));
       return present * (negated ? 1.0 - eq : eq);
     }
     if (a.min > a.max) return present;  // nothing known about the values
@@ -94,6 +105,7 @@ RowPlanner::RowPlanner() : stats_(std::make_unique<Statistics>()) {}
 RowPlanner::~RowPlanner() = default;
 
 absl::Status RowPlanner::Normalise(absl::Span<const Predicate> predicates,
+                                   std::vector<std::vector<int64_t>>* sets,
                                    std::vector<Entry>* e) {
   if (predicates.empty()) {
     return absl::InvalidArgumentError(
@@ -107,6 +119,9 @@ absl::Status RowPlanner::Normalise(absl::Span<const Predicate> predicates,
   auto add = [&](NormalPredicate p, bool negated = false) {
     e->push_back({p, negated});
   };
+  // The entries' sets point into *sets, which must not reallocate.
+  sets->clear();
+  sets->reserve(predicates.size());
   for (size_t i = 0; i < predicates.size(); ++i) {
     const Predicate& p = predicates[i];
     const AttributeId a = p.attribute;
@@ -139,6 +154,30 @@ absl::Status RowPlanner::Normalise(absl::Span<const Predicate> predicates,
         }
         add(FromInterval(a, v, p.upper));
         break;
+      case Op::kIn:
+      case Op::kNotIn: {
+        if (p.values.empty()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "predicates[", i, "].values: ", OpName(p.op),
+              " needs at least 1 value"));
+        }
+        std::vector<int64_t>& set = sets->emplace_back(p.values);
+        std::sort(set.begin(), set.end());
+        set.erase(std::unique(set.begin(), set.end()), set.end());
+        if (p.op == Op::kIn) {
+          add(FromSet(a, set));
+        } else {  // present, and in none of them
+          add(FromInterval(a, kMin, kMax));
+          add(FromSet(a, set), /*negated=*/true);
+        }
+        break;
+      }
+      case Op::kExists:
+        add(FromInterval(a, kMin, kMax));
+        break;
+      case Op::kNotExists:
+        add(FromInterval(a, kMin, kMax), /*negated=*/true);
+        break;
       default:
         return absl::InvalidArgumentError(
             absl::StrCat("predicates[", i, "].op: unknown operator ",
@@ -155,11 +194,19 @@ absl::Status RowPlanner::Normalise(absl::Span<const Predicate> predicates,
     return std::make_tuple(x.predicate.kind, x.predicate.attribute,
                            x.predicate.lo, x.predicate.hi, x.negated);
   };
-  std::sort(e->begin(), e->end(),
-            [&](const auto& x, const auto& y) { return key(x) < key(y); });
-  e->erase(std::unique(
-               e->begin(), e->end(),
-               [&](const auto& x, const auto& y) { return key(x) == key(y); }),
+  // Sets with equal keys (a hash collision) are ordered by their values.
+  auto less = [&](const Entry& x, const Entry& y) {
+    if (key(x) != key(y)) return key(x) < key(y);
+    return std::lexicographical_compare(
+        x.predicate.set.begin(), x.predicate.set.end(),
+        y.predicate.set.begin(), y.predicate.set.end());
+  };
+  std::sort(e->begin(), e->end(), less);
+  e->erase(std::unique(e->begin(), e->end(),
+                       [&](const Entry& x, const Entry& y) {
+                         return key(x) == key(y) &&
+                                x.predicate.set == y.predicate.set;
+                       }),
            e->end());
   return absl::OkStatus();
 }
@@ -191,6 +238,11 @@ NormalPredicate RowPlanner::ChooseAccess(const std::vector<Entry>& entries,
     ranked->erase(ranked->begin());
     return first.predicate;
   }
+  // Every entry negated (NOT_EXISTS alone): listed for every event.
+  if (std::all_of(ranked->begin(), ranked->end(),
+                  [&](const Ranked& r) { return entries[r.entry].negated; })) {
+    return TruePredicate();
+  }
   auto it = ranked->begin();  // most selective positive entry
   while (entries[it->entry].negated) ++it;
   const NormalPredicate& leading = entries[it->entry].predicate;
@@ -215,7 +267,10 @@ NormalPredicate RowPlanner::ChooseAccess(const std::vector<Entry>& entries,
 absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
                               PredicateTable* table, RowPlan* plan) {
   std::vector<Entry> entries;
-  if (absl::Status s = Normalise(predicates, &entries); !s.ok()) return s;
+  std::vector<std::vector<int64_t>> sets;
+  if (absl::Status s = Normalise(predicates, &sets, &entries); !s.ok()) {
+    return s;
+  }
   // Each entry and the access predicate may intern a new predicate, and a
   // predicate id must fit a cluster entry (kEntryIdMask).
   if (table->size() + entries.size() + 2 >= kMaxPredicates) {
@@ -230,12 +285,18 @@ absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
   ranked.reserve(entries.size());
   for (uint32_t i = 0; i < entries.size(); ++i) {
     const Entry& e = entries[i];
-    const bool eq = e.predicate.kind == Kind::kEq;
-    ranked.push_back(
-        {i, eq && !e.negated,
-         stats_->Selectivity(e.predicate,
-                             eq ? table->References(e.predicate) + 1 : 0,
-                             e.negated)});
+    uint32_t references = 0;
+    if (e.predicate.kind == Kind::kEq) {
+      references = table->References(e.predicate) + 1;
+    } else if (e.predicate.kind == Kind::kIn) {
+      for (int64_t v : e.predicate.set) {
+        references += table->References(FromInterval(
+                          e.predicate.attribute, v, v)) + 1;
+      }
+    }
+    ranked.push_back({i, EqualityLike(e.predicate.kind) && !e.negated,
+                      stats_->Selectivity(e.predicate, references,
+                                          e.negated)});
   }
   plan->lead.reset();
   plan->access = table->Acquire(ChooseAccess(entries, &ranked, &plan->lead));

@@ -2,15 +2,17 @@
 // and PartitionedIndex.
 //
 // `Plan` normalises a subscription into entries (see predicate_table.h),
-// interns them, and picks its *access predicate* — the equality entry least
-// likely to be satisfied by an event, estimated from value-frequency
-// statistics of the subscriptions seen so far. A subscription with no
-// equality predicate gets "attribute present" on the attribute of its most
-// selective entry (its *per-attribute list*), and that entry leads its
-// columns. The remaining entries become the row's columns, most selective
-// first, so that rows fail in their first columns; a BETWEEN among them
-// whose halves are both interned already becomes those two columns
-// (SplitIfShared). `Release` undoes a Plan when the row is removed.
+// interns them, and picks its *access predicate* — the equality or set
+// (IN) entry least likely to be satisfied by an event, estimated from
+// value-frequency statistics of the subscriptions seen so far. A
+// subscription with no equality or set predicate gets "attribute present"
+// on the attribute of its most selective entry (its *per-attribute
+// list*), and that entry leads its columns; one whose every entry is
+// negated (NOT_EXISTS alone) gets the predicate that always holds (kTrue),
+// so its row is checked for every event. The remaining entries become
+// the row's columns, most selective first, so that rows fail in their
+// first columns; a BETWEEN among them whose halves are both interned
+// already becomes those two columns (SplitIfShared). `Release` undoes a Plan when the row is removed.
 //
 // Stage: the predicate stage (it writes the shared predicate table); no
 // threads. Thread safety: none; callers serialise Plan and Release with
@@ -57,7 +59,8 @@ class RowPlanner {
   // Plans the row of a subscription with the conjunction `predicates`,
   // taking references in *table to its access predicate and columns.
   // Errors: INVALID_ARGUMENT if predicates is empty or longer than
-  // kMaxPredicatesPerSubscription, or a BETWEEN has value > upper;
+  // kMaxPredicatesPerSubscription, a BETWEEN has value > upper, or an IN
+  // or NOT_IN has no values;
   // RESOURCE_EXHAUSTED if the table could not intern them within
   // kMaxPredicates. On error nothing changes.
   absl::Status Plan(absl::Span<const Predicate> predicates,
@@ -86,7 +89,9 @@ class RowPlanner {
   static std::optional<SplitRange> SplitIfShared(const Entry& e,
                                                  const PredicateTable& table);
 
+  // The entries of kIn predicates point into *sets.
   static absl::Status Normalise(absl::Span<const Predicate> predicates,
+                                std::vector<std::vector<int64_t>>* sets,
                                 std::vector<Entry>* entries);
   NormalPredicate ChooseAccess(const std::vector<Entry>& entries,
                                std::vector<Ranked>* ranked,

@@ -7,8 +7,10 @@
 #ifndef COHORT_MATCHER_TYPES_H_
 #define COHORT_MATCHER_TYPES_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -36,31 +38,63 @@ enum class Op : uint8_t {
   kGt = 5,
   kGe = 6,
   kBetween = 7,  // inclusive: value <= x <= upper
+  kIn = 8,       // x is one of `values`
+  kNotIn = 9,    // x is none of `values` (the attribute present)
+  // 10 is the API's OP_PREFIX, which the service turns into kEq on a
+  // derived attribute (service/api/typed_attributes.h); no matcher op.
+  kExists = 11,     // the attribute is present, whatever its value
+  kNotExists = 12,  // the attribute is absent
 };
 
 // "EQ", "NE", ... as in the workload file format.
 absl::string_view OpName(Op op);
-// Parses "EQ" ... "BETWEEN"; returns false on anything else.
+// Parses "EQ" ... "NOT_EXISTS"; returns false on anything else.
 bool ParseOp(absl::string_view name, Op* op);
 
-// One predicate: `attribute op value` (and `upper` for kBetween).
-// A predicate holds for an event only if the event carries `attribute`.
+// One predicate: `attribute op value` (and `upper` for kBetween, `values`
+// for kIn and kNotIn). Every op but kNotExists holds for an event only if
+// the event carries `attribute`; kNotExists holds only if it does not. A
+// subscription of kNotExists predicates alone is checked for every event
+// (predicate_table.h, kTrue).
 struct Predicate {
   AttributeId attribute = 0;
   Op op = Op::kEq;
   int64_t value = 0;
   int64_t upper = 0;  // only meaningful for kBetween
+  // kIn and kNotIn: the set, 1 or more values in any order (repeats
+  // allowed); empty for the other ops.
+  std::vector<int64_t> values;
 
   friend bool operator==(const Predicate& a, const Predicate& b) {
-    return a.attribute == b.attribute && a.op == b.op && a.value == b.value &&
-           (a.op != Op::kBetween || a.upper == b.upper);
+    if (a.attribute != b.attribute || a.op != b.op) return false;
+    switch (a.op) {
+      case Op::kBetween:
+        return a.value == b.value && a.upper == b.upper;
+      case Op::kIn:
+      case Op::kNotIn:
+        return a.values == b.values;
+      case Op::kExists:
+      case Op::kNotExists:
+        return true;
+      default:
+        return a.value == b.value;
+    }
   }
 };
 
 // True iff `p` holds for the value `x` of its attribute (the caller has
-// already checked that the event carries the attribute).
+// already checked that the event carries the attribute; kNotExists never
+// holds then).
 inline bool Holds(const Predicate& p, int64_t x) {
   switch (p.op) {
+    case Op::kIn:
+      return std::find(p.values.begin(), p.values.end(), x) != p.values.end();
+    case Op::kNotIn:
+      return std::find(p.values.begin(), p.values.end(), x) == p.values.end();
+    case Op::kExists:
+      return true;
+    case Op::kNotExists:
+      return false;
     case Op::kEq:
       return x == p.value;
     case Op::kNe:
@@ -88,7 +122,8 @@ struct AttributeValue {
 // An event as the matcher sees it. REQUIRES: attributes are distinct.
 using EventView = absl::Span<const AttributeValue>;
 
-// Human-readable form, e.g. "a3 BETWEEN 10 20" (attribute printed as a<id>).
+// Human-readable form, e.g. "a3 BETWEEN 10 20" or "a1 IN 4,7" (attribute
+// printed as a<id>).
 std::string DebugString(const Predicate& p);
 
 }  // namespace matcher
