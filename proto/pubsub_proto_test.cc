@@ -61,6 +61,13 @@ const PinnedField kPinnedFields[] = {
     {"Predicate", "op", 2, kEnum, false, "cohort.v1.Op"},
     {"Predicate", "value", 3, kInt64, false, ""},
     {"Predicate", "upper", 4, kInt64, false, ""},
+    {"Predicate", "string_value", 5, kBytes, false, ""},
+    {"Predicate", "int64_values", 6, kMessage, false, "cohort.v1.Int64List"},
+    {"Predicate", "string_values", 7, kMessage, false,
+     "cohort.v1.StringList"},
+    {"Predicate", "string_upper", 8, kBytes, false, ""},
+    {"Int64List", "values", 1, kInt64, true, ""},
+    {"StringList", "values", 1, kBytes, true, ""},
     {"SubscriptionSpec", "subscriber", 1, kString, false, ""},
     {"SubscriptionSpec", "predicates", 2, kMessage, true,
      "cohort.v1.Predicate"},
@@ -70,6 +77,7 @@ const PinnedField kPinnedFields[] = {
     {"UnsubscribeRequest", "subscription_ids", 1, kUint64, true, ""},
     {"Attribute", "name", 1, kString, false, ""},
     {"Attribute", "value", 2, kInt64, false, ""},
+    {"Attribute", "string_value", 3, kBytes, false, ""},
     {"Event", "attributes", 1, kMessage, true, "cohort.v1.Attribute"},
     {"Event", "payload", 2, kBytes, false, ""},
     {"PublishRequest", "events", 1, kMessage, true, "cohort.v1.Event"},
@@ -84,6 +92,10 @@ const PinnedField kPinnedFields[] = {
     {"Stats", "subscriptions", 1, kUint64, false, ""},
     {"Stats", "events_published", 2, kUint64, false, ""},
     {"Stats", "index_layout", 10, kString, false, ""},
+    {"Stats", "attributes", 14, kMessage, true, "cohort.v1.AttributeStats"},
+    {"AttributeStats", "name", 1, kString, false, ""},
+    {"AttributeStats", "distinct_strings", 2, kUint64, false, ""},
+    {"AttributeStats", "distinct_prefixes", 3, kUint64, false, ""},
 };
 
 TEST(PubSubProto, PinnedFieldsKeepNameNumberAndType) {
@@ -123,11 +135,49 @@ TEST(PubSubProto, EmptyMessagesHaveNoFields) {
   }
 }
 
-TEST(PubSubProto, OpEnumValuesAreZeroToSeven) {
+// Wrapping value and upper (and Attribute.value) in oneofs kept their
+// numbers and types, so old clients' bytes parse as before; an old client's
+// value 0 is sent as nothing, which the server reads as the int64 0.
+TEST(PubSubProto, OperandsAreOneofsAroundTheOldFields) {
+  const Descriptor* predicate = Predicate::descriptor();
+  for (const char* name : {"value", "string_value", "int64_values",
+                           "string_values"}) {
+    SCOPED_TRACE(name);
+    ASSERT_NE(predicate->FindFieldByName(name)->containing_oneof(), nullptr);
+    EXPECT_EQ(predicate->FindFieldByName(name)->containing_oneof()->name(),
+              "operand");
+  }
+  for (const char* name : {"upper", "string_upper"}) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(predicate->FindFieldByName(name)->containing_oneof()->name(),
+              "upper_operand");
+  }
+  const Descriptor* attribute = Attribute::descriptor();
+  EXPECT_EQ(attribute->FindFieldByName("value")->containing_oneof()->name(),
+            "kind");
+  EXPECT_EQ(
+      attribute->FindFieldByName("string_value")->containing_oneof()->name(),
+      "kind");
+  // The bytes of an old client's predicate and attribute.
+  Predicate old;
+  old.set_attribute("price");
+  old.set_op(OP_BETWEEN);
+  old.set_value(10);
+  old.set_upper(20);
+  Predicate parsed;
+  ASSERT_TRUE(parsed.ParseFromString(old.SerializeAsString()));
+  EXPECT_EQ(parsed.operand_case(), Predicate::kValue);
+  EXPECT_EQ(parsed.value(), 10);
+  EXPECT_EQ(parsed.upper(), 20);
+}
+
+TEST(PubSubProto, OpEnumValuesAreZeroToTwelve) {
   const EnumDescriptor* op = Op_descriptor();
   const std::vector<std::string> names = {
-      "OP_UNSPECIFIED", "OP_EQ", "OP_NE", "OP_LT",
-      "OP_LE",          "OP_GT", "OP_GE", "OP_BETWEEN"};
+      "OP_UNSPECIFIED", "OP_EQ",     "OP_NE",     "OP_LT",
+      "OP_LE",          "OP_GT",     "OP_GE",     "OP_BETWEEN",
+      "OP_IN",          "OP_NOT_IN", "OP_PREFIX", "OP_EXISTS",
+      "OP_NOT_EXISTS"};
   ASSERT_EQ(op->value_count(), static_cast<int>(names.size()));
   for (int number = 0; number < static_cast<int>(names.size()); ++number) {
     SCOPED_TRACE(names[number]);
@@ -136,6 +186,7 @@ TEST(PubSubProto, OpEnumValuesAreZeroToSeven) {
     EXPECT_EQ(value->number(), number);
   }
   EXPECT_EQ(OP_BETWEEN, 7);
+  EXPECT_EQ(OP_NOT_EXISTS, 12);
 }
 
 // One pinned RPC: its name, request and response types, and streaming shape.

@@ -120,6 +120,17 @@ ABSL_FLAG(std::string, slow_listener, "drop",
 ABSL_FLAG(uint32_t, max_predicates, 32, "Predicates per subscription.");
 ABSL_FLAG(uint32_t, max_event_attributes, 256, "Attributes per event.");
 ABSL_FLAG(uint32_t, max_payload_bytes, 65536, "Bytes of Event.payload.");
+ABSL_FLAG(uint32_t, max_string_bytes, 256,
+          "Bytes of a string value: an event attribute's, or a predicate's "
+          "operand (OP_PREFIX's prefix and each OP_IN value included).");
+ABSL_FLAG(uint32_t, max_set_size, 64,
+          "Values in the list of an OP_IN or OP_NOT_IN predicate.");
+ABSL_FLAG(uint64_t, max_distinct_strings, 1000000,
+          "Distinct strings subscriptions may name on one attribute (and, "
+          "apart, distinct prefixes of one length); a Subscribe naming one "
+          "more fails with RESOURCE_EXHAUSTED. Counted since the service "
+          "started (a restart counts those of the recovered "
+          "subscriptions).");
 ABSL_FLAG(uint32_t, max_batch, 10000,
           "Subscriptions per Subscribe, ids per Unsubscribe and events per "
           "Publish request.");
@@ -229,6 +240,9 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   o.limits.max_event_attributes = absl::GetFlag(FLAGS_max_event_attributes);
   o.limits.max_payload_bytes = absl::GetFlag(FLAGS_max_payload_bytes);
   o.limits.max_batch = absl::GetFlag(FLAGS_max_batch);
+  o.limits.max_string_bytes = absl::GetFlag(FLAGS_max_string_bytes);
+  o.limits.max_set_size = absl::GetFlag(FLAGS_max_set_size);
+  o.max_distinct_strings = absl::GetFlag(FLAGS_max_distinct_strings);
   o.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   const uint32_t concurrent = absl::GetFlag(FLAGS_max_concurrent_streams);
   if (concurrent > kMaxConcurrentStreams) {
@@ -262,11 +276,13 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   if (o.streams.listener_queue_limit == 0 || o.streams.stream_window == 0 ||
       o.limits.max_predicates == 0 || o.limits.max_event_attributes == 0 ||
       o.limits.max_batch == 0 || o.max_attributes == 0 ||
-      o.engine.max_subscribers == 0 || o.max_message_bytes <= 0) {
+      o.engine.max_subscribers == 0 || o.max_message_bytes <= 0 ||
+      o.limits.max_set_size == 0 || o.max_distinct_strings == 0) {
     return absl::InvalidArgumentError(
         "--listener_queue_limit, --stream_window, --max_predicates, "
         "--max_event_attributes, --max_batch, --max_attributes, "
-        "--max_subscribers and --max_message_bytes must be at least 1");
+        "--max_subscribers, --max_message_bytes, --max_set_size and "
+        "--max_distinct_strings must be at least 1");
   }
   // Checked again by CreateEngine; here it is a flag mistake (exit 2).
   if (absl::Status s = CheckLatencyTarget(o.engine.latency_target_us);

@@ -82,7 +82,7 @@ grpc::Status ToGrpc(const absl::Status& status) {
                       std::string(status.message()));
 }
 
-PubSubService::PubSubService(Engine* engine, Interner* attributes,
+PubSubService::PubSubService(Engine* engine, TypedAttributes* attributes,
                              Interner* subscribers, const Limits& limits,
                              const StreamOptions& streams)
     : engine_(engine),
@@ -107,6 +107,7 @@ void PubSubService::CloseStream() {
 void PubSubService::FillStats(v1::Stats* stats) const {
   engine_->FillStats(stats);
   stats->set_open_streams(open_streams_.load(std::memory_order_relaxed));
+  attributes_->FillStats(stats);
 }
 
 grpc::ServerUnaryReactor* PubSubService::Subscribe(

@@ -92,8 +92,9 @@ using PubSubCallbackService =
 class PubSubService final : public PubSubCallbackService {
  public:
   // All pointers must outlive the service.
-  PubSubService(Engine* engine, Interner* attributes, Interner* subscribers,
-                const Limits& limits, const StreamOptions& streams);
+  PubSubService(Engine* engine, TypedAttributes* attributes,
+                Interner* subscribers, const Limits& limits,
+                const StreamOptions& streams);
 
   grpc::ServerUnaryReactor* Subscribe(grpc::CallbackServerContext* context,
                                       const v1::SubscribeRequest* request,
@@ -141,7 +142,7 @@ class PubSubService final : public PubSubCallbackService {
 
  private:
   Engine* const engine_;
-  Interner* const attributes_;
+  TypedAttributes* const attributes_;
   Interner* const subscribers_;
   const Limits limits_;
   const StreamOptions streams_;

@@ -89,7 +89,22 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
         }
       }
     }
+    server->typed_ = std::make_unique<TypedAttributes>(
+        server->attributes_.get(), options.max_distinct_strings);
+    server->typed_->RestoreNames();
+    for (const StringRecord& s : recovered.state.strings) {
+      if (absl::Status status =
+              server->typed_->RestoreString(s.attribute, s.code, s.bytes);
+          !status.ok()) {
+        return absl::DataLossError(absl::StrCat(
+            "--data_dir: cannot restore a string value: ", status.message()));
+      }
+    }
     Durability* log = server->durability_.get();
+    server->typed_->SetOnNewString(
+        [log](uint32_t attribute, int64_t code, absl::string_view bytes) {
+          log->LogString(attribute, code, bytes);
+        });
     server->attributes_->SetOnNewName(
         [log](uint32_t id, absl::string_view name) {
           log->LogName(kAttributeName, id, name);
@@ -132,8 +147,12 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
     recovered = Recovery();
     malloc_trim(0);
   }
+  if (server->typed_ == nullptr) {
+    server->typed_ = std::make_unique<TypedAttributes>(
+        server->attributes_.get(), options.max_distinct_strings);
+  }
   server->service_ = std::make_unique<PubSubService>(
-      server->engine_.get(), server->attributes_.get(),
+      server->engine_.get(), server->typed_.get(),
       server->subscribers_.get(), options.limits, options.streams);
   if (tokens->has_value()) {
     server->auth_ = std::make_unique<AuthService>(

@@ -50,6 +50,9 @@ struct ServerOptions {
   int max_concurrent_streams = 0;
   // Most distinct attribute names (the attribute dictionary's size).
   uint32_t max_attributes = 1u << 20;
+  // Most distinct strings subscriptions may name on one attribute
+  // (typed_attributes.h).
+  uint64_t max_distinct_strings = 1000000;
   // Prometheus text endpoint: host and port; port -1 = off, 0 = any.
   std::string metrics_host = "127.0.0.1";
   int metrics_port = -1;
@@ -100,6 +103,7 @@ class CohortServer {
 
   ServerOptions options_;
   std::unique_ptr<Interner> attributes_;
+  std::unique_ptr<TypedAttributes> typed_;
   std::unique_ptr<Interner> subscribers_;
   // Before engine_: the engine uses it until it is destroyed.
   std::unique_ptr<Durability> durability_;

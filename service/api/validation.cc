@@ -23,6 +23,11 @@ static_assert(static_cast<int>(matcher::Op::kLe) == v1::OP_LE, "");
 static_assert(static_cast<int>(matcher::Op::kGt) == v1::OP_GT, "");
 static_assert(static_cast<int>(matcher::Op::kGe) == v1::OP_GE, "");
 static_assert(static_cast<int>(matcher::Op::kBetween) == v1::OP_BETWEEN, "");
+static_assert(static_cast<int>(matcher::Op::kIn) == v1::OP_IN, "");
+static_assert(static_cast<int>(matcher::Op::kNotIn) == v1::OP_NOT_IN, "");
+static_assert(static_cast<int>(matcher::Op::kExists) == v1::OP_EXISTS, "");
+static_assert(static_cast<int>(matcher::Op::kNotExists) == v1::OP_NOT_EXISTS,
+              "");
 
 // Up to this many attributes, an event's names are checked for duplicates by
 // comparing every pair: for the small events that dominate real workloads
@@ -137,23 +142,125 @@ absl::Status CheckBatch(absl::string_view field, int size,
                  limits.max_batch, " (--max_batch)");
 }
 
+absl::Status CheckString(const FieldPath& path, absl::string_view bytes,
+                         const Limits& limits) {
+  if (bytes.size() <= limits.max_string_bytes) return absl::OkStatus();
+  return Invalid(path, bytes.size(), " bytes; the limit is ",
+                 limits.max_string_bytes, " (--max_string_bytes)");
+}
+
+// The operand field a predicate set, for messages.
+absl::string_view OperandName(const v1::Predicate& p) {
+  switch (p.operand_case()) {
+    case v1::Predicate::kValue:
+      return "value";
+    case v1::Predicate::kStringValue:
+      return "string_value";
+    case v1::Predicate::kInt64Values:
+      return "int64_values";
+    case v1::Predicate::kStringValues:
+      return "string_values";
+    default:
+      return "nothing";
+  }
+}
+
 absl::Status CheckPredicate(const FieldPath& path,
-                            const v1::Predicate& predicate) {
+                            const v1::Predicate& predicate,
+                            const Limits& limits) {
   absl::Status status =
       CheckAttributeName(FieldPath{&path, "attribute"}, predicate.attribute());
   if (!status.ok()) return status;
   const int op = predicate.op();
-  if (op < v1::OP_EQ || op > v1::OP_BETWEEN) {
+  if (op < v1::OP_EQ || op > v1::OP_NOT_EXISTS) {
     const std::string what = op == v1::OP_UNSPECIFIED
                                  ? std::string("OP_UNSPECIFIED (0)")
                                  : absl::StrCat("unknown value ", op);
     return Invalid(FieldPath{&path, "op"}, what,
                    " is not an operator; use OP_EQ, OP_NE, OP_LT, OP_LE, "
-                   "OP_GT, OP_GE or OP_BETWEEN");
+                   "OP_GT, OP_GE, OP_BETWEEN, OP_IN, OP_NOT_IN, OP_PREFIX, "
+                   "OP_EXISTS or OP_NOT_EXISTS");
   }
-  if (op == v1::OP_BETWEEN && predicate.value() > predicate.upper()) {
-    return Invalid(path, "OP_BETWEEN needs value <= upper, got value ",
-                   predicate.value(), " > upper ", predicate.upper());
+  const absl::string_view op_name = v1::Op_Name(predicate.op());
+  const auto operand = predicate.operand_case();
+  const bool list = operand == v1::Predicate::kInt64Values ||
+                    operand == v1::Predicate::kStringValues;
+  switch (op) {
+    case v1::OP_IN:
+    case v1::OP_NOT_IN: {
+      if (!list) {
+        return Invalid(path, op_name,
+                       " needs a list operand (int64_values or "
+                       "string_values), got ",
+                       OperandName(predicate));
+      }
+      const bool strings = operand == v1::Predicate::kStringValues;
+      const FieldPath values_path{&path, strings ? "string_values.values"
+                                                 : "int64_values.values"};
+      const size_t n = strings
+                           ? predicate.string_values().values_size()
+                           : predicate.int64_values().values_size();
+      if (n == 0) {
+        return Invalid(values_path, "empty; ", op_name, " needs 1 to ",
+                       limits.max_set_size, " values");
+      }
+      if (n > limits.max_set_size) {
+        return Invalid(values_path, n, " values; the limit is ",
+                       limits.max_set_size, " (--max_set_size)");
+      }
+      if (strings) {
+        for (size_t i = 0; i < n; ++i) {
+          status = CheckString(FieldPath{&path, "string_values.values", i},
+                               predicate.string_values().values(i), limits);
+          if (!status.ok()) return status;
+        }
+      }
+      return absl::OkStatus();
+    }
+    case v1::OP_EXISTS:
+    case v1::OP_NOT_EXISTS:
+      if (operand != v1::Predicate::OPERAND_NOT_SET) {
+        return Invalid(FieldPath{&path, OperandName(predicate)}, op_name,
+                       " takes no operand");
+      }
+      return absl::OkStatus();
+    case v1::OP_PREFIX:
+      if (operand != v1::Predicate::kStringValue) {
+        return Invalid(path, "OP_PREFIX needs a string_value operand, got ",
+                       OperandName(predicate));
+      }
+      return CheckString(FieldPath{&path, "string_value"},
+                         predicate.string_value(), limits);
+    default:
+      break;
+  }
+  // EQ to BETWEEN: one value (or none: the int64 0).
+  if (list) {
+    return Invalid(FieldPath{&path, OperandName(predicate)}, op_name,
+                   " takes one value; lists are for OP_IN and OP_NOT_IN");
+  }
+  if (operand == v1::Predicate::kStringValue) {
+    status = CheckString(FieldPath{&path, "string_value"},
+                         predicate.string_value(), limits);
+    if (!status.ok()) return status;
+    if (op != v1::OP_EQ && op != v1::OP_NE) {
+      return absl::UnimplementedError(absl::StrCat(
+          FieldPath{&path, "string_value"}.ToString(), ": ", op_name,
+          " on strings is not implemented yet; strings support OP_EQ, "
+          "OP_NE, OP_IN, OP_NOT_IN and OP_PREFIX"));
+    }
+    return absl::OkStatus();
+  }
+  if (op == v1::OP_BETWEEN) {
+    if (predicate.upper_operand_case() == v1::Predicate::kStringUpper) {
+      return Invalid(FieldPath{&path, "string_upper"},
+                     "a string upper bound for an int64 lower bound; both "
+                     "bounds must have one type");
+    }
+    if (predicate.value() > predicate.upper()) {
+      return Invalid(path, "OP_BETWEEN needs value <= upper, got value ",
+                     predicate.value(), " > upper ", predicate.upper());
+    }
   }
   return absl::OkStatus();
 }
@@ -178,7 +285,7 @@ absl::Status CheckSubscription(const FieldPath& path,
   for (int j = 0; j < spec.predicates_size(); ++j) {
     status =
         CheckPredicate(FieldPath{&path, "predicates", static_cast<size_t>(j)},
-                       spec.predicates(j));
+                       spec.predicates(j), limits);
     if (!status.ok()) return status;
   }
   return absl::OkStatus();
@@ -239,6 +346,11 @@ absl::Status CheckEvent(const FieldPath& path, const v1::Event& event,
     absl::Status status = CheckAttributeName(FieldPath{&attribute, "name"},
                                              event.attributes(i).name());
     if (!status.ok()) return status;
+    if (event.attributes(i).kind_case() == v1::Attribute::kStringValue) {
+      status = CheckString(FieldPath{&attribute, "string_value"},
+                           event.attributes(i).string_value(), limits);
+      if (!status.ok()) return status;
+    }
   }
   absl::Status status = CheckDistinctNames(path, event, seen);
   if (!status.ok()) return status;
@@ -324,7 +436,8 @@ absl::Status ValidateListen(const v1::ListenRequest& request,
 }
 
 absl::Status BuildSubscriptions(const v1::SubscribeRequest& request,
-                                Interner* attributes, Interner* subscribers,
+                                TypedAttributes* attributes,
+                                Interner* subscribers,
                                 std::vector<SubscriptionInput>* out) {
   // Built aside and moved into *out only on success, so that a full
   // dictionary leaves *out as it was.
@@ -342,54 +455,22 @@ absl::Status BuildSubscriptions(const v1::SubscribeRequest& request,
     }
     SubscriptionInput& input = built[i];
     input.subscriber = *subscriber;
-    input.predicates.resize(spec.predicates_size());
+    input.predicates.reserve(spec.predicates_size());
     for (int j = 0; j < spec.predicates_size(); ++j) {
-      const v1::Predicate& p = spec.predicates(j);
-      absl::StatusOr<uint32_t> attribute = attributes->Intern(p.attribute());
-      if (!attribute.ok()) {
-        const FieldPath predicate{&path, "predicates", static_cast<size_t>(j)};
-        return absl::ResourceExhaustedError(
-            absl::StrCat(FieldPath{&predicate, "attribute"}.ToString(),
-                         ": cannot add a new attribute name: ",
-                         attribute.status().message()));
-      }
-      matcher::Predicate& q = input.predicates[j];
-      q.attribute = *attribute;
-      q.op = static_cast<matcher::Op>(p.op());
-      q.value = p.value();
-      q.upper = q.op == matcher::Op::kBetween ? p.upper() : 0;
+      const FieldPath predicate{&path, "predicates", static_cast<size_t>(j)};
+      absl::Status status = attributes->Lower(
+          predicate.ToString(), spec.predicates(j), &input.predicates);
+      if (!status.ok()) return status;
     }
   }
   *out = std::move(built);
   return absl::OkStatus();
 }
 
-void BuildEvents(const v1::PublishRequest& request, const Interner& attributes,
+void BuildEvents(const v1::PublishRequest& request,
+                 const TypedAttributes& attributes,
                  std::vector<std::vector<matcher::AttributeValue>>* out) {
-  // Scratch for one FindAll over the whole request, kept per thread so that
-  // the front stage does not allocate per request once warmed up.
-  thread_local std::vector<absl::string_view> names;
-  thread_local std::vector<std::optional<uint32_t>> ids;
-  names.clear();
-  for (const v1::Event& event : request.events()) {
-    for (const v1::Attribute& attribute : event.attributes()) {
-      names.push_back(attribute.name());
-    }
-  }
-  ids.resize(names.size());
-  attributes.FindAll(names, absl::MakeSpan(ids));
-
-  out->resize(request.events_size());
-  size_t k = 0;
-  for (int i = 0; i < request.events_size(); ++i) {
-    std::vector<matcher::AttributeValue>& record = (*out)[i];
-    record.clear();
-    for (const v1::Attribute& attribute : request.events(i).attributes()) {
-      const std::optional<uint32_t>& id = ids[k++];
-      if (id.has_value()) record.push_back({*id, attribute.value()});
-    }
-  }
-  names.clear();  // the views point into `request`
+  attributes.Encode(request, out);
 }
 
 }  // namespace service

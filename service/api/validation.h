@@ -26,6 +26,7 @@
 #include "matcher/types.h"
 #include "proto/cohort/v1/pubsub.pb.h"
 #include "service/api/interner.h"
+#include "service/api/typed_attributes.h"
 
 namespace cohort {
 namespace service {
@@ -40,6 +41,10 @@ struct Limits {
   // Unsubscribe (--max_batch).
   size_t max_batch = 10000;
   size_t max_subscriber_bytes = 256;  // length of a subscriber name
+  // Bytes of a string value, in an event or an operand (--max_string_bytes).
+  size_t max_string_bytes = 256;
+  // Values in an OP_IN or OP_NOT_IN list (--max_set_size).
+  size_t max_set_size = 64;
 };
 
 // Longest attribute name, in characters (the API's rule, not a flag).
@@ -57,9 +62,12 @@ bool IsValidAttributeName(absl::string_view name);
 // limits.max_batch subscriptions (none is fine); each with a subscriber name
 // of 1 to limits.max_subscriber_bytes bytes and no control characters, and 1
 // to limits.max_predicates predicates; each predicate with a valid attribute
-// name, an op from OP_EQ to OP_BETWEEN, and value <= upper for OP_BETWEEN
-// (`upper` is ignored for the other ops). Else INVALID_ARGUMENT for the first
-// problem found, in request order.
+// name, an op from OP_EQ to OP_NOT_EXISTS, the operand its op takes (the
+// table in pubsub.proto's Predicate), strings of at most
+// limits.max_string_bytes, lists of 1 to limits.max_set_size values, and
+// value <= upper for OP_BETWEEN (`upper` is ignored for the other ops). Else
+// INVALID_ARGUMENT for the first problem found, in request order; a range
+// operator on a string is UNIMPLEMENTED.
 absl::Status ValidateSubscribe(const v1::SubscribeRequest& request,
                                const Limits& limits);
 
@@ -92,34 +100,41 @@ absl::Status ValidateListen(const v1::ListenRequest& request,
 struct SubscriptionInput {
   // Id of the subscriber name in the subscriber Interner.
   uint32_t subscriber = 0;
-  // The predicates in request order; `upper` is 0 unless op is kBetween.
+  // The matcher predicates, in request order (TypedAttributes::Lower);
+  // `upper` is 0 unless op is kBetween.
   std::vector<matcher::Predicate> predicates;
 };
 
 // BuildSubscriptions()
 //
 // Converts request.subscriptions[i] into (*out)[i] (replacing what `out`
-// held), interning attribute names into `attributes` and subscriber names into
+// held), lowering its predicates into matcher predicates with `attributes`
+// (typed_attributes.h: names, derived names and strings interned; a
+// predicate may become two) and interning subscriber names into
 // `subscribers`. Fails with RESOURCE_EXHAUSTED, naming the field and the
-// limit, if a dictionary is full; then names already interned stay interned,
-// and nothing else changes (`*out` included).
+// limit, if a dictionary is full; then names and strings already interned
+// stay interned, and nothing else changes (`*out` included).
 // REQUIRES: ValidateSubscribe(request, limits) is OK for some `limits`.
 absl::Status BuildSubscriptions(const v1::SubscribeRequest& request,
-                                Interner* attributes, Interner* subscribers,
+                                TypedAttributes* attributes,
+                                Interner* subscribers,
                                 std::vector<SubscriptionInput>* out);
 
 // BuildEvents()
 //
 // Converts request.events[i] into (*out)[i], the compact event record the
 // matcher uses: the (attribute id, value) pairs of the event's attributes
-// whose names are interned in `attributes`, in request order. Attributes no
-// subscription ever named are dropped: no predicate can refer to them, so they
-// cannot affect matching (an event may thus become empty). Does not intern.
+// whose names are interned, in request order, an int64 value as itself and
+// a string as its codes, followed by the derived attributes
+// (typed_attributes.h: TypedAttributes::Encode). Attributes no subscription
+// ever named are dropped: no predicate can refer to them, so they cannot
+// affect matching (an event may thus become empty). Does not intern.
 // Resizes `out` to the number of events and reuses its inner vectors'
 // capacity. Looks all names up under one lock of `attributes`.
 // REQUIRES: ValidatePublish(request, limits) is OK for some `limits` (so the
 // attribute ids of each record are distinct, as matcher::EventView requires).
-void BuildEvents(const v1::PublishRequest& request, const Interner& attributes,
+void BuildEvents(const v1::PublishRequest& request,
+                 const TypedAttributes& attributes,
                  std::vector<std::vector<matcher::AttributeValue>>* out);
 
 }  // namespace service

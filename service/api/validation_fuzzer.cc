@@ -7,21 +7,25 @@
 // them. The first byte picks the limits (the defaults or small ones, so that
 // every limit is reachable). Properties checked (a failure aborts):
 //   - a refused request gets INVALID_ARGUMENT (NOT_FOUND for an Unsubscribe
-//     of id 0) with a message naming the field;
+//     of id 0, UNIMPLEMENTED for a range operator on a string) with a
+//     message naming the field;
 //   - a request that passes its Validate* function converts: every
-//     subscription keeps its subscriber, predicates, ops and bounds (names
-//     read back from the Interners), or BuildSubscriptions fails with
-//     RESOURCE_EXHAUSTED and leaves *out alone; every event keeps exactly its
-//     interned attributes, distinct;
+//     subscription keeps its subscriber, and its int64 predicates their
+//     names, ops and bounds (read back from the Interners), or
+//     BuildSubscriptions fails with RESOURCE_EXHAUSTED and leaves *out
+//     alone; every event keeps its interned int64 attributes, and its
+//     records' attributes are distinct;
 //   - the Index accepts every built subscription (validation admits nothing
 //     the matcher refuses), and matches the built events as the reference
-//     matcher does.
+//     matcher does, and as the API's rules on the messages themselves say
+//     (api_reference.h: strings, sets, prefixes, existence, types).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
@@ -31,6 +35,7 @@
 #include "matcher/reference_matcher.h"
 #include "matcher/types.h"
 #include "proto/cohort/v1/pubsub.pb.h"
+#include "service/api/api_reference.h"
 #include "service/api/interner.h"
 #include "service/api/validation.h"
 #include "tools/fuzz/byte_reader.h"
@@ -43,6 +48,7 @@ namespace {
 // Small enough that a fuzzer fills them within one input.
 constexpr size_t kMaxAttributes = 12;
 constexpr size_t kMaxSubscribers = 6;
+constexpr size_t kMaxStrings = 8;  // per derived attribute
 
 using fuzz::Fail;
 
@@ -52,7 +58,12 @@ void CheckRefusal(const absl::Status& status, absl::string_view field,
   // Only an Unsubscribe can name something that does not exist.
   const bool not_found = status.code() == absl::StatusCode::kNotFound &&
                          request == "Unsubscribe";
-  if (status.code() != absl::StatusCode::kInvalidArgument && !not_found) {
+  // Range operators on strings are not implemented yet.
+  const bool unimplemented =
+      status.code() == absl::StatusCode::kUnimplemented &&
+      request == "Subscribe";
+  if (status.code() != absl::StatusCode::kInvalidArgument && !not_found &&
+      !unimplemented) {
     Fail(absl::StrCat(request, " refused with ", status.ToString()));
   }
   if (!absl::StrContains(status.message(), field)) {
@@ -72,8 +83,7 @@ class Session {
       return;
     }
     std::vector<SubscriptionInput> out;
-    absl::Status s =
-        BuildSubscriptions(request, &attributes_, &subscribers_, &out);
+    absl::Status s = BuildSubscriptions(request, &typed_, &subscribers_, &out);
     if (!s.ok()) {
       if (s.code() != absl::StatusCode::kResourceExhausted || !out.empty()) {
         Fail(absl::StrCat("BuildSubscriptions: ", s.ToString()));
@@ -91,6 +101,7 @@ class Session {
                           added.ToString()));
       }
       reference_.Add(id, out[i].predicates);
+      specs_.emplace(id, request.subscriptions(i));
     }
   }
 
@@ -107,6 +118,7 @@ class Session {
       }
       // The reference knows which ids are live.
       if (id > matcher::kMaxSubscriptionId || !reference_.Remove(id)) continue;
+      specs_.erase(id);
       if (!index_.Remove(id).ok()) {
         Fail(absl::StrCat("Remove(", id, ") failed"));
       }
@@ -119,7 +131,7 @@ class Session {
       return;
     }
     std::vector<std::vector<matcher::AttributeValue>> events;
-    BuildEvents(request, attributes_, &events);
+    BuildEvents(request, typed_, &events);
     if (events.size() != static_cast<size_t>(request.events_size())) {
       Fail("BuildEvents: wrong count");
     }
@@ -133,6 +145,15 @@ class Session {
       std::sort(matches_[i].begin(), matches_[i].end());
       if (matches_[i] != reference_.Match(views[i])) {
         Fail(absl::StrCat("event ", i, " matched differently"));
+      }
+      std::vector<matcher::SubscriptionId> api;
+      for (const auto& [id, spec] : specs_) {
+        if (ApiMatches(spec, request.events(i))) api.push_back(id);
+      }
+      if (matches_[i] != api) {
+        Fail(absl::StrCat("event ", i, " matched ", matches_[i].size(),
+                          " subscriptions; the API's rules say ", api.size(),
+                          ": ", request.events(i).ShortDebugString()));
       }
     }
   }
@@ -167,21 +188,32 @@ class Session {
     if (subscribers_.Name(in.subscriber) != spec.subscriber()) {
       Fail("subscriber name changed");
     }
-    if (in.predicates.size() != static_cast<size_t>(spec.predicates_size()) ||
-        in.predicates.empty() ||
-        in.predicates.size() > limits_.max_predicates) {
+    // NOT_EXISTS lowers into two predicates, every other op into one.
+    size_t expected = 0;
+    for (const v1::Predicate& p : spec.predicates()) {
+      expected += p.op() == v1::OP_NOT_EXISTS ? 2 : 1;
+    }
+    if (in.predicates.size() != expected || in.predicates.empty() ||
+        static_cast<size_t>(spec.predicates_size()) > limits_.max_predicates) {
       Fail("predicate count changed or out of limits");
     }
-    for (size_t j = 0; j < in.predicates.size(); ++j) {
-      const v1::Predicate& want = spec.predicates(j);
+    size_t j = 0;
+    for (const v1::Predicate& want : spec.predicates()) {
       const matcher::Predicate& got = in.predicates[j];
+      j += want.op() == v1::OP_NOT_EXISTS ? 2 : 1;
+      const auto operand = want.operand_case();
+      if (want.op() > v1::OP_BETWEEN ||
+          (operand != v1::Predicate::kValue &&
+           operand != v1::Predicate::OPERAND_NOT_SET)) {
+        continue;  // typed: checked by matching (ApiMatches)
+      }
       const bool between = want.op() == v1::OP_BETWEEN;
       if (attributes_.Name(got.attribute) != want.attribute() ||
           static_cast<int>(got.op) != static_cast<int>(want.op()) ||
           got.value != want.value() ||
           got.upper != (between ? want.upper() : 0) ||
           (between && got.value > got.upper)) {
-        Fail(absl::StrCat("predicate ", j,
+        Fail(absl::StrCat("predicate ", want.ShortDebugString(),
                           " changed: ", matcher::DebugString(got)));
       }
     }
@@ -189,23 +221,30 @@ class Session {
 
   void CheckEvent(const v1::Event& event,
                   const std::vector<matcher::AttributeValue>& got) const {
-    size_t next = 0;
     absl::flat_hash_set<matcher::AttributeId> ids;
+    for (const matcher::AttributeValue& av : got) {
+      if (!ids.insert(av.attribute).second) {
+        Fail(absl::StrCat("event record repeats attribute ", av.attribute));
+      }
+    }
     for (const v1::Attribute& a : event.attributes()) {
+      if (a.kind_case() == v1::Attribute::kStringValue) continue;
       const auto id = attributes_.Find(a.name());
       if (!id.has_value()) continue;  // never named by a subscription
-      if (next >= got.size() || got[next].attribute != *id ||
-          got[next].value != a.value() || !ids.insert(*id).second) {
+      if (std::find_if(got.begin(), got.end(),
+                       [&](const matcher::AttributeValue& av) {
+                         return av.attribute == *id && av.value == a.value();
+                       }) == got.end()) {
         Fail(absl::StrCat("event attribute ", a.name(), " changed"));
       }
-      ++next;
     }
-    if (next != got.size()) Fail("event has extra attributes");
   }
 
   Limits limits_;
   Interner attributes_{kMaxAttributes};
+  TypedAttributes typed_{&attributes_, kMaxStrings};
   Interner subscribers_{kMaxSubscribers};
+  absl::btree_map<matcher::SubscriptionId, v1::SubscriptionSpec> specs_;
   matcher::Index index_;
   matcher::ReferenceMatcher reference_;
   matcher::SubscriptionId next_id_ = 1;
@@ -220,6 +259,8 @@ Limits PickLimits(uint8_t choice) {
     limits.max_payload_bytes = 8;
     limits.max_batch = 4;
     limits.max_subscriber_bytes = 5;
+    limits.max_string_bytes = 4;
+    limits.max_set_size = 3;
   }
   return limits;
 }

@@ -106,8 +106,8 @@ void ExpectRejected(
 }
 
 const char kOpList[] =
-    "is not an operator; use OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE or "
-    "OP_BETWEEN";
+    "is not an operator; use OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, "
+    "OP_BETWEEN, OP_IN, OP_NOT_IN, OP_PREFIX, OP_EXISTS or OP_NOT_EXISTS";
 constexpr absl::StatusCode kInvalid = absl::StatusCode::kInvalidArgument;
 
 TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
@@ -123,10 +123,136 @@ TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
        kInvalid,
        {absl::StrCat("subscriptions[1].predicates[1].op: unknown value 99 ",
                      kOpList)}},
-      {"op 8, just past OP_BETWEEN",
-       [](R* r) { PredicateOf(r, 0, 0)->set_op(static_cast<v1::Op>(8)); },
+      {"op 13, just past OP_NOT_EXISTS",
+       [](R* r) { PredicateOf(r, 0, 0)->set_op(static_cast<v1::Op>(13)); },
        kInvalid,
-       {"subscriptions[0].predicates[0].op: unknown value 8"}},
+       {"subscriptions[0].predicates[0].op: unknown value 13"}},
+      // Issue 19: operands by op, string and list limits.
+      {"IN with a single value",
+       [](R* r) { PredicateOf(r, 0, 0)->set_op(v1::OP_IN); },
+       kInvalid,
+       {"subscriptions[0].predicates[0]: OP_IN needs a list operand "
+        "(int64_values or string_values), got value"}},
+      {"NOT_IN without an operand",
+       [](R* r) {
+         PredicateOf(r, 1, 0)->set_op(v1::OP_NOT_IN);
+         PredicateOf(r, 1, 0)->clear_value();
+       },
+       kInvalid,
+       {"subscriptions[1].predicates[0]: OP_NOT_IN needs a list operand",
+        "got nothing"}},
+      {"IN with an empty int64 list",
+       [](R* r) {
+         PredicateOf(r, 2, 0)->set_op(v1::OP_IN);
+         PredicateOf(r, 2, 0)->mutable_int64_values();
+       },
+       kInvalid,
+       {"subscriptions[2].predicates[0].int64_values.values: empty; OP_IN "
+        "needs 1 to 64 values"}},
+      {"NOT_IN with an empty string list",
+       [](R* r) {
+         PredicateOf(r, 2, 1)->set_op(v1::OP_NOT_IN);
+         PredicateOf(r, 2, 1)->mutable_string_values();
+       },
+       kInvalid,
+       {"subscriptions[2].predicates[1].string_values.values: empty"}},
+      {"IN with 65 values",
+       [](R* r) {
+         PredicateOf(r, 3, 0)->set_op(v1::OP_IN);
+         for (int i = 0; i < 65; ++i) {
+           PredicateOf(r, 3, 0)->mutable_int64_values()->add_values(i);
+         }
+       },
+       kInvalid,
+       {"subscriptions[3].predicates[0].int64_values.values: 65 values; the "
+        "limit is 64 (--max_set_size)"}},
+      {"IN with a 257-byte string",
+       [](R* r) {
+         PredicateOf(r, 0, 1)->set_op(v1::OP_IN);
+         PredicateOf(r, 0, 1)->mutable_string_values()->add_values("a");
+         PredicateOf(r, 0, 1)->mutable_string_values()->add_values(
+             std::string(257, 'x'));
+       },
+       kInvalid,
+       {"subscriptions[0].predicates[1].string_values.values[1]: 257 bytes; "
+        "the limit is 256 (--max_string_bytes)"}},
+      {"EQ with a list",
+       [](R* r) {
+         PredicateOf(r, 1, 1)->set_op(v1::OP_EQ);
+         PredicateOf(r, 1, 1)->mutable_string_values()->add_values("a");
+       },
+       kInvalid,
+       {"subscriptions[1].predicates[1].string_values: OP_EQ takes one "
+        "value; lists are for OP_IN and OP_NOT_IN"}},
+      {"NE with an int64 list",
+       [](R* r) {
+         PredicateOf(r, 1, 0)->set_op(v1::OP_NE);
+         PredicateOf(r, 1, 0)->mutable_int64_values()->add_values(1);
+       },
+       kInvalid,
+       {"subscriptions[1].predicates[0].int64_values: OP_NE takes one "
+        "value"}},
+      {"EQ with a 257-byte string",
+       [](R* r) {
+         PredicateOf(r, 3, 1)->set_op(v1::OP_EQ);
+         PredicateOf(r, 3, 1)->set_string_value(std::string(257, 'y'));
+       },
+       kInvalid,
+       {"subscriptions[3].predicates[1].string_value: 257 bytes; the limit "
+        "is 256 (--max_string_bytes)"}},
+      {"PREFIX of an int64",
+       [](R* r) { PredicateOf(r, 0, 0)->set_op(v1::OP_PREFIX); },
+       kInvalid,
+       {"subscriptions[0].predicates[0]: OP_PREFIX needs a string_value "
+        "operand, got value"}},
+      {"PREFIX without an operand",
+       [](R* r) {
+         PredicateOf(r, 2, 0)->set_op(v1::OP_PREFIX);
+         PredicateOf(r, 2, 0)->clear_value();
+       },
+       kInvalid,
+       {"subscriptions[2].predicates[0]: OP_PREFIX needs a string_value "
+        "operand, got nothing"}},
+      {"PREFIX of 257 bytes",
+       [](R* r) {
+         PredicateOf(r, 2, 0)->set_op(v1::OP_PREFIX);
+         PredicateOf(r, 2, 0)->set_string_value(std::string(257, '/'));
+       },
+       kInvalid,
+       {"subscriptions[2].predicates[0].string_value: 257 bytes"}},
+      {"EXISTS with a value",
+       [](R* r) { PredicateOf(r, 1, 0)->set_op(v1::OP_EXISTS); },
+       kInvalid,
+       {"subscriptions[1].predicates[0].value: OP_EXISTS takes no operand"}},
+      {"NOT_EXISTS with a string",
+       [](R* r) {
+         PredicateOf(r, 3, 0)->set_op(v1::OP_NOT_EXISTS);
+         PredicateOf(r, 3, 0)->set_string_value("x");
+       },
+       kInvalid,
+       {"subscriptions[3].predicates[0].string_value: OP_NOT_EXISTS takes "
+        "no operand"}},
+      {"BETWEEN of an int64 and a string",
+       [](R* r) { PredicateOf(r, 0, 1)->set_string_upper("z"); },
+       kInvalid,
+       {"subscriptions[0].predicates[1].string_upper: a string upper bound "
+        "for an int64 lower bound"}},
+      {"LT on a string",
+       [](R* r) {
+         PredicateOf(r, 1, 0)->set_op(v1::OP_LT);
+         PredicateOf(r, 1, 0)->set_string_value("m");
+       },
+       absl::StatusCode::kUnimplemented,
+       {"subscriptions[1].predicates[0].string_value: OP_LT on strings is "
+        "not implemented yet"}},
+      {"BETWEEN of strings",
+       [](R* r) {
+         PredicateOf(r, 2, 1)->set_string_value("a");
+         PredicateOf(r, 2, 1)->set_string_upper("b");
+       },
+       absl::StatusCode::kUnimplemented,
+       {"subscriptions[2].predicates[1].string_value: OP_BETWEEN on strings "
+        "is not implemented yet"}},
       {"op negative",
        [](R* r) { PredicateOf(r, 2, 0)->set_op(static_cast<v1::Op>(-1)); },
        kInvalid,
@@ -282,6 +408,14 @@ TEST(ValidatePublish, RejectsEachMalformedRequestNamingFieldAndRule) {
        [](R* r) { r->mutable_events(1)->clear_attributes(); },
        kInvalid,
        {"events[1].attributes: empty; an event needs 1 to 256 attributes"}},
+      {"string value of 257 bytes",
+       [](R* r) {
+         r->mutable_events(2)->mutable_attributes(1)->set_string_value(
+             std::string(257, 's'));
+       },
+       kInvalid,
+       {"events[2].attributes[1].string_value: 257 bytes; the limit is 256 "
+        "(--max_string_bytes)"}},
       {"257 attributes",
        [](R* r) {
          for (int i = 2; i < 257; ++i) {
@@ -502,9 +636,11 @@ TEST(BuildSubscriptions, MapsOpsAndKeepsUpperOnlyForBetween) {
   ASSERT_TRUE(ValidateSubscribe(request, Limits()).ok());
 
   Interner attributes(10), subscribers(10);
+
+  TypedAttributes typed(&attributes, 1000);
   std::vector<SubscriptionInput> out;
   ASSERT_TRUE(
-      BuildSubscriptions(request, &attributes, &subscribers, &out).ok());
+      BuildSubscriptions(request, &typed, &subscribers, &out).ok());
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].subscriber, 0u);
   ASSERT_EQ(out[0].predicates.size(), 7u);
@@ -523,6 +659,7 @@ TEST(BuildSubscriptions, MapsOpsAndKeepsUpperOnlyForBetween) {
 
 TEST(BuildSubscriptions, IdsAreStableAcrossRequests) {
   Interner attributes(10), subscribers(10);
+  TypedAttributes typed(&attributes, 1000);
   v1::SubscribeRequest first;
   v1::SubscriptionSpec* spec = first.add_subscriptions();
   spec->set_subscriber("alice");
@@ -533,7 +670,7 @@ TEST(BuildSubscriptions, IdsAreStableAcrossRequests) {
   AddPredicate(spec, "x", v1::OP_EQ, 3);
 
   std::vector<SubscriptionInput> out;
-  ASSERT_TRUE(BuildSubscriptions(first, &attributes, &subscribers, &out).ok());
+  ASSERT_TRUE(BuildSubscriptions(first, &typed, &subscribers, &out).ok());
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[0].subscriber, 0u);
   EXPECT_EQ(out[1].subscriber, 1u);
@@ -545,14 +682,14 @@ TEST(BuildSubscriptions, IdsAreStableAcrossRequests) {
   spec->set_subscriber("bob");
   AddPredicate(spec, "z", v1::OP_EQ, 1);
   AddPredicate(spec, "x", v1::OP_EQ, 1);
-  ASSERT_TRUE(BuildSubscriptions(second, &attributes, &subscribers, &out).ok());
+  ASSERT_TRUE(BuildSubscriptions(second, &typed, &subscribers, &out).ok());
   ASSERT_EQ(out.size(), 1u);  // replaced, not appended
   EXPECT_EQ(out[0].subscriber, 1u);
   EXPECT_EQ(out[0].predicates[0].attribute, 2u);  // z is new
   EXPECT_EQ(out[0].predicates[1].attribute, 0u);  // x kept its id
 
   std::vector<SubscriptionInput> empty_out(3);
-  ASSERT_TRUE(BuildSubscriptions(v1::SubscribeRequest(), &attributes,
+  ASSERT_TRUE(BuildSubscriptions(v1::SubscribeRequest(), &typed,
                                  &subscribers, &empty_out)
                   .ok());
   EXPECT_TRUE(empty_out.empty());
@@ -560,6 +697,7 @@ TEST(BuildSubscriptions, IdsAreStableAcrossRequests) {
 
 TEST(BuildSubscriptions, FullAttributeDictionaryIsResourceExhausted) {
   Interner attributes(2), subscribers(10);
+  TypedAttributes typed(&attributes, 1000);
   v1::SubscribeRequest request;
   v1::SubscriptionSpec* spec = request.add_subscriptions();
   spec->set_subscriber("alice");
@@ -573,7 +711,7 @@ TEST(BuildSubscriptions, FullAttributeDictionaryIsResourceExhausted) {
   std::vector<SubscriptionInput> out(1);
   out[0].subscriber = 42;
   const absl::Status status =
-      BuildSubscriptions(request, &attributes, &subscribers, &out);
+      BuildSubscriptions(request, &typed, &subscribers, &out);
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(status.message()),
               HasSubstr("subscriptions[1].predicates[1].attribute:"));
@@ -587,6 +725,7 @@ TEST(BuildSubscriptions, FullAttributeDictionaryIsResourceExhausted) {
 
 TEST(BuildSubscriptions, FullSubscriberDictionaryIsResourceExhausted) {
   Interner attributes(10), subscribers(1);
+  TypedAttributes typed(&attributes, 1000);
   v1::SubscribeRequest request;
   for (const char* name : {"alice", "alice", "bob"}) {
     v1::SubscriptionSpec* spec = request.add_subscriptions();
@@ -595,7 +734,7 @@ TEST(BuildSubscriptions, FullSubscriberDictionaryIsResourceExhausted) {
   }
   std::vector<SubscriptionInput> out;
   const absl::Status status =
-      BuildSubscriptions(request, &attributes, &subscribers, &out);
+      BuildSubscriptions(request, &typed, &subscribers, &out);
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(status.message()),
               HasSubstr("subscriptions[2].subscriber:"));
@@ -606,6 +745,7 @@ TEST(BuildSubscriptions, FullSubscriberDictionaryIsResourceExhausted) {
 
 TEST(BuildEvents, DropsAttributesNoSubscriptionNamed) {
   Interner attributes(10);
+  TypedAttributes typed(&attributes, 1000);
   ASSERT_TRUE(attributes.Intern("price").ok());   // 0
   ASSERT_TRUE(attributes.Intern("volume").ok());  // 1
 
@@ -621,7 +761,7 @@ TEST(BuildEvents, DropsAttributesNoSubscriptionNamed) {
   ASSERT_TRUE(ValidatePublish(request, Limits()).ok());
 
   std::vector<std::vector<matcher::AttributeValue>> out;
-  BuildEvents(request, attributes, &out);
+  BuildEvents(request, typed, &out);
   ASSERT_EQ(out.size(), 3u);
   ASSERT_EQ(out[0].size(), 2u);
   EXPECT_EQ(out[0][0].attribute, 1u);
@@ -637,6 +777,7 @@ TEST(BuildEvents, DropsAttributesNoSubscriptionNamed) {
 
 TEST(BuildEvents, ReusesOutputAndResizesIt) {
   Interner attributes(10);
+  TypedAttributes typed(&attributes, 1000);
   ASSERT_TRUE(attributes.Intern("a").ok());
   v1::PublishRequest request;
   AddAttribute(request.add_events(), "a", 1);
@@ -644,14 +785,14 @@ TEST(BuildEvents, ReusesOutputAndResizesIt) {
   std::vector<std::vector<matcher::AttributeValue>> out(4);
   out[0].assign(100, {7, 7});  // stale content, capacity to reuse
   const size_t capacity = out[0].capacity();
-  BuildEvents(request, attributes, &out);
+  BuildEvents(request, typed, &out);
   ASSERT_EQ(out.size(), 1u);
   ASSERT_EQ(out[0].size(), 1u);
   EXPECT_EQ(out[0][0].attribute, 0u);
   EXPECT_EQ(out[0][0].value, 1);
   EXPECT_EQ(out[0].capacity(), capacity);
 
-  BuildEvents(v1::PublishRequest(), attributes, &out);
+  BuildEvents(v1::PublishRequest(), typed, &out);
   EXPECT_TRUE(out.empty());
 }
 

@@ -57,7 +57,8 @@ class RecordingSink : public DeliverySink {
 class Harness {
  public:
   Harness(const std::string& mode, const EngineOptions& options)
-      : attributes_(1 << 12), subscribers_(1 << 12) {
+      : attributes_(1 << 12), typed_(&attributes_, 1 << 20),
+        subscribers_(1 << 12) {
     auto engine = CreateEngine(mode, options);
     EXPECT_TRUE(engine.ok()) << engine.status();
     engine_ = std::move(*engine);
@@ -68,7 +69,7 @@ class Harness {
     absl::Status status = ValidateSubscribe(request, Limits());
     std::vector<SubscriptionInput> inputs;
     if (status.ok()) {
-      status = BuildSubscriptions(request, &attributes_, &subscribers_, &inputs);
+      status = BuildSubscriptions(request, &typed_, &subscribers_, &inputs);
     }
     if (!status.ok()) return status;
     std::promise<absl::StatusOr<std::vector<uint64_t>>> done;
@@ -90,7 +91,7 @@ class Harness {
                        v1::PublishResponse* response) {
     PublishJob job;
     EXPECT_TRUE(ValidatePublish(request, Limits()).ok());
-    BuildEvents(request, attributes_, &job.events);
+    BuildEvents(request, typed_, &job.events);
     job.request = &request;
     job.response = response;
     std::promise<absl::Status> done;
@@ -105,10 +106,12 @@ class Harness {
   }
   Engine& engine() { return *engine_; }
   Interner& attributes() { return attributes_; }
+  TypedAttributes& typed() { return typed_; }
   Interner& subscribers() { return subscribers_; }
 
  private:
   Interner attributes_;
+  TypedAttributes typed_;
   Interner subscribers_;
   std::unique_ptr<Engine> engine_;
 };
@@ -356,7 +359,7 @@ TEST(EngineExpiryTest, ExpiredJobsAreSkippedAndOthersMatched) {
       a->set_name("key");
       a->set_value(1);
       event->set_payload(payloads[j]);
-      BuildEvents(requests[j], h.attributes(), &jobs[j].events);
+      BuildEvents(requests[j], h.typed(), &jobs[j].events);
       jobs[j].request = &requests[j];
       jobs[j].response = &responses[j];
       jobs[j].done = [&done, j](absl::Status s) { done[j].set_value(s); };
@@ -401,7 +404,7 @@ TEST(EngineExpiryTest, ExpiredOnArrivalIsRefused) {
     request.add_events()->add_attributes()->set_name("key");
     v1::PublishResponse response;
     PublishJob job;
-    BuildEvents(request, h.attributes(), &job.events);
+    BuildEvents(request, h.typed(), &job.events);
     job.request = &request;
     job.response = &response;
     job.done = [](absl::Status) { ADD_FAILURE() << "done called"; };
@@ -565,14 +568,14 @@ class EngineDurabilityTest : public ::testing::TestWithParam<Config> {
       options.phase1_inline_positions = GetParam().handout_positions;
       options.phase1_batch_positions = GetParam().handout_positions;
     }
-  if (GetParam().handout_positions > 0) {
-    options.phase1_inline_positions = GetParam().handout_positions;
-    options.phase1_batch_positions = GetParam().handout_positions;
-  }
     return options;
   }
-  // Journals the harness's new names, as the server does.
+  // Journals the harness's new names and strings, as the server does.
   static void JournalNames(Harness& h, Durability* log) {
+    h.typed().SetOnNewString(
+        [log](uint32_t attribute, int64_t code, absl::string_view bytes) {
+          log->LogString(attribute, code, bytes);
+        });
     h.attributes().SetOnNewName([log](uint32_t id, absl::string_view name) {
       log->LogName(kAttributeName, id, name);
     });
@@ -644,6 +647,10 @@ TEST_P(EngineDurabilityTest, RestartRecoversEveryAcknowledgedChange) {
   }
   for (size_t id = 0; id < recovered.state.subscribers.size(); ++id) {
     ASSERT_EQ(*h.subscribers().Intern(recovered.state.subscribers[id]), id);
+  }
+  h.typed().RestoreNames();
+  for (const StringRecord& s : recovered.state.strings) {
+    ASSERT_TRUE(h.typed().RestoreString(s.attribute, s.code, s.bytes).ok());
   }
   ASSERT_TRUE(h.engine().Restore(recovered.state).ok());
   EXPECT_EQ(h.engine().subscriptions(), live.size());

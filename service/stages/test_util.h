@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "proto/cohort/v1/pubsub.pb.h"
+#include "service/api/api_reference.h"
 
 namespace cohort {
 namespace service {
@@ -65,9 +66,47 @@ inline int64_t RandomValue(Rng& rng, int domain) {
 
 inline std::string AttributeName(int i) { return absl::StrCat("a", i); }
 
+// A few strings, some prefixes of others, one with a byte above 0x7f.
+inline std::string RandomString(Rng& rng) {
+  static const char* const kStrings[] = {"", "a", "ab", "abc", "b", "\xff"};
+  return kStrings[rng() % 6];
+}
+
+// One predicate in three is typed (issue 19): a string operand (EQ, NE,
+// IN, NOT_IN, PREFIX), an int64 set, or EXISTS / NOT_EXISTS.
 inline v1::Predicate RandomPredicate(Rng& rng, int attributes, int domain) {
   v1::Predicate p;
   p.set_attribute(AttributeName(static_cast<int>(rng() % attributes)));
+  if (rng() % 3 == 0) {
+    static const v1::Op kOps[] = {v1::OP_EQ,     v1::OP_NE,
+                                  v1::OP_IN,     v1::OP_NOT_IN,
+                                  v1::OP_PREFIX, v1::OP_EXISTS,
+                                  v1::OP_NOT_EXISTS};
+    p.set_op(kOps[rng() % 7]);
+    const bool strings = rng() % 4 != 0 || p.op() == v1::OP_PREFIX;
+    switch (p.op()) {
+      case v1::OP_EXISTS:
+      case v1::OP_NOT_EXISTS:
+        break;
+      case v1::OP_IN:
+      case v1::OP_NOT_IN:
+        for (int n = 1 + static_cast<int>(rng() % 3); n > 0; --n) {
+          if (strings) {
+            p.mutable_string_values()->add_values(RandomString(rng));
+          } else {
+            p.mutable_int64_values()->add_values(RandomValue(rng, domain));
+          }
+        }
+        break;
+      default:
+        if (strings) {
+          p.set_string_value(RandomString(rng));
+        } else {
+          p.set_value(RandomValue(rng, domain));
+        }
+    }
+    return p;
+  }
   p.set_op(static_cast<v1::Op>(1 + rng() % 7));
   int64_t a = RandomValue(rng, domain);
   int64_t b = RandomValue(rng, domain);
@@ -97,7 +136,11 @@ inline v1::Event RandomEvent(Rng& rng, int attributes, int domain,
     if (rng() % 4 == 0) continue;
     v1::Attribute* attribute = event.add_attributes();
     attribute->set_name(AttributeName(a));
-    attribute->set_value(RandomValue(rng, domain));
+    if (rng() % 3 == 0) {
+      attribute->set_string_value(RandomString(rng));
+    } else {
+      attribute->set_value(RandomValue(rng, domain));
+    }
   }
   if (event.attributes_size() == 0) {
     v1::Attribute* attribute = event.add_attributes();
@@ -108,38 +151,10 @@ inline v1::Event RandomEvent(Rng& rng, int attributes, int domain,
   return event;
 }
 
-// The API's definition of a match (DESIGN.md section 1).
-inline bool Holds(const v1::Predicate& p, const v1::Event& event) {
-  for (const v1::Attribute& a : event.attributes()) {
-    if (a.name() != p.attribute()) continue;
-    const int64_t x = a.value();
-    switch (p.op()) {
-      case v1::OP_EQ:
-        return x == p.value();
-      case v1::OP_NE:
-        return x != p.value();
-      case v1::OP_LT:
-        return x < p.value();
-      case v1::OP_LE:
-        return x <= p.value();
-      case v1::OP_GT:
-        return x > p.value();
-      case v1::OP_GE:
-        return x >= p.value();
-      case v1::OP_BETWEEN:
-        return p.value() <= x && x <= p.upper();
-      default:
-        return false;
-    }
-  }
-  return false;  // a predicate never holds for a missing attribute
-}
-
+// The API's definition of a match (DESIGN.md section 1; pubsub.proto for
+// types, strings and existence): api_reference.h.
 inline bool Matches(const v1::SubscriptionSpec& spec, const v1::Event& event) {
-  for (const v1::Predicate& p : spec.predicates()) {
-    if (!Holds(p, event)) return false;
-  }
-  return true;
+  return ApiMatches(spec, event);
 }
 
 }  // namespace testing

@@ -59,6 +59,12 @@ void Durability::LogName(RecordType type, uint32_t id,
   Log(type, EncodeName(id, name), 1, [](absl::Status) {});
 }
 
+void Durability::LogString(uint32_t attribute, int64_t code,
+                           absl::string_view bytes) {
+  Log(kStringValue, EncodeString(attribute, code, bytes), 1,
+      [](absl::Status) {});
+}
+
 void Durability::LogSubscribe(uint64_t first_id,
                               absl::Span<const SubscriptionInput> subscriptions,
                               Journal::Done done) {

@@ -72,6 +72,9 @@ class Durability {
   // or kSubscriberName). Needs no callback: a later change that uses the
   // name is acknowledged only after it, and a failure fails the journal.
   void LogName(RecordType type, uint32_t id, absl::string_view name);
+  // A string TypedAttributes added (kStringValue); like a name, needs no
+  // callback.
+  void LogString(uint32_t attribute, int64_t code, absl::string_view bytes);
   // Subscriptions with ids first_id, first_id + 1, ...; `done` once durable.
   void LogSubscribe(uint64_t first_id,
                     absl::Span<const SubscriptionInput> subscriptions,

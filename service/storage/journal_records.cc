@@ -54,6 +54,8 @@ absl::Status Bad(uint8_t type, absl::string_view what) {
 }
 
 constexpr size_t kPredicateBytes = 4 + 1 + 8 + 8;
+// The API's OP_PREFIX, which the matcher never sees (typed_attributes.h).
+constexpr uint8_t kNotAMatcherOp = 10;
 
 }  // namespace
 
@@ -67,6 +69,8 @@ std::string RecordTypeName(uint8_t type) {
       return "subscribe";
     case kUnsubscribe:
       return "unsubscribe";
+    case kStringValue:
+      return "string value";
   }
   return absl::StrCat("unknown record type ", type);
 }
@@ -86,6 +90,7 @@ std::string EncodeSubscribe(uint64_t first_id,
   size_t size = 12;
   for (const SubscriptionInput& s : subscriptions) {
     size += 8 + s.predicates.size() * kPredicateBytes;
+    for (const matcher::Predicate& p : s.predicates) size += 8 * p.values.size();
   }
   out.reserve(size);
   PutFixed64(first_id, &out);
@@ -96,6 +101,12 @@ std::string EncodeSubscribe(uint64_t first_id,
     for (const matcher::Predicate& p : s.predicates) {
       PutFixed32(p.attribute, &out);
       out.push_back(static_cast<char>(p.op));
+      if (p.op == matcher::Op::kIn || p.op == matcher::Op::kNotIn) {
+        PutFixed64(p.values.size(), &out);
+        PutFixed64(0, &out);
+        for (int64_t v : p.values) PutFixed64(static_cast<uint64_t>(v), &out);
+        continue;
+      }
       PutFixed64(static_cast<uint64_t>(p.value), &out);
       PutFixed64(static_cast<uint64_t>(p.upper), &out);
     }
@@ -141,16 +152,48 @@ absl::Status DecodeSubscribe(absl::string_view payload, SubscribeRecord* out) {
       p.attribute = c.Get32();
       const uint8_t op = static_cast<uint8_t>(c.Get(1));
       if (op < static_cast<uint8_t>(matcher::Op::kEq) ||
-          op > static_cast<uint8_t>(matcher::Op::kBetween)) {
+          op > static_cast<uint8_t>(matcher::Op::kNotExists) ||
+          op == kNotAMatcherOp) {
         return Bad(kSubscribe, absl::StrCat("unknown operator ", op));
       }
       p.op = static_cast<matcher::Op>(op);
       p.value = static_cast<int64_t>(c.Get64());
       p.upper = static_cast<int64_t>(c.Get64());
+      if (p.op == matcher::Op::kIn || p.op == matcher::Op::kNotIn) {
+        const uint64_t count = static_cast<uint64_t>(p.value);
+        if (count == 0 || !c.Fits(count, 8)) {
+          return Bad(kSubscribe, absl::StrCat("a set of ", count, " values"));
+        }
+        p.values.resize(count);
+        for (int64_t& v : p.values) v = static_cast<int64_t>(c.Get64());
+        p.value = 0;
+      }
     }
   }
   if (!c.ok()) return Bad(kSubscribe, "shorter than its counts");
   if (!c.at_end()) return Bad(kSubscribe, "bytes after the last subscription");
+  return absl::OkStatus();
+}
+
+std::string EncodeString(uint32_t attribute, int64_t code,
+                         absl::string_view bytes) {
+  std::string out;
+  out.reserve(16 + bytes.size());
+  PutFixed32(attribute, &out);
+  PutFixed64(static_cast<uint64_t>(code), &out);
+  PutFixed32(static_cast<uint32_t>(bytes.size()), &out);
+  out.append(bytes.data(), bytes.size());
+  return out;
+}
+
+absl::Status DecodeString(absl::string_view payload, StringRecord* out) {
+  Cursor c(payload);
+  out->attribute = c.Get32();
+  out->code = static_cast<int64_t>(c.Get64());
+  const uint32_t length = c.Get32();
+  out->bytes = std::string(c.GetBytes(length));
+  if (!c.ok()) return Bad(kStringValue, "shorter than its length");
+  if (!c.at_end()) return Bad(kStringValue, "bytes after the string");
   return absl::OkStatus();
 }
 

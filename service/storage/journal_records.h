@@ -7,8 +7,20 @@
 //   kSubscribe       uint64 first id, uint32 n, then n subscriptions with
 //                    ids first, first + 1, ...: uint32 subscriber id,
 //                    uint32 m, then m predicates: uint32 attribute id,
-//                    uint8 op, int64 value, int64 upper
+//                    uint8 op, int64 value, int64 upper; for IN and NOT_IN
+//                    (ops 8, 9) value is the count k >= 1 of the set, upper
+//                    0, and k int64 values follow
 //   kUnsubscribe     uint32 n, then n uint64 ids
+//   kStringValue     uint32 attribute id, int64 code, uint32 length, bytes:
+//                    TypedAttributes added a string with that code
+//
+// Format versions: version 1 (before issue 19) had ops 1 to 7 only and no
+// kStringValue records; version 2 adds ops 8, 9, 11 and 12 (the matcher's
+// IN, NOT_IN, EXISTS, NOT_EXISTS) and kStringValue. A version 2 reader reads
+// version 1 files unchanged (service/format_test.sh keeps a version 1 data
+// directory to prove it). String records, like names, are written when the
+// string is added, under TypedAttributes' lock, so they precede every
+// subscription that uses their code.
 //
 // Name records are written when the name is interned, under the interner's
 // lock, so they reach the journal in id order and always before a
@@ -39,15 +51,22 @@ enum RecordType : uint8_t {
   kSubscriberName = 2,
   kSubscribe = 3,
   kUnsubscribe = 4,
+  kStringValue = 5,
 };
 
-// "attribute name", "subscriber name", "subscribe", "unsubscribe", or
-// "unknown record type N".
+// "attribute name", "subscriber name", "subscribe", "unsubscribe", "string
+// value", or "unknown record type N".
 std::string RecordTypeName(uint8_t type);
 
 struct NameRecord {
   uint32_t id = 0;
   std::string name;
+};
+
+struct StringRecord {
+  uint32_t attribute = 0;
+  int64_t code = 0;
+  std::string bytes;
 };
 
 struct SubscribeRecord {
@@ -59,6 +78,8 @@ std::string EncodeName(uint32_t id, absl::string_view name);
 std::string EncodeSubscribe(uint64_t first_id,
                             absl::Span<const SubscriptionInput> subscriptions);
 std::string EncodeUnsubscribe(absl::Span<const uint64_t> ids);
+std::string EncodeString(uint32_t attribute, int64_t code,
+                         absl::string_view bytes);
 
 // `type` is kAttributeName or kSubscriberName (for the message).
 absl::Status DecodeName(uint8_t type, absl::string_view payload,
@@ -66,6 +87,7 @@ absl::Status DecodeName(uint8_t type, absl::string_view payload,
 absl::Status DecodeSubscribe(absl::string_view payload, SubscribeRecord* out);
 absl::Status DecodeUnsubscribe(absl::string_view payload,
                                std::vector<uint64_t>* out);
+absl::Status DecodeString(absl::string_view payload, StringRecord* out);
 
 }  // namespace service
 }  // namespace cohort

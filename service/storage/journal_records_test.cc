@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "matcher/types.h"
@@ -25,6 +26,13 @@ std::vector<SubscriptionInput> Sample() {
   subs[2].predicates = {{UINT32_MAX, matcher::Op::kGe, -1, 0},
                         {2, matcher::Op::kNe, 0, 0},
                         {2, matcher::Op::kLe, 9, 0}};
+  // Format version 2: sets and existence.
+  subs.emplace_back();
+  subs[3].subscriber = 7;
+  subs[3].predicates = {{4, matcher::Op::kIn, 0, 0, {INT64_MIN, 3, 3}},
+                        {5, matcher::Op::kNotExists, 0, 0},
+                        {6, matcher::Op::kNotIn, 0, 0, {-1}},
+                        {7, matcher::Op::kExists, 0, 0}};
   return subs;
 }
 
@@ -44,6 +52,23 @@ TEST(JournalRecordsTest, SubscribeRoundTrips) {
                   .ok());
   EXPECT_EQ(record.first_id, 123456789012ull);
   ExpectSame(record.subscriptions, subs);
+}
+
+TEST(JournalRecordsTest, StringValueRoundTrips) {
+  StringRecord record;
+  ASSERT_TRUE(DecodeString(EncodeString(12, INT64_MIN, std::string("a\0\xff", 3)),
+                           &record)
+                  .ok());
+  EXPECT_EQ(record.attribute, 12u);
+  EXPECT_EQ(record.code, INT64_MIN);
+  EXPECT_EQ(record.bytes, std::string("a\0\xff", 3));
+  const std::string whole = EncodeString(1, 2, "xyz");
+  for (size_t cut = 0; cut < whole.size(); ++cut) {
+    EXPECT_TRUE(absl::IsDataLoss(DecodeString(whole.substr(0, cut), &record)))
+        << cut;
+  }
+  EXPECT_TRUE(absl::IsDataLoss(DecodeString(whole + "x", &record)));
+  EXPECT_EQ(RecordTypeName(kStringValue), "string value");
 }
 
 TEST(JournalRecordsTest, NameAndUnsubscribeRoundTrip) {
@@ -96,11 +121,28 @@ TEST(JournalRecordsTest, TruncatedOrExtendedPayloadsAreDataLoss) {
 TEST(JournalRecordsTest, ImpossibleValuesAreDataLoss) {
   std::vector<SubscriptionInput> subs = Sample();
   std::string bad_op = EncodeSubscribe(1, subs);
-  bad_op[8 + 4 + 4 + 4 + 4] = 9;  // first predicate's op
   SubscribeRecord s;
-  absl::Status status = DecodeSubscribe(bad_op, &s);
-  EXPECT_TRUE(absl::IsDataLoss(status));
-  EXPECT_THAT(status.message(), HasSubstr("unknown operator 9"));
+  absl::Status status;
+  // 10 is the API's OP_PREFIX, which the matcher never sees; 13 is past
+  // the last.
+  for (char op : {0, 10, 13}) {
+    bad_op[8 + 4 + 4 + 4 + 4] = op;  // first predicate's op
+    status = DecodeSubscribe(bad_op, &s);
+    EXPECT_TRUE(absl::IsDataLoss(status));
+    EXPECT_THAT(status.message(),
+                HasSubstr(absl::StrCat("unknown operator ", int{op})));
+  }
+
+  // A set of 0 values, and one whose count runs past the payload.
+  std::vector<SubscriptionInput> sets(1);
+  sets[0].predicates = {{1, matcher::Op::kIn, 0, 0, {5}}};
+  std::string set = EncodeSubscribe(1, sets);
+  set[8 + 4 + 4 + 4 + 4 + 1] = 0;  // the count's low byte
+  status = DecodeSubscribe(set, &s);
+  EXPECT_THAT(status.message(), HasSubstr("a set of 0 values"));
+  set[8 + 4 + 4 + 4 + 4 + 1] = 2;
+  status = DecodeSubscribe(set, &s);
+  EXPECT_THAT(status.message(), HasSubstr("a set of 2 values"));
 
   subs[1].predicates.clear();
   status = DecodeSubscribe(EncodeSubscribe(1, subs), &s);

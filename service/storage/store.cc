@@ -22,7 +22,11 @@ namespace cohort {
 namespace service {
 namespace {
 
-constexpr uint32_t kSnapshotVersion = 1;
+// Version 2 (issue 19) may hold string value frames (kStringValue, after
+// the names) and the ops of journal_records.h's version 2; a version 1
+// snapshot is read as before.
+constexpr uint32_t kSnapshotVersion = 2;
+constexpr uint32_t kOldestSnapshotVersion = 1;
 constexpr size_t kSnapshotChunk = 4096;  // subscriptions per frame at most
 
 
@@ -116,6 +120,19 @@ absl::Status StoreState::Apply(const Frame& frame) {
       return AddSubscriptions("journal subscribe record", std::move(record),
                               this);
     }
+    case kStringValue: {
+      StringRecord record;
+      if (absl::Status s = DecodeString(frame.payload, &record); !s.ok()) {
+        return s;
+      }
+      if (record.attribute >= attributes.size()) {
+        return Lost(absl::StrCat("journal string value record: unknown "
+                                 "attribute id ",
+                                 record.attribute));
+      }
+      strings.push_back(std::move(record));
+      return absl::OkStatus();
+    }
     case kUnsubscribe: {
       std::vector<uint64_t> ids;
       if (absl::Status s = DecodeUnsubscribe(frame.payload, &ids); !s.ok()) {
@@ -151,6 +168,10 @@ std::string EncodeSnapshot(const StoreState& state) {
                 EncodeName(static_cast<uint32_t>(id), state.subscribers[id]),
                 &out);
   }
+  for (const StringRecord& s : state.strings) {
+    AppendFrame(kStringValue, EncodeString(s.attribute, s.code, s.bytes),
+                &out);
+  }
   // Runs of consecutive ids (at most kSnapshotChunk) in kSubscribe format.
   std::vector<SubscriptionInput> run;
   uint64_t run_first = 0;
@@ -183,9 +204,10 @@ absl::Status DecodeSnapshot(absl::string_view data, StoreState* state) {
     return Lost("snapshot: no header (not a snapshot, or truncated)");
   }
   const uint32_t version = static_cast<uint32_t>(LoadFixed(frame.payload.data(), 4));
-  if (version != kSnapshotVersion) {
+  if (version < kOldestSnapshotVersion || version > kSnapshotVersion) {
     return Lost(absl::StrCat("snapshot: format version ", version,
-                             " (this build reads ", kSnapshotVersion, ")"));
+                             " (this build reads ", kOldestSnapshotVersion,
+                             " to ", kSnapshotVersion, ")"));
   }
   const uint64_t next_id = LoadFixed(frame.payload.data() + 4, 8);
   bool ended = false;
@@ -193,6 +215,7 @@ absl::Status DecodeSnapshot(absl::string_view data, StoreState* state) {
     switch (frame.type) {
       case kAttributeName:
       case kSubscriberName:
+      case kStringValue:
         if (absl::Status s = state->Apply(frame); !s.ok()) return s;
         break;
       case kSnapshotSubscriptions: {

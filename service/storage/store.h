@@ -3,7 +3,8 @@
 // Files, for generations g = 1, 2, ...:
 //   snapshot-<g>   the state after every record of journals < g, as frames:
 //                  a header (format version, next subscription id), the
-//                  attribute and subscriber names in id order, the live
+//                  attribute and subscriber names in id order, the
+//                  string values (journal_records.h), the live
 //                  subscriptions in chunks, and an end frame with the count.
 //                  Written as snapshot-<g>.tmp, fsynced, renamed, and the
 //                  directory fsynced, so it is whole or absent.
@@ -38,6 +39,7 @@
 #include "absl/strings/string_view.h"
 #include "service/api/validation.h"
 #include "service/storage/journal_frame.h"
+#include "service/storage/journal_records.h"
 
 namespace cohort {
 namespace service {
@@ -52,6 +54,8 @@ enum SnapshotRecordType : uint8_t {
 struct StoreState {
   std::vector<std::string> attributes;   // by id
   std::vector<std::string> subscribers;  // by id
+  // Strings TypedAttributes added, in the order it added them.
+  std::vector<StringRecord> strings;
   uint64_t next_id = 1;                  // the next subscription id to assign
   std::map<uint64_t, SubscriptionInput> live;  // by subscription id
 

@@ -77,9 +77,12 @@ void CheckConsistent(const Recovery& r, size_t newest_journal_bytes) {
     if (sub.predicates.empty()) Fail("subscription without predicates");
     for (const matcher::Predicate& p : sub.predicates) {
       if (p.attribute >= s.attributes.size()) Fail("unknown attribute");
-      if (p.op < matcher::Op::kEq || p.op > matcher::Op::kBetween) {
+      if (p.op < matcher::Op::kEq || p.op > matcher::Op::kNotExists ||
+          static_cast<int>(p.op) == 10) {
         Fail("bad op");
       }
+      const bool set = p.op == matcher::Op::kIn || p.op == matcher::Op::kNotIn;
+      if (set == p.values.empty()) Fail("a set without values, or values");
       if (p.op == matcher::Op::kBetween && p.value > p.upper) {
         Fail("BETWEEN bounds out of order");
       }
