@@ -24,7 +24,11 @@
 #
 #   bench/experiment.sh [--quick] [--only=1,2,3,4] [--reps=N] [--duration=S]
 #       [--out=DIR] [--bin=DIR] [--server_cpus=LIST] [--client_cpus=LIST]
-#       [--partitions=N] [--no_report]
+#       [--partitions=N] [--preset=NAME] [--no_report]
+#
+# --preset: the workload, fabret-1m (the default, the paper's) or events-1m
+# (the typed application event bus of bench/typed_workload.h; it has no text
+# file, so its checksum line says so instead of giving a SHA-256).
 #
 # --quick: 100k subscriptions, one 3 s repetition per point (under 5 minutes
 # on 2 cores). Default: fabret-1m as defined (1M subscriptions, 100k events),
@@ -45,6 +49,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 quick=0
+preset="fabret-1m"
 only="1,2,3,4"
 reps=""
 duration=""
@@ -58,6 +63,7 @@ for arg in "$@"; do
   case "${arg}" in
     --quick) quick=1 ;;
     --only=*) only="${arg#*=}" ;;
+    --preset=*) preset="${arg#*=}" ;;
     --reps=*) reps="${arg#*=}" ;;
     --duration=*) duration="${arg#*=}" ;;
     --out=*) out="${arg#*=}" ;;
@@ -125,11 +131,15 @@ started=$(date +%s)
 echo "experiment: writing ${OUT}"
 
 # --- what ran where -------------------------------------------------------
-workload=(--preset=fabret-1m --subscriptions="${subs}" --events="${events}")
+workload=(--preset="${preset}" --subscriptions="${subs}" --events="${events}")
 checksum() {  # prints the SHA-256 `cohort workload` reports for the knobs
   local file sum
+  if [[ "${preset}" == events-1m ]]; then
+    echo "none (typed preset, generated in memory)"
+    return
+  fi
   file=$(mktemp)
-  sum=$("${COHORT}" workload --preset=fabret-1m --subscriptions="$1" \
+  sum=$("${COHORT}" workload --preset="${preset}" --subscriptions="$1" \
     --events="$2" --out="${file}" | sed -n 's/^sha256: //p')
   rm -f "${file}"
   echo "${sum}"
@@ -143,9 +153,9 @@ checksum() {  # prints the SHA-256 `cohort workload` reports for the knobs
   echo "reps: ${reps}"
   echo "warmup_s: ${warmup}"
   echo "duration_s: ${duration}"
-  echo "workload: fabret-1m seed 1, ${subs} subscriptions, ${events} events, sha256 $(checksum "${subs}" "${events}")"
+  echo "workload: ${preset} seed 1, ${subs} subscriptions, ${events} events, sha256 $(checksum "${subs}" "${events}")"
   if wants 4; then
-    echo "cache_workload: fabret-1m seed 1, ${cg_subs} subscriptions, ${cg_events} events, sha256 $(checksum "${cg_subs}" "${cg_events}")"
+    echo "cache_workload: ${preset} seed 1, ${cg_subs} subscriptions, ${cg_events} events, sha256 $(checksum "${cg_subs}" "${cg_events}")"
     echo "cache_model: callgrind ${CG_CACHES[*]}, each of ${cg_partitions} cores in turn"
   fi
   echo "server_cpus: ${server_cpus:-all}"
@@ -312,7 +322,7 @@ if wants 4; then
       while (($(jobs -rp | wc -l) >= jobs_max)); do wait -n || true; done
       valgrind --tool=callgrind --cache-sim=yes --instr-atstart=no \
         "${CG_CACHES[@]}" --callgrind-out-file=/dev/null \
-        "${PROBE}" --preset=fabret-1m --subscriptions="${cg_subs}" \
+        "${PROBE}" --preset="${preset}" --subscriptions="${cg_subs}" \
         --events="${cg_events}" --partitions="${cg_partitions}" \
         --layout="${layout}" --cohort_max="${cohort}" "${extra[@]}" \
         >"${OUT}/raw/${name}.json" 2>"${OUT}/raw/${name}.callgrind" &

@@ -73,6 +73,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "bench/work_model.h"
+#include "bench/typed_workload.h"
 #include "bench/workload.h"
 #include "matcher/index.h"
 #include "matcher/partitioned_index.h"
@@ -629,7 +630,7 @@ int Run() {
       cohort_max > matcher::internal::kMaxCohortChunk) {
     return Fail("--cohort_max: at most 64 with --layout=partitioned", 2);
   }
-  absl::StatusOr<Workload> workload = LoadOrGenerate(
+  absl::StatusOr<Workload> workload = LoadOrGenerateAny(
       absl::GetFlag(FLAGS_workload), absl::GetFlag(FLAGS_preset),
       absl::GetFlag(FLAGS_subscriptions), absl::GetFlag(FLAGS_events));
   if (!workload.ok()) return Fail(workload.status().ToString());

@@ -32,6 +32,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "bench/sha256.h"
+#include "bench/typed_workload.h"
 #include "bench/workload.h"
 #include "matcher/index.h"
 
@@ -97,7 +98,7 @@ struct Result {
 };
 
 absl::StatusOr<Workload> LoadWorkload() {
-  return LoadOrGenerate(absl::GetFlag(FLAGS_workload),
+  return LoadOrGenerateAny(absl::GetFlag(FLAGS_workload),
                         absl::GetFlag(FLAGS_preset),
                         absl::GetFlag(FLAGS_subscriptions),
                         absl::GetFlag(FLAGS_events));

@@ -57,6 +57,7 @@
 #include <array>
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -114,11 +115,17 @@ absl::Status Validate(const WorkloadOptions& options);
 
 // A generated or parsed workload. Attribute ids in predicates and events
 // index `attribute_names`.
+struct TypedWorkload;  // typed_workload.h
+
 struct Workload {
   WorkloadOptions options;
   std::vector<std::string> attribute_names;
   std::vector<std::vector<matcher::Predicate>> subscriptions;
   std::vector<std::vector<matcher::AttributeValue>> events;
+  // For a typed preset (events-1m), the workload as the API states it:
+  // the fields above are its lowering (typed_workload.h), which matcher
+  // tools use, and clients send this. Null for the int64 presets.
+  std::shared_ptr<const TypedWorkload> typed;
 };
 
 // Generate() builds the workload that `options` describe; attribute id i is
@@ -163,8 +170,9 @@ struct WorkloadReport {
   int64_t events = 0;
   int64_t attributes = 0;
   int64_t predicates = 0;
-  // Predicates per operator, indexed by static_cast<int>(matcher::Op).
-  std::array<int64_t, 8> op_counts = {};
+  // Predicates per operator, indexed by static_cast<int>(matcher::Op)
+  // (IN to NOT_EXISTS occur in lowered typed workloads: typed_workload.h).
+  std::array<int64_t, 13> op_counts = {};
   int64_t subscriptions_without_eq = 0;
   std::string text_sha256;
   int64_t text_bytes = -1;       // set by the caller; -1 = unknown

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The cohort CLI against a real cohortd on 127.0.0.1: subscribe, publish with
 # and without ids, listen (delivery printed), unsubscribe, stats (table and
-# JSON), and usage errors that point at the offending token (exit 2) or
-# server errors (exit 1).
+# JSON), strings, lists, prefixes and existence (a printed delivery pasted
+# back into publish), and usage errors that point at the offending token
+# (exit 2) or server errors (exit 1).
 set -uo pipefail
 readonly COHORTD=$1
 readonly COHORT=$2
@@ -16,6 +17,14 @@ port=${COHORTD_PORT}
 trap 'kill -TERM ${pid} 2>/dev/null; rm -f "${log}"' EXIT
 cohort() { "${COHORT}" --server="127.0.0.1:${port}" "$@"; }
 
+# Waits (up to 10 s) until the server counts one open Listen stream.
+wait_for_one_listener() {
+  for _ in $(seq 100); do
+    cohort stats --json | grep -q '"listeners": "1"' && return
+    sleep 0.1
+  done
+}
+
 out=$(cohort subscribe --subscriber=alice 'price <= 500 and kind = 7' 'price between 100 and 200')
 check "subscribe prints two ids" test "$(wc -l <<<"${out}")" -eq 2
 first_id=$(head -1 <<<"${out}" | cut -f1)
@@ -24,10 +33,7 @@ check "first id is 1" test "${first_id}" = 1
 listen_out=$(mktemp)
 cohort listen --subscriber=alice --count=1 >"${listen_out}" &
 listen_pid=$!
-for _ in $(seq 100); do
-  cohort stats --json | grep -q '"listeners": "1"' && break
-  sleep 0.1
-done
+wait_for_one_listener
 
 out=$(cohort publish 'price=150 kind=7' --ids --payload=hello)
 check "publish matches both subscriptions" grep -q "matched 2	1 2" <<<"${out}"
@@ -50,6 +56,65 @@ check "stats table lists the partitions" grep -q "^partition/1 " <<<"${out}"
 check "stats shows 1 subscription" grep -q "^1 subscriptions, 2 events published" <<<"${out}"
 check "stats shows admission" grep -q "^0 events in flight, admission limit [1-9]" <<<"${out}"
 check "stats table has an expired column" grep -q " reject expired    drop$" <<<"${out}"
+
+# Strings, lists, prefixes and existence: subscribe, publish matching and
+# non-matching events, a delivery printed with its strings quoted and
+# pasted back into publish, the stats table's string attributes.
+out=$(cohort subscribe --subscriber=bob \
+  'type = "order" and region in ["eu-west", "eu-north"] and not exists coupon' \
+  'path prefix "/api/"')
+check "typed subscribe prints two ids" test "$(wc -l <<<"${out}")" -eq 2
+order_id=$(sed -n 1p <<<"${out}" | cut -f1)
+prefix_id=$(sed -n 2p <<<"${out}" | cut -f1)
+out=$(cohort publish --ids 'type="order" region="eu-north" path="/api/x"' \
+  'type="order" region="eu-south"' 'type="order" region="eu-west" coupon=1' \
+  'type="order" region="eu-west"' 'type=7 region="eu-west"' \
+  'path="/ap"' 'path="/api/"')
+both="region=\"eu-north\" path=\"/api/x\"	matched 2	${order_id} ${prefix_id}$"
+check "strings: an event matching both" grep -q "${both}" <<<"${out}"
+check "strings: a region not in the list" \
+  grep -q "region=\"eu-south\"	matched 0	$" <<<"${out}"
+check "strings: coupon present fails not exists" \
+  grep -q "coupon=1	matched 0	$" <<<"${out}"
+check "strings: eu-west without coupon" \
+  grep -q "^type=\"order\" region=\"eu-west\"	matched 1	${order_id}$" \
+  <<<"${out}"
+check "strings: an int64 type never equals a string" \
+  grep -q "^type=7 region=\"eu-west\"	matched 0	$" <<<"${out}"
+check "prefix: a shorter path does not match" \
+  grep -q "^path=\"/ap\"	matched 0	$" <<<"${out}"
+check "prefix: the prefix itself matches" \
+  grep -q "^path=\"/api/\"	matched 1	${prefix_id}$" <<<"${out}"
+
+listen_out=$(mktemp)
+cohort listen --subscriber=bob --count=1 >"${listen_out}" &
+listen_pid=$!
+wait_for_one_listener
+out=$(cohort publish 'type="order" region="eu-west" note="a\"b\x01\\c"')
+check "publish of escaped strings matches" grep -q "matched 1$" <<<"${out}"
+wait "${listen_pid}"
+# The event, with note="a\"b\x01\\c", as a grep pattern.
+event='type="order" region="eu-west" note="a\\"b\\x01\\\\c"'
+check "listen prints strings quoted and escaped" grep -q \
+  "^seq 1	ids ${order_id}	${event}	payload 0 bytes$" "${listen_out}"
+printed=$(cut -f3 "${listen_out}")
+rm -f "${listen_out}"
+out=$(cohort publish --ids "${printed}")
+check "a printed event pastes back into publish" \
+  grep -q "	matched 1	${order_id}$" <<<"${out}"
+
+out=$(cohort subscribe --subscriber=bob 'name between "a" and "m"' 2>&1)
+check "a string range parses and the server answers UNIMPLEMENTED" \
+  grep -q "^cohort: UNIMPLEMENTED: " <<<"${out}"
+out=$(cohort subscribe --subscriber=bob 'type = "order' 2>&1)
+check "an unterminated string exits 2" test $? -eq 2
+check "... pointing at the string" grep -q "^         ^^^^^^$" <<<"${out}"
+out=$(cohort stats)
+check "stats lists the string attributes" \
+  grep -q "^attribute  *strings  *prefixes prefix lengths$" <<<"${out}"
+check "... region with 2 strings" grep -q "^region  *2  *0  *0$" <<<"${out}"
+check "... path with 1 prefix of 1 length" \
+  grep -q "^path  *0  *1  *1$" <<<"${out}"
 
 out=$(cohort subscribe --subscriber=alice 'price is 5' 2>&1)
 check "parse error exits 2" test $? -eq 2

@@ -49,6 +49,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "bench/typed_workload.h"
 #include "bench/workload.h"
 #include "bench/workload_file.h"
 #include "client/client.h"
@@ -103,7 +104,8 @@ ABSL_FLAG(std::string, workload, "",
           "workload) instead of generating --preset.");
 ABSL_FLAG(std::string, preset, "fabret-1m",
           "workload, load: the workload preset, fabret-1m, fabret-uniform, "
-          "selective-1m or ranges-1m "
+          "selective-1m or ranges-1m; load also events-1m (typed: strings, "
+          "sets, prefixes; no file form yet) "
           "(load: ignored with --workload).");
 ABSL_FLAG(int64_t, subscriptions, -1,
           "workload, load: subscriptions in the preset's workload (-1 = the "
@@ -324,14 +326,6 @@ int Publish(const std::vector<std::string>& args) {
   return 0;
 }
 
-std::string EventText(const v1::Event& event) {
-  std::vector<std::string> parts;
-  for (const v1::Attribute& a : event.attributes()) {
-    parts.push_back(absl::StrCat(a.name(), "=", a.value()));
-  }
-  return absl::StrJoin(parts, " ");
-}
-
 int Listen() {
   const std::string subscriber = absl::GetFlag(FLAGS_subscriber);
   if (subscriber.empty()) return Usage("listen needs --subscriber=NAME");
@@ -346,7 +340,7 @@ int Listen() {
     std::printf("seq %llu\tids %s\t%s\tpayload %zu bytes\n",
                 static_cast<unsigned long long>(d.sequence()),
                 absl::StrJoin(d.subscription_ids(), ",").c_str(),
-                EventText(d.event()).c_str(), d.event().payload().size());
+                FormatEvent(d.event()).c_str(), d.event().payload().size());
     std::fflush(stdout);
     std::lock_guard<std::mutex> lock(mu);
     if (++received == limit) listening->Stop();
@@ -412,6 +406,18 @@ void PrintStatsTable(const v1::Stats& s) {
   }
   if (!placement.empty()) {
     std::printf("\nplacement: %s\n", absl::StrJoin(placement, ", ").c_str());
+  }
+  // The attributes on which subscriptions have named strings: distinct
+  // string operands, distinct prefixes and their lengths.
+  if (s.attributes_size() > 0) {
+    std::printf("\n%-24s %12s %12s %14s\n", "attribute", "strings",
+                "prefixes", "prefix lengths");
+    for (const v1::AttributeStats& a : s.attributes()) {
+      std::printf("%-24s %12llu %12llu %14u\n", a.name().c_str(),
+                  static_cast<unsigned long long>(a.distinct_strings()),
+                  static_cast<unsigned long long>(a.distinct_prefixes()),
+                  a.prefix_lengths());
+    }
   }
 }
 
@@ -574,7 +580,7 @@ int Load() {
       !absl::EndsWith(out, ".csv")) {
     return Usage("load: --out must end in .json or .csv");
   }
-  absl::StatusOr<bench::Workload> workload = bench::LoadOrGenerate(
+  absl::StatusOr<bench::Workload> workload = bench::LoadOrGenerateAny(
       absl::GetFlag(FLAGS_workload), absl::GetFlag(FLAGS_preset),
       absl::GetFlag(FLAGS_subscriptions), absl::GetFlag(FLAGS_events));
   if (!workload.ok()) return Usage(std::string(workload.status().message()));
@@ -671,7 +677,12 @@ int Main(int argc, char** argv) {
       "--tls_cert=FILE --tls_key=FILE (mutual TLS), --token_file=FILE or "
       "the environment variable COHORT_TOKEN (bearer token).\n"
       "Predicates: = == != <> < <= > >= (or eq ne lt le gt ge), "
-      "'x between 1 and 5', 'x in [1, 5]', joined by 'and'.\n"
+      "'x between 1 and 5' (or 'x in 1..5'), 'x in [1, 2, 3]', "
+      "'x not in [1, 2]', 'path prefix \"/api/\"', 'exists x', "
+      "'not exists x', joined by 'and'. Values are integers or strings in "
+      "double quotes ('type = \"order\"'; escapes \\\" \\\\ \\n \\t "
+      "\\r \\0 \\xHH). Changed: 'x in [a, b]' is now a list (IN), not "
+      "a range.\n"
       "load subscribes the workload (batched Subscribe), then publishes its "
       "events from --clients clients: closed loop, or open loop at --rate "
       "events/s in total (latency from the intended send time), and reports "

@@ -20,6 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "bench/typed_workload.h"
 #include "bench/workload.h"
 #include "client/client.h"
 #include "client/load_internal.h"
@@ -67,8 +68,14 @@ namespace {
 // so Listen experiments find a realistic number of subscribers.
 constexpr size_t kSubscriberNames = 1000;
 
-// Event `i` of the workload, with its derived payload.
+// Event `i` of the workload, with its derived payload (a typed workload's
+// as the API states it).
 void FillEvent(const bench::Workload& w, size_t i, v1::Event* event) {
+  if (w.typed != nullptr) {
+    *event = w.typed->events[i];
+    event->set_payload(bench::EventPayload(w.options, i));
+    return;
+  }
   for (const matcher::AttributeValue& a : w.events[i]) {
     v1::Attribute* out = event->add_attributes();
     out->set_name(w.attribute_names[a.attribute]);
@@ -104,6 +111,11 @@ constexpr auto kRetryBackoff = std::chrono::milliseconds(10);
 // cohort.v1.Op are numbered alike).
 void FillSubscription(const bench::Workload& w, size_t i,
                       v1::SubscriptionSpec* spec) {
+  if (w.typed != nullptr) {
+    *spec = w.typed->subscriptions[i];
+    spec->set_subscriber(absl::StrCat("s", i % kSubscriberNames));
+    return;
+  }
   spec->set_subscriber(absl::StrCat("s", i % kSubscriberNames));
   for (const matcher::Predicate& p : w.subscriptions[i]) {
     v1::Predicate* out = spec->add_predicates();

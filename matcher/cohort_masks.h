@@ -505,6 +505,11 @@ class CohortMasks {
   // begin (BeginCohort's first pass; per event, the tasks read them).
   std::vector<AccessHit> event_access_;
   std::vector<uint32_t> event_hits_begin_;
+  // Each event's satisfied sets (kIn) that are no access predicate, which
+  // phase 2 reads as columns only, in event order, and where each event's
+  // begin: their bits and masks, without an access hit each.
+  std::vector<PredicateId> event_sets_;
+  std::vector<uint32_t> event_sets_begin_;
   std::vector<Task> tasks_;
   uint64_t total_positions_ = 0;
   std::vector<AttributeValues> attributes_;

@@ -172,7 +172,7 @@ NormalPredicate PredicateTable::ToNormal(PredicateId id) const {
   p.attribute = info.attribute;
   p.lo = info.lo;
   p.hi = info.hi;
-  if (info.kind == Kind::kIn) p.set = in_sets_.at(id);
+  if (info.kind == Kind::kIn) p.set = in_sets_.at(id).values;
   return p;
 }
 
@@ -248,7 +248,7 @@ PredicateId PredicateTable::Acquire(const NormalPredicate& p) {
   info.refs = 1;
   if (p.kind == Kind::kIn) {
     // Before ids_ hashes the id: its hash needs the set.
-    in_sets_[id].assign(p.set.begin(), p.set.end());
+    in_sets_[id].values.assign(p.set.begin(), p.set.end());
   }
   if (p.kind == Kind::kEq) {
     eq_ids_.insert(EqEntry{p.lo, p.attribute, id});
@@ -260,7 +260,7 @@ PredicateId PredicateTable::Acquire(const NormalPredicate& p) {
   if (p.attribute >= attributes_.size()) attributes_.resize(p.attribute + 1);
   if (p.kind == Kind::kIn) {
     for (int64_t v : p.set) {
-      in_ids_[std::make_pair(p.attribute, v)].push_back(id);
+      in_ids_[std::make_pair(p.attribute, v)].ids.push_back(id);
     }
     ++attributes_[p.attribute].sets;
   }
@@ -287,10 +287,13 @@ void PredicateTable::Release(PredicateId id) {
   } else if (info.kind == Kind::kIn) {
     ids_.erase(id);  // while its set is there to hash it
     auto set = in_sets_.find(id);
-    for (int64_t v : set->second) {
+    assert(set->second.access_rows == 0);
+    for (int64_t v : set->second.values) {
       auto it = in_ids_.find(std::make_pair(info.attribute, v));
-      std::vector<PredicateId>& holders = it->second;
-      *std::find(holders.begin(), holders.end(), id) = holders.back();
+      std::vector<PredicateId>& holders = it->second.ids;
+      // A column: past the access part, so its order may change.
+      *std::find(holders.begin() + it->second.accesses, holders.end(), id) =
+          holders.back();
       holders.pop_back();
       if (holders.empty()) in_ids_.erase(it);
     }
@@ -313,6 +316,32 @@ void PredicateTable::Release(PredicateId id) {
   free_ids_.push_back(id);
   --live_;
   MaybeCompact();
+}
+
+void PredicateTable::AddAccessUse(PredicateId id) {
+  if (info_[id].kind != Kind::kIn) return;
+  if (in_sets_.at(id).access_rows++ == 0) SetAccess(id, true);
+}
+
+void PredicateTable::DropAccessUse(PredicateId id) {
+  if (info_[id].kind != Kind::kIn) return;
+  if (--in_sets_.at(id).access_rows == 0) SetAccess(id, false);
+}
+
+void PredicateTable::SetAccess(PredicateId id, bool access) {
+  const AttributeId attribute = info_[id].attribute;
+  for (int64_t v : in_sets_.at(id).values) {
+    SetHolders& h = in_ids_.at(std::make_pair(attribute, v));
+    auto at = std::find(h.ids.begin(), h.ids.end(), id);
+    // The boundary between the access part [0, accesses) and the rest.
+    if (access) {
+      std::iter_swap(at, h.ids.begin() + h.accesses);
+      ++h.accesses;
+    } else {
+      --h.accesses;
+      std::iter_swap(at, h.ids.begin() + h.accesses);
+    }
+  }
 }
 
 NormalPredicate PredicateTable::Get(PredicateId id) const {
@@ -544,10 +573,12 @@ void PredicateTable::MarkEqualities(EventView event, PredicateBits* bits,
       bits->SetId(*id);
       access->push_back({*id, av.value});
     }
-    ForEachSet(av.attribute, av.value, [&](PredicateId id) {
+    ForEachAccessSet(av.attribute, av.value, [&](PredicateId id) {
       bits->SetId(id);
       access->push_back({id, av.value});
     });
+    ForEachColumnSet(av.attribute, av.value,
+                     [&](PredicateId id) { bits->SetId(id); });
     const PredicateId present = attributes_[av.attribute].present;
     if (present != kFalsePredicate) access->push_back({present, av.value});
   }
@@ -762,7 +793,7 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
         m->event_access_.push_back({*id, av.value});
         if (weigh) rows_sum += rows(*id);
       }
-      ForEachSet(av.attribute, av.value, [&](PredicateId id) {
+      ForEachAccessSet(av.attribute, av.value, [&](PredicateId id) {
         m->event_access_.push_back({id, av.value});
         if (weigh) rows_sum += rows(id);
       });
@@ -824,6 +855,29 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
       words[slot] |= bit;
     }
   }
+  // The sets that are only columns: a mask each, no access hit, set once
+  // per distinct value of the cohort (events share popular values, and
+  // each set's mask word is a cache miss in a large table).
+  for (AttributeId attribute : m->present_attributes_) {
+    if (attributes_[attribute].sets == 0) continue;
+    std::vector<CohortMasks::ValueBit>& values = m->by_attribute_[attribute];
+    std::sort(values.begin(), values.end(),
+              [](const CohortMasks::ValueBit& a,
+                 const CohortMasks::ValueBit& b) { return a.value < b.value; });
+    for (size_t i = 0; i < values.size();) {
+      uint64_t mask = 0;
+      size_t j = i;
+      for (; j < values.size() && values[j].value == values[i].value; ++j) {
+        mask |= values[j].bit;
+      }
+      ForEachColumnSet(attribute, values[i].value, [&](PredicateId id) {
+        const uint32_t slot = slot_of_[id];
+        if (words[slot] == 0) m->dirty_eq_slots_.push_back(slot);
+        words[slot] |= mask;
+      });
+      i = j;
+    }
+  }
   if (weigh && per_event_cost <= kMaskPositionCost * positions_all +
                                       kMaskRowCost * rows_union) {
     m->per_event_ = true;  // its equality words go with the next cohort
@@ -878,6 +932,19 @@ void PredicateTable::KeepPerEvent(absl::Span<const EventView> events,
   }
   m->present_attributes_.clear();
   m->touched_access_.clear();
+  // Each event's sets that are only columns, for its bits.
+  m->event_sets_.clear();
+  m->event_sets_begin_.clear();
+  for (const EventView& event : events) {
+    m->event_sets_begin_.push_back(
+        static_cast<uint32_t>(m->event_sets_.size()));
+    for (const AttributeValue& av : event) {
+      if (av.attribute >= attributes_.size()) continue;
+      ForEachColumnSet(av.attribute, av.value,
+                       [&](PredicateId id) { m->event_sets_.push_back(id); });
+    }
+  }
+  m->event_sets_begin_.push_back(static_cast<uint32_t>(m->event_sets_.size()));
   const size_t vectors = m->serial_ ? 1 : events.size();
   if (m->event_bits_.size() < vectors) m->event_bits_.resize(vectors);
   for (size_t b = 0; b < vectors; ++b) {
@@ -1048,6 +1115,10 @@ void PredicateTable::RunTask(size_t task, CohortMasks* m) const {
       const AccessHit& hit = m->event_access_[h];
       if (EqualityLike(info_[hit.id].kind)) bits.SetId(hit.id);
     }
+    for (uint32_t h = m->event_sets_begin_[task];
+         h < m->event_sets_begin_[task + 1]; ++h) {
+      bits.SetId(m->event_sets_[h]);
+    }
     MarkRanges(m->event_views_[task], &bits);
     return;
   }
@@ -1121,14 +1192,14 @@ size_t PredicateTable::MemoryBytes() const {
   bytes += ids_.capacity() * (sizeof(PredicateId) + 1) +
            eq_ids_.capacity() * (sizeof(EqEntry) + 1);
   bytes += in_sets_.capacity() *
-               (sizeof(PredicateId) + sizeof(std::vector<int64_t>) + 1) +
+               (sizeof(PredicateId) + sizeof(SetInfo) + 1) +
            in_ids_.capacity() * (sizeof(std::pair<AttributeId, int64_t>) +
-                                 sizeof(std::vector<PredicateId>) + 1);
+                                 sizeof(SetHolders) + 1);
   for (const auto& [id, set] : in_sets_) {
-    bytes += set.capacity() * sizeof(int64_t);
+    bytes += set.values.capacity() * sizeof(int64_t);
   }
   for (const auto& [key, holders] : in_ids_) {
-    bytes += holders.capacity() * sizeof(PredicateId);
+    bytes += holders.ids.capacity() * sizeof(PredicateId);
   }
   for (const AttributeGroups& a : attributes_) {
     for (const Group* g : {&a.low, &a.high, &a.range}) {
@@ -1151,6 +1222,7 @@ size_t CohortMasks::MemoryBytes() const {
                  runs_.capacity() * sizeof(Run) +
                  dirty_eq_slots_.capacity() * sizeof(uint32_t) +
                  touched_access_.capacity() * sizeof(TouchedAccess) +
+                 event_sets_.capacity() * sizeof(PredicateId) +
                  present_attributes_.capacity() * sizeof(AttributeId);
   bytes += visits_.capacity() * sizeof(std::vector<AccessVisit>);
   for (const auto& v : visits_) bytes += v.capacity() * sizeof(AccessVisit);

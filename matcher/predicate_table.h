@@ -12,9 +12,10 @@
 // "present" alone. One more kind, kTrue, holds for every event: it is the
 // access predicate of subscriptions whose every entry is negated (NOT_EXISTS
 // alone: no attribute an event carries can lead to them), so their rows
-// are checked for every event, which is what they cost. Identical predicates are stored once and shared. A
-// BETWEEN whose kLow and kHigh halves are both live already becomes those
-// two entries instead of a kRange (RowPlanner::SplitIfShared).
+// are checked for every event, which is what they cost. Identical
+// predicates are stored once and shared. A BETWEEN whose kLow and kHigh
+// halves are both live already becomes those two entries instead of a
+// kRange (RowPlanner::SplitIfShared).
 //
 // Phase 1 computes, for a cohort of up to 64 events, one 64-bit *cohort
 // mask* per predicate (bit i set iff the predicate holds for event i) into a
@@ -174,6 +175,12 @@ class PredicateTable {
   // Drops one reference; the predicate is freed (and its id reused later)
   // when the last reference goes. REQUIRES: id was acquired.
   void Release(PredicateId id);
+  // A row takes (AddAccessUse) or gives up (DropAccessUse) `id` as its
+  // access predicate (RowPlanner): phase 1 lists a satisfied set as an
+  // access hit only while some row uses it so. REQUIRES: id is live; drops
+  // match adds.
+  void AddAccessUse(PredicateId id);
+  void DropAccessUse(PredicateId id);
 
   // Bulk loading (Index::AddBatch): between BeginBulk and EndBulk, Acquire
   // and Release keep no slot layout. A new range predicate joins its
@@ -364,14 +371,35 @@ class PredicateTable {
     }
   };
   NormalPredicate ToNormal(PredicateId id) const;
+  // A kIn predicate's set and the rows it is the access predicate of; the
+  // sets holding one (attribute, value), access predicates first (in_ids_).
+  struct SetInfo {
+    std::vector<int64_t> values;
+    uint32_t access_rows = 0;
+  };
+  struct SetHolders {
+    std::vector<PredicateId> ids;
+    uint32_t accesses = 0;  // ids[0, accesses) are access predicates
+  };
   // Calls f(id) for each live kIn predicate on `attribute` whose set holds
-  // `value`. REQUIRES: attribute < attributes_.size().
-  template <typename F>
-  void ForEachSet(AttributeId attribute, int64_t value, F f) const {
-    if (attributes_[attribute].sets == 0) return;
+  // `value` and that is some row's access predicate (ForEachAccessSet), or
+  // that is not (ForEachColumnSet). REQUIRES: attribute < attributes_.size().
+  const SetHolders* HoldersOf(AttributeId attribute, int64_t value) const {
+    if (attributes_[attribute].sets == 0) return nullptr;
     auto it = in_ids_.find(std::make_pair(attribute, value));
-    if (it == in_ids_.end()) return;
-    for (PredicateId id : it->second) f(id);
+    return it == in_ids_.end() ? nullptr : &it->second;
+  }
+  template <typename F>
+  void ForEachAccessSet(AttributeId attribute, int64_t value, F f) const {
+    if (const SetHolders* h = HoldersOf(attribute, value)) {
+      for (uint32_t i = 0; i < h->accesses; ++i) f(h->ids[i]);
+    }
+  }
+  template <typename F>
+  void ForEachColumnSet(AttributeId attribute, int64_t value, F f) const {
+    if (const SetHolders* h = HoldersOf(attribute, value)) {
+      for (size_t i = h->accesses; i < h->ids.size(); ++i) f(h->ids[i]);
+    }
   }
   // The kTrue predicate, if live.
   PredicateId true_ = kFalsePredicate;
@@ -431,12 +459,17 @@ class PredicateTable {
   // Every interned predicate but the equalities, which are in eq_ids_.
   absl::flat_hash_set<PredicateId, IdHash, IdEq> ids_;
   absl::flat_hash_set<EqEntry, EqHash, EqSame> eq_ids_;
-  // kIn predicates: the set of each (sorted, distinct), and for each
-  // (attribute, value) the sets holding the value.
-  absl::flat_hash_map<PredicateId, std::vector<int64_t>> in_sets_;
-  absl::flat_hash_map<std::pair<AttributeId, int64_t>,
-                      std::vector<PredicateId>>
-      in_ids_;
+  // kIn predicates: the set of each (sorted, distinct) and the rows it is
+  // the access predicate of, and for each (attribute, value) the sets
+  // holding the value: those that are access predicates first. Most sets
+  // are only columns (a subscription is found by a more selective
+  // predicate), and phase 1 gives those a bit or mask but no access hit,
+  // so that phase 2 does not look for their (empty) cluster lists: on
+  // events-1m an event's type is in thousands of sets.
+  absl::flat_hash_map<PredicateId, SetInfo> in_sets_;
+  absl::flat_hash_map<std::pair<AttributeId, int64_t>, SetHolders> in_ids_;
+  // Moves set `id` into or out of the access part of its holders' lists.
+  void SetAccess(PredicateId id, bool access);
   std::vector<AttributeGroups> attributes_;
   // The slot space: [1, slot_limit_) is in use or wasted; wasted_ counts
   // the slots of regions groups moved out of.

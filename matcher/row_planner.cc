@@ -300,6 +300,7 @@ absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
   }
   plan->lead.reset();
   plan->access = table->Acquire(ChooseAccess(entries, &ranked, &plan->lead));
+  table->AddAccessUse(plan->access);
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const Ranked& a, const Ranked& b) {
                      return a.selectivity < b.selectivity;
@@ -358,6 +359,7 @@ void RowPlanner::Release(PredicateId access,
                                lead->hi),
                   -1);
   }
+  table->DropAccessUse(access);
   Forget(access, table);
   for (uint32_t e : columns) Forget(e, table);
 }

@@ -134,7 +134,7 @@ absl::StatusOr<int64_t> TypedAttributes::InternString(
   if (dictionary.size() >= max_distinct_strings_) {
     return absl::ResourceExhaustedError(absl::StrCat(
         field, ": attribute \"", name, "\" already has ", dictionary.size(),
-        " distinct ", names_->Name(attribute).rfind("$p", 0) == 0
+        " distinct ", absl::StartsWith(names_->Name(attribute), "$p")
                           ? "prefixes of this length"
                           : "strings",
         " named by subscriptions; the limit is ", max_distinct_strings_,
@@ -329,7 +329,8 @@ void TypedAttributes::FillStats(v1::Stats* stats) const {
       v1::AttributeStats entry;
       entry.set_name(names_->Name(plain));
       if (d.strings != kNone) {
-        entry.set_distinct_strings(dictionaries_.find(d.strings)->second.size());
+        entry.set_distinct_strings(
+            dictionaries_.find(d.strings)->second.size());
       }
       uint64_t prefixes = 0;
       for (const auto& [length, id] : d.prefixes) {

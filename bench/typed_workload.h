@@ -1,0 +1,66 @@
+// Typed workloads: subscriptions and events with string and int64 values,
+// as the API states them (issue 19), and their lowering into the matcher's
+// int64 vocabulary through the service's own TypedAttributes, so that the
+// matcher tools (matcher_bench, locality_probe) measure exactly what the
+// server would run.
+//
+// The one typed preset, events-1m, models an application event bus
+// (bench/workloads.md has its parameters and operator mix): 13 attributes,
+// half strings (Zipf-distributed event types, regions, tenants, sources and
+// statuses; paths with shared prefixes; an optional coupon) and half
+// numbers, 1M subscriptions from six templates, a handful of matches per
+// event. It is deterministic like the int64 presets (workload.h's Rng and
+// ZipfTable, its own stream tags), but has no text file form yet: tools
+// generate it (LoadOrGenerateAny).
+//
+// Stage: tools only; single-threaded; no gRPC calls.
+#ifndef COHORT_BENCH_TYPED_WORKLOAD_H_
+#define COHORT_BENCH_TYPED_WORKLOAD_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "bench/workload.h"
+#include "proto/cohort/v1/pubsub.pb.h"
+
+namespace cohort {
+namespace bench {
+
+struct TypedWorkload {
+  WorkloadOptions options;  // preset, counts and seed; other knobs unused
+  std::vector<v1::SubscriptionSpec> subscriptions;
+  std::vector<v1::Event> events;  // without payloads (EventPayload)
+};
+
+// The typed presets' names, for messages: "events-1m".
+inline constexpr absl::string_view kTypedPresets = "events-1m";
+
+// Whether `preset` is a typed preset.
+bool IsTypedPreset(absl::string_view preset);
+
+// GenerateEvents1m() builds events-1m with `subscriptions` subscriptions
+// and `events` events from `seed` (the defaults: 1M, 100k, 1).
+TypedWorkload GenerateEvents1m(int64_t subscriptions, int64_t events,
+                               uint64_t seed);
+
+// Lower() turns `typed` into the matcher's workload as the server would
+// (validation, BuildSubscriptions, BuildEvents): attribute names are the
+// attribute dictionary's, derived ones included ("$s:type", ...); the
+// result's `typed` points at a copy of `typed`. InvalidArgument (naming the
+// subscription or event) if a spec does not validate.
+absl::StatusOr<Workload> Lower(TypedWorkload typed);
+
+// LoadOrGenerateAny() is LoadOrGenerate (workload.h) that also knows the
+// typed presets.
+absl::StatusOr<Workload> LoadOrGenerateAny(const std::string& path,
+                                           const std::string& preset,
+                                           int64_t subscriptions,
+                                           int64_t events);
+
+}  // namespace bench
+}  // namespace cohort
+
+#endif  // COHORT_BENCH_TYPED_WORKLOAD_H_
