@@ -58,7 +58,9 @@ client() {
     k=$(((cycle * 100 + n) * 100000 + i * 3))
     echo "T ${k}" >>"${attempts}"
     out=$("${COHORT}" subscribe --server="127.0.0.1:${port}" --subscriber="c${n}" \
-      "k = ${k}" "k = $((k + 1)) and w >= 0" "k = $((k + 2))" 2>/dev/null) || continue
+      "k = ${k}" "k = $((k + 1)) and w >= 0" \
+      "k = $((k + 2)) and region prefix \"eu\" and not exists coupon" \
+      2>/dev/null) || continue
     # Acknowledged: the three ids, in order.
     local j=0
     while read -r id _; do
@@ -81,13 +83,15 @@ verify() {
   python3 - "${acked}" "${inflight}" "${COHORT}" "${port}" "${attempts}" <<'PY'
 import subprocess, sys
 acked_path, inflight_path, cohort, port, attempts_path = sys.argv[1:6]
-subs, middle, gone, maybe, doubtful_k = {}, set(), set(), set(), set()
+subs, middle, third, gone, maybe, doubtful_k = {}, set(), set(), set(), set(), set()
 for line in open(acked_path):
     parts = line.split()
     if parts[0] == "S":
         subs[int(parts[1])] = int(parts[2])
         if parts[3] == "1":
             middle.add(int(parts[1]))  # "k = K and w >= 0": needs w
+        if parts[3] == "2":
+            third.add(int(parts[1]))  # strings: region prefix "eu", no coupon
     elif parts[0] == "D":
         doubtful_k.add(int(parts[2]) - int(parts[3]))
     elif parts[0] == "U":
@@ -98,7 +102,8 @@ try:
 except FileNotFoundError:
     pass
 ids = sorted(subs)
-events = [f"k={subs[i]}" + (" w=1" if i in middle else "") for i in ids]
+events = [f"k={subs[i]}" + (" w=1" if i in middle else "") +
+          (' region="eu-west"' if i in third else "") for i in ids]
 failures = 0
 for start in range(0, len(events), 500):
     chunk = events[start:start + 500]
@@ -123,7 +128,7 @@ for start in range(0, len(pending), 150):
     ks = pending[start:start + 150]
     events = []
     for k in ks:
-        events += [f"k={k}", f"k={k + 1} w=1", f"k={k + 2}"]
+        events += [f"k={k}", f"k={k + 1} w=1", f'k={k + 2} region="eu-west"']
     out = subprocess.run([cohort, "publish", f"--server=127.0.0.1:{port}",
                           *events], capture_output=True, text=True)
     if out.returncode != 0:
