@@ -1,10 +1,20 @@
 #include "bench/typed_workload.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <istream>
 #include <memory>
 #include <utility>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "bench/sha256.h"
+#include "client/parse.h"
 #include "service/api/interner.h"
 #include "service/api/typed_attributes.h"
 #include "service/api/validation.h"
@@ -66,6 +76,10 @@ struct Tables {
   ZipfTable statuses{5, 1.5};
 };
 
+// Subscription n's subscriber, as `cohort load` names them: the text
+// format does not record it.
+std::string SubscriberName(int64_t n) { return absl::StrCat("s", n % 1000); }
+
 v1::Predicate Pred(absl::string_view name, v1::Op op) {
   v1::Predicate p;
   p.set_attribute(std::string(name));
@@ -90,7 +104,7 @@ std::string PathPrefix(uint32_t version, uint32_t resource) {
 
 v1::SubscriptionSpec Subscription(const Tables& t, Rng& rng, int64_t n) {
   v1::SubscriptionSpec spec;
-  spec.set_subscriber(absl::StrCat("app-", n % 1000));
+  spec.set_subscriber(SubscriberName(n));
   auto add = [&spec](v1::Predicate p) {
     *spec.add_predicates() = std::move(p);
   };
@@ -255,16 +269,186 @@ absl::StatusOr<Workload> Lower(TypedWorkload typed) {
   return w;
 }
 
+std::string TypedWorkloadText(const TypedWorkload& typed) {
+  const WorkloadOptions& o = typed.options;
+  std::string out = absl::StrCat(
+      "# cohort-workload v2 preset=", o.preset, " seed=", o.seed, " typed\n",
+      "# knobs subscriptions=", typed.subscriptions.size(),
+      " events=", typed.events.size(), " seed=", o.seed, "\n");
+  for (const v1::SubscriptionSpec& s : typed.subscriptions) {
+    absl::StrAppend(&out, "S ", client::FormatSubscription(s), "\n");
+  }
+  for (const v1::Event& e : typed.events) {
+    absl::StrAppend(&out, "E ", client::FormatEvent(e), "\n");
+  }
+  return out;
+}
+
+namespace {
+
+absl::Status BadLine(int64_t line, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("line ", line, ": ", what));
+}
+
+// The value of the " key=value" field of a header line.
+bool Field(absl::string_view line, absl::string_view key, std::string* out) {
+  for (absl::string_view f : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
+    if (absl::ConsumePrefix(&f, key) && absl::ConsumePrefix(&f, "=")) {
+      *out = std::string(f);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::StatusOr<TypedWorkload> ReadTypedWorkload(std::istream& in) {
+  TypedWorkload w;
+  std::string line;
+  int64_t number = 0;
+  int64_t want_subscriptions = -1;
+  int64_t want_events = -1;
+  bool header = false;
+  while (std::getline(in, line)) {
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!header) {
+      std::string seed;
+      if (!absl::StartsWith(line, "# cohort-workload v2 ") ||
+          !Field(line, "preset", &w.options.preset) ||
+          !Field(line, "seed", &seed) ||
+          !absl::SimpleAtoi(seed, &w.options.seed)) {
+        return BadLine(number,
+                       "expected the header \"# cohort-workload v2 "
+                       "preset=<preset> seed=<seed> typed\"");
+      }
+      header = true;
+      continue;
+    }
+    if (line.empty()) continue;
+    if (line[0] == '#') {
+      std::string n;
+      if (absl::StartsWith(line, "# knobs ") &&
+          (!Field(line, "subscriptions", &n) ||
+           !absl::SimpleAtoi(n, &want_subscriptions) ||
+           !Field(line, "events", &n) ||
+           !absl::SimpleAtoi(n, &want_events))) {
+        return BadLine(number,
+                       "the knobs line needs subscriptions= and events=");
+      }
+      continue;
+    }
+    // The record after its "S " or "E " (columns in messages count from
+    // there).
+    const absl::string_view rest =
+        absl::string_view(line).substr(std::min<size_t>(2, line.size()));
+    if (absl::StartsWith(line, "S ")) {
+      if (!w.events.empty()) {
+        return BadLine(number, "a subscription after the first event");
+      }
+      absl::StatusOr<std::vector<v1::Predicate>> predicates =
+          client::ParseSubscription(rest);
+      if (!predicates.ok()) {
+        return BadLine(number, predicates.status().message());
+      }
+      v1::SubscriptionSpec& spec = w.subscriptions.emplace_back();
+      spec.set_subscriber(
+          SubscriberName(static_cast<int64_t>(w.subscriptions.size() - 1)));
+      for (v1::Predicate& p : *predicates) {
+        *spec.add_predicates() = std::move(p);
+      }
+    } else if (absl::StartsWith(line, "E ")) {
+      absl::StatusOr<std::vector<v1::Attribute>> attributes =
+          client::ParseEvent(rest);
+      if (!attributes.ok()) {
+        return BadLine(number, attributes.status().message());
+      }
+      v1::Event& event = w.events.emplace_back();
+      for (v1::Attribute& a : *attributes) {
+        *event.add_attributes() = std::move(a);
+      }
+    } else {
+      return BadLine(number, "expected a line starting with \"S \" or \"E \"");
+    }
+  }
+  if (!header) return BadLine(1, "empty: no header");
+  if (want_subscriptions >= 0 &&
+      (want_subscriptions != static_cast<int64_t>(w.subscriptions.size()) ||
+       want_events != static_cast<int64_t>(w.events.size()))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the knobs line promises ", want_subscriptions, " subscriptions and ",
+        want_events, " events; the file has ", w.subscriptions.size(), " and ",
+        w.events.size()));
+  }
+  w.options.subscriptions = static_cast<int64_t>(w.subscriptions.size());
+  w.options.events = static_cast<int64_t>(w.events.size());
+  return w;
+}
+
+absl::StatusOr<WorkloadReport> GenerateTypedWorkloadFile(
+    int64_t subscriptions, int64_t events, uint64_t seed,
+    const std::string& path, size_t report_sample) {
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  auto start = Clock::now();
+  TypedWorkload typed = GenerateEvents1m(subscriptions, events, seed);
+  const double generate_seconds = seconds(start);
+  start = Clock::now();
+  const std::string text = TypedWorkloadText(typed);
+  FILE* file = path.empty() ? stdout : std::fopen(path.c_str(), "wb");
+  if (file == nullptr) {
+    return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  }
+  const bool write_failed =
+      std::fwrite(text.data(), 1, text.size(), file) != text.size();
+  const bool close_failed =
+      path.empty() ? std::fflush(file) != 0 : std::fclose(file) != 0;
+  if (write_failed || close_failed) {
+    return absl::DataLossError(
+        absl::StrCat("write failed: ", path.empty() ? "<stdout>" : path));
+  }
+  const double write_seconds = seconds(start);
+  Sha256 hash;
+  hash.Update(text);
+  absl::StatusOr<Workload> lowered = Lower(std::move(typed));
+  if (!lowered.ok()) return lowered.status();
+  WorkloadReport report = Summarize(*lowered, hash.HexFinal(), report_sample);
+  report.text_bytes = static_cast<int64_t>(text.size());
+  report.generate_seconds = generate_seconds;
+  report.write_seconds = write_seconds;
+  return report;
+}
+
 absl::StatusOr<Workload> LoadOrGenerateAny(const std::string& path,
                                            const std::string& preset,
                                            int64_t subscriptions,
                                            int64_t events) {
-  if (!path.empty() || !IsTypedPreset(preset)) {
+  if (!path.empty()) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+    std::string first;
+    std::getline(in, first);
+    if (!absl::StartsWith(first, "# cohort-workload v2 ")) {
+      return ReadWorkloadFile(path);
+    }
+    in.seekg(0);
+    absl::StatusOr<TypedWorkload> typed = ReadTypedWorkload(in);
+    if (!typed.ok()) {
+      return absl::Status(typed.status().code(),
+                          absl::StrCat(path, ": ", typed.status().message()));
+    }
+    return Lower(*std::move(typed));
+  }
+  if (!IsTypedPreset(preset)) {
     return LoadOrGenerate(path, preset, subscriptions, events);
   }
   return Lower(GenerateEvents1m(subscriptions >= 0 ? subscriptions : 1000000,
                                 events >= 0 ? events : 100000, /*seed=*/1));
 }
+
 
 }  // namespace bench
 }  // namespace cohort

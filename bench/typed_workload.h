@@ -10,14 +10,26 @@
 // statuses; paths with shared prefixes; an optional coupon) and half
 // numbers, 1M subscriptions from six templates, a handful of matches per
 // event. It is deterministic like the int64 presets (workload.h's Rng and
-// ZipfTable, its own stream tags), but has no text file form yet: tools
-// generate it (LoadOrGenerateAny).
+// ZipfTable, its own stream tags).
+//
+// Text format (version 2, typed), one record per line:
+//   # cohort-workload v2 preset=<preset> seed=<seed> typed
+//   # knobs subscriptions=<n> events=<n> seed=<n>
+//   S <subscription in the cohort CLI's grammar (client/parse.h)>
+//   E <event in the CLI's grammar>
+// e.g. `S tenant = "tenant-00017" and type in ["order.created"]` and
+// `E type="order.created" price=420`. Subscriptions come first, numbered
+// 0... in file order; '#' lines after the header are comments; subscriber
+// names (subscription n's is "s<n % 1000>") and payloads (EventPayload) are
+// not recorded. `cohort workload --preset=events-1m` writes it; every
+// tool's --workload reads either version (LoadOrGenerateAny).
 //
 // Stage: tools only; single-threaded; no gRPC calls.
 #ifndef COHORT_BENCH_TYPED_WORKLOAD_H_
 #define COHORT_BENCH_TYPED_WORKLOAD_H_
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -53,8 +65,22 @@ TypedWorkload GenerateEvents1m(int64_t subscriptions, int64_t events,
 // subscription or event) if a spec does not validate.
 absl::StatusOr<Workload> Lower(TypedWorkload typed);
 
+// The typed text format: TypedWorkloadText() writes it, ReadTypedWorkload()
+// parses it (InvalidArgument "line <n>: ..." on anything else; the knobs
+// line's counts must match the records).
+std::string TypedWorkloadText(const TypedWorkload& typed);
+absl::StatusOr<TypedWorkload> ReadTypedWorkload(std::istream& in);
+
+// GenerateTypedWorkloadFile() generates events-1m with these counts and
+// seed, writes its text to `path` (stdout if empty) and reports it as
+// workload.h's Summarize does for the lowered workload, over
+// `report_sample` events, with the text's SHA-256 and sizes and times.
+absl::StatusOr<WorkloadReport> GenerateTypedWorkloadFile(
+    int64_t subscriptions, int64_t events, uint64_t seed,
+    const std::string& path, size_t report_sample);
+
 // LoadOrGenerateAny() is LoadOrGenerate (workload.h) that also knows the
-// typed presets.
+// typed presets and reads either text format.
 absl::StatusOr<Workload> LoadOrGenerateAny(const std::string& path,
                                            const std::string& preset,
                                            int64_t subscriptions,

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <iostream>
+#include <sstream>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -89,6 +92,46 @@ TEST(Events1m, LoweredMatchesTheApiRules) {
   // A tenth of events-1m's subscriptions: a tenth of its handful.
   EXPECT_GT(mean, 0.05);
   EXPECT_LT(mean, 5);
+}
+
+// The text format gives back exactly what was written, and bad files are
+// refused naming the line.
+TEST(Events1m, TextRoundTripsAndBadLinesAreNamed) {
+  const TypedWorkload typed = GenerateEvents1m(3000, 300, 7);
+  const std::string text = TypedWorkloadText(typed);
+  std::istringstream in(text);
+  absl::StatusOr<TypedWorkload> back = ReadTypedWorkload(in);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->options.preset, "events-1m");
+  EXPECT_EQ(back->options.seed, 7u);
+  ASSERT_EQ(back->subscriptions.size(), typed.subscriptions.size());
+  ASSERT_EQ(back->events.size(), typed.events.size());
+  for (size_t i = 0; i < typed.subscriptions.size(); ++i) {
+    ASSERT_EQ(back->subscriptions[i].SerializeAsString(),
+              typed.subscriptions[i].SerializeAsString())
+        << i;
+  }
+  for (size_t i = 0; i < typed.events.size(); ++i) {
+    ASSERT_EQ(back->events[i].SerializeAsString(),
+              typed.events[i].SerializeAsString())
+        << i;
+  }
+  const std::string header =
+      "# cohort-workload v2 preset=events-1m seed=1 typed\n";
+  for (const auto& [bad, message] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"S x = 1\n", "line 1: expected the header"},
+           {header + "S x ==\n", "line 2: column 5: missing value"},
+           {header + "E x=1\nS x = 1\n", "line 3: a subscription after"},
+           {header + "Q\n", "line 2: expected a line starting with"},
+           {header + "# knobs subscriptions=2 events=0 seed=1\nS x = 1\n",
+            "promises 2 subscriptions"}}) {
+    std::istringstream bad_in(bad);
+    absl::StatusOr<TypedWorkload> refused = ReadTypedWorkload(bad_in);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.status().message().find(message), std::string::npos)
+        << refused.status();
+  }
 }
 
 TEST(Events1m, LoadOrGenerateAnyKnowsThePreset) {

@@ -72,9 +72,8 @@ absl::StatusOr<WorkloadOptions> PresetOptions(absl::string_view name) {
   return absl::InvalidArgumentError(
       absl::StrCat("unknown preset '", name,
                    "' (known: fabret-1m, fabret-uniform, selective-1m, "
-                   "ranges-1m; and events-1m, a typed preset that "
-                   "matcher_bench, locality_probe and cohort load generate "
-                   "but that has no text file form yet)"));
+                   "ranges-1m; and events-1m, a typed preset: "
+                   "bench/typed_workload.h)"));
 }
 
 namespace {

@@ -104,8 +104,8 @@ ABSL_FLAG(std::string, workload, "",
           "workload) instead of generating --preset.");
 ABSL_FLAG(std::string, preset, "fabret-1m",
           "workload, load: the workload preset, fabret-1m, fabret-uniform, "
-          "selective-1m or ranges-1m; load also events-1m (typed: strings, "
-          "sets, prefixes; no file form yet) "
+          "selective-1m, ranges-1m, or events-1m (typed: strings, sets, "
+          "prefixes; its file is in the CLI's grammar, bench/workloads.md) "
           "(load: ignored with --workload).");
 ABSL_FLAG(int64_t, subscriptions, -1,
           "workload, load: subscriptions in the preset's workload (-1 = the "
@@ -464,11 +464,25 @@ absl::StatusOr<bench::WorkloadOptions> WorkloadOptionsFromFlags() {
 }
 
 int Workload() {
-  absl::StatusOr<bench::WorkloadOptions> options = WorkloadOptionsFromFlags();
-  if (!options.ok()) return Usage(std::string(options.status().message()));
   const std::string path = absl::GetFlag(FLAGS_out);
-  absl::StatusOr<bench::WorkloadReport> report =
-      bench::GenerateWorkloadFile(*options, path, bench::kDefaultReportSample);
+  absl::StatusOr<bench::WorkloadReport> report;
+  if (bench::IsTypedPreset(absl::GetFlag(FLAGS_preset))) {
+    // A typed preset: its own generator and text format (typed_workload.h).
+    const int64_t subscriptions = absl::GetFlag(FLAGS_subscriptions);
+    const int64_t events = absl::GetFlag(FLAGS_events);
+    if (subscriptions < -1 || events < -1) {
+      return Usage("workload: --subscriptions and --events must be >= 0");
+    }
+    report = bench::GenerateTypedWorkloadFile(
+        subscriptions >= 0 ? subscriptions : 1000000,
+        events >= 0 ? events : 100000, absl::GetFlag(FLAGS_seed).value_or(1),
+        path, bench::kDefaultReportSample);
+  } else {
+    absl::StatusOr<bench::WorkloadOptions> options = WorkloadOptionsFromFlags();
+    if (!options.ok()) return Usage(std::string(options.status().message()));
+    report = bench::GenerateWorkloadFile(*options, path,
+                                         bench::kDefaultReportSample);
+  }
   if (!report.ok()) {
     std::fprintf(stderr, "cohort: %s\n",
                  std::string(report.status().message()).c_str());
