@@ -68,6 +68,13 @@ absl::StatusOr<IntervalWorkload> ToIntervals(const Workload& w) {
         return absl::InvalidArgumentError(
             "an NE predicate has no interval form; drop it first (DropNe)");
       }
+      if (p.op == Op::kIn || p.op == Op::kNotIn || p.op == Op::kExists ||
+          p.op == Op::kNotExists) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "an ", matcher::OpName(p.op),
+            " predicate has no interval form (typed workloads such as "
+            "events-1m are not for the interval matchers)"));
+      }
       values[p.attribute].push_back(p.value);
       if (p.op == Op::kBetween) values[p.attribute].push_back(p.upper);
     }
@@ -128,6 +135,10 @@ absl::StatusOr<IntervalWorkload> ToIntervals(const Workload& w) {
           ip.hi = rank(p.attribute, p.upper);
           break;
         case Op::kNe:
+        case Op::kIn:
+        case Op::kNotIn:
+        case Op::kExists:
+        case Op::kNotExists:
           break;  // refused above
       }
       intervals.push_back(ip);
