@@ -104,17 +104,28 @@ check "a printed event pastes back into publish" \
   grep -q "	matched 1	${order_id}$" <<<"${out}"
 
 out=$(cohort subscribe --subscriber=bob 'name between "a" and "m"' 2>&1)
-check "a string range parses and the server answers UNIMPLEMENTED" \
-  grep -q "^cohort: UNIMPLEMENTED: " <<<"${out}"
+range_id=$(cut -f1 <<<"${out}")
+out=$(cohort publish --ids 'name="kiwi"' 'name="m"' 'name="ma"' 'name=5')
+check "a string range holds in byte order" \
+  grep -q "^name=\"kiwi\"	matched 1	${range_id}$" <<<"${out}"
+check "a string range includes its upper bound" \
+  grep -q "^name=\"m\"	matched 1	${range_id}$" <<<"${out}"
+check "a string range excludes what sorts after it" \
+  grep -q "^name=\"ma\"	matched 0	$" <<<"${out}"
+check "a string range never holds for an int64" \
+  grep -q "^name=5	matched 0	$" <<<"${out}"
 out=$(cohort subscribe --subscriber=bob 'type = "order' 2>&1)
 check "an unterminated string exits 2" test $? -eq 2
 check "... pointing at the string" grep -q "^         ^^^^^^$" <<<"${out}"
 out=$(cohort stats)
 check "stats lists the string attributes" \
-  grep -q "^attribute  *strings  *prefixes prefix lengths$" <<<"${out}"
-check "... region with 2 strings" grep -q "^region  *2  *0  *0$" <<<"${out}"
+  grep -q "^attribute  *strings  *prefixes prefix lengths  *range bounds$" \
+  <<<"${out}"
+check "... region with 2 strings" grep -q "^region  *2  *0  *0  *0$" <<<"${out}"
 check "... path with 1 prefix of 1 length" \
-  grep -q "^path  *0  *1  *1$" <<<"${out}"
+  grep -q "^path  *0  *1  *1  *0$" <<<"${out}"
+check "... name with the 2 bounds of its range" \
+  grep -q "^name  *0  *0  *0  *2$" <<<"${out}"
 
 out=$(cohort subscribe --subscriber=alice 'price is 5' 2>&1)
 check "parse error exits 2" test $? -eq 2

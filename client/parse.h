@@ -18,9 +18,7 @@
 // values of one type, a prefix is a string, and an event names each
 // attribute once. Limits that are server flags (--max_predicates,
 // --max_event_attributes, --max_string_bytes, --max_set_size) are left to
-// the server, which knows their values; so is the server's answer to a range
-// operator on strings (`name < "m"`, `name between "a" and "m"`), which
-// parses but is UNIMPLEMENTED for now.
+// the server, which knows their values.
 //
 // Grammar. Tokens may be separated by whitespace, which is otherwise ignored;
 // keywords and word operators are case-insensitive ("and", "AND", "And").

@@ -5,9 +5,8 @@
 //     describes ("column N: ...", the input, the carets);
 //   - what parses is what the server accepts: the predicates (or attributes)
 //     pass the server's ValidateSubscribe (ValidatePublish) with limits
-//     large enough for their count, string lengths and list sizes — the
-//     parser applies the API's rules — except that a range operator on a
-//     string (which parses) is UNIMPLEMENTED;
+//     large enough for their count, string lengths and list sizes (the
+//     parser applies the API's rules);
 //   - printing the result back in the grammar's canonical form
 //     (FormatSubscription, FormatEvent) and parsing it again gives the same
 //     messages.
@@ -65,13 +64,6 @@ void CheckReparse(const std::vector<Message>& parsed,
   }
 }
 
-// True iff `p` is a range operator (LT, LE, GT, GE, BETWEEN) on a string,
-// which the server answers UNIMPLEMENTED for now.
-bool IsStringRange(const v1::Predicate& p) {
-  return p.op() >= v1::OP_LT && p.op() <= v1::OP_BETWEEN &&
-         p.operand_case() == v1::Predicate::kStringValue;
-}
-
 void CheckSubscription(absl::string_view text) {
   absl::StatusOr<std::vector<v1::Predicate>> parsed = ParseSubscription(text);
   if (!parsed.ok()) return CheckError(parsed.status(), text);
@@ -81,31 +73,13 @@ void CheckSubscription(absl::string_view text) {
   limits.max_predicates = parsed->size();
   limits.max_string_bytes = text.size();
   limits.max_set_size = text.size();
-  // The string ranges one by one (UNIMPLEMENTED), the others together (OK).
+  // Everything that parses, the string ranges included, validates.
   v1::SubscribeRequest request;
   v1::SubscriptionSpec* spec = request.add_subscriptions();
   spec->set_subscriber("fuzz");
-  for (const v1::Predicate& p : *parsed) {
-    if (!IsStringRange(p)) {
-      *spec->add_predicates() = p;
-      continue;
-    }
-    v1::SubscribeRequest range;
-    v1::SubscriptionSpec* alone = range.add_subscriptions();
-    alone->set_subscriber("fuzz");
-    *alone->add_predicates() = p;
-    if (absl::Status s = service::ValidateSubscribe(range, limits);
-        s.code() != absl::StatusCode::kUnimplemented) {
-      Fail(absl::StrCat("a string range is not UNIMPLEMENTED: ", s.ToString()),
-           text);
-    }
-  }
-  if (spec->predicates_size() > 0) {
-    if (absl::Status s = service::ValidateSubscribe(request, limits);
-        !s.ok()) {
-      Fail(absl::StrCat("the server refuses what parsed: ", s.ToString()),
-           text);
-    }
+  for (const v1::Predicate& p : *parsed) *spec->add_predicates() = p;
+  if (absl::Status s = service::ValidateSubscribe(request, limits); !s.ok()) {
+    Fail(absl::StrCat("the server refuses what parsed: ", s.ToString()), text);
   }
   v1::SubscriptionSpec all;
   for (const v1::Predicate& p : *parsed) *all.add_predicates() = p;

@@ -165,8 +165,7 @@ const ValidCase kValidSubscriptions[] = {
     {"eq eq 1", {"eq OP_EQ 1 -"}},
     // Whitespace of any kind, anywhere.
     {"  \tprice\n<=\t500  ", {"price OP_LE 500 -"}},
-    // Strings with every comparison; the range ops parse (the server answers
-    // UNIMPLEMENTED for them).
+    // Strings with every comparison.
     {"type = \"order\"", {"type OP_EQ \"order\" -"}},
     {"type == \"\"", {"type OP_EQ \"\" -"}},
     {"type != \"a b\"", {"type OP_NE \"a b\" -"}},

@@ -96,6 +96,7 @@ const PinnedField kPinnedFields[] = {
     {"AttributeStats", "name", 1, kString, false, ""},
     {"AttributeStats", "distinct_strings", 2, kUint64, false, ""},
     {"AttributeStats", "distinct_prefixes", 3, kUint64, false, ""},
+    {"AttributeStats", "range_bounds", 5, kUint64, false, ""},
 };
 
 TEST(PubSubProto, PinnedFieldsKeepNameNumberAndType) {

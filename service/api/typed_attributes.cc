@@ -1,9 +1,11 @@
 #include "service/api/typed_attributes.h"
 
 #include <algorithm>
+#include <iterator>
 #include <mutex>
 #include <optional>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -22,6 +24,23 @@ uint64_t Mix(uint64_t z) {
 }
 
 constexpr absl::string_view kNamesEpoch = "$names";
+constexpr absl::string_view kOrderCount = "$ord";
+// Order labels stay within these (exclusive), so an event's label, one
+// beyond a bound's, never overflows.
+constexpr int64_t kLowestLabel = -(int64_t{1} << 62);
+constexpr int64_t kHighestLabel = int64_t{1} << 62;
+
+// Bytes [from, from + 8) of `s` as a big-endian number (zeros past its
+// end).
+uint64_t KeyAt(absl::string_view s, size_t from) {
+  uint64_t key = 0;
+  for (size_t i = 0; i < 8; ++i) {
+    const size_t at = from + i;
+    key = (key << 8) |
+          (at < s.size() ? static_cast<unsigned char>(s[at]) : 0u);
+  }
+  return key;
+}
 
 }  // namespace
 
@@ -77,6 +96,7 @@ absl::StatusOr<uint32_t> TypedAttributes::DerivedId(absl::string_view field,
   Derived& d = DerivedOf(plain);
   if (role == 's' && d.strings != kNone) return d.strings;
   if (role == 'a' && d.any != kNone) return d.any;
+  if (role == 'o' && d.ordered != kNone) return d.ordered;
   if (role == 'p') {
     for (const auto& [l, id] : d.prefixes) {
       if (l == length) return id;
@@ -89,6 +109,9 @@ absl::StatusOr<uint32_t> TypedAttributes::DerivedId(absl::string_view field,
       break;
     case 'a':
       derived_name = absl::StrCat("$any:", name);
+      break;
+    case 'o':
+      derived_name = absl::StrCat("$o:", name);
       break;
     default:
       derived_name = absl::StrCat("$p", length, ":", name);
@@ -104,6 +127,10 @@ void TypedAttributes::Adopt(uint32_t id, absl::string_view name) {
     names_epoch_ = id;
     return;
   }
+  if (name == kOrderCount) {
+    order_count_id_ = id;
+    return;
+  }
   const size_t colon = name.find(':');
   if (name.empty() || name[0] != '$' || colon == absl::string_view::npos) {
     return;
@@ -117,6 +144,10 @@ void TypedAttributes::Adopt(uint32_t id, absl::string_view name) {
     dictionaries_[id];
   } else if (role == "any") {
     d.any = id;
+  } else if (role == "o") {
+    d.ordered = id;
+    dictionaries_[id];
+    orders_[id];
   } else if (uint32_t length = 0; absl::StartsWith(role, "p") &&
                                    absl::SimpleAtoi(role.substr(1), &length)) {
     d.prefixes.emplace_back(length, id);
@@ -143,6 +174,67 @@ absl::StatusOr<int64_t> TypedAttributes::InternString(
   dictionary.emplace(code, std::string(bytes));
   if (on_new_string_) on_new_string_(attribute, code, bytes);
   return code;
+}
+
+int64_t TypedAttributes::OrderLabel(const Order& order,
+                                    absl::string_view bytes) {
+  if (order.empty()) return 0;
+  auto it = order.lower_bound(std::string(bytes));
+  if (it != order.end() && it->first == bytes) return it->second.label;
+  if (it == order.begin()) return it->second.label - 1;
+  return std::prev(it)->second.label + 1;
+}
+
+absl::StatusOr<TypedAttributes::Bound> TypedAttributes::InternBound(
+    absl::string_view field, uint32_t attribute, absl::string_view name,
+    const std::string& bytes) {
+  Order& order = orders_[attribute];
+  auto next = order.lower_bound(bytes);
+  if (next != order.end() && next->first == bytes) return next->second;
+  Dictionary& dictionary = dictionaries_[attribute];
+  if (dictionary.size() >= max_distinct_strings_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        field, ": attribute \"", name, "\" already has ", dictionary.size(),
+        " distinct string range bounds named by subscriptions; the limit is ",
+        max_distinct_strings_, " (--max_distinct_strings)"));
+  }
+  // The neighbours (or the ends of the label space) and their common
+  // prefix; the new label interpolates the bytes after it.
+  const bool has_low = next != order.begin();
+  const bool has_high = next != order.end();
+  const std::string* low = has_low ? &std::prev(next)->first : nullptr;
+  const std::string* high = has_high ? &next->first : nullptr;
+  const int64_t low_label = has_low ? std::prev(next)->second.label
+                                    : kLowestLabel;
+  const int64_t high_label = has_high ? next->second.label : kHighestLabel;
+  size_t common = 0;
+  if (low != nullptr && high != nullptr) {
+    while (common < low->size() && common < high->size() &&
+           (*low)[common] == (*high)[common]) {
+      ++common;
+    }
+  }
+  const long double a = low != nullptr ? KeyAt(*low, common) : 0.0L;
+  const long double b =
+      high != nullptr ? KeyAt(*high, common) : 18446744073709551615.0L;
+  const long double v = KeyAt(bytes, common);
+  long double fraction = b > a ? (v - a) / (b - a) : 0.5L;
+  fraction = std::min(0.75L, std::max(0.25L, fraction));
+  const long double gap = static_cast<long double>(high_label) -
+                          static_cast<long double>(low_label);
+  const int64_t label = low_label + static_cast<int64_t>(fraction * gap);
+  if (label < low_label + 2 || label > high_label - 2) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        field, ": no room to order the string bound \"",
+        absl::CHexEscape(bytes), "\" on attribute \"", name,
+        "\" between the bounds named before it (order labels are never "
+        "moved, and this gap is used up)"));
+  }
+  const Bound bound{label, ++order_count_};
+  order.emplace(bytes, bound);
+  dictionary.emplace(label, bytes);
+  if (on_new_string_) on_new_string_(attribute, label, bytes);
+  return bound;
 }
 
 absl::Status TypedAttributes::Lower(absl::string_view field,
@@ -224,7 +316,37 @@ absl::Status TypedAttributes::Lower(absl::string_view field,
         q.upper = p.op() == v1::OP_BETWEEN ? p.upper() : 0;
         break;
       }
-      // Validation admits only EQ and NE on strings.
+      if (p.op() != v1::OP_EQ && p.op() != v1::OP_NE) {  // a string range
+        absl::StatusOr<uint32_t> id = DerivedId(field, *plain, name, 'o', 0);
+        if (!id.ok()) return id.status();
+        q.attribute = *id;
+        absl::StatusOr<Bound> low = InternBound(
+            absl::StrCat(field, ".string_value"), *id, name, p.string_value());
+        if (!low.ok()) return low.status();
+        q.value = low->label;
+        uint64_t count = low->count;
+        if (p.op() == v1::OP_BETWEEN) {
+          absl::StatusOr<Bound> high =
+              InternBound(absl::StrCat(field, ".string_upper"), *id, name,
+                          p.string_upper());
+          if (!high.ok()) return high.status();
+          q.upper = high->label;
+          count = std::max(count, high->count);
+        }
+        if (order_count_id_ == kNone) {
+          absl::StatusOr<uint32_t> counter =
+              InternName(field, std::string(kOrderCount));
+          if (!counter.ok()) return counter.status();
+          order_count_id_ = *counter;
+        }
+        out->push_back(std::move(q));
+        matcher::Predicate guard;
+        guard.attribute = order_count_id_;
+        guard.op = matcher::Op::kGe;
+        guard.value = static_cast<int64_t>(count);
+        out->push_back(std::move(guard));
+        return absl::OkStatus();
+      }
       if (absl::Status s = string_attribute(); !s.ok()) return s;
       absl::StatusOr<int64_t> code = InternString(
           absl::StrCat(field, ".string_value"), q.attribute, name,
@@ -272,6 +394,10 @@ void TypedAttributes::Encode(
           record.push_back(
               {d->strings, Code(dictionaries_.find(d->strings)->second, s)});
         }
+        if (d->ordered != kNone) {
+          record.push_back(
+              {d->ordered, OrderLabel(orders_.find(d->ordered)->second, s)});
+        }
         for (const auto& [length, prefix] : d->prefixes) {
           if (length > s.size()) break;
           record.push_back(
@@ -282,6 +408,10 @@ void TypedAttributes::Encode(
       if (d != nullptr && d->any != kNone) record.push_back({d->any, 0});
     }
     if (names_epoch_ != kNone) record.push_back({names_epoch_, epoch});
+    if (order_count_id_ != kNone) {
+      record.push_back(
+          {order_count_id_, static_cast<int64_t>(order_count_)});
+    }
   }
   names.clear();  // the views point into `request`
 }
@@ -310,6 +440,19 @@ absl::Status TypedAttributes::RestoreString(uint32_t attribute, int64_t code,
         "string value code ", code, " of attribute id ", attribute,
         " is taken by another string"));
   }
+  auto order = orders_.find(attribute);
+  if (order != orders_.end() && inserted) {  // an order bound, in order
+    const std::string key(bytes);
+    auto next = order->second.lower_bound(key);
+    if ((next != order->second.end() && next->second.label <= code) ||
+        (next != order->second.begin() &&
+         std::prev(next)->second.label >= code)) {
+      return absl::DataLossError(absl::StrCat(
+          "string order label ", code, " of attribute id ", attribute,
+          " is out of byte order"));
+    }
+    order->second.emplace(key, Bound{code, ++order_count_});
+  }
   return absl::OkStatus();
 }
 
@@ -325,7 +468,9 @@ void TypedAttributes::FillStats(v1::Stats* stats) const {
     std::shared_lock<std::shared_mutex> lock(mu_);
     for (uint32_t plain = 0; plain < derived_.size(); ++plain) {
       const Derived& d = derived_[plain];
-      if (d.strings == kNone && d.prefixes.empty()) continue;
+      if (d.strings == kNone && d.prefixes.empty() && d.ordered == kNone) {
+        continue;
+      }
       v1::AttributeStats entry;
       entry.set_name(names_->Name(plain));
       if (d.strings != kNone) {
@@ -338,6 +483,9 @@ void TypedAttributes::FillStats(v1::Stats* stats) const {
       }
       entry.set_distinct_prefixes(prefixes);
       entry.set_prefix_lengths(static_cast<uint32_t>(d.prefixes.size()));
+      if (d.ordered != kNone) {
+        entry.set_range_bounds(orders_.find(d.ordered)->second.size());
+      }
       entries.push_back(std::move(entry));
     }
   }

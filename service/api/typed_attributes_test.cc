@@ -176,17 +176,75 @@ TEST(TypedAttributes, StringOperatorsHoldAsDocumented) {
   EXPECT_EQ(f.MatchOne(Event({{"path", "#1"}})), (Ids{7}));
 }
 
-TEST(TypedAttributes, StringRangesAreUnimplementedAndNamed) {
+v1::Predicate StrBetween(const std::string& name, const std::string& low,
+                         const std::string& high) {
+  v1::Predicate p = Str(name, v1::OP_BETWEEN, low);
+  p.set_string_upper(high);
+  return p;
+}
+
+TEST(TypedAttributes, StringRangesHoldInByteOrder) {
   Front f;
-  v1::Predicate between = Str("name", v1::OP_BETWEEN, "a");
-  between.set_string_upper("b");
-  for (const v1::Predicate& p :
-       {Str("name", v1::OP_LT, "m"), Str("name", v1::OP_GE, "m"), between}) {
-    const absl::Status s = f.Subscribe(1, Spec({p}));
-    EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
-    EXPECT_THAT(std::string(s.message()),
-                HasSubstr("subscriptions[0].predicates[0].string_value"));
+  ASSERT_TRUE(f.Subscribe(1, Spec({Str("n", v1::OP_LT, "m")})).ok());
+  ASSERT_TRUE(f.Subscribe(2, Spec({Str("n", v1::OP_GE, "b")})).ok());
+  ASSERT_TRUE(f.Subscribe(3, Spec({StrBetween("n", "a", "abc")})).ok());
+  ASSERT_TRUE(f.Subscribe(4, Spec({Str("n", v1::OP_GT, "\x7f")})).ok());
+  ASSERT_TRUE(f.Subscribe(5, Spec({Str("n", v1::OP_LE, "")})).ok());
+  ASSERT_TRUE(f.Subscribe(6, Spec({StrBetween("n", "ab", "ab")})).ok());
+  EXPECT_EQ(f.MatchOne(Event({{"n", "ab"}})), (Ids{1, 3, 6}));
+  EXPECT_EQ(f.MatchOne(Event({{"n", "abcd"}})), (Ids{1}));
+  EXPECT_EQ(f.MatchOne(Event({{"n", "b"}})), (Ids{1, 2}));
+  EXPECT_EQ(f.MatchOne(Event({{"n", "m"}})), (Ids{2}));
+  EXPECT_EQ(f.MatchOne(Event({{"n", ""}})), (Ids{1, 5}));
+  // Bytes compare unsigned: 0x80 and 0xff sort after every ASCII byte.
+  EXPECT_EQ(f.MatchOne(Event({{"n", "\x80"}})), (Ids{2, 4}));
+  EXPECT_EQ(f.MatchOne(Event({{"n", "\xff\xff"}})), (Ids{2, 4}));
+  EXPECT_TRUE(f.MatchOne(Event({{"n", "#5"}})).empty());  // an int64
+  for (const char* value : {"a", "aa", "abc", "abca", "l", "lzzz", "m\x01"}) {
+    const v1::Event e = Event({{"n", value}});
+    EXPECT_EQ(f.MatchOne(e), f.Expected(e)) << value;
   }
+}
+
+// Bounds nested ever closer to one neighbour use up the gap between two
+// labels; the Subscribe that finds no room fails, naming the bound, and
+// what was subscribed before still matches exactly.
+TEST(TypedAttributes, AnExhaustedGapIsResourceExhausted) {
+  Front f;
+  ASSERT_TRUE(f.Subscribe(1, Spec({Str("n", v1::OP_LT, "a")})).ok());
+  ASSERT_TRUE(f.Subscribe(2, Spec({Str("n", v1::OP_GE, "b")})).ok());
+  std::string bound = "a";
+  absl::Status status;
+  matcher::SubscriptionId id = 3;
+  for (; id < 300; ++id) {
+    bound += "\xff";  // just below "b", ever closer
+    status = f.Subscribe(id, Spec({Str("n", v1::OP_LE, bound)}));
+    if (!status.ok()) break;
+  }
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+  EXPECT_GT(id, 100u);  // at least a hundred nested bounds fit
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("subscriptions[0].predicates[0].string_value: no "
+                        "room to order the string bound"));
+  for (const std::string& value :
+       {std::string("a"), std::string("a\xff\xff"), std::string("b"),
+        bound.substr(0, 60), std::string("a\xfe")}) {
+    const v1::Event e = Event({{"n", value}});
+    EXPECT_EQ(f.MatchOne(e), f.Expected(e));
+  }
+}
+
+// A string range named after an event was encoded does not hold for it
+// (the event's label could not know the new bound), and does afterwards.
+TEST(TypedAttributes, StringRangesIgnoreEventsEncodedBeforeTheirBounds) {
+  Front f;
+  ASSERT_TRUE(f.Subscribe(1, Spec({Str("n", v1::OP_GE, "a")})).ok());
+  v1::PublishRequest early;
+  *early.add_events() = Event({{"n", "mango"}});
+  const auto early_records = f.Encode(early);
+  ASSERT_TRUE(f.Subscribe(2, Spec({Str("n", v1::OP_LT, "melon")})).ok());
+  EXPECT_EQ(f.Match(early_records)[0], (Ids{1}));
+  EXPECT_EQ(f.Match(f.Encode(early))[0], (Ids{1, 2}));
 }
 
 // An event encoded before a subscription first names its attribute must not
@@ -217,9 +275,14 @@ TEST(TypedAttributes, DistinctStringsAreBoundedPerAttribute) {
                         "attribute \"t\" already has 2 distinct strings"));
   EXPECT_THAT(std::string(s.message()),
               HasSubstr("the limit is 2 (--max_distinct_strings)"));
-  // Another attribute, and prefixes, count apart.
+  // Another attribute, prefixes and range bounds count apart.
   EXPECT_TRUE(f.Subscribe(4, Spec({Str("u", v1::OP_EQ, "c")})).ok());
   EXPECT_TRUE(f.Subscribe(5, Spec({Str("t", v1::OP_PREFIX, "c")})).ok());
+  EXPECT_TRUE(f.Subscribe(6, Spec({StrBetween("t", "d", "e")})).ok());
+  const absl::Status bounds = f.Subscribe(7, Spec({Str("t", v1::OP_GT, "f")}));
+  EXPECT_EQ(bounds.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(bounds.message()),
+              HasSubstr("already has 2 distinct string range bounds"));
   v1::Stats stats;
   f.typed().FillStats(&stats);
   ASSERT_EQ(stats.attributes_size(), 2);
@@ -227,6 +290,7 @@ TEST(TypedAttributes, DistinctStringsAreBoundedPerAttribute) {
   EXPECT_EQ(stats.attributes(0).distinct_strings(), 2u);
   EXPECT_EQ(stats.attributes(0).distinct_prefixes(), 1u);
   EXPECT_EQ(stats.attributes(0).prefix_lengths(), 1u);
+  EXPECT_EQ(stats.attributes(0).range_bounds(), 2u);
   EXPECT_EQ(stats.attributes(1).name(), "u");
   EXPECT_EQ(stats.attributes(1).distinct_strings(), 1u);
 }
@@ -265,12 +329,13 @@ TEST(TypedAttributes, RestoredFromNamesAndStrings) {
   v1::SubscribeRequest request;
   *request.add_subscriptions() =
       Spec({Strs("t", v1::OP_IN, {"a", "b"}), Str("p", v1::OP_PREFIX, "/x"),
-            Bare("c", v1::OP_NOT_EXISTS)});
+            Bare("c", v1::OP_NOT_EXISTS), Str("t", v1::OP_LT, "bb"),
+            StrBetween("p", "/a", "/z")});
   Interner subscribers(4);
   std::vector<SubscriptionInput> built;
   ASSERT_TRUE(BuildSubscriptions(request, &f.typed(), &subscribers, &built)
                   .ok());
-  ASSERT_EQ(strings.size(), 3u);
+  ASSERT_EQ(strings.size(), 6u);  // 2 codes, a prefix, 3 order bounds
 
   Interner names(1 << 16);
   for (uint32_t id = 0; id < f.names().size(); ++id) {
@@ -297,8 +362,8 @@ TEST(TypedAttributes, RestoredFromNamesAndStrings) {
   EXPECT_TRUE(got[2].empty());
 }
 
-// The differential test: random typed subscriptions (every operator but the
-// string ranges, int64 and string operands on the same names) and random
+// The differential test: random typed subscriptions (every operator, int64
+// and string operands on the same names) and random
 // events (either type per attribute, or none), subscribed, removed and
 // matched in cohorts, against the API's rules on the messages.
 TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
@@ -325,7 +390,6 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
           v1::OP_GT,    v1::OP_GE,     v1::OP_BETWEEN,   v1::OP_IN,
           v1::OP_NOT_IN, v1::OP_PREFIX, v1::OP_EXISTS,   v1::OP_NOT_EXISTS};
       v1::Op op = kOps[next(12)];
-      if (strings && op >= v1::OP_LT && op <= v1::OP_BETWEEN) op = v1::OP_EQ;
       if (!strings && op == v1::OP_PREFIX) op = v1::OP_NE;
       p.set_op(op);
       if (op == v1::OP_EXISTS || op == v1::OP_NOT_EXISTS) return p;
@@ -340,7 +404,13 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
         return p;
       }
       if (strings) {
-        p.set_string_value(string_value());
+        std::string low = string_value();
+        if (op == v1::OP_BETWEEN) {
+          std::string high = string_value();
+          if (high < low) std::swap(low, high);
+          p.set_string_upper(high);
+        }
+        p.set_string_value(low);
         return p;
       }
       p.set_value(int_value());

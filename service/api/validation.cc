@@ -243,11 +243,22 @@ absl::Status CheckPredicate(const FieldPath& path,
     status = CheckString(FieldPath{&path, "string_value"},
                          predicate.string_value(), limits);
     if (!status.ok()) return status;
-    if (op != v1::OP_EQ && op != v1::OP_NE) {
-      return absl::UnimplementedError(absl::StrCat(
-          FieldPath{&path, "string_value"}.ToString(), ": ", op_name,
-          " on strings is not implemented yet; strings support OP_EQ, "
-          "OP_NE, OP_IN, OP_NOT_IN and OP_PREFIX"));
+    if (op != v1::OP_BETWEEN) return absl::OkStatus();
+    if (predicate.upper_operand_case() == v1::Predicate::kUpper) {
+      return Invalid(FieldPath{&path, "upper"},
+                     "an int64 upper bound for a string lower bound; both "
+                     "bounds must have one type");
+    }
+    status = CheckString(FieldPath{&path, "string_upper"},
+                         predicate.string_upper(), limits);
+    if (!status.ok()) return status;
+    // Byte order, unsigned, as std::string compares.
+    if (predicate.string_value() > predicate.string_upper()) {
+      return Invalid(path,
+                     "OP_BETWEEN needs string_value <= string_upper (byte "
+                     "order), got \"",
+                     absl::CHexEscape(predicate.string_value()), "\" > \"",
+                     absl::CHexEscape(predicate.string_upper()), "\"");
     }
     return absl::OkStatus();
   }

@@ -65,9 +65,9 @@ bool IsValidAttributeName(absl::string_view name);
 // name, an op from OP_EQ to OP_NOT_EXISTS, the operand its op takes (the
 // table in pubsub.proto's Predicate), strings of at most
 // limits.max_string_bytes, lists of 1 to limits.max_set_size values, and
-// value <= upper for OP_BETWEEN (`upper` is ignored for the other ops). Else
-// INVALID_ARGUMENT for the first problem found, in request order; a range
-// operator on a string is UNIMPLEMENTED.
+// value <= upper for OP_BETWEEN (strings in byte order; `upper` is ignored
+// for the other ops). Else INVALID_ARGUMENT for the first problem found, in
+// request order.
 absl::Status ValidateSubscribe(const v1::SubscribeRequest& request,
                                const Limits& limits);
 

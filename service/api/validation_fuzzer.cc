@@ -7,8 +7,7 @@
 // them. The first byte picks the limits (the defaults or small ones, so that
 // every limit is reachable). Properties checked (a failure aborts):
 //   - a refused request gets INVALID_ARGUMENT (NOT_FOUND for an Unsubscribe
-//     of id 0, UNIMPLEMENTED for a range operator on a string) with a
-//     message naming the field;
+//     of id 0) with a message naming the field;
 //   - a request that passes its Validate* function converts: every
 //     subscription keeps its subscriber, and its int64 predicates their
 //     names, ops and bounds (read back from the Interners), or
@@ -58,12 +57,7 @@ void CheckRefusal(const absl::Status& status, absl::string_view field,
   // Only an Unsubscribe can name something that does not exist.
   const bool not_found = status.code() == absl::StatusCode::kNotFound &&
                          request == "Unsubscribe";
-  // Range operators on strings are not implemented yet.
-  const bool unimplemented =
-      status.code() == absl::StatusCode::kUnimplemented &&
-      request == "Subscribe";
-  if (status.code() != absl::StatusCode::kInvalidArgument && !not_found &&
-      !unimplemented) {
+  if (status.code() != absl::StatusCode::kInvalidArgument && !not_found) {
     Fail(absl::StrCat(request, " refused with ", status.ToString()));
   }
   if (!absl::StrContains(status.message(), field)) {

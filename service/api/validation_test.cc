@@ -237,22 +237,27 @@ TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
        kInvalid,
        {"subscriptions[0].predicates[1].string_upper: a string upper bound "
         "for an int64 lower bound"}},
-      {"LT on a string",
+      {"BETWEEN of strings, reversed in byte order",
        [](R* r) {
-         PredicateOf(r, 1, 0)->set_op(v1::OP_LT);
-         PredicateOf(r, 1, 0)->set_string_value("m");
+         PredicateOf(r, 2, 1)->set_string_value("b");
+         PredicateOf(r, 2, 1)->set_string_upper("a\xff");
        },
-       absl::StatusCode::kUnimplemented,
-       {"subscriptions[1].predicates[0].string_value: OP_LT on strings is "
-        "not implemented yet"}},
-      {"BETWEEN of strings",
+       kInvalid,
+       {"subscriptions[2].predicates[1]: OP_BETWEEN needs string_value <= "
+        "string_upper (byte order), got \"b\" > \"a\\xff\""}},
+      {"BETWEEN of a string and an int64",
+       [](R* r) { PredicateOf(r, 1, 1)->set_string_value("a"); },
+       kInvalid,
+       {"subscriptions[1].predicates[1].upper: an int64 upper bound for a "
+        "string lower bound"}},
+      {"BETWEEN of a string with a 257-byte upper bound",
        [](R* r) {
-         PredicateOf(r, 2, 1)->set_string_value("a");
-         PredicateOf(r, 2, 1)->set_string_upper("b");
+         PredicateOf(r, 3, 1)->set_string_value("a");
+         PredicateOf(r, 3, 1)->set_string_upper(std::string(257, 'z'));
        },
-       absl::StatusCode::kUnimplemented,
-       {"subscriptions[2].predicates[1].string_value: OP_BETWEEN on strings "
-        "is not implemented yet"}},
+       kInvalid,
+       {"subscriptions[3].predicates[1].string_upper: 257 bytes; the limit "
+        "is 256 (--max_string_bytes)"}},
       {"op negative",
        [](R* r) { PredicateOf(r, 2, 0)->set_op(static_cast<v1::Op>(-1)); },
        kInvalid,

@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -73,16 +74,17 @@ inline std::string RandomString(Rng& rng) {
 }
 
 // One predicate in three is typed (issue 19): a string operand (EQ, NE,
-// IN, NOT_IN, PREFIX), an int64 set, or EXISTS / NOT_EXISTS.
+// IN, NOT_IN, PREFIX, LT, GE, BETWEEN), an int64 set, or EXISTS /
+// NOT_EXISTS.
 inline v1::Predicate RandomPredicate(Rng& rng, int attributes, int domain) {
   v1::Predicate p;
   p.set_attribute(AttributeName(static_cast<int>(rng() % attributes)));
   if (rng() % 3 == 0) {
-    static const v1::Op kOps[] = {v1::OP_EQ,     v1::OP_NE,
-                                  v1::OP_IN,     v1::OP_NOT_IN,
-                                  v1::OP_PREFIX, v1::OP_EXISTS,
-                                  v1::OP_NOT_EXISTS};
-    p.set_op(kOps[rng() % 7]);
+    static const v1::Op kOps[] = {
+        v1::OP_EQ,     v1::OP_NE,     v1::OP_IN,         v1::OP_NOT_IN,
+        v1::OP_PREFIX, v1::OP_EXISTS, v1::OP_NOT_EXISTS, v1::OP_LT,
+        v1::OP_GE,     v1::OP_BETWEEN};
+    p.set_op(kOps[rng() % 10]);
     const bool strings = rng() % 4 != 0 || p.op() == v1::OP_PREFIX;
     switch (p.op()) {
       case v1::OP_EXISTS:
@@ -100,9 +102,21 @@ inline v1::Predicate RandomPredicate(Rng& rng, int attributes, int domain) {
         break;
       default:
         if (strings) {
-          p.set_string_value(RandomString(rng));
+          std::string low = RandomString(rng);
+          if (p.op() == v1::OP_BETWEEN) {
+            std::string high = RandomString(rng);
+            if (high < low) std::swap(low, high);
+            p.set_string_upper(high);
+          }
+          p.set_string_value(low);
         } else {
-          p.set_value(RandomValue(rng, domain));
+          int64_t low = RandomValue(rng, domain);
+          if (p.op() == v1::OP_BETWEEN) {
+            int64_t high = RandomValue(rng, domain);
+            if (high < low) std::swap(low, high);
+            p.set_upper(high);
+          }
+          p.set_value(low);
         }
     }
     return p;
