@@ -17,9 +17,6 @@ readonly V2="${TEST_SRCDIR}/${TEST_WORKSPACE}/service/storage/testdata/format-v2
 
 work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/format.XXXXXX")
 trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "${work}"' EXIT
-cp -rL "${V1}/data" "${work}/data"
-chmod -R u+w "${work}/data"
-mapfile -t events <"${V1}/events.txt"
 
 # serve NAME: starts cohortd on the copy; its log is ${work}/NAME.log.
 serve() {
@@ -27,62 +24,48 @@ serve() {
     --partitions=2 --data_dir="${work}/data"
 }
 
-if serve v1; then
-  check "format 1: the snapshot and the journal after it recover" \
-    grep -q "^cohortd: recovered 24 subscriptions .*(snapshot-3, 5 journal records replayed, journal tail end, 0 bytes discarded" \
-    "${work}/v1.log"
-  "${COHORT}" --server="127.0.0.1:${COHORTD_PORT}" publish --ids \
-    "${events[@]}" >"${work}/answers.txt"
-  check "format 1: every event matches the same ids as before" \
-    diff "${work}/answers.txt" "${V1}/expected.txt"
-  check "format 1: ids go on from 30" test "$("${COHORT}" \
-    --server="127.0.0.1:${COHORTD_PORT}" subscribe --subscriber=frank \
-    'kind = 77' | cut -f1)" = 30
-  stop_cohortd "${COHORTD_PID}"
-else
-  check "format 1: cohortd starts on the directory" false
-fi
+# recovers FORMAT DIR RECOVERED NEXT_ID SUBSCRIPTION: a copy of DIR/data
+# recovers with the log line RECOVERED (a grep pattern), answers DIR's
+# events as DIR/expected.txt says, numbers SUBSCRIPTION NEXT_ID, and,
+# restarted, recovers one subscription more and answers the same.
+recovers() {
+  local format=$1 dir=$2 recovered=$3 next_id=$4 subscription=$5 events
+  rm -rf "${work}/data"
+  cp -rL "${dir}/data" "${work}/data"
+  chmod -R u+w "${work}/data"
+  mapfile -t events <"${dir}/events.txt"
+  if serve "v${format}"; then
+    check "format ${format}: the snapshot and the journal after it recover" \
+      grep -q "^cohortd: recovered ${recovered}" "${work}/v${format}.log"
+    "${COHORT}" --server="127.0.0.1:${COHORTD_PORT}" publish --ids \
+      "${events[@]}" >"${work}/answers.txt"
+    check "format ${format}: every event matches the same ids as before" \
+      diff "${work}/answers.txt" "${dir}/expected.txt"
+    check "format ${format}: ids go on from ${next_id}" test "$("${COHORT}" \
+      --server="127.0.0.1:${COHORTD_PORT}" subscribe --subscriber=frank \
+      "${subscription}" | cut -f1)" = "${next_id}"
+    stop_cohortd "${COHORTD_PID}"
+  else
+    check "format ${format}: cohortd starts on the directory" false
+  fi
+  if serve "again${format}"; then
+    check "format ${format} rewritten: 25 subscriptions recover" \
+      grep -q "^cohortd: recovered 25 subscriptions" \
+      "${work}/again${format}.log"
+    "${COHORT}" --server="127.0.0.1:${COHORTD_PORT}" publish --ids \
+      "${events[@]}" >"${work}/answers.txt"
+    check "format ${format} rewritten: the same answers" \
+      diff "${work}/answers.txt" "${dir}/expected.txt"
+    stop_cohortd "${COHORTD_PID}"
+  else
+    check "format ${format} rewritten: cohortd starts on the directory" false
+  fi
+}
 
-if serve again; then
-  check "rewritten: 25 subscriptions recover" \
-    grep -q "^cohortd: recovered 25 subscriptions" "${work}/again.log"
-  "${COHORT}" --server="127.0.0.1:${COHORTD_PORT}" publish --ids \
-    "${events[@]}" >"${work}/answers.txt"
-  check "rewritten: the same answers" \
-    diff "${work}/answers.txt" "${V1}/expected.txt"
-  stop_cohortd "${COHORTD_PID}"
-else
-  check "rewritten: cohortd starts on the directory" false
-fi
-# Format 2, the same way.
-rm -rf "${work}/data"
-cp -rL "${V2}/data" "${work}/data"
-chmod -R u+w "${work}/data"
-mapfile -t events <"${V2}/events.txt"
-if serve v2; then
-  check "format 2: the snapshot and the journal after it recover" \
-    grep -q "^cohortd: recovered 24 subscriptions .*(snapshot-5, 7 journal records replayed, journal tail end, 0 bytes discarded" \
-    "${work}/v2.log"
-  "${COHORT}" --server="127.0.0.1:${COHORTD_PORT}" publish --ids \
-    "${events[@]}" >"${work}/answers.txt"
-  check "format 2: every event matches the same ids as before" \
-    diff "${work}/answers.txt" "${V2}/expected.txt"
-  check "format 2: ids go on from 29" test "$("${COHORT}" \
-    --server="127.0.0.1:${COHORTD_PORT}" subscribe --subscriber=frank \
-    'color = "teal"' | cut -f1)" = 29
-  stop_cohortd "${COHORTD_PID}"
-else
-  check "format 2: cohortd starts on the directory" false
-fi
-if serve again2; then
-  check "format 2 rewritten: 25 subscriptions recover" \
-    grep -q "^cohortd: recovered 25 subscriptions" "${work}/again2.log"
-  "${COHORT}" --server="127.0.0.1:${COHORTD_PORT}" publish --ids \
-    "${events[@]}" >"${work}/answers.txt"
-  check "format 2 rewritten: the same answers" \
-    diff "${work}/answers.txt" "${V2}/expected.txt"
-  stop_cohortd "${COHORTD_PID}"
-else
-  check "format 2 rewritten: cohortd starts on the directory" false
-fi
+recovers 1 "${V1}" \
+  "24 subscriptions .*(snapshot-3, 5 journal records replayed, journal tail end, 0 bytes discarded" \
+  30 'kind = 77'
+recovers 2 "${V2}" \
+  "24 subscriptions .*(snapshot-5, 7 journal records replayed, journal tail end, 0 bytes discarded" \
+  29 'color = "teal"'
 finish_checks format_test
