@@ -41,6 +41,10 @@ constexpr uint32_t kHeadroomDivisor = 4;
 constexpr uint64_t kWasteDivisor = 4;
 constexpr uint64_t kMinWasteToCompact = 4096;
 
+// How many sets ahead phase 1 asks for a set's mask word (and twice that
+// for its slot) when it sets the masks of the sets holding a value.
+constexpr size_t kSetPrefetch = 16;
+
 // The slots a group of `sorted` positions needs until its next merge: the
 // tail may grow to max(kMinTail, sorted / kTailDivisor) + 1 before it is.
 uint32_t SlotsNeeded(uint32_t sorted, uint32_t size) {
@@ -870,11 +874,24 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
       for (; j < values.size() && values[j].value == values[i].value; ++j) {
         mask |= values[j].bit;
       }
-      ForEachColumnSet(attribute, values[i].value, [&](PredicateId id) {
-        const uint32_t slot = slot_of_[id];
-        if (words[slot] == 0) m->dirty_eq_slots_.push_back(slot);
-        words[slot] |= mask;
-      });
+      if (const SetHolders* h = HoldersOf(attribute, values[i].value)) {
+        // A popular value is in thousands of sets, each mask word a cache
+        // miss: ask for the slots and the words a few sets ahead, so that
+        // the misses overlap.
+        const PredicateId* ids = h->ids.data();
+        const size_t n = h->ids.size();
+        for (size_t k = h->accesses; k < n; ++k) {
+          if (k + 2 * kSetPrefetch < n) {
+            __builtin_prefetch(&slot_of_[ids[k + 2 * kSetPrefetch]]);
+          }
+          if (k + kSetPrefetch < n) {
+            __builtin_prefetch(&words[slot_of_[ids[k + kSetPrefetch]]], 1);
+          }
+          const uint32_t slot = slot_of_[ids[k]];
+          if (words[slot] == 0) m->dirty_eq_slots_.push_back(slot);
+          words[slot] |= mask;
+        }
+      }
       i = j;
     }
   }
