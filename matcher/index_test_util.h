@@ -83,10 +83,11 @@ inline Predicate RandomPredicate(Rng& rng, uint32_t attributes,
 // The shape of a randomized differential workload. kMixed: every operator
 // over up to 8 attributes and a tiny domain, so predicates are shared and
 // often hold. kSets: the same, three predicates in four of them IN, NOT_IN,
-// EXISTS or NOT_EXISTS. kRangeOnly: subscriptions without an equality (LT, LE, GT,
-// GE, BETWEEN, NE) over 1-2 attributes, many of them, so that the
-// per-attribute lists of lead ranges grow past their unsorted tails, merge
-// and compact (cluster_store.h), over a wider domain, so the leads differ.
+// EXISTS or NOT_EXISTS. kRangeOnly: subscriptions without an equality
+// (LT, LE, GT, GE, BETWEEN, NE) over 1-2 attributes, many of them, so that
+// the per-attribute lists of lead ranges grow past their unsorted tails,
+// merge and compact (cluster_store.h), over a wider domain, so the leads
+// differ.
 struct Shape {
   uint32_t max_attributes;
   int64_t max_domain;

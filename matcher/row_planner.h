@@ -12,7 +12,8 @@
 // so its row is checked for every event. The remaining entries become
 // the row's columns, most selective first, so that rows fail in their
 // first columns; a BETWEEN among them whose halves are both interned
-// already becomes those two columns (SplitIfShared). `Release` undoes a Plan when the row is removed.
+// already becomes those two columns (SplitIfShared). `Release` undoes a
+// Plan when the row is removed.
 //
 // Stage: the predicate stage (it writes the shared predicate table); no
 // threads. Thread safety: none; callers serialise Plan and Release with

@@ -90,7 +90,9 @@ std::string EncodeSubscribe(uint64_t first_id,
   size_t size = 12;
   for (const SubscriptionInput& s : subscriptions) {
     size += 8 + s.predicates.size() * kPredicateBytes;
-    for (const matcher::Predicate& p : s.predicates) size += 8 * p.values.size();
+    for (const matcher::Predicate& p : s.predicates) {
+      size += 8 * p.values.size();
+    }
   }
   out.reserve(size);
   PutFixed64(first_id, &out);

@@ -56,9 +56,8 @@ TEST(JournalRecordsTest, SubscribeRoundTrips) {
 
 TEST(JournalRecordsTest, StringValueRoundTrips) {
   StringRecord record;
-  ASSERT_TRUE(DecodeString(EncodeString(12, INT64_MIN, std::string("a\0\xff", 3)),
-                           &record)
-                  .ok());
+  const std::string bytes("a\0\xff", 3);
+  ASSERT_TRUE(DecodeString(EncodeString(12, INT64_MIN, bytes), &record).ok());
   EXPECT_EQ(record.attribute, 12u);
   EXPECT_EQ(record.code, INT64_MIN);
   EXPECT_EQ(record.bytes, std::string("a\0\xff", 3));
