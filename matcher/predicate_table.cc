@@ -287,9 +287,10 @@ void PredicateTable::Release(PredicateId id) {
   if (--info.refs > 0) return;
   if (info.kind == Kind::kEq) {
     eq_ids_.erase(EqKey{info.attribute, info.lo});
-    free_eq_slots_.push_back(slot_of_[id]);
-  } else if (info.kind == Kind::kIn) {
-    ids_.erase(id);  // while its set is there to hash it
+  } else {
+    ids_.erase(id);  // a kIn's while its set is there to hash it
+  }
+  if (info.kind == Kind::kIn) {
     auto set = in_sets_.find(id);
     assert(set->second.access_rows == 0);
     for (int64_t v : set->second.values) {
@@ -303,13 +304,11 @@ void PredicateTable::Release(PredicateId id) {
     }
     in_sets_.erase(set);
     --attributes_[info.attribute].sets;
-    free_eq_slots_.push_back(slot_of_[id]);
-  } else if (info.kind == Kind::kTrue) {
-    ids_.erase(id);
-    true_ = kFalsePredicate;
+  }
+  if (info.kind == Kind::kTrue) true_ = kFalsePredicate;
+  if (EqualityLike(info.kind)) {
     free_eq_slots_.push_back(slot_of_[id]);
   } else {
-    ids_.erase(id);
     RemoveFromGroup(id);
     if (attributes_[info.attribute].present == id) {
       attributes_[info.attribute].present = kFalsePredicate;
@@ -577,12 +576,12 @@ void PredicateTable::MarkEqualities(EventView event, PredicateBits* bits,
       bits->SetId(*id);
       access->push_back({*id, av.value});
     }
-    ForEachAccessSet(av.attribute, av.value, [&](PredicateId id) {
-      bits->SetId(id);
-      access->push_back({id, av.value});
-    });
-    ForEachColumnSet(av.attribute, av.value,
-                     [&](PredicateId id) { bits->SetId(id); });
+    if (const SetHolders* h = HoldersOf(av.attribute, av.value)) {
+      for (size_t i = 0; i < h->ids.size(); ++i) {
+        bits->SetId(h->ids[i]);
+        if (i < h->accesses) access->push_back({h->ids[i], av.value});
+      }
+    }
     const PredicateId present = attributes_[av.attribute].present;
     if (present != kFalsePredicate) access->push_back({present, av.value});
   }
@@ -859,42 +858,6 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
       words[slot] |= bit;
     }
   }
-  // The sets that are only columns: a mask each, no access hit, set once
-  // per distinct value of the cohort (events share popular values, and
-  // each set's mask word is a cache miss in a large table).
-  for (AttributeId attribute : m->present_attributes_) {
-    if (attributes_[attribute].sets == 0) continue;
-    std::vector<CohortMasks::ValueBit>& values = m->by_attribute_[attribute];
-    std::sort(values.begin(), values.end(),
-              [](const CohortMasks::ValueBit& a,
-                 const CohortMasks::ValueBit& b) { return a.value < b.value; });
-    for (size_t i = 0; i < values.size();) {
-      uint64_t mask = 0;
-      size_t j = i;
-      for (; j < values.size() && values[j].value == values[i].value; ++j) {
-        mask |= values[j].bit;
-      }
-      if (const SetHolders* h = HoldersOf(attribute, values[i].value)) {
-        // A popular value is in thousands of sets, each mask word a cache
-        // miss: ask for the slots and the words a few sets ahead, so that
-        // the misses overlap.
-        const PredicateId* ids = h->ids.data();
-        const size_t n = h->ids.size();
-        for (size_t k = h->accesses; k < n; ++k) {
-          if (k + 2 * kSetPrefetch < n) {
-            __builtin_prefetch(&slot_of_[ids[k + 2 * kSetPrefetch]]);
-          }
-          if (k + kSetPrefetch < n) {
-            __builtin_prefetch(&words[slot_of_[ids[k + kSetPrefetch]]], 1);
-          }
-          const uint32_t slot = slot_of_[ids[k]];
-          if (words[slot] == 0) m->dirty_eq_slots_.push_back(slot);
-          words[slot] |= mask;
-        }
-      }
-      i = j;
-    }
-  }
   if (weigh && per_event_cost <= kMaskPositionCost * positions_all +
                                       kMaskRowCost * rows_union) {
     m->per_event_ = true;  // its equality words go with the next cohort
@@ -908,12 +871,17 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
   for (AttributeId attribute : m->present_attributes_) {
     std::vector<CohortMasks::ValueBit>& values = m->by_attribute_[attribute];
     const AttributeGroups& groups = attributes_[attribute];
-    if (groups.low.size() + groups.high.size() + groups.range.size() > 0) {
+    const bool ranges =
+        groups.low.size() + groups.high.size() + groups.range.size() > 0;
+    if (ranges || groups.sets > 0) {
       std::sort(values.begin(), values.end(),
                 [](const CohortMasks::ValueBit& a,
                    const CohortMasks::ValueBit& b) {
                   return a.value < b.value;
                 });
+    }
+    if (groups.sets > 0) SetColumnMasks(attribute, values, m);
+    if (ranges) {
       const uint32_t index = static_cast<uint32_t>(m->attributes_.size());
       m->attributes_.push_back(
           {attribute, static_cast<uint32_t>(m->values_.size()),
@@ -936,6 +904,41 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
     values.clear();
   }
   m->present_attributes_.clear();
+}
+
+// The sets that are only columns get a mask each and no access hit, set
+// once per distinct value of the cohort (events share popular values, and
+// each set's mask word is a cache miss in a large table).
+void PredicateTable::SetColumnMasks(
+    AttributeId attribute, absl::Span<const CohortMasks::ValueBit> values,
+    CohortMasks* m) const {
+  uint64_t* words = m->words_.data();
+  for (size_t i = 0; i < values.size();) {
+    uint64_t mask = 0;
+    size_t j = i;
+    for (; j < values.size() && values[j].value == values[i].value; ++j) {
+      mask |= values[j].bit;
+    }
+    if (const SetHolders* h = HoldersOf(attribute, values[i].value)) {
+      // A popular value is in thousands of sets, each mask word a cache
+      // miss: ask for the slots and the words a few sets ahead, so that
+      // the misses overlap.
+      const PredicateId* ids = h->ids.data();
+      const size_t n = h->ids.size();
+      for (size_t k = h->accesses; k < n; ++k) {
+        if (k + 2 * kSetPrefetch < n) {
+          __builtin_prefetch(&slot_of_[ids[k + 2 * kSetPrefetch]]);
+        }
+        if (k + kSetPrefetch < n) {
+          __builtin_prefetch(&words[slot_of_[ids[k + kSetPrefetch]]], 1);
+        }
+        const uint32_t slot = slot_of_[ids[k]];
+        if (words[slot] == 0) m->dirty_eq_slots_.push_back(slot);
+        words[slot] |= mask;
+      }
+    }
+    i = j;
+  }
 }
 
 // Any equality words BeginCohort set stay until the next cohort's

@@ -333,6 +333,11 @@ class PredicateTable {
                         uint32_t begin, uint32_t end, uint32_t align,
                         CohortMasks* m);
   static void ClearPrevious(CohortMasks* m);
+  // BeginCohort's masks of the sets on `attribute` that are only columns,
+  // for the cohort's `values` of it. REQUIRES: values sorted by value.
+  void SetColumnMasks(AttributeId attribute,
+                      absl::Span<const CohortMasks::ValueBit> values,
+                      CohortMasks* m) const;
   // BeginCohort's end when the cohort is kept per event.
   void KeepPerEvent(absl::Span<const EventView> events, CohortMasks* m) const;
   // Builds the rank table (LeadValues::rank) of m's attribute `index` if
