@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <fstream>
 #include <istream>
 #include <memory>
@@ -13,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "bench/sha256.h"
+#include "bench/workload_file.h"
 #include "client/parse.h"
 #include "service/api/interner.h"
 #include "service/api/typed_attributes.h"
@@ -397,26 +396,16 @@ absl::StatusOr<WorkloadReport> GenerateTypedWorkloadFile(
   TypedWorkload typed = GenerateEvents1m(subscriptions, events, seed);
   const double generate_seconds = seconds(start);
   start = Clock::now();
-  const std::string text = TypedWorkloadText(typed);
-  FILE* file = path.empty() ? stdout : std::fopen(path.c_str(), "wb");
-  if (file == nullptr) {
-    return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  }
-  const bool write_failed =
-      std::fwrite(text.data(), 1, text.size(), file) != text.size();
-  const bool close_failed =
-      path.empty() ? std::fflush(file) != 0 : std::fclose(file) != 0;
-  if (write_failed || close_failed) {
-    return absl::DataLossError(
-        absl::StrCat("write failed: ", path.empty() ? "<stdout>" : path));
-  }
+  absl::StatusOr<WrittenFile> written = WriteTextFile(
+      path, [&](absl::FunctionRef<void(absl::string_view)> sink) {
+        sink(TypedWorkloadText(typed));
+      });
+  if (!written.ok()) return written.status();
   const double write_seconds = seconds(start);
-  Sha256 hash;
-  hash.Update(text);
   absl::StatusOr<Workload> lowered = Lower(std::move(typed));
   if (!lowered.ok()) return lowered.status();
-  WorkloadReport report = Summarize(*lowered, hash.HexFinal(), report_sample);
-  report.text_bytes = static_cast<int64_t>(text.size());
+  WorkloadReport report = Summarize(*lowered, written->sha256, report_sample);
+  report.text_bytes = written->bytes;
   report.generate_seconds = generate_seconds;
   report.write_seconds = write_seconds;
   return report;

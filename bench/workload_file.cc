@@ -22,15 +22,17 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-absl::StatusOr<WrittenFile> WriteWorkloadFile(const Workload& workload,
-                                              const std::string& path) {
+absl::StatusOr<WrittenFile> WriteTextFile(
+    const std::string& path,
+    absl::FunctionRef<void(absl::FunctionRef<void(absl::string_view)>)>
+        produce) {
   FILE* file = path.empty() ? stdout : std::fopen(path.c_str(), "wb");
   if (file == nullptr) {
     return absl::NotFoundError(absl::StrCat("cannot open ", path));
   }
   Sha256 hash;
   bool write_failed = false;
-  WriteWorkloadChunks(workload, [&](absl::string_view chunk) {
+  produce([&](absl::string_view chunk) {
     hash.Update(chunk);
     if (std::fwrite(chunk.data(), 1, chunk.size(), file) != chunk.size()) {
       write_failed = true;
@@ -46,6 +48,14 @@ absl::StatusOr<WrittenFile> WriteWorkloadFile(const Workload& workload,
   written.bytes = static_cast<int64_t>(hash.bytes());
   written.sha256 = hash.HexFinal();
   return written;
+}
+
+absl::StatusOr<WrittenFile> WriteWorkloadFile(const Workload& workload,
+                                              const std::string& path) {
+  return WriteTextFile(path,
+                       [&](absl::FunctionRef<void(absl::string_view)> sink) {
+                         WriteWorkloadChunks(workload, sink);
+                       });
 }
 
 absl::StatusOr<WorkloadReport> GenerateWorkloadFile(

@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "bench/workload.h"
 
 namespace cohort {
@@ -21,9 +23,15 @@ struct WrittenFile {
   int64_t bytes = 0;
 };
 
-// WriteWorkloadFile() writes `workload` to `path`, or to stdout if `path` is
-// empty. Errors: NotFound if the file cannot be opened, DataLoss if a write
-// or the close fails.
+// WriteTextFile() writes the pieces `produce` hands its sink, in order, to
+// `path`, or to stdout if `path` is empty, and hashes them. Errors: NotFound
+// if the file cannot be opened, DataLoss if a write or the close fails.
+absl::StatusOr<WrittenFile> WriteTextFile(
+    const std::string& path,
+    absl::FunctionRef<void(absl::FunctionRef<void(absl::string_view)>)>
+        produce);
+
+// WriteWorkloadFile() writes `workload` to `path` as WriteTextFile does.
 absl::StatusOr<WrittenFile> WriteWorkloadFile(const Workload& workload,
                                               const std::string& path);
 
