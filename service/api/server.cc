@@ -57,6 +57,8 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
   std::unique_ptr<CohortServer> server(new CohortServer());
   server->options_ = options;
   server->attributes_ = std::make_unique<Interner>(options.max_attributes);
+  server->typed_ = std::make_unique<TypedAttributes>(
+      server->attributes_.get(), options.max_distinct_strings);
   server->subscribers_ =
       std::make_unique<Interner>(options.engine.max_subscribers);
   EngineOptions engine_options = options.engine;
@@ -89,8 +91,6 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
         }
       }
     }
-    server->typed_ = std::make_unique<TypedAttributes>(
-        server->attributes_.get(), options.max_distinct_strings);
     server->typed_->RestoreNames();
     for (const StringRecord& s : recovered.state.strings) {
       if (absl::Status status =
@@ -146,10 +146,6 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
     // the index) is garbage now; hand its pages back to the kernel.
     recovered = Recovery();
     malloc_trim(0);
-  }
-  if (server->typed_ == nullptr) {
-    server->typed_ = std::make_unique<TypedAttributes>(
-        server->attributes_.get(), options.max_distinct_strings);
   }
   server->service_ = std::make_unique<PubSubService>(
       server->engine_.get(), server->typed_.get(),
