@@ -97,6 +97,10 @@ const PinnedField kPinnedFields[] = {
     {"AttributeStats", "distinct_strings", 2, kUint64, false, ""},
     {"AttributeStats", "distinct_prefixes", 3, kUint64, false, ""},
     {"AttributeStats", "range_bounds", 5, kUint64, false, ""},
+    {"StageStats", "deliveries", 20, kUint64, false, ""},
+    {"ParseFilterRequest", "filter", 1, kString, false, ""},
+    {"ParseFilterResponse", "predicates", 1, kMessage, true,
+     "cohort.v1.Predicate"},
 };
 
 TEST(PubSubProto, PinnedFieldsKeepNameNumberAndType) {
@@ -199,7 +203,7 @@ struct PinnedMethod {
   bool server_streaming;
 };
 
-TEST(PubSubProto, ServiceHasTheSixMethodsWithTheirShapes) {
+TEST(PubSubProto, ServiceHasTheSevenMethodsWithTheirShapes) {
   const PinnedMethod kMethods[] = {
       {"Subscribe", "SubscribeRequest", "SubscribeResponse", false, false},
       {"Unsubscribe", "UnsubscribeRequest", "UnsubscribeResponse", false,
@@ -208,11 +212,13 @@ TEST(PubSubProto, ServiceHasTheSixMethodsWithTheirShapes) {
       {"PublishStream", "PublishRequest", "PublishResponse", true, true},
       {"Listen", "ListenRequest", "Delivery", false, true},
       {"GetStats", "GetStatsRequest", "Stats", false, false},
+      {"ParseFilter", "ParseFilterRequest", "ParseFilterResponse", false,
+       false},
   };
   const ServiceDescriptor* service =
       DescriptorPool::generated_pool()->FindServiceByName("cohort.v1.PubSub");
   ASSERT_NE(service, nullptr);
-  EXPECT_EQ(service->method_count(), 6);
+  EXPECT_EQ(service->method_count(), 7);
   for (const PinnedMethod& pin : kMethods) {
     SCOPED_TRACE(pin.name);
     const MethodDescriptor* method = service->FindMethodByName(pin.name);

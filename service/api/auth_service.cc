@@ -217,5 +217,14 @@ grpc::ServerUnaryReactor* AuthService::GetStats(
   return inner_->GetStats(context, request, response);
 }
 
+grpc::ServerUnaryReactor* AuthService::ParseFilter(
+    grpc::CallbackServerContext* context, const v1::ParseFilterRequest* request,
+    v1::ParseFilterResponse* response) {
+  // Open like GetStats, and a token that is sent must be valid.
+  absl::StatusOr<const Principal*> principal = Identify(*context);
+  if (!principal.ok()) return FinishNow(context, principal.status());
+  return inner_->ParseFilter(context, request, response);
+}
+
 }  // namespace service
 }  // namespace cohort

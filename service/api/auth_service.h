@@ -15,6 +15,7 @@
 //                a publisher's token if the file has publisher lines; open
 //                otherwise.
 //   GetStats     open (the same counters as the unauthenticated /metrics).
+//   ParseFilter  open (it reads nothing of the service's state).
 //
 // A call without a token where one is needed, or with a token the file does
 // not have (or a malformed `authorization` header, anywhere), fails with
@@ -116,6 +117,10 @@ class AuthService final : public PubSubCallbackService {
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
                                      const v1::GetStatsRequest* request,
                                      v1::Stats* response) override;
+  grpc::ServerUnaryReactor* ParseFilter(
+      grpc::CallbackServerContext* context,
+      const v1::ParseFilterRequest* request,
+      v1::ParseFilterResponse* response) override;
 
  private:
   // Whose the call's bearer token is: null without an `authorization`

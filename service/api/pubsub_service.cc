@@ -104,8 +104,9 @@ void PubSubService::CloseStream() {
   open_streams_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void PubSubService::FillStats(v1::Stats* stats) const {
-  engine_->FillStats(stats);
+void PubSubService::FillStats(
+    v1::Stats* stats, std::vector<StageHistograms>* histograms) const {
+  engine_->FillStats(stats, histograms);
   stats->set_open_streams(open_streams_.load(std::memory_order_relaxed));
   attributes_->FillStats(stats);
 }
@@ -211,6 +212,20 @@ grpc::ServerUnaryReactor* PubSubService::GetStats(
     grpc::CallbackServerContext* context, const v1::GetStatsRequest*,
     v1::Stats* response) {
   FillStats(response);
+  return FinishNow(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* PubSubService::ParseFilter(
+    grpc::CallbackServerContext* context, const v1::ParseFilterRequest* request,
+    v1::ParseFilterResponse* response) {
+  absl::StatusOr<std::vector<v1::Predicate>> predicates =
+      service::ParseFilter(*request, limits_);
+  if (!predicates.ok()) return FinishNow(context, predicates.status());
+  response->mutable_predicates()->Reserve(
+      static_cast<int>(predicates->size()));
+  for (v1::Predicate& predicate : *predicates) {
+    *response->add_predicates() = std::move(predicate);
+  }
   return FinishNow(context, absl::OkStatus());
 }
 

@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "absl/types/span.h"
 #include "grpcpp/grpcpp.h"
@@ -122,6 +123,10 @@ class PubSubService final : public PubSubCallbackService {
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
                                      const v1::GetStatsRequest* request,
                                      v1::Stats* response) override;
+  grpc::ServerUnaryReactor* ParseFilter(
+      grpc::CallbackServerContext* context,
+      const v1::ParseFilterRequest* request,
+      v1::ParseFilterResponse* response) override;
 
   // Validates `request` and builds `job` for the engine (the front stage's
   // work for one publish request).
@@ -137,8 +142,11 @@ class PubSubService final : public PubSubCallbackService {
   // Not owned; null (the default): nobody is told. REQUIRES: set before
   // serving.
   void set_observer(SubscriptionObserver* observer) { observer_ = observer; }
-  // What GetStats answers: the engine's stats and the open streams.
-  void FillStats(v1::Stats* stats) const;
+  // What GetStats answers: the engine's stats and the open streams. With
+  // `histograms`, also the stages' histograms for /metrics
+  // (Engine::FillStats).
+  void FillStats(v1::Stats* stats,
+                 std::vector<StageHistograms>* histograms = nullptr) const;
 
  private:
   Engine* const engine_;

@@ -189,9 +189,7 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
     absl::StatusOr<std::unique_ptr<MetricsHttpServer>> metrics =
         MetricsHttpServer::Start(options.metrics_host, options.metrics_port,
                                  [self] {
-                                   v1::Stats stats;
-                                   self->FillStats(&stats);
-                                   return RenderPrometheus(stats);
+                                   return RenderPrometheus(self->Metrics());
                                  });
     if (!metrics.ok()) {
       server->Shutdown(0);
@@ -202,6 +200,17 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
     server->metrics_ = std::move(*metrics);
   }
   return server;
+}
+
+MetricsSnapshot CohortServer::Metrics() const {
+  MetricsSnapshot snapshot;
+  service_->FillStats(&snapshot.stats, &snapshot.stages);
+  snapshot.publish = engine_->PublishDurations();
+  if (durability_ != nullptr) {
+    snapshot.journal_sync = durability_->journal_sync_durations();
+  }
+  snapshot.process = ReadProcessMetrics();
+  return snapshot;
 }
 
 std::string CohortServer::security_summary() const {

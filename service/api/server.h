@@ -25,6 +25,7 @@
 #include "service/api/tls.h"
 #include "service/api/validation.h"
 #include "service/observability/metrics_http.h"
+#include "service/observability/prometheus.h"
 #include "service/stages/engine.h"
 #include "service/storage/durability.h"
 
@@ -95,8 +96,11 @@ class CohortServer {
   // "TLS off", "TLS on" or "mTLS on", then ", auth off" or ", auth on (N
   // subscriber tokens, M publisher tokens)", for the startup line.
   std::string security_summary() const;
-  // Stats as GetStats returns them (for the metrics endpoint).
+  // Stats as GetStats returns them.
   void FillStats(v1::Stats* stats) const { service_->FillStats(stats); }
+  // What the metrics endpoint renders: the stats, the stage, publish and
+  // journal histograms, and the process's figures.
+  MetricsSnapshot Metrics() const;
 
  private:
   CohortServer() = default;

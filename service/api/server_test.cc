@@ -11,9 +11,11 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "service/api/server_test_util.h"
 #include "service/stages/test_util.h"
@@ -221,6 +223,92 @@ TEST(ServerIntrospection, HealthStatsAndMetrics) {
   EXPECT_NE(metrics.find("cohort_subscriptions 1"), std::string::npos)
       << metrics.substr(0, 2000);
   EXPECT_NE(metrics.find("cohort_events_published_total 1"), std::string::npos);
+  // The histograms GetStats does not carry: one publish answered, the
+  // stages' waits, and the process's figures.
+  EXPECT_NE(metrics.find("\ncohort_publish_duration_seconds_count 1\n"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("\ncohort_publish_duration_seconds_bucket{le=\"10\"}"
+                         " 1\n"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("\ncohort_stage_wait_seconds_count{stage=\"reply\","
+                         "name=\"reply\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("\nprocess_resident_memory_bytes "),
+            std::string::npos);
+  // No journal without --data_dir.
+  EXPECT_EQ(metrics.find("cohort_journal_"), std::string::npos);
+}
+
+// Property: ParseFilter turns the CLI's grammar into the predicates that
+// Subscribe takes (a spec built from them matches as written), and reports
+// a parse error or a broken limit as INVALID_ARGUMENT naming the field.
+TEST(ServerParseFilter, ParsesTheCliGrammarAndChecksLimits) {
+  ServerOptions options = OptionsFor(Config{"staged", 2, 64});
+  options.limits.max_predicates = 3;
+  options.limits.max_string_bytes = 4;
+  auto server = CohortServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  testing::Client client((*server)->port());
+
+  v1::ParseFilterResponse parsed;
+  ASSERT_TRUE(client
+                  .ParseFilter(R"(price <= 500 and kind in ["a", "b"] and)"
+                               R"( not exists gone)",
+                               &parsed)
+                  .ok());
+  ASSERT_EQ(parsed.predicates_size(), 3);
+  EXPECT_EQ(parsed.predicates(0).attribute(), "price");
+  EXPECT_EQ(parsed.predicates(0).op(), v1::OP_LE);
+  EXPECT_EQ(parsed.predicates(0).value(), 500);
+  EXPECT_EQ(parsed.predicates(1).op(), v1::OP_IN);
+  ASSERT_EQ(parsed.predicates(1).string_values().values_size(), 2);
+  EXPECT_EQ(parsed.predicates(1).string_values().values(1), "b");
+  EXPECT_EQ(parsed.predicates(2).op(), v1::OP_NOT_EXISTS);
+  EXPECT_EQ(parsed.predicates(2).operand_case(),
+            v1::Predicate::OPERAND_NOT_SET);
+
+  // The predicates subscribe and match as the text says.
+  v1::SubscribeRequest subscribe;
+  v1::SubscriptionSpec* spec = subscribe.add_subscriptions();
+  spec->set_subscriber("s");
+  *spec->mutable_predicates() = parsed.predicates();
+  v1::SubscribeResponse ids;
+  ASSERT_TRUE(client.Subscribe(subscribe, &ids).ok());
+  v1::PublishRequest publish;
+  for (const auto& [price, kind] :
+       std::vector<std::pair<int, std::string>>{{400, "b"}, {600, "a"}}) {
+    v1::Event* event = publish.add_events();
+    v1::Attribute* a = event->add_attributes();
+    a->set_name("price");
+    a->set_value(price);
+    a = event->add_attributes();
+    a->set_name("kind");
+    a->set_string_value(kind);
+  }
+  v1::PublishResponse published;
+  ASSERT_TRUE(client.Publish(publish, &published).ok());
+  EXPECT_EQ(published.results(0).match_count(), 1u);
+  EXPECT_EQ(published.results(1).match_count(), 0u);
+
+  auto expect_invalid = [&](const std::string& filter,
+                            const std::string& message) {
+    v1::ParseFilterResponse response;
+    const grpc::Status status = client.ParseFilter(filter, &response);
+    EXPECT_EQ(status.error_code(), grpc::INVALID_ARGUMENT) << filter;
+    EXPECT_THAT(status.error_message(), ::testing::HasSubstr(message))
+        << filter;
+    EXPECT_EQ(response.predicates_size(), 0);
+  };
+  expect_invalid("price is 5", "filter: column 7: expected an operator");
+  expect_invalid("price is 5", "\n  price is 5\n        ^^");
+  expect_invalid("", "filter: column 1");
+  expect_invalid("a = 1 and b = 2 and c = 3 and d = 4",
+                 "predicates: has 4 predicates; the limit is 3 "
+                 "(--max_predicates)");
+  expect_invalid(R"(a = "12345")", "predicates[0]");
+  expect_invalid(std::string(65537, ' '),
+                 "filter: at most 65536 bytes, got 65537");
+  EXPECT_EQ(client.Stats().subscriptions(), 1u);
 }
 
 // Property: Shutdown answers every admitted request, ends Listen streams

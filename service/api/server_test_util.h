@@ -132,6 +132,14 @@ class Client {
         stub_->GetStats(&context, v1::GetStatsRequest(), &stats);
     return stats;
   }
+  grpc::Status ParseFilter(const std::string& filter,
+                           v1::ParseFilterResponse* response) {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::ParseFilterRequest request;
+    request.set_filter(filter);
+    return stub_->ParseFilter(&context, request, response);
+  }
   bool WaitForListeners(uint64_t n) {
     for (int i = 0; i < 1000; ++i) {
       if (Stats().listeners() == n) return true;

@@ -9,6 +9,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "client/parse.h"
 
 namespace cohort {
 namespace service {
@@ -396,6 +397,32 @@ absl::Status ValidateSubscribe(const v1::SubscribeRequest& request,
     if (!status.ok()) return status;
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<v1::Predicate>> ParseFilter(
+    const v1::ParseFilterRequest& request, const Limits& limits) {
+  const FieldPath filter{nullptr, "filter"};
+  if (request.filter().size() > kMaxFilterBytes) {
+    return Invalid(filter, "at most ", kMaxFilterBytes, " bytes, got ",
+                   request.filter().size());
+  }
+  absl::StatusOr<std::vector<v1::Predicate>> predicates =
+      client::ParseSubscription(request.filter());
+  if (!predicates.ok()) {
+    return Invalid(filter, predicates.status().message());
+  }
+  const FieldPath list{nullptr, "predicates"};
+  if (predicates->size() > limits.max_predicates) {
+    return Invalid(list, "has ", predicates->size(),
+                   " predicates; the limit is ", limits.max_predicates,
+                   " (--max_predicates)");
+  }
+  for (size_t j = 0; j < predicates->size(); ++j) {
+    absl::Status status = CheckPredicate(FieldPath{nullptr, "predicates", j},
+                                         (*predicates)[j], limits);
+    if (!status.ok()) return status;
+  }
+  return predicates;
 }
 
 absl::Status ValidateUnsubscribe(const v1::UnsubscribeRequest& request,

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "matcher/types.h"
 #include "proto/cohort/v1/pubsub.pb.h"
@@ -95,6 +96,22 @@ absl::Status ValidatePublish(const v1::PublishRequest& request,
 // control characters; else INVALID_ARGUMENT.
 absl::Status ValidateListen(const v1::ListenRequest& request,
                             const Limits& limits);
+
+// Longest ParseFilterRequest.filter, in bytes (the API's rule, not a flag).
+inline constexpr size_t kMaxFilterBytes = 65536;
+
+// ParseFilter()
+//
+// The predicates of `request.filter`, written in the `cohort` CLI's grammar
+// (client/parse.h, ParseSubscription), checked as ValidateSubscribe checks a
+// spec's: 1 to limits.max_predicates of them, each valid for
+// CheckPredicate's rules and limits. Errors are INVALID_ARGUMENT: "filter:
+// at most 65536 bytes, got N", "filter: " and the parser's three-line
+// message (column, the input echoed, carets), or "predicates[j]..." for a
+// broken limit (the same messages Subscribe gives under
+// "subscriptions[i].").
+absl::StatusOr<std::vector<v1::Predicate>> ParseFilter(
+    const v1::ParseFilterRequest& request, const Limits& limits);
 
 // A validated subscription with interned attribute ids.
 struct SubscriptionInput {

@@ -1,14 +1,27 @@
 #include "service/observability/prometheus.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "service/observability/stage_profile.h"
 
 namespace cohort {
@@ -52,7 +65,6 @@ std::string FormatDouble(double value) {
 
 namespace {
 
-using cohort::v1::Latency;
 using cohort::v1::StageStats;
 using cohort::v1::Stats;
 
@@ -100,8 +112,13 @@ std::string StageLabels(const StageStats& stage) {
 
 void RenderServiceWide(const Stats& stats, Exposition& out) {
   out.Family("cohort_info", "gauge",
-             "Constant 1; the mode label is the execution mode.");
-  out.Sample("cohort_info", Label("mode", stats.mode()), "1");
+             "Constant 1; the labels are the execution mode (staged or "
+             "threaded) and the index layout (--index; empty in threaded "
+             "mode).");
+  out.Sample("cohort_info",
+             WithLabel(Label("mode", stats.mode()), "index_layout",
+                       stats.index_layout()),
+             "1");
 
   struct Scalar {
     const char* name;
@@ -135,9 +152,10 @@ void RenderServiceWide(const Stats& stats, Exposition& out) {
       {"cohort_cohort_max", "gauge",
        "Most events a partition runs as one cohort (--cohort_max).",
        absl::StrCat(stats.cohort_max())},
-      {"cohort_cohort_wait_us", "gauge",
-       "Longest wait for a cohort to fill, in microseconds (--cohort_wait_us).",
-       absl::StrCat(stats.cohort_wait_us())},
+      {"cohort_cohort_wait_seconds", "gauge",
+       "Longest wait for a cohort to fill (--cohort_wait_us).",
+       internal::FormatDouble(static_cast<double>(stats.cohort_wait_us()) /
+                              kMicrosPerSecond)},
   };
   for (const Scalar& s : scalars) {
     out.Family(s.name, s.type, s.help);
@@ -157,11 +175,6 @@ const StageScalar kStageScalars[] = {
     {"cohort_stage_queue_limit", "gauge",
      "Capacity of the stage's inbound queue in items (0: unbounded or none).",
      [](const StageStats& s) { return absl::StrCat(s.queue_limit()); }},
-    {"cohort_stage_queue_length_mean", "gauge",
-     "Mean queue length seen when the stage takes a batch.",
-     [](const StageStats& s) {
-       return internal::FormatDouble(s.queue_length_mean());
-     }},
     {"cohort_stage_queue_length_max", "gauge",
      "Largest queue length seen when the stage takes a batch.",
      [](const StageStats& s) { return absl::StrCat(s.queue_length_max()); }},
@@ -190,28 +203,38 @@ const StageScalar kStageScalars[] = {
      "Events skipped unmatched because their request's deadline had passed "
      "or its caller had cancelled it.",
      [](const StageStats& s) { return absl::StrCat(s.expired()); }},
+    {"cohort_stage_deliveries_total", "counter",
+     "Deliveries queued to Listen streams (one per stream per matched "
+     "event; dropped ones are counted apart).",
+     [](const StageStats& s) { return absl::StrCat(s.deliveries()); }},
 };
 
-void RenderSummary(const Stats& stats,
-                   const std::vector<std::string>& stage_labels,
-                   absl::string_view name, absl::string_view help,
-                   const Latency& (StageStats::*latency)() const,
-                   Exposition& out) {
-  out.Family(name, "summary", help);
-  const std::string sum_name = absl::StrCat(name, "_sum");
-  const std::string count_name = absl::StrCat(name, "_count");
-  for (int i = 0; i < stats.stages_size(); ++i) {
-    const Latency& l = (stats.stages(i).*latency)();
-    const std::string& labels = stage_labels[i];
-    const std::pair<const char*, double> quantiles[] = {
-        {"0.5", l.p50_us()}, {"0.99", l.p99_us()}, {"1", l.max_us()}};
-    for (const auto& [q, value] : quantiles) {
-      out.Sample(name, WithLabel(labels, "quantile", q),
-                 internal::FormatDouble(value));
-    }
-    out.Sample(sum_name, labels,
-               internal::FormatDouble(l.mean_us() * l.count()));
-    out.Sample(count_name, labels, absl::StrCat(l.count()));
+// One duration histogram's samples (in seconds) under `labels`.
+void DurationSamples(absl::string_view name, absl::string_view labels,
+                     const DurationBuckets& buckets, Exposition& out) {
+  const std::string bucket_name = absl::StrCat(name, "_bucket");
+  for (size_t b = 0; b < kDurationBucketSeconds.size(); ++b) {
+    out.Sample(bucket_name,
+               WithLabel(labels, "le",
+                         internal::FormatDouble(kDurationBucketSeconds[b])),
+               absl::StrCat(buckets.cumulative[b]));
+  }
+  out.Sample(bucket_name, WithLabel(labels, "le", "+Inf"),
+             absl::StrCat(buckets.count));
+  out.Sample(absl::StrCat(name, "_sum"), labels,
+             internal::FormatDouble(buckets.sum_seconds));
+  out.Sample(absl::StrCat(name, "_count"), labels,
+             absl::StrCat(buckets.count));
+}
+
+void RenderStageDurations(const MetricsSnapshot& snapshot,
+                          const std::vector<std::string>& stage_labels,
+                          absl::string_view name, absl::string_view help,
+                          DurationBuckets StageHistograms::*member,
+                          Exposition& out) {
+  out.Family(name, "histogram", help);
+  for (size_t i = 0; i < snapshot.stages.size(); ++i) {
+    DurationSamples(name, stage_labels[i], snapshot.stages[i].*member, out);
   }
 }
 
@@ -247,9 +270,11 @@ std::vector<std::pair<uint64_t, uint64_t>> CumulativeBatchSizes(
   return cumulative;
 }
 
-void RenderBatchSizes(const Stats& stats,
+// With `with_sum`, snapshot.stages has one entry per stage.
+void RenderBatchSizes(const MetricsSnapshot& snapshot,
                       const std::vector<std::string>& stage_labels,
-                      Exposition& out) {
+                      bool with_sum, Exposition& out) {
+  const Stats& stats = snapshot.stats;
   constexpr absl::string_view kName = "cohort_stage_batch_size";
   out.Family(kName, "histogram",
              "Items per batch taken from the queue (for a partition: cohort "
@@ -265,11 +290,16 @@ void RenderBatchSizes(const Stats& stats,
     }
     out.Sample("cohort_stage_batch_size_bucket",
                WithLabel(labels, "le", "+Inf"), absl::StrCat(total));
+    if (with_sum) {
+      out.Sample("cohort_stage_batch_size_sum", labels,
+                 absl::StrCat(snapshot.stages[i].batch_size_sum));
+    }
     out.Sample("cohort_stage_batch_size_count", labels, absl::StrCat(total));
   }
 }
 
-void RenderStages(const Stats& stats, Exposition& out) {
+void RenderStages(const MetricsSnapshot& snapshot, Exposition& out) {
+  const Stats& stats = snapshot.stats;
   if (stats.stages_size() == 0) return;
   std::vector<std::string> stage_labels;
   stage_labels.reserve(stats.stages_size());
@@ -282,21 +312,135 @@ void RenderStages(const Stats& stats, Exposition& out) {
       out.Sample(metric.name, stage_labels[i], metric.value(stats.stages(i)));
     }
   }
-  RenderSummary(stats, stage_labels, "cohort_stage_wait_microseconds",
-                "Time an item waits in the stage's queue.", &StageStats::wait,
-                out);
-  RenderSummary(stats, stage_labels, "cohort_stage_service_microseconds",
-                "Time the stage spends on one batch.", &StageStats::service,
-                out);
-  RenderBatchSizes(stats, stage_labels, out);
+  const bool histograms =
+      snapshot.stages.size() == static_cast<size_t>(stats.stages_size());
+  if (histograms) {
+    out.Family("cohort_stage_queue_length", "summary",
+               "Items queued (the batch included) each time the stage "
+               "takes a batch; rate(_sum) / rate(_count) is the mean over a "
+               "window.");
+    for (int i = 0; i < stats.stages_size(); ++i) {
+      out.Sample("cohort_stage_queue_length_sum", stage_labels[i],
+                 absl::StrCat(snapshot.stages[i].queue_length_sum));
+      out.Sample("cohort_stage_queue_length_count", stage_labels[i],
+                 absl::StrCat(stats.stages(i).batches()));
+    }
+    RenderStageDurations(snapshot, stage_labels, "cohort_stage_wait_seconds",
+                         "Time an item waits in the stage's queue.",
+                         &StageHistograms::wait, out);
+    RenderStageDurations(snapshot, stage_labels,
+                         "cohort_stage_service_seconds",
+                         "Time the stage spends on one batch (for a "
+                         "partition: one cohort).",
+                         &StageHistograms::service, out);
+  }
+  RenderBatchSizes(snapshot, stage_labels, histograms, out);
+}
+
+void RenderDurations(const MetricsSnapshot& snapshot, Exposition& out) {
+  out.Family("cohort_publish_duration_seconds", "histogram",
+             "Time from admitting a Publish request (or one request of a "
+             "PublishStream) to its answer, whatever its status.");
+  DurationSamples("cohort_publish_duration_seconds", "", snapshot.publish,
+                  out);
+  if (snapshot.journal_sync.has_value()) {
+    out.Family("cohort_journal_fsync_duration_seconds", "histogram",
+               "Time to make one journal group durable: its write and the "
+               "fdatasync after it (the write alone with fsync off).");
+    DurationSamples("cohort_journal_fsync_duration_seconds", "",
+                    *snapshot.journal_sync, out);
+  }
+}
+
+void RenderProcess(const ProcessMetrics& process, Exposition& out) {
+  const std::pair<const char*, const char*> kinds[] = {
+      {"process_cpu_seconds_total", "counter"},
+      {"process_resident_memory_bytes", "gauge"},
+      {"process_virtual_memory_bytes", "gauge"},
+      {"process_open_fds", "gauge"},
+      {"process_max_fds", "gauge"},
+      {"process_start_time_seconds", "gauge"},
+  };
+  const char* helps[] = {
+      "User and system CPU time spent.",
+      "Resident memory size.",
+      "Virtual memory size.",
+      "Open file descriptors.",
+      "Limit on open file descriptors (RLIMIT_NOFILE, soft).",
+      "Start time of the process since the Unix epoch.",
+  };
+  const std::string values[] = {
+      internal::FormatDouble(process.cpu_seconds),
+      absl::StrCat(process.resident_bytes),
+      absl::StrCat(process.virtual_bytes),
+      absl::StrCat(process.open_fds),
+      absl::StrCat(process.max_fds),
+      internal::FormatDouble(process.start_time_seconds),
+  };
+  for (size_t i = 0; i < std::size(kinds); ++i) {
+    out.Family(kinds[i].first, kinds[i].second, helps[i]);
+    out.Sample(kinds[i].first, "", values[i]);
+  }
 }
 
 }  // namespace
 
-std::string RenderPrometheus(const Stats& stats) {
+std::optional<ProcessMetrics> ReadProcessMetrics() {
+  std::ifstream stat_file("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(stat_file)),
+                   std::istreambuf_iterator<char>());
+  // The command name (field 2) is in parentheses and may hold spaces; the
+  // fields after its closing one are space-separated, field 3 first.
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  const std::vector<absl::string_view> fields = absl::StrSplit(
+      absl::string_view(stat).substr(close + 1), ' ', absl::SkipEmpty());
+  // Fields 14, 15 (utime, stime), 22 (starttime), 23 (vsize), 24 (rss),
+  // counted from 1; fields[0] is field 3.
+  constexpr size_t kFirst = 3;
+  if (fields.size() < 24 - kFirst + 1) return std::nullopt;
+  uint64_t utime = 0, stime = 0, start_ticks = 0, vsize = 0, rss_pages = 0;
+  if (!absl::SimpleAtoi(fields[14 - kFirst], &utime) ||
+      !absl::SimpleAtoi(fields[15 - kFirst], &stime) ||
+      !absl::SimpleAtoi(fields[22 - kFirst], &start_ticks) ||
+      !absl::SimpleAtoi(fields[23 - kFirst], &vsize) ||
+      !absl::SimpleAtoi(fields[24 - kFirst], &rss_pages)) {
+    return std::nullopt;
+  }
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  ProcessMetrics out;
+  out.cpu_seconds = static_cast<double>(utime + stime) / ticks;
+  out.virtual_bytes = vsize;
+  out.resident_bytes = rss_pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  // Boot time (btime in /proc/stat) plus the start in ticks since boot.
+  std::ifstream proc_stat("/proc/stat");
+  for (std::string line; std::getline(proc_stat, line);) {
+    absl::string_view rest = line;
+    uint64_t btime = 0;
+    if (absl::ConsumePrefix(&rest, "btime ") &&
+        absl::SimpleAtoi(rest, &btime)) {
+      out.start_time_seconds =
+          static_cast<double>(btime) + static_cast<double>(start_ticks) / ticks;
+      break;
+    }
+  }
+  std::error_code error;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", error);
+       !error && it != std::filesystem::directory_iterator();
+       it.increment(error)) {
+    ++out.open_fds;
+  }
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0) out.max_fds = limit.rlim_cur;
+  return out;
+}
+
+std::string RenderPrometheus(const MetricsSnapshot& snapshot) {
   Exposition out;
-  RenderServiceWide(stats, out);
-  RenderStages(stats, out);
+  RenderServiceWide(snapshot.stats, out);
+  RenderDurations(snapshot, out);
+  RenderStages(snapshot, out);
+  if (snapshot.process.has_value()) RenderProcess(*snapshot.process, out);
   return out.Take();
 }
 

@@ -1,6 +1,9 @@
 #include "service/observability/prometheus.h"
 
+#include <algorithm>
 #include <cmath>
+#include <ctime>
+#include <optional>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -74,7 +77,45 @@ cohort::v1::Stats FilledStats() {
   reply->set_stage("reply");
   reply->set_dropped_deliveries(6);
   reply->set_disconnected_listeners(1);
+  reply->set_deliveries(42);
   return stats;
+}
+
+// FilledStats with histograms: partition/0 waited 3 us, 20 us and 2 ms,
+// and ran cohorts of 30 us and 4 s; publishes took 80 us and 70 ms; the
+// journal synced once in 1.5 ms.
+MetricsSnapshot FilledSnapshot() {
+  MetricsSnapshot snapshot;
+  snapshot.stats = FilledStats();
+  snapshot.stages.resize(snapshot.stats.stages_size());
+  LatencyHistogram wait, service, publish, journal;
+  for (int64_t ns : {3'000, 20'000, 2'000'000}) wait.Record(ns);
+  for (int64_t ns : {int64_t{30'000}, int64_t{4'000'000'000}}) {
+    service.Record(ns);
+  }
+  for (int64_t ns : {80'000, 70'000'000}) publish.Record(ns);
+  journal.Record(1'500'000);
+  snapshot.stages[1].wait = wait.ToBuckets();
+  snapshot.stages[1].service = service.ToBuckets();
+  snapshot.stages[1].queue_length_sum = 125;
+  snapshot.stages[1].batch_size_sum = 640;
+  snapshot.publish = publish.ToBuckets();
+  snapshot.journal_sync = journal.ToBuckets();
+  ProcessMetrics process;
+  process.cpu_seconds = 1.25;
+  process.resident_bytes = 1 << 20;
+  process.virtual_bytes = 1 << 30;
+  process.open_fds = 12;
+  process.max_fds = 1024;
+  process.start_time_seconds = 1.7e9;
+  snapshot.process = process;
+  return snapshot;
+}
+
+MetricsSnapshot StatsOnly(const cohort::v1::Stats& stats) {
+  MetricsSnapshot snapshot;
+  snapshot.stats = stats;
+  return snapshot;
 }
 
 // One parsed sample line: name{labels} value.
@@ -167,7 +208,7 @@ std::string FamilyOf(const std::string& name,
 }
 
 TEST(RenderPrometheus, EveryLineParsesAndFamiliesAreDeclaredOnceAndGrouped) {
-  const std::string text = RenderPrometheus(FilledStats());
+  const std::string text = RenderPrometheus(FilledSnapshot());
   ASSERT_TRUE(absl::EndsWith(text, "\n"));
   std::map<std::string, int> help_count, type_count;
   std::map<std::string, std::string> types;
@@ -205,7 +246,8 @@ TEST(RenderPrometheus, EveryLineParsesAndFamiliesAreDeclaredOnceAndGrouped) {
     const std::string family = FamilyOf(sample.name, types);
     EXPECT_EQ(family, current) << "sample outside its family's group";
     EXPECT_EQ(finished.count(family), 0u);
-    EXPECT_TRUE(absl::StartsWith(sample.name, "cohort_"));
+    EXPECT_TRUE(absl::StartsWith(sample.name, "cohort_") ||
+                absl::StartsWith(sample.name, "process_"));
   }
   EXPECT_GT(samples, 50);
   for (const auto& [family, n] : type_count) {
@@ -213,10 +255,62 @@ TEST(RenderPrometheus, EveryLineParsesAndFamiliesAreDeclaredOnceAndGrouped) {
     EXPECT_EQ(help_count[family], 1) << family;
   }
   EXPECT_EQ(help_count.size(), type_count.size());
+  // Naming conventions: counters end in _total and nothing else does;
+  // units are spelled out (no _us, _ms or _microseconds).
+  for (const auto& [family, type] : types) {
+    EXPECT_EQ(type == "counter", absl::EndsWith(family, "_total")) << family;
+    for (const char* unit : {"_us", "_ms", "_microseconds", "_nanoseconds"}) {
+      EXPECT_FALSE(absl::EndsWith(family, unit)) << family;
+    }
+  }
+  EXPECT_EQ(types["cohort_stage_wait_seconds"], "histogram");
+  EXPECT_EQ(types["cohort_publish_duration_seconds"], "histogram");
+}
+
+// Every histogram's buckets are cumulative (never decreasing, ending in
+// +Inf) and its +Inf bucket equals its _count.
+TEST(RenderPrometheus, HistogramsAreCumulativeAndEndInTheirCount) {
+  const std::string text = RenderPrometheus(FilledSnapshot());
+  std::map<std::string, std::vector<double>> buckets;  // series -> counts
+  std::map<std::string, std::string> inf, count;
+  for (absl::string_view view : absl::StrSplit(text, '\n')) {
+    const std::string line(view);
+    if (line.empty() || line[0] == '#') continue;
+    Sample sample;
+    ASSERT_TRUE(ParseSample(line, &sample)) << line;
+    std::string series = sample.name;
+    if (absl::EndsWith(series, "_bucket")) {
+      series.resize(series.size() - std::strlen("_bucket"));
+    } else if (absl::EndsWith(series, "_count")) {
+      series.resize(series.size() - std::strlen("_count"));
+    } else {
+      continue;
+    }
+    const std::string le = sample.labels["le"];
+    sample.labels.erase("le");
+    for (const auto& [name, value] : sample.labels) {
+      series += "," + name + "=" + value;
+    }
+    if (absl::EndsWith(sample.name, "_count")) {
+      count[series] = sample.value;
+    } else if (le == "+Inf") {
+      inf[series] = sample.value;
+      buckets[series].push_back(std::strtod(sample.value.c_str(), nullptr));
+    } else {
+      buckets[series].push_back(std::strtod(sample.value.c_str(), nullptr));
+    }
+  }
+  EXPECT_GT(buckets.size(), 5u);
+  for (const auto& [series, counts] : buckets) {
+    SCOPED_TRACE(series);
+    EXPECT_TRUE(std::is_sorted(counts.begin(), counts.end()));
+    ASSERT_EQ(inf.count(series), 1u);
+    EXPECT_EQ(inf[series], count[series]);
+  }
 }
 
 TEST(RenderPrometheus, ServiceWideMetrics) {
-  const std::string text = RenderPrometheus(FilledStats());
+  const std::string text = RenderPrometheus(FilledSnapshot());
   EXPECT_THAT(text, HasSubstr("# TYPE cohort_subscriptions gauge\n"
                               "cohort_subscriptions 1000\n"));
   EXPECT_THAT(text, HasSubstr("# TYPE cohort_events_published_total counter\n"
@@ -227,17 +321,57 @@ TEST(RenderPrometheus, ServiceWideMetrics) {
   EXPECT_THAT(text, HasSubstr("\ncohort_admission_limit 160\n"));
   EXPECT_THAT(text, HasSubstr("\ncohort_partitions 2\n"));
   EXPECT_THAT(text, HasSubstr("\ncohort_cohort_max 64\n"));
-  EXPECT_THAT(text, HasSubstr("\ncohort_cohort_wait_us 200\n"));
-  EXPECT_THAT(text, HasSubstr("\ncohort_info{mode=\"staged\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("\ncohort_cohort_wait_seconds 0.0002\n"));
+  EXPECT_THAT(text, HasSubstr("\ncohort_info{mode=\"staged\","
+                              "index_layout=\"\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE process_cpu_seconds_total counter\n"
+                              "process_cpu_seconds_total 1.25\n"));
+  EXPECT_THAT(text, HasSubstr("\nprocess_resident_memory_bytes 1048576\n"));
+  EXPECT_THAT(text, HasSubstr("\nprocess_virtual_memory_bytes 1073741824\n"));
+  EXPECT_THAT(text, HasSubstr("\nprocess_open_fds 12\n"));
+  EXPECT_THAT(text, HasSubstr("\nprocess_max_fds 1024\n"));
+  EXPECT_THAT(text, HasSubstr("\nprocess_start_time_seconds 1700000000\n"));
+}
+
+// Publish and journal durations are histograms in seconds; a sample lands
+// in the first bucket whose bound is at or above it.
+TEST(RenderPrometheus, PublishAndJournalDurations) {
+  const std::string text = RenderPrometheus(FilledSnapshot());
+  const std::string p = "\ncohort_publish_duration_seconds_bucket{le=";
+  EXPECT_THAT(text, HasSubstr(p + "\"5e-05\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr(p + "\"0.0001\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr(p + "\"0.05\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr(p + "\"0.1\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr(p + "\"+Inf\"} 2\n"));
+  EXPECT_THAT(text,
+              HasSubstr("\ncohort_publish_duration_seconds_sum 0.07008\n"));
+  EXPECT_THAT(text, HasSubstr("\ncohort_publish_duration_seconds_count 2\n"));
+  const std::string j = "\ncohort_journal_fsync_duration_seconds_bucket{le=";
+  EXPECT_THAT(text, HasSubstr(j + "\"0.001\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr(j + "\"0.0025\"} 1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("\ncohort_journal_fsync_duration_seconds_sum "
+                        "0.0015\n"));
+  // Without a journal (and without /proc) those families are left out.
+  MetricsSnapshot bare = FilledSnapshot();
+  bare.journal_sync.reset();
+  bare.process.reset();
+  const std::string without = RenderPrometheus(bare);
+  EXPECT_THAT(without, Not(HasSubstr("cohort_journal_")));
+  EXPECT_THAT(without, Not(HasSubstr("process_")));
+  EXPECT_THAT(without, HasSubstr("cohort_publish_duration_seconds_count 2\n"));
 }
 
 TEST(RenderPrometheus, PerStageMetrics) {
-  const std::string text = RenderPrometheus(FilledStats());
+  const std::string text = RenderPrometheus(FilledSnapshot());
   const std::string p0 =
       "{stage=\"partition\",name=\"partition/0\",partition=\"0\"";
   EXPECT_THAT(text, HasSubstr("\ncohort_stage_queue_limit" + p0 + "} 4096\n"));
   EXPECT_THAT(text,
-              HasSubstr("\ncohort_stage_queue_length_mean" + p0 + "} 12.5\n"));
+              HasSubstr("\ncohort_stage_queue_length_sum" + p0 + "} 125\n"));
+  EXPECT_THAT(text,
+              HasSubstr("\ncohort_stage_queue_length_count" + p0 + "} 10\n"));
+  EXPECT_THAT(text, Not(HasSubstr("queue_length_mean")));
   EXPECT_THAT(text,
               HasSubstr("\ncohort_stage_queue_length_max" + p0 + "} 40\n"));
   EXPECT_THAT(text, HasSubstr("\ncohort_stage_batches_total" + p0 + "} 10\n"));
@@ -256,27 +390,63 @@ TEST(RenderPrometheus, PerStageMetrics) {
   EXPECT_THAT(text,
               HasSubstr("\ncohort_stage_disconnected_listeners_total{"
                         "stage=\"reply\",name=\"re\\\"ply\\\\x\\n\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("\ncohort_stage_deliveries_total{stage=\"reply\","
+                              "name=\"re\\\"ply\\\\x\\n\"} 42\n"));
 }
 
-TEST(RenderPrometheus, LatencySummaries) {
-  const std::string text = RenderPrometheus(FilledStats());
+TEST(RenderPrometheus, StageDurationHistograms) {
+  const std::string text = RenderPrometheus(FilledSnapshot());
   const std::string p0 =
       "{stage=\"partition\",name=\"partition/0\",partition=\"0\"";
-  const std::string w = "\ncohort_stage_wait_microseconds";
-  EXPECT_THAT(text, HasSubstr("# TYPE cohort_stage_wait_microseconds summary"));
-  EXPECT_THAT(text, HasSubstr(w + p0 + ",quantile=\"0.5\"} 2\n"));
-  EXPECT_THAT(text, HasSubstr(w + p0 + ",quantile=\"0.99\"} 9\n"));
-  EXPECT_THAT(text, HasSubstr(w + p0 + ",quantile=\"1\"} 11\n"));
-  EXPECT_THAT(text, HasSubstr(w + "_sum" + p0 + "} 25\n"));
-  EXPECT_THAT(text, HasSubstr(w + "_count" + p0 + "} 10\n"));
-  const std::string s = "\ncohort_stage_service_microseconds";
-  EXPECT_THAT(text, HasSubstr(s + p0 + ",quantile=\"0.99\"} 150\n"));
-  EXPECT_THAT(text, HasSubstr(s + "_sum" + p0 + "} 400\n"));
-  EXPECT_THAT(text, HasSubstr(s + "_count" + p0 + "} 4\n"));
+  const std::string w = "\ncohort_stage_wait_seconds_bucket" + p0;
+  EXPECT_THAT(text, HasSubstr("# TYPE cohort_stage_wait_seconds histogram"));
+  EXPECT_THAT(text, HasSubstr(w + ",le=\"1e-05\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr(w + ",le=\"2.5e-05\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr(w + ",le=\"0.001\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr(w + ",le=\"0.0025\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr(w + ",le=\"+Inf\"} 3\n"));
+  EXPECT_THAT(text,
+              HasSubstr("\ncohort_stage_wait_seconds_sum" + p0 +
+                        "} 0.002023\n"));
+  EXPECT_THAT(text,
+              HasSubstr("\ncohort_stage_wait_seconds_count" + p0 + "} 3\n"));
+  const std::string s = "\ncohort_stage_service_seconds_bucket" + p0;
+  EXPECT_THAT(text, HasSubstr(s + ",le=\"2.5e-05\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr(s + ",le=\"5e-05\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr(s + ",le=\"2.5\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr(s + ",le=\"5\"} 2\n"));
+  // Stages without samples have every bucket, at zero.
+  EXPECT_THAT(text, HasSubstr("\ncohort_stage_wait_seconds_bucket{"
+                              "stage=\"front\",name=\"front\",le=\"10\"} 0\n"));
+  // Without StageHistograms there are no per-stage histograms at all.
+  const std::string bare = RenderPrometheus(StatsOnly(FilledStats()));
+  EXPECT_THAT(bare, Not(HasSubstr("cohort_stage_wait_seconds")));
+  EXPECT_THAT(bare, Not(HasSubstr("cohort_stage_queue_length_sum")));
+  EXPECT_THAT(bare, HasSubstr("cohort_stage_batch_size_count"));
+}
+
+// ToBuckets counts a sample towards a bound by its bucket's midpoint:
+// exact away from the bounds, and within the histogram's 1.6% near them.
+TEST(LatencyHistogramBuckets, CumulativeCountsAtTheExportedBounds) {
+  LatencyHistogram h;
+  EXPECT_EQ(h.ToBuckets().count, 0u);
+  EXPECT_EQ(h.ToBuckets().cumulative.back(), 0u);
+  for (int64_t ns : std::vector<int64_t>{9'000, 10'200, 99'000, 101'000,
+                                          20'000'000'000}) {
+    h.Record(ns);
+  }
+  const DurationBuckets b = h.ToBuckets();
+  EXPECT_EQ(b.count, 5u);
+  EXPECT_DOUBLE_EQ(b.sum_seconds, 20.0002192);
+  EXPECT_EQ(b.cumulative[0], 1u);  // 10 us
+  EXPECT_EQ(b.cumulative[1], 2u);  // 25 us
+  EXPECT_EQ(b.cumulative[3], 3u);  // 100 us
+  EXPECT_EQ(b.cumulative[4], 4u);  // 250 us
+  EXPECT_EQ(b.cumulative.back(), 4u);  // 10 s: the 20 s sample is above
 }
 
 TEST(RenderPrometheus, BatchSizeHistogramIsCumulative) {
-  const std::string text = RenderPrometheus(FilledStats());
+  const std::string text = RenderPrometheus(FilledSnapshot());
   const std::string p0 =
       "{stage=\"partition\",name=\"partition/0\",partition=\"0\"";
   const std::string b = "\ncohort_stage_batch_size_bucket" + p0;
@@ -292,6 +462,8 @@ TEST(RenderPrometheus, BatchSizeHistogramIsCumulative) {
   EXPECT_THAT(text, Not(HasSubstr("le=\"18446744073709551615\"")));
   EXPECT_THAT(text,
               HasSubstr("\ncohort_stage_batch_size_count" + p0 + "} 10\n"));
+  EXPECT_THAT(text,
+              HasSubstr("\ncohort_stage_batch_size_sum" + p0 + "} 640\n"));
   // An empty histogram still has every bucket, at zero.
   EXPECT_THAT(text,
               HasSubstr("\ncohort_stage_batch_size_bucket{stage=\"front\","
@@ -301,10 +473,26 @@ TEST(RenderPrometheus, BatchSizeHistogramIsCumulative) {
 TEST(RenderPrometheus, NoStagesLeavesOutStageFamilies) {
   cohort::v1::Stats stats;
   stats.set_mode("threaded");
-  const std::string text = RenderPrometheus(stats);
-  EXPECT_THAT(text, HasSubstr("cohort_info{mode=\"threaded\"} 1\n"));
+  const std::string text = RenderPrometheus(StatsOnly(stats));
+  EXPECT_THAT(text, HasSubstr("cohort_info{mode=\"threaded\","
+                              "index_layout=\"\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("\ncohort_subscriptions 0\n"));
   EXPECT_THAT(text, Not(HasSubstr("cohort_stage_")));
+}
+
+// This process's figures are read from /proc and are plausible.
+TEST(ReadProcessMetrics, ReadsThisProcess) {
+  std::vector<char> touched(8 << 20, 1);  // 8 MiB resident at least
+  const std::optional<ProcessMetrics> process = ReadProcessMetrics();
+  ASSERT_TRUE(process.has_value());
+  EXPECT_GE(process->resident_bytes, touched.size());
+  EXPECT_GE(process->virtual_bytes, process->resident_bytes);
+  EXPECT_GE(process->open_fds, 3u);  // stdin, stdout, stderr at least
+  EXPECT_GE(process->max_fds, process->open_fds);
+  EXPECT_GE(process->cpu_seconds, 0.0);
+  const double now = static_cast<double>(std::time(nullptr));
+  EXPECT_LE(process->start_time_seconds, now + 1);
+  EXPECT_GT(process->start_time_seconds, now - 3600);
 }
 
 TEST(PrometheusInternal, EscapeLabelValue) {

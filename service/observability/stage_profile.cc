@@ -97,6 +97,29 @@ void LatencyHistogram::ToProto(cohort::v1::Latency* out) const {
   out->set_max_us(static_cast<double>(max_ns_) / kNanosPerMicro);
 }
 
+DurationBuckets LatencyHistogram::ToBuckets() const {
+  DurationBuckets out;
+  out.count = count_;
+  out.sum_seconds = static_cast<double>(sum_ns_) / 1e9;
+  if (count_ == 0) return out;
+  size_t bound = 0;
+  uint64_t seen = 0;
+  for (int i = 0; i < kNumBuckets; ++i) {
+    const double mid_seconds = (static_cast<double>(BucketLower(i)) +
+                                static_cast<double>(BucketWidth(i) - 1) / 2.0) /
+                               1e9;
+    while (bound < kDurationBucketSeconds.size() &&
+           kDurationBucketSeconds[bound] < mid_seconds) {
+      out.cumulative[bound++] = seen;
+    }
+    seen += buckets_[i];
+  }
+  while (bound < kDurationBucketSeconds.size()) {
+    out.cumulative[bound++] = seen;
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------------------
 // StageProfile
 
@@ -123,6 +146,7 @@ void StageProfile::RecordBatch(size_t queue_length, size_t batch_size,
   ++batches_;
   queue_length_sum_ += queue_length;
   queue_length_max_ = std::max<uint64_t>(queue_length_max_, queue_length);
+  batch_size_sum_ += batch_size;
   service_.Record(service_ns);
 }
 
@@ -159,7 +183,8 @@ std::optional<uint32_t> StageProfile::numa_node() const {
   return numa_node_;
 }
 
-void StageProfile::ToProto(cohort::v1::StageStats* out) const {
+void StageProfile::ToProto(cohort::v1::StageStats* out,
+                           StageHistograms* histograms) const {
   out->Clear();
   out->set_name(name_);
   out->set_stage(stage_);
@@ -172,6 +197,7 @@ void StageProfile::ToProto(cohort::v1::StageStats* out) const {
   out->set_dropped_deliveries(dropped_deliveries());
   out->set_disconnected_listeners(disconnected_listeners());
   out->set_expired(expired());
+  out->set_deliveries(deliveries());
   if (const std::optional<uint32_t> cpu = this->cpu(); cpu.has_value()) {
     out->set_cpu(*cpu);
   }
@@ -188,6 +214,12 @@ void StageProfile::ToProto(cohort::v1::StageStats* out) const {
   out->set_queue_length_max(queue_length_max_);
   wait_.ToProto(out->mutable_wait());
   service_.ToProto(out->mutable_service());
+  if (histograms != nullptr) {
+    histograms->wait = wait_.ToBuckets();
+    histograms->service = service_.ToBuckets();
+    histograms->queue_length_sum = queue_length_sum_;
+    histograms->batch_size_sum = batch_size_sum_;
+  }
   // Every bucket up to the last non-empty one is listed, empty ones too: a
   // bucket's lower bound is the previous bucket's upper bound, so leaving
   // one out would make its neighbour appear to cover its range.

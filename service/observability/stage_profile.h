@@ -67,6 +67,34 @@ inline constexpr std::array<uint64_t, 13> kBatchSizeBucketBounds = {
 inline constexpr uint64_t kBatchSizeOverflowBound =
     std::numeric_limits<uint64_t>::max();
 
+// Inclusive upper bounds, in seconds, of the duration histograms /metrics
+// exports (Prometheus `le`; +Inf follows): 1-2.5-5 steps from 10 us, where a
+// stage's wait or a small cohort's service starts, to 10 s, past any
+// deadline a publisher would set. Fixed, so every scrape has the same
+// series and rates over them can be aggregated.
+inline constexpr std::array<double, 19> kDurationBucketSeconds = {
+    1e-05, 2.5e-05, 5e-05, 0.0001, 0.00025, 0.0005, 0.001,
+    0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+    0.5, 1, 2.5, 5, 10};
+
+// A duration histogram as /metrics exports it: the samples at most each of
+// kDurationBucketSeconds (cumulative), their count and their sum.
+struct DurationBuckets {
+  std::array<uint64_t, kDurationBucketSeconds.size()> cumulative{};
+  uint64_t count = 0;
+  double sum_seconds = 0.0;
+};
+
+// What /metrics exports of one stage beyond its StageStats, snapshotted
+// under the same lock: the wait and service histograms, and the sums behind
+// the queue-length and batch-size means.
+struct StageHistograms {
+  DurationBuckets wait;
+  DurationBuckets service;
+  uint64_t queue_length_sum = 0;
+  uint64_t batch_size_sum = 0;
+};
+
 // A log-linear histogram of durations in nanoseconds. See the file comment
 // for its resolution.
 class LatencyHistogram {
@@ -91,6 +119,12 @@ class LatencyHistogram {
   // ToProto fills `out` (count, mean_us, p50_us, p99_us, max_us), all in
   // microseconds; every field is 0 when the histogram is empty.
   void ToProto(cohort::v1::Latency* out) const;
+
+  // ToBuckets returns the histogram at kDurationBucketSeconds: a sample
+  // counts towards a bound if the midpoint of its log-linear bucket is at
+  // most the bound, so each cumulative count is exact but for samples within
+  // about 1.6% of the bound. The sum is exact.
+  DurationBuckets ToBuckets() const;
 
   uint64_t count() const { return count_; }
   // Sum of all samples; wraps only after 584 years of recorded time.
@@ -158,6 +192,7 @@ class StageProfile {
   void AddDroppedDeliveries(uint64_t n) { Add(dropped_deliveries_, n); }
   void AddDisconnectedListeners(uint64_t n) { Add(disconnected_listeners_, n); }
   void AddExpired(uint64_t n) { Add(expired_, n); }
+  void AddDeliveries(uint64_t n) { Add(deliveries_, n); }
 
   uint64_t events() const { return Load(events_); }
   uint64_t matches() const { return Load(matches_); }
@@ -168,6 +203,7 @@ class StageProfile {
     return Load(disconnected_listeners_);
   }
   uint64_t expired() const { return Load(expired_); }
+  uint64_t deliveries() const { return Load(deliveries_); }
   // Batches recorded so far (takes the lock).
   uint64_t batches() const;
 
@@ -187,8 +223,10 @@ class StageProfile {
   // ToProto overwrites every field of `out` with a snapshot of this profile.
   // batch_sizes lists the buckets by ascending upper bound, up to the last
   // non-empty one (empty ones before it included, so that each bucket's
-  // range starts after the previous bucket's upper bound).
-  void ToProto(cohort::v1::StageStats* out) const;
+  // range starts after the previous bucket's upper bound). With
+  // `histograms`, also fills it from the same snapshot (for /metrics).
+  void ToProto(cohort::v1::StageStats* out,
+               StageHistograms* histograms = nullptr) const;
 
  private:
   static constexpr size_t kNumBatchBuckets = kBatchSizeBucketBounds.size() + 1;
@@ -215,6 +253,7 @@ class StageProfile {
   uint64_t batches_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t queue_length_sum_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t queue_length_max_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t batch_size_sum_ ABSL_GUARDED_BY(mu_) = 0;
 
   std::atomic<uint64_t> events_{0};
   std::atomic<uint64_t> matches_{0};
@@ -223,6 +262,7 @@ class StageProfile {
   std::atomic<uint64_t> dropped_deliveries_{0};
   std::atomic<uint64_t> disconnected_listeners_{0};
   std::atomic<uint64_t> expired_{0};
+  std::atomic<uint64_t> deliveries_{0};
 };
 
 }  // namespace service

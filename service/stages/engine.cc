@@ -193,6 +193,11 @@ void Engine::FinishEvent(PublishJob* job, size_t i,
     // The acq_rel chain on events_left makes every event's events_skipped
     // increment visible here.
     const size_t skipped = job->events_skipped.load(std::memory_order_relaxed);
+    const int64_t answered_ns = MonotonicNanos();
+    {
+      std::lock_guard<std::mutex> lock(publish_mu_);
+      publish_durations_.Record(answered_ns - job->admitted_ns);
+    }
     job->done(skipped == 0 ? absl::OkStatus()
                            : ExpiredStatus(*job, skipped));  // may delete job
   }
@@ -225,6 +230,7 @@ void Engine::MergeAndDeliver(PublishJob* job, size_t i,
     std::sort(deliveries.begin(), deliveries.end());
     auto event =
         std::make_shared<const v1::Event>(job->request->events(static_cast<int>(i)));
+    uint64_t queued = 0;
     uint64_t dropped = 0;
     uint64_t disconnected = 0;
     for (size_t b = 0; b < deliveries.size();) {
@@ -233,10 +239,11 @@ void Engine::MergeAndDeliver(PublishJob* job, size_t i,
       while (e < deliveries.size() && deliveries[e].first == deliveries[b].first) {
         ids.push_back(deliveries[e++].second);
       }
-      listeners_.Deliver(deliveries[b].first, event, std::move(ids), &dropped,
-                         &disconnected);
+      listeners_.Deliver(deliveries[b].first, event, std::move(ids), &queued,
+                         &dropped, &disconnected);
       b = e;
     }
+    profile->AddDeliveries(queued);
     profile->AddDroppedDeliveries(dropped);
     profile->AddDisconnectedListeners(disconnected);
   }
@@ -296,7 +303,8 @@ void FillPartials(const SubscriptionDirectory& directory,
   }
 }
 
-void Engine::FillStats(v1::Stats* stats) const {
+void Engine::FillStats(v1::Stats* stats,
+                       std::vector<StageHistograms>* histograms) const {
   stats->set_subscriptions(directory_.live());
   stats->set_events_published(events_published_.load(std::memory_order_relaxed));
   stats->set_uptime_us(static_cast<uint64_t>((MonotonicNanos() - start_ns_) / 1000));
@@ -305,11 +313,21 @@ void Engine::FillStats(v1::Stats* stats) const {
   stats->set_listeners(listeners_.size());
   stats->set_events_in_flight(admission_.in_flight());
   stats->set_admission_limit(admission_.current_limit());
-  front_.ToProto(stats->add_stages());
-  AddStageStats(stats);
+  std::vector<const StageProfile*> profiles = {&front_};
+  AddStageStats(stats, &profiles);
   if (options_.durability != nullptr) {
-    options_.durability->journal_profile().ToProto(stats->add_stages());
+    profiles.push_back(&options_.durability->journal_profile());
   }
+  if (histograms != nullptr) histograms->resize(profiles.size());
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    profiles[i]->ToProto(stats->add_stages(),
+                         histograms == nullptr ? nullptr : &(*histograms)[i]);
+  }
+}
+
+DurationBuckets Engine::PublishDurations() const {
+  std::lock_guard<std::mutex> lock(publish_mu_);
+  return publish_durations_.ToBuckets();
 }
 
 absl::Status CheckLatencyTarget(int64_t us) {

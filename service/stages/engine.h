@@ -303,8 +303,16 @@ class Engine {
   // and joins engine threads. Idempotent.
   void Shutdown();
 
-  // Counters and the stage profile.
-  void FillStats(v1::Stats* stats) const;
+  // Counters and the stage profile. With `histograms`, also each stage's
+  // duration histograms for /metrics (one per stats->stages() entry, in
+  // the same order, from the same snapshot).
+  void FillStats(v1::Stats* stats,
+                 std::vector<StageHistograms>* histograms = nullptr) const;
+
+  // The time from admission to answer of every Publish request (and every
+  // request of a PublishStream) answered so far, whatever its status, as
+  // /metrics exports it.
+  DurationBuckets PublishDurations() const;
 
   ListenerRegistry& listeners() { return listeners_; }
   const EngineOptions& options() const { return options_; }
@@ -315,7 +323,11 @@ class Engine {
   virtual void Dispatch(PublishJob* job) = 0;
   // Finishes admitted work and joins threads (after admission is shut).
   virtual void StopStages() = 0;
-  virtual void AddStageStats(v1::Stats* stats) const = 0;
+  // Sets the mode, layout and partition count of `stats` and appends the
+  // engine's stage profiles (all but the front's and the journal's) in the
+  // order GetStats lists them.
+  virtual void AddStageStats(
+      v1::Stats* stats, std::vector<const StageProfile*>* profiles) const = 0;
 
   // Merges the partials of event `i` into its EventResult, delivers it to
   // listeners, counts it in `profile`, and completes the job if it was the
@@ -371,6 +383,10 @@ class Engine {
   void Admit(PublishJob* job, int64_t start_ns);
 
   const int64_t start_ns_;
+  // Admission-to-answer times of answered Publish requests; recorded by
+  // the stage that answers (FinishEvent), read by /metrics.
+  mutable std::mutex publish_mu_;
+  LatencyHistogram publish_durations_ ABSL_GUARDED_BY(publish_mu_);
   std::atomic<uint64_t> events_published_{0};
   std::atomic<bool> shut_down_{false};
 };

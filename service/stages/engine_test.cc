@@ -209,6 +209,25 @@ TEST_P(EngineDifferentialTest, ResultsAndDeliveriesEqualTheOracle) {
     }
   }
   EXPECT_EQ(sink->received(), expected_deliveries);
+  // Every delivery the sink took is counted once (by the stage that
+  // delivers), and every request's answer was timed once.
+  uint64_t delivered = 0;
+  for (const auto& [payload, lists] : expected_deliveries) {
+    delivered += lists.size();
+  }
+  v1::Stats stats;
+  std::vector<StageHistograms> histograms;
+  h.engine().FillStats(&stats, &histograms);
+  ASSERT_EQ(histograms.size(), static_cast<size_t>(stats.stages_size()));
+  uint64_t counted_deliveries = 0;
+  for (const v1::StageStats& stage : stats.stages()) {
+    counted_deliveries += stage.deliveries();
+  }
+  EXPECT_EQ(counted_deliveries, delivered);
+  EXPECT_EQ(h.engine().PublishDurations().count, requests.size());
+  for (size_t i = 0; i < histograms.size(); ++i) {
+    EXPECT_EQ(histograms[i].service.count, stats.stages(i).batches());
+  }
   h.engine().listeners().Unregister(h.SubscriberId("s1"), sink.get());
 
   // With nobody listening and no ids asked for, a partition reads only its

@@ -69,7 +69,8 @@ bool ListenerRegistry::HasListeners(uint32_t subscriber) const {
 void ListenerRegistry::Deliver(uint32_t subscriber,
                                const std::shared_ptr<const v1::Event>& event,
                                std::vector<uint64_t> subscription_ids,
-                               uint64_t* dropped, uint64_t* disconnected) {
+                               uint64_t* queued, uint64_t* dropped,
+                               uint64_t* disconnected) {
   // Copy the sink list so that Offer runs without the registry lock: a sink
   // that disconnects unregisters itself, which takes the lock.
   std::vector<std::shared_ptr<DeliverySink>> sinks;
@@ -92,6 +93,9 @@ void ListenerRegistry::Deliver(uint32_t subscriber,
       delivery.subscription_ids = subscription_ids;
     }
     switch (sinks[i]->Offer(std::move(delivery))) {
+      case OfferResult::kQueued:
+        ++*queued;
+        break;
       case OfferResult::kDropped:
         ++*dropped;
         break;
@@ -99,7 +103,6 @@ void ListenerRegistry::Deliver(uint32_t subscriber,
         ++*disconnected;
         ++*dropped;
         break;
-      case OfferResult::kQueued:
       case OfferResult::kClosed:
         break;
     }

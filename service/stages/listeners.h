@@ -81,11 +81,13 @@ class ListenerRegistry {
   // Whether `subscriber` has at least one open listener. Wait-free.
   bool HasListeners(uint32_t subscriber) const;
 
-  // Offers one delivery to every listener of `subscriber`. Counts what was
-  // dropped or disconnected into *dropped and *disconnected.
-  void Deliver(uint32_t subscriber, const std::shared_ptr<const v1::Event>& event,
-               std::vector<uint64_t> subscription_ids, uint64_t* dropped,
-               uint64_t* disconnected);
+  // Offers one delivery to every listener of `subscriber`. Counts the
+  // deliveries queued to a stream, dropped, or that disconnected their
+  // stream into *queued, *dropped and *disconnected.
+  void Deliver(uint32_t subscriber,
+               const std::shared_ptr<const v1::Event>& event,
+               std::vector<uint64_t> subscription_ids, uint64_t* queued,
+               uint64_t* dropped, uint64_t* disconnected);
 
   // Closes every sink with `status`; later Register calls fail (shutdown).
   void CloseAll(const absl::Status& status);

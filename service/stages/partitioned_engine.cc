@@ -301,15 +301,16 @@ void PartitionedEngine::StopStages() {
   reply_.Stop();
 }
 
-void PartitionedEngine::AddStageStats(v1::Stats* stats) const {
+void PartitionedEngine::AddStageStats(
+    v1::Stats* stats, std::vector<const StageProfile*>* profiles) const {
   stats->set_mode("staged");
   stats->set_index_layout(std::string(IndexLayoutName(options_.index_layout)));
   stats->set_partitions(static_cast<uint32_t>(partitions_.size()));
-  predicate_.profile().ToProto(stats->add_stages());
+  profiles->push_back(&predicate_.profile());
   for (const auto& partition : partitions_) {
-    partition->profile().ToProto(stats->add_stages());
+    profiles->push_back(&partition->profile());
   }
-  reply_.profile().ToProto(stats->add_stages());
+  profiles->push_back(&reply_.profile());
 }
 
 }  // namespace service

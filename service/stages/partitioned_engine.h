@@ -64,7 +64,9 @@ class PartitionedEngine : public Engine {
  protected:
   void Dispatch(PublishJob* job) override;
   void StopStages() override;
-  void AddStageStats(v1::Stats* stats) const override;
+  void AddStageStats(
+      v1::Stats* stats,
+      std::vector<const StageProfile*>* profiles) const override;
 
  private:
   struct Change;

@@ -245,14 +245,15 @@ void ShardedEngine::StopStages() {
   reply_.Stop();
 }
 
-void ShardedEngine::AddStageStats(v1::Stats* stats) const {
+void ShardedEngine::AddStageStats(
+    v1::Stats* stats, std::vector<const StageProfile*>* profiles) const {
   stats->set_mode("staged");
   stats->set_index_layout(std::string(IndexLayoutName(options_.index_layout)));
   stats->set_partitions(static_cast<uint32_t>(partitions_list_.size()));
   for (const auto& partition : partitions_list_) {
-    partition->profile().ToProto(stats->add_stages());
+    profiles->push_back(&partition->profile());
   }
-  reply_.profile().ToProto(stats->add_stages());
+  profiles->push_back(&reply_.profile());
 }
 
 }  // namespace service

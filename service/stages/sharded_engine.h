@@ -55,7 +55,9 @@ class ShardedEngine : public Engine {
  protected:
   void Dispatch(PublishJob* job) override;
   void StopStages() override;
-  void AddStageStats(v1::Stats* stats) const override;
+  void AddStageStats(
+      v1::Stats* stats,
+      std::vector<const StageProfile*>* profiles) const override;
 
  private:
   struct UpdateJob;

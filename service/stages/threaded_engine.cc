@@ -189,10 +189,11 @@ void ThreadedEngine::StopStages() {
   for (std::thread& worker : workers_) worker.join();
 }
 
-void ThreadedEngine::AddStageStats(v1::Stats* stats) const {
+void ThreadedEngine::AddStageStats(
+    v1::Stats* stats, std::vector<const StageProfile*>* profiles) const {
   stats->set_mode("threaded");
   stats->set_partitions(0);
-  workers_profile_.ToProto(stats->add_stages());
+  profiles->push_back(&workers_profile_);
 }
 
 }  // namespace service

@@ -87,6 +87,10 @@ class Durability {
   absl::Status Close();
 
   const StageProfile& journal_profile() const { return journal_->profile(); }
+  // The journal's group write-and-sync times (Journal::SyncDurations).
+  DurationBuckets journal_sync_durations() const {
+    return journal_->SyncDurations();
+  }
   const char* backend() const { return journal_->backend(); }
   uint64_t snapshots_taken() const { return snapshots_taken_.load(); }
   uint64_t snapshot_failures() const { return snapshot_failures_.load(); }

@@ -179,7 +179,13 @@ void Journal::Run() {
     if (status.ok()) {
       buffer_.clear();
       for (const Pending& p : group_) AppendFrame(p.type, p.payload, &buffer_);
+      const int64_t write_start = MonotonicNanos();
       status = WriteGroup();
+      if (status.ok()) {
+        const int64_t sync_ns = MonotonicNanos() - write_start;
+        std::lock_guard<std::mutex> lock(sync_mu_);
+        sync_durations_.Record(sync_ns);
+      }
       std::lock_guard<std::mutex> lock(mu_);
       if (status.ok()) {
         durable_bytes_ = offset_;
@@ -193,6 +199,11 @@ void Journal::Run() {
     for (Pending& p : group_) p.done(status);
     group_.clear();
   }
+}
+
+DurationBuckets Journal::SyncDurations() const {
+  std::lock_guard<std::mutex> lock(sync_mu_);
+  return sync_durations_.ToBuckets();
 }
 
 absl::Status Journal::Failure(const char* what, int error) const {

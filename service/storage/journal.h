@@ -98,6 +98,10 @@ class Journal {
   // Groups are the profile's batches (their sizes its histogram), records
   // its updates.
   const StageProfile& profile() const { return profile_; }
+  // The time each group took to become durable: its write and the
+  // fdatasync after it (the write alone with fsync off), for /metrics.
+  // Groups that failed are not counted.
+  DurationBuckets SyncDurations() const;
 
  private:
   struct Pending {
@@ -122,6 +126,8 @@ class Journal {
   std::string path_;  // the current file; journal thread (and Open) only
   int fd_;            // journal thread only, once it runs
   StageProfile profile_;
+  mutable std::mutex sync_mu_;
+  LatencyHistogram sync_durations_ ABSL_GUARDED_BY(sync_mu_);
   bool ring_ok_ = false;
   struct RingHolder;
   std::unique_ptr<RingHolder> ring_;  // touched by the journal thread only

@@ -125,6 +125,11 @@ TEST_P(JournalTest, GroupsAreCappedAndGathered) {
   (*journal)->profile().ToProto(&stats);
   EXPECT_EQ(stats.name(), "journal");
   EXPECT_EQ(stats.updates(), 10u);
+  // Each group's write-and-sync was timed once, and took some time.
+  const DurationBuckets syncs = (*journal)->SyncDurations();
+  EXPECT_EQ(syncs.count, 3u);
+  EXPECT_GT(syncs.sum_seconds, 0.0);
+  EXPECT_EQ(syncs.cumulative.back(), 3u);  // each well under 10 s
 }
 
 // Property: reopening at the length of the whole frames drops a torn tail,
