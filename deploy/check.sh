@@ -24,6 +24,27 @@
 #   dockerfile, systemd fields, k8s fields, data dir
 #                    deploy/check_fields.py: the files agree with each other
 #                    and with the server's flags and health service name.
+#   compose, prometheus config, alert rules, grafana dashboard,
+#   grafana provisioning
+#                    deploy/check_fields.py on deploy/observability/: the
+#                    structure of each file (PyYAML, json) and their
+#                    agreement with each other, deploy/Dockerfile and the
+#                    cohortd and cohort flags.
+#   prometheus config (promtool), alert rules (promtool), alert tests
+#   (promtool)       promtool check config / check rules / test rules
+#                    (alerts_test.yml); skipped without promtool (Debian
+#                    package prometheus).
+#   promql checker, promql, dashboard promql (promtool)
+#                    check_promql_test.py; check_promql.py: every metric and
+#                    label the dashboard and the rules use is in the example
+#                    scrape testdata/cohortd-metrics.prom, which follows the
+#                    naming conventions; promtool parses the dashboard's
+#                    expressions.
+#   compose config   docker compose config -q (the Compose schema, offline):
+#                    the docker plugin if installed, else Compose v2 built
+#                    once from the Go module proxy into a cache (2 to 3
+#                    minutes); skipped if neither works or
+#                    DEPLOY_CHECK_OFFLINE=1.
 # After the first run (about 20 s for the venv) it takes about a second.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +55,9 @@ readonly KUBE_VERSIONS=(1.27.0 1.30.0)
 # Pinned so that a run validates against the same schemas every time; it
 # ships schemas for Kubernetes 1.25 to 1.37.
 readonly KUBERNETES_VALIDATE=kubernetes-validate==1.37.0
+# Docker Compose v2, for `config -q` on deploy/observability/compose.yaml.
+readonly COMPOSE_VERSION=v2.31.0
+readonly COMPOSE_BIN=${DEPLOY_CHECK_COMPOSE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/cohort/compose-${COMPOSE_VERSION}/docker-compose}
 readonly VENV=${DEPLOY_CHECK_VENV:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/cohort/deploy-check-venv}
 
 status=0
@@ -127,6 +151,74 @@ if [[ -z "${python}" ]]; then
   failed "fields" "no python3 with PyYAML (apt-get install python3-yaml)"
 else
   "${python}" deploy/check_fields.py || status=1
+fi
+
+# --- observability: promtool, the PromQL checker, docker compose
+readonly OBS=deploy/observability
+# run_check NAME COMMAND...: ok if COMMAND exits 0, else FAILED with the
+# first lines of its output that say what is wrong.
+run_check() {
+  local name=$1 out
+  shift
+  if out=$("$@" 2>&1); then
+    ok "${name}"
+  else
+    failed "${name}" "$(echo "${out}" | grep -E 'alertname:|FAIL|rror|not |invalid' |
+      grep -vE '^[[:space:]]*FAILED:[[:space:]]*$' | head -3 | cut -c1-300 | tr -s ' \n' '  ')"
+  fi
+}
+if command -v promtool >/dev/null; then
+  run_check "prometheus config (promtool)" \
+    promtool check config "${OBS}/prometheus/prometheus.yml"
+  run_check "alert rules (promtool)" promtool check rules "${OBS}/prometheus/alerts.yml"
+  run_check "alert tests (promtool)" promtool test rules "${OBS}/prometheus/alerts_test.yml"
+else
+  skipped "promtool" "not installed (Debian package prometheus); rules checked by structure only"
+fi
+if [[ -n "${python}" ]]; then
+  run_check "promql checker" "${python}" "${OBS}/check_promql_test.py"
+  # The dashboard and the rules against an example scrape of cohortd
+  # (testdata/; service/observability/dashboard_test.sh checks that it
+  # still matches a real server's).
+  run_check "promql" "${python}" "${OBS}/check_promql.py" \
+    --exposition "${OBS}/testdata/cohortd-metrics.prom" \
+    --dashboard "${OBS}/grafana/dashboards/cohort.json" \
+    --rules "${OBS}/prometheus/alerts.yml" --emit-rules "${tmp}/dashboard-rules.yml"
+  if command -v promtool >/dev/null && [[ -s "${tmp}/dashboard-rules.yml" ]]; then
+    run_check "dashboard promql (promtool)" promtool check rules "${tmp}/dashboard-rules.yml"
+  fi
+fi
+# Compose v2 (the docker compose plugin, which also runs on its own) is not
+# packaged by Debian: without it, it is built once from the Go module proxy
+# into ${COMPOSE_BIN} (2 to 3 minutes), as the k8s validator is installed
+# once into its venv.
+compose_cmd=()
+install_compose() {  # builds ${COMPOSE_BIN} once; serialised between runs
+  command -v go >/dev/null || return 1
+  mkdir -p "$(dirname "${COMPOSE_BIN}")" || return 1
+  (
+    flock 9 2>/dev/null || true
+    [[ -x "${COMPOSE_BIN}" ]] && exit 0
+    GOBIN="$(dirname "${COMPOSE_BIN}")/gobin" GOFLAGS=-buildvcs=false \
+      go install "github.com/docker/compose/v2/cmd@${COMPOSE_VERSION}" &&
+      mv "$(dirname "${COMPOSE_BIN}")/gobin/cmd" "${COMPOSE_BIN}" &&
+      rmdir "$(dirname "${COMPOSE_BIN}")/gobin"
+  ) 9>"${COMPOSE_BIN}.lock" >"${tmp}/compose.log" 2>&1
+}
+if docker compose version >/dev/null 2>&1; then
+  compose_cmd=(docker compose)
+elif [[ -x "${COMPOSE_BIN}" ]]; then
+  compose_cmd=("${COMPOSE_BIN}")
+elif [[ "${DEPLOY_CHECK_OFFLINE:-0}" != 1 ]] && install_compose; then
+  compose_cmd=("${COMPOSE_BIN}")
+fi
+if ((${#compose_cmd[@]} > 0)); then
+  # config -q resolves and validates the file against the Compose schema
+  # offline; the password only has to be set.
+  run_check "compose config" env GRAFANA_ADMIN_PASSWORD=check \
+    "${compose_cmd[@]}" -f "${OBS}/compose.yaml" config -q
+else
+  skipped "compose config" "no docker compose, and cannot build Compose ${COMPOSE_VERSION} from the Go module proxy (offline, or no go): $(tail -1 "${tmp}/compose.log" 2>/dev/null)"
 fi
 
 exit "${status}"

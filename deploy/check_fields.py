@@ -25,8 +25,35 @@ compare:
     ReadWritePaths=; non-root User= that cohortd.sysusers creates; SIGTERM,
     Restart=on-failure, a stop timeout for the snapshot, LimitNOFILE.
   - same data dir in all three.
+  - observability/ (deploy/observability/README.md), checked with PyYAML
+    alone; deploy/check.sh adds promtool and `docker compose config` where
+    they are installed:
+    - prometheus config: scrape interval, rule files that exist, a cohortd
+      job whose target port is the --metrics_port of the Dockerfile's CMD
+      and of compose.yaml;
+    - alert rules: every rule has an expr; every alert a for:, a severity
+      label (warning or critical), summary and description annotations; a
+      job="..." matcher names the scrape job; alerts_test.yml loads
+      alerts.yml and has, for every alert, a case where it fires and one
+      where it does not;
+    - grafana dashboard: the JSON parses; a datasource variable of type
+      prometheus and an instance variable; every panel but rows has the
+      templated datasource, and targets each with a refId and an expr; ids
+      unique, panels inside the 24-column grid and not overlapping;
+    - grafana provisioning: the data source points at compose.yaml's
+      prometheus service and its scrape interval; the dashboard provider's
+      path is where compose.yaml mounts grafana/dashboards, which holds the
+      dashboard; the home dashboard path exists;
+    - compose: cohortd is built from deploy/Dockerfile with the image name
+      deploy/Dockerfile and deploy/README.md build, its command repeats
+      every flag of the Dockerfile's CMD (a command replaces CMD) with only
+      real cohortd flags, the data dir is a volume, the stop grace period
+      allows a snapshot; Prometheus and Grafana images are pinned; every
+      bind mount exists; the cohort CLI services use real cohort flags and
+      cohortd's gRPC port; published ports are on 127.0.0.1.
 """
 
+import json
 import re
 import shlex
 import sys
@@ -70,8 +97,8 @@ def listen_port(flags, where, problems):
     return int(port)
 
 
-def known_flags():
-    source = Path("service/cohortd_main.cc").read_text()
+def known_flags(source_file="service/cohortd_main.cc"):
+    source = Path(source_file).read_text()
     return set(re.findall(r"ABSL_FLAG\(\s*[^,]+,\s*(\w+)\s*,", source))
 
 
@@ -362,12 +389,342 @@ def check_k8s(flags_known, image_uid):
     return {"flags": flags}
 
 
+# ------------------------------------------------------------ observability
+
+OBS = Path("deploy/observability")
+SEVERITIES = ("warning", "critical")
+GRID_COLUMNS = 24
+
+
+def pinned(image):
+    """An image reference with an explicit version tag (or a digest)."""
+    name, _, tag = (image or "").rpartition(":")
+    return "@sha256:" in (image or "") or (
+        bool(name) and "/" not in tag and tag != "latest" and any(c.isdigit() for c in tag))
+
+
+def compose_list(value):
+    """A compose command/entrypoint: a list, or a string split as a shell would."""
+    if isinstance(value, str):
+        return shlex.split(value)
+    return [str(v) for v in value or []]
+
+
+def duration_seconds(value):
+    """Compose/Prometheus durations ("300s", "5m", "1m30s") -> seconds."""
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)", str(value or ""))
+    if not parts or "".join(a + b for a, b in parts) != str(value):
+        return None
+    return sum(float(number) * units[unit] for number, unit in parts)
+
+
+def check_prometheus_config(expected_port):
+    problems = []
+    path = OBS / "prometheus/prometheus.yml"
+    config = yaml.safe_load(path.read_text()) or {}
+    interval = (config.get("global") or {}).get("scrape_interval")
+    if duration_seconds(interval) is None:
+        problems.append(f"global.scrape_interval {interval!r} is not a duration")
+    for rule_file in config.get("rule_files") or []:
+        if not (path.parent / rule_file).is_file():
+            problems.append(f"rule_files: {rule_file} does not exist beside prometheus.yml")
+    if not config.get("rule_files"):
+        problems.append("no rule_files (alerts.yml)")
+    jobs = {job.get("job_name"): job for job in config.get("scrape_configs") or []}
+    job = jobs.get("cohortd")
+    targets = []
+    if job is None:
+        problems.append(f"no scrape job named cohortd (jobs: {sorted(jobs)})")
+    else:
+        if job.get("metrics_path", "/metrics") != "/metrics":
+            problems.append(f"metrics_path {job.get('metrics_path')}: cohortd serves /metrics")
+        targets = [target for static in job.get("static_configs") or []
+                   for target in static.get("targets") or []]
+        if not targets:
+            problems.append("job cohortd has no static target")
+        for target in targets:
+            host, _, port = str(target).rpartition(":")
+            if expected_port is not None and port != str(expected_port):
+                problems.append(f"target {target}: port is not --metrics_port={expected_port}")
+    report("prometheus config", problems)
+    return {"interval": interval, "targets": targets, "jobs": set(jobs)}
+
+
+def alert_test_cases(path):
+    """{alertname: set of 'fires'/'quiet'} from a promtool unit test file."""
+    tests = yaml.safe_load(path.read_text()) or {}
+    cases = {}
+    for test in tests.get("tests") or []:
+        for case in test.get("alert_rule_test") or []:
+            cases.setdefault(case.get("alertname"), set()).add(
+                "fires" if case.get("exp_alerts") else "quiet")
+    return tests, cases
+
+
+def check_alert_rules(jobs):
+    problems = []
+    path = OBS / "prometheus/alerts.yml"
+    rules = yaml.safe_load(path.read_text()) or {}
+    alerts = []
+    for group in rules.get("groups") or []:
+        if not group.get("name") or not group.get("rules"):
+            problems.append(f"group {group.get('name')!r}: needs a name and rules")
+        for rule in group.get("rules") or []:
+            name = rule.get("alert") or rule.get("record")
+            if not name or ("alert" in rule) == ("record" in rule):
+                problems.append(f"rule {rule}: exactly one of alert: and record: is needed")
+                continue
+            if not isinstance(rule.get("expr"), str) or not rule["expr"].strip():
+                problems.append(f"{name}: no expr")
+                continue
+            for job in re.findall(r'\bjob\s*=\s*"([^"]*)"', rule["expr"]):
+                if job not in jobs:
+                    problems.append(f"{name}: job=\"{job}\" is not a scrape job of prometheus.yml")
+            if "record" in rule:
+                continue
+            alerts.append(name)
+            if duration_seconds(rule.get("for")) is None:
+                problems.append(f"{name}: no for: duration")
+            if (rule.get("labels") or {}).get("severity") not in SEVERITIES:
+                problems.append(f"{name}: severity label is not one of {SEVERITIES}")
+            annotations = rule.get("annotations") or {}
+            for key in ("summary", "description"):
+                if not annotations.get(key):
+                    problems.append(f"{name}: no {key} annotation")
+    if len(set(alerts)) != len(alerts):
+        problems.append("alert names are not unique")
+    if not alerts:
+        problems.append("no alerts")
+    tests, cases = alert_test_cases(OBS / "prometheus/alerts_test.yml")
+    if "alerts.yml" not in (tests.get("rule_files") or []):
+        problems.append("alerts_test.yml does not load alerts.yml")
+    for name in alerts:
+        missing = {"fires", "quiet"} - cases.get(name, set())
+        if missing:
+            problems.append(f"alerts_test.yml: no case where {name} {' or '.join(sorted(missing))}")
+    for name in sorted(set(cases) - set(alerts)):
+        problems.append(f"alerts_test.yml tests {name}, which alerts.yml does not define")
+    report("alert rules", problems)
+
+
+def panels_of(dashboard):
+    found = []
+    def walk(panels):
+        for panel in panels or []:
+            found.append(panel)
+            walk(panel.get("panels"))
+    walk(dashboard.get("panels"))
+    return found
+
+
+def datasource_uid(datasource):
+    if isinstance(datasource, dict):
+        return datasource.get("uid"), datasource.get("type")
+    return datasource, None
+
+
+def check_dashboard():
+    problems = []
+    path = OBS / "grafana/dashboards/cohort.json"
+    dashboard = json.loads(path.read_text())
+    if not isinstance(dashboard.get("schemaVersion"), int) or dashboard["schemaVersion"] < 36:
+        problems.append(f"schemaVersion {dashboard.get('schemaVersion')}: "
+                        "want 36 or later (Grafana 9+)")
+    if not dashboard.get("uid") or not dashboard.get("title"):
+        problems.append("no uid or title")
+    variables = {v.get("name"): v for v in (dashboard.get("templating") or {}).get("list", [])}
+    source_names = [n for n, v in variables.items()
+                    if v.get("type") == "datasource" and v.get("query") == "prometheus"]
+    if not source_names:
+        problems.append("no template variable of type datasource with query prometheus")
+    allowed = ({f"${{{n}}}" for n in source_names} | {f"${n}" for n in source_names} |
+               {"${DS_PROMETHEUS}"})
+    if (variables.get("instance") or {}).get("type") != "query":
+        problems.append("no query variable named instance")
+    elif datasource_uid(variables["instance"].get("datasource"))[0] not in allowed:
+        problems.append("variable instance does not use the datasource variable")
+    ids, boxes = set(), []
+    for panel in panels_of(dashboard):
+        where = f"panel {panel.get('id')} {panel.get('title', '')!r}"
+        if panel.get("id") in ids:
+            problems.append(f"{where}: id used twice")
+        ids.add(panel.get("id"))
+        grid = panel.get("gridPos") or {}
+        x, y, w, h = (grid.get(k) for k in ("x", "y", "w", "h"))
+        if not all(isinstance(v, int) for v in (x, y, w, h)) or x < 0 or w <= 0 or h <= 0 \
+                or x + w > GRID_COLUMNS:
+            problems.append(f"{where}: gridPos {grid} is not inside the {GRID_COLUMNS}-column grid")
+        else:
+            for other, (ox, oy, ow, oh) in boxes:
+                if x < ox + ow and ox < x + w and y < oy + oh and oy < y + h:
+                    problems.append(f"{where} overlaps panel {other}")
+            boxes.append((panel.get("id"), (x, y, w, h)))
+        if panel.get("type") == "row":
+            continue
+        uid, kind = datasource_uid(panel.get("datasource"))
+        if uid not in allowed or kind not in (None, "prometheus"):
+            problems.append(f"{where}: datasource {panel.get('datasource')} is not the "
+                            f"datasource variable {sorted(allowed)}")
+        targets = panel.get("targets") or []
+        if not targets:
+            problems.append(f"{where}: no targets")
+        for target in targets:
+            if not target.get("refId") or not str(target.get("expr", "")).strip():
+                problems.append(f"{where}: a target without refId or expr")
+            if "datasource" in target and datasource_uid(target["datasource"])[0] not in allowed:
+                problems.append(f"{where}: target {target.get('refId')} has another datasource")
+    report("grafana dashboard", problems)
+
+
+def mounts(service):
+    """{container path: host path} of a compose service's bind mounts (short syntax)."""
+    found = {}
+    for volume in service.get("volumes") or []:
+        if isinstance(volume, dict):
+            source, target = volume.get("source", ""), volume.get("target")
+        else:
+            source, target = (str(volume).split(":") + [""])[:2]
+        if source.startswith((".", "/")):
+            found[target] = (OBS / source).resolve() if source.startswith(".") else Path(source)
+        else:
+            found[target] = None  # a named volume
+    return found
+
+
+def host_path(service_mounts, container_path):
+    """The host file behind a container path, through the longest bind mount."""
+    for target in sorted((t for t in service_mounts if service_mounts[t]), key=len, reverse=True):
+        if container_path == target or container_path.startswith(target.rstrip("/") + "/"):
+            return service_mounts[target] / container_path[len(target):].lstrip("/")
+    return None
+
+
+def check_provisioning(compose, prometheus):
+    problems = []
+    services = compose.get("services") or {}
+    grafana = services.get("grafana") or {}
+    grafana_mounts = mounts(grafana)
+    provisioning = OBS / "grafana/provisioning"
+    sources = yaml.safe_load((provisioning / "datasources/prometheus.yaml").read_text()) or {}
+    prometheus_sources = [d for d in sources.get("datasources") or []
+                          if d.get("type") == "prometheus"]
+    if not prometheus_sources:
+        problems.append("no prometheus data source")
+    for source in prometheus_sources:
+        match = re.fullmatch(r"http://([\w.-]+):(\d+)/?", str(source.get("url", "")))
+        if not match or match.group(1) not in services:
+            problems.append(f"data source url {source.get('url')} is not a compose service")
+        elif match.group(2) != "9090":
+            problems.append(f"data source url {source.get('url')}: Prometheus listens on 9090")
+        interval = (source.get("jsonData") or {}).get("timeInterval")
+        if interval != prometheus.get("interval"):
+            problems.append(f"jsonData.timeInterval {interval} != scrape_interval "
+                            f"{prometheus.get('interval')}")
+    providers = yaml.safe_load((provisioning / "dashboards/cohort.yaml").read_text()) or {}
+    for provider in providers.get("providers") or []:
+        folder = host_path(grafana_mounts, (provider.get("options") or {}).get("path", ""))
+        if provider.get("type") != "file" or folder is None:
+            problems.append(f"provider {provider.get('name')}: path is not a bind mount "
+                            "of compose.yaml's grafana")
+        elif not (folder / "cohort.json").is_file():
+            problems.append(f"provider {provider.get('name')}: {folder} has no cohort.json")
+    if not providers.get("providers"):
+        problems.append("no dashboard provider")
+    mounted = host_path(grafana_mounts, "/etc/grafana/provisioning")
+    if mounted is None or mounted.resolve() != provisioning.resolve():
+        problems.append("compose.yaml does not mount grafana/provisioning "
+                        "at /etc/grafana/provisioning")
+    home = (grafana.get("environment") or {}).get("GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH")
+    if home and not (host_path(grafana_mounts, home) or Path("/nonexistent")).is_file():
+        problems.append(f"GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH {home} is not a mounted file")
+    report("grafana provisioning", problems)
+
+
+def check_compose(compose, flags_known, docker):
+    problems = []
+    services = compose.get("services") or {}
+    for name in ("cohortd", "prometheus", "grafana"):
+        if name not in services:
+            problems.append(f"no service {name}")
+    cohortd = services.get("cohortd") or {}
+    build = cohortd.get("build") or {}
+    context = (OBS / str(build.get("context", "."))).resolve()
+    if context != Path(".").resolve() or build.get("dockerfile") != "deploy/Dockerfile":
+        problems.append("cohortd is not built from the repository root with deploy/Dockerfile")
+    documents = Path("deploy/Dockerfile").read_text() + Path("deploy/README.md").read_text()
+    tags = set(re.findall(r"docker build -f deploy/Dockerfile -t ([\w./:-]+) \.", documents))
+    if cohortd.get("image") not in tags:
+        problems.append(f"cohortd image {cohortd.get('image')!r} is not the name deploy/Dockerfile "
+                        f"and deploy/README.md build ({sorted(tags)})")
+    flags = parse_flags(compose_list(cohortd.get("command")))
+    unknown = sorted(set(flags) - flags_known)
+    if unknown:
+        problems.append(f"cohortd command: unknown cohortd flags {unknown}")
+    for flag, value in (docker.get("flags") or {}).items():
+        if flags.get(flag) != value:
+            problems.append(f"cohortd command: --{flag}={flags.get(flag)}, the Dockerfile's "
+                            f"CMD has --{flag}={value} (a command replaces all of CMD)")
+    port = listen_port(flags, "cohortd command", problems)
+    if flags.get("metrics_host") != "0.0.0.0" or flags.get("metrics_port") is None:
+        problems.append("cohortd command: Prometheus needs --metrics_port and "
+                        "--metrics_host=0.0.0.0")
+    if flags.get("data_dir") not in mounts(cohortd):
+        problems.append(f"--data_dir={flags.get('data_dir')} is not a volume of the "
+                        "cohortd service")
+    grace = duration_seconds(cohortd.get("stop_grace_period"))
+    if grace is None or grace < MIN_STOP_SECONDS:
+        problems.append(f"cohortd stop_grace_period {cohortd.get('stop_grace_period')}: "
+                        f"want >= {MIN_STOP_SECONDS}s for the shutdown snapshot")
+    for name in ("prometheus", "grafana"):
+        image = (services.get(name) or {}).get("image")
+        if not pinned(image):
+            problems.append(f"{name} image {image!r} is not pinned to a version")
+    prometheus = services.get("prometheus") or {}
+    config = next((a.split("=", 1)[1] for a in compose_list(prometheus.get("command"))
+                   if a.startswith("--config.file=")), "/etc/prometheus/prometheus.yml")
+    config_host = host_path(mounts(prometheus), config)
+    wanted = (OBS / "prometheus/prometheus.yml").resolve()
+    if config_host is None or config_host.resolve() != wanted:
+        problems.append(f"prometheus --config.file={config} is not prometheus/prometheus.yml")
+    cli_flags = known_flags("client/cohort_main.cc")
+    for name, service in services.items():
+        for container_path, host in mounts(service).items():
+            if host is not None and not host.exists():
+                problems.append(f"{name}: bind mount {host} does not exist")
+        for published in service.get("ports") or []:
+            if not str(published).startswith("127.0.0.1:"):
+                problems.append(f"{name}: port {published} is published beyond 127.0.0.1")
+        if compose_list(service.get("entrypoint"))[:1] == ["/usr/local/bin/cohort"]:
+            cli = parse_flags(compose_list(service.get("command")))
+            unknown = sorted(set(cli) - cli_flags)
+            if unknown:
+                problems.append(f"{name}: unknown cohort flags {unknown}")
+            if cli.get("server") != f"cohortd:{port}":
+                problems.append(f"{name}: --server={cli.get('server')}, want cohortd:{port}")
+    report("compose", problems)
+    return {"metrics_port": flags.get("metrics_port")}
+
+
+def check_observability(flags_known, docker):
+    compose = guarded("compose", lambda: yaml.safe_load((OBS / "compose.yaml").read_text()) or {})
+    found = guarded("compose", check_compose, compose, flags_known, docker) if compose else {}
+    # compose.yaml repeats the Dockerfile's CMD flags (check_compose), so
+    # either gives the port Prometheus must scrape.
+    metrics_port = found.get("metrics_port") or (docker.get("flags") or {}).get("metrics_port")
+    prometheus = guarded("prometheus config", check_prometheus_config, metrics_port)
+    guarded("alert rules", check_alert_rules, prometheus.get("jobs") or set())
+    guarded("grafana dashboard", check_dashboard)
+    if compose:
+        guarded("grafana provisioning", check_provisioning, compose, prometheus)
+
+
 def guarded(name, check, *args):
     """check(*args), or a FAILED line if the files are too malformed to check."""
     try:
         return check(*args)
     except (OSError, KeyError, TypeError, AttributeError, ValueError, IndexError,
-            yaml.YAMLError) as error:
+            yaml.YAMLError) as error:  # json.JSONDecodeError is a ValueError
         report(name, [f"cannot check: {type(error).__name__}: {error}"])
         return {}
 
@@ -386,6 +743,7 @@ def main():
     report("data dir", [f"{where}: --data_dir={d}, want {DATA_DIR}"
                         for where, d in dirs.items()
                         if d != DATA_DIR and (where == "Dockerfile" or d is not None)])
+    check_observability(flags_known, docker)
     return 1 if failed else 0
 
 

@@ -36,6 +36,7 @@ readonly PACKAGES=(
   libclang-rt-14-dev  # libFuzzer and clang's sanitizer runtimes
   clang-tidy          # tools/tidy.sh
   valgrind            # valgrind/callgrind.h (bench/locality_probe); callgrind
+  prometheus          # promtool (deploy/check.sh) and prometheus (dashboard_test)
 )
 readonly EXPERIMENT_PACKAGES=(
   gnuplot-nox  # the report's PNG plots (pngcairo)
