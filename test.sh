@@ -14,7 +14,13 @@
 # bench/matcher_presets.sh --quick on small workloads and runs deploy/check.sh (tools/testing/scripts_test.sh; they
 # build with -c opt and install valgrind and gnuplot through tools/setup.sh
 # experiment; deploy/check.sh installs kubernetes-validate from PyPI into a
-# cache venv, and skips the schema check if it cannot).
+# cache venv, and skips the schema check if it cannot; the observability
+# files are checked with promtool and Compose v2, built once from the Go
+# module proxy).
+#
+# Then it tests the Python client (client/python: a venv of its own, mypy
+# --strict and pytest against a real cohortd; tools/testing/
+# python_client_test.sh).
 #
 # Then each libFuzzer target fuzzes for FUZZ_SECONDS from its seed corpus
 # (bench/fuzz.sh, built with clang; the corpora themselves are replayed by
@@ -108,6 +114,20 @@ echo "==> [scripts] tools/testing/scripts_test.sh"
 SCRIPTS_TEST_OUT="${RESULTS}/scripts" tools/testing/scripts_test.sh |
   tee "${RESULTS}/scripts.log"
 add_counts scripts "${RESULTS}/scripts.log"
+
+# The Python client (client/python): installed into a venv of its own,
+# mypy --strict, then its pytest suite against a real -c opt cohortd
+# (tools/testing/python_client_test.sh); every case counts.
+echo "==> [python] tools/testing/python_client_test.sh"
+if bazel build -c opt //service:cohortd >"${RESULTS}/python-build.log" 2>&1; then
+  PYTHON_CLIENT_TEST_OUT="${RESULTS}/python" \
+    COHORTD=.bazel/out/k8-opt/bin/service/cohortd \
+    tools/testing/python_client_test.sh | tee "${RESULTS}/python.log"
+else
+  tail -20 "${RESULTS}/python-build.log"
+  echo "python: 0 passed, 1 failed" | tee "${RESULTS}/python.log"
+fi
+add_counts python "${RESULTS}/python.log"
 
 # Fuzzing: the corpus replays ran above as tests (//...:*_fuzzer, plain
 # and under asan); here each libFuzzer target fuzzes for a short while from

@@ -1,0 +1,144 @@
+"""What cohort.Client and cohort.aio.Client share: settings, deadlines,
+and the decision whether a failed call is retried."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Optional, Sequence, Tuple, Union
+
+import grpc
+
+from cohort._convert import SequenceTracker
+from cohort._errors import DeadlineExceeded, from_rpc_error, status_code
+from cohort._options import (TLS, Retry, auth_metadata, channel_options,
+                             resolve_tls)
+
+# The client's default deadline for unary calls, in seconds: generous for a
+# Subscribe of 10,000 specs on a journaled server, short enough that a hung
+# call surfaces.
+DEFAULT_TIMEOUT = 10.0
+# PublishRequests of one publish_stream in flight by default: the server's
+# own --stream_window default, so the client keeps it busy without queuing.
+DEFAULT_WINDOW = 16
+# Events per PublishRequest of publish_stream by default: the partitioned
+# layout's largest cohort, so one request can fill one.
+DEFAULT_BATCH = 64
+
+ChannelOptions = Sequence[Tuple[str, Union[str, int]]]
+
+
+class Deadline:
+    """An absolute deadline on time.monotonic(); None: no deadline."""
+
+    __slots__ = ("at",)
+
+    def __init__(self, timeout: Optional[float]) -> None:
+        self.at = None if timeout is None else time.monotonic() + timeout
+
+    def remaining(self) -> Optional[float]:
+        """Seconds left; raises DeadlineExceeded if none are."""
+        if self.at is None:
+            return None
+        left = self.at - time.monotonic()
+        if left <= 0:
+            raise DeadlineExceeded(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                   "deadline passed before the call was made")
+        return left
+
+    def allows_sleep(self, seconds: float) -> bool:
+        return self.at is None or time.monotonic() + seconds < self.at
+
+
+def retryable(error: grpc.RpcError) -> bool:
+    """Whether a failure may be retried by an idempotent call."""
+    return status_code(error) == grpc.StatusCode.UNAVAILABLE
+
+
+class ClientBase:
+    """The settings of a client; its channel is made by the subclass.
+
+    Attributes:
+      target, timeout, retry: as given (retry defaulted).
+    """
+
+    def __init__(self, target: str, token: Optional[str],
+                 tls: Union[TLS, bool, None], timeout: Optional[float],
+                 retry: Optional[Retry], options: ChannelOptions) -> None:
+        self.target = target
+        self.timeout = timeout
+        self.retry = retry if retry is not None else Retry()
+        self._metadata = auth_metadata(token)
+        self._tls: Optional[TLS] = resolve_tls(tls)
+        self._channel_options = channel_options(self._tls, options)
+
+    def _timeout(self,
+                 timeout: Optional[float],
+                 default: bool = True) -> Optional[float]:
+        """A call's timeout: its own, else (if `default`) the client's."""
+        if timeout is not None:
+            if timeout <= 0:
+                raise ValueError(
+                    "timeout: seconds, above 0 (None: no deadline)")
+            return timeout
+        return self.timeout if default else None
+
+    def _retry_pause(self, error: grpc.RpcError, attempts: int,
+                     deadline: Deadline, idempotent: bool) -> float:
+        """The pause before retrying a call that failed with `error` after
+        `attempts` attempts; raises the error's CohortError if it is not
+        retried (not idempotent, not UNAVAILABLE, attempts or deadline
+        used up)."""
+        if not (idempotent and retryable(error) and
+                attempts < self.retry.max_attempts):
+            raise from_rpc_error(error) from None
+        pause = self.retry.backoff(attempts)
+        if not deadline.allows_sleep(pause):
+            raise from_rpc_error(error) from None
+        return pause
+
+
+class ListenerBase:
+    """What both clients' Listeners share: the stream's sequence accounting
+    and the retry of its connect.
+
+    Attributes:
+      received: deliveries received so far.
+      missed: deliveries lost so far (the sum of the gaps).
+      last_sequence: the highest Delivery.sequence seen.
+    """
+
+    def __init__(self, start: Callable[[], Any], retry: Retry,
+                 deadline: Deadline) -> None:
+        self._start = start
+        self._retry = retry
+        self._deadline = deadline
+        self._tracker = SequenceTracker()
+        self._attempts = 1
+        self._cancelled = False
+        self._call = start()
+
+    @property
+    def received(self) -> int:
+        return self._tracker.received
+
+    @property
+    def missed(self) -> int:
+        return self._tracker.missed
+
+    @property
+    def last_sequence(self) -> int:
+        return self._tracker.last_sequence
+
+    def _reconnect_pause(self, error: grpc.RpcError) -> Optional[float]:
+        """After the stream failed with `error`: the pause before starting
+        it again, or None if it is not retried (not UNAVAILABLE, after a
+        delivery — a new stream would restart its sequence and miss what
+        was published meanwhile — or attempts or deadline used up)."""
+        if not retryable(error) or self._tracker.received > 0:
+            return None
+        if self._attempts >= self._retry.max_attempts:
+            return None
+        pause = self._retry.backoff(self._attempts)
+        if not self._deadline.allows_sleep(pause):
+            return None
+        return pause

@@ -1,0 +1,309 @@
+"""Typed filter builders: F("price") <= 500, combined with & into a Filter.
+
+A Filter is a conjunction of predicates (cohort.v1.Predicate), the
+`predicates` of one SubscriptionSpec:
+
+    from cohort import F
+    f = (F("price") <= 500) & (F("kind") == "order") & F("coupon").not_exists()
+
+Python's & binds tighter than comparisons, so each comparison needs its
+parentheses: `F("price") <= 500 & F("kind") == 7` would mean
+`F("price") <= (500 & F("kind")) == 7`; F raises TypeError for that (and
+for `and`, which would silently drop a side) instead of building a wrong
+filter.
+
+Values are int (an int64 operand; bool is refused with TypeError, an int
+outside int64 with ValueError), str (sent as its UTF-8 bytes) or bytes
+(any bytes). Strings compare byte by byte, unsigned, in ranges.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, List, Sequence, Tuple, Union
+
+from cohort.v1 import pubsub_pb2 as pb
+
+# An operand or attribute value: int64, or a string (str as UTF-8, or bytes).
+Value = Union[int, str, bytes]
+
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+
+_PARENTHESES = ("combine comparisons with & and parenthesize each one: "
+                "(F('price') <= 500) & (F('kind') == 7)")
+
+
+def operand(value: object, what: str) -> Union[int, bytes]:
+    """value as an int64 (int) or string (bytes); else TypeError/ValueError."""
+    if isinstance(value, bool):
+        raise TypeError(f"{what}: bool is not a Cohort value (use 0 or 1)")
+    if isinstance(value, int):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise ValueError(f"{what}: {value} is outside int64")
+        return int(value)
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(
+        f"{what}: expected int, str or bytes, got {type(value).__name__}")
+
+
+def _set_operand(p: pb.Predicate, value: Union[int, bytes]) -> None:
+    if isinstance(value, int):
+        p.value = value
+    else:
+        p.string_value = value
+
+
+class Filter:
+    """A conjunction of predicates: what one subscription matches.
+
+    Built with F and &; also from pb Predicates (Filter(predicates)).
+    Immutable: & returns a new Filter. str(f) is the filter in the CLI's
+    grammar (client/README.md), which parse_filter() reads back.
+    """
+
+    __slots__ = ("_predicates",)
+
+    def __init__(self, predicates: Iterable[pb.Predicate]) -> None:
+        copies: List[pb.Predicate] = []
+        for p in predicates:
+            if not isinstance(p, pb.Predicate):
+                raise TypeError("Filter: expected cohort.v1 Predicate, got "
+                                f"{type(p).__name__}")
+            copy = pb.Predicate()
+            copy.CopyFrom(p)
+            copies.append(copy)
+        self._predicates: Tuple[pb.Predicate, ...] = tuple(copies)
+
+    @property
+    def predicates(self) -> Tuple[pb.Predicate, ...]:
+        """The predicates, in order (do not modify them)."""
+        return self._predicates
+
+    def __and__(
+            self, other: Union[Filter, pb.Predicate,
+                               Iterable[pb.Predicate]]) -> Filter:
+        if isinstance(other, F):
+            raise TypeError(f"& with a bare F: {_PARENTHESES}")
+        if isinstance(other, Filter):
+            return Filter(self._predicates + other._predicates)
+        if isinstance(other, pb.Predicate):
+            return Filter(self._predicates + (other,))
+        if isinstance(other, (str, bytes, int)):
+            raise TypeError(f"& with {type(other).__name__}: {_PARENTHESES}")
+        return Filter(self._predicates + tuple(other))
+
+    def __rand__(self, other: Union[pb.Predicate,
+                                    Iterable[pb.Predicate]]) -> Filter:
+        if isinstance(other, (str, bytes, int)):
+            raise TypeError(f"& with {type(other).__name__}: {_PARENTHESES}")
+        if isinstance(other, pb.Predicate):
+            return Filter((other,) + self._predicates)
+        return Filter(tuple(other) + self._predicates)
+
+    def __bool__(self) -> bool:
+        raise TypeError(f"a Filter has no truth value ('and', 'or' and chained "
+                        f"comparisons would drop a side): {_PARENTHESES}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Filter):
+            return NotImplemented
+        return self._predicates == other._predicates
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __len__(self) -> int:
+        return len(self._predicates)
+
+    def __str__(self) -> str:
+        return format_predicates(self._predicates)
+
+    def __repr__(self) -> str:
+        return f"Filter({str(self)!r})"
+
+
+class F:
+    """An attribute, to compare: F("price") <= 500 is a one-predicate Filter.
+
+    Operators: == != < <= > >=, and the methods between, isin, not_in,
+    prefix (also startswith), exists and not_exists. Values: int, str or
+    bytes.
+    """
+
+    __slots__ = ("attribute",)
+
+    def __init__(self, attribute: str) -> None:
+        if not isinstance(attribute, str):
+            raise TypeError(
+                f"F: attribute name must be str, got {type(attribute).__name__}"
+            )
+        self.attribute = attribute
+
+    def _compare(self, op: pb.Op.ValueType, value: object) -> Filter:
+        p = pb.Predicate(attribute=self.attribute, op=op)
+        _set_operand(p, operand(value, f"F({self.attribute!r})"))
+        return Filter((p,))
+
+    def __eq__(self, value: Value) -> Filter:  # type: ignore[override]
+        return self._compare(pb.OP_EQ, value)
+
+    def __ne__(self, value: Value) -> Filter:  # type: ignore[override]
+        return self._compare(pb.OP_NE, value)
+
+    def __lt__(self, value: Value) -> Filter:
+        return self._compare(pb.OP_LT, value)
+
+    def __le__(self, value: Value) -> Filter:
+        return self._compare(pb.OP_LE, value)
+
+    def __gt__(self, value: Value) -> Filter:
+        return self._compare(pb.OP_GT, value)
+
+    def __ge__(self, value: Value) -> Filter:
+        return self._compare(pb.OP_GE, value)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def between(self, low: Value, high: Value) -> Filter:
+        """low <= x <= high (both inclusive; both int or both strings)."""
+        what = f"F({self.attribute!r}).between"
+        lo, hi = operand(low, what), operand(high, what)
+        p = pb.Predicate(attribute=self.attribute, op=pb.OP_BETWEEN)
+        if isinstance(lo, int) and isinstance(hi, int):
+            ordered = lo <= hi
+            p.value, p.upper = lo, hi
+        elif isinstance(lo, bytes) and isinstance(hi, bytes):
+            ordered = lo <= hi  # bytes compare unsigned, as the server does
+            p.string_value, p.string_upper = lo, hi
+        else:
+            raise TypeError(f"{what}: bounds of one type (int, or str/bytes)")
+        if not ordered:
+            raise ValueError(f"{what}: low {low!r} is above high {high!r}")
+        return Filter((p,))
+
+    def _list(self, op: pb.Op.ValueType, name: str,
+              values: Iterable[Value]) -> Filter:
+        what = f"F({self.attribute!r}).{name}"
+        if isinstance(values, (str, bytes)):
+            raise TypeError(f"{what}: takes a list of values, not one string")
+        items = [operand(v, what) for v in values]
+        if not items:
+            raise ValueError(f"{what}: needs at least one value")
+        p = pb.Predicate(attribute=self.attribute, op=op)
+        ints = [v for v in items if isinstance(v, int)]
+        strings = [v for v in items if isinstance(v, bytes)]
+        if ints and strings:
+            raise TypeError(f"{what}: values of one type (int, or str/bytes)")
+        if ints:
+            p.int64_values.values.extend(ints)
+        else:
+            p.string_values.values.extend(strings)
+        return Filter((p,))
+
+    def isin(self, values: Iterable[Value]) -> Filter:
+        """x is one of values (OP_IN)."""
+        return self._list(pb.OP_IN, "isin", values)
+
+    def not_in(self, values: Iterable[Value]) -> Filter:
+        """x is none of values (OP_NOT_IN); false if the event lacks x."""
+        return self._list(pb.OP_NOT_IN, "not_in", values)
+
+    def prefix(self, prefix: Union[str, bytes]) -> Filter:
+        """x is a string starting with prefix (OP_PREFIX)."""
+        value = operand(prefix, f"F({self.attribute!r}).prefix")
+        if not isinstance(value, bytes):
+            raise TypeError(
+                f"F({self.attribute!r}).prefix: a string, not an int")
+        return Filter((pb.Predicate(attribute=self.attribute,
+                                    op=pb.OP_PREFIX,
+                                    string_value=value),))
+
+    startswith = prefix
+
+    def exists(self) -> Filter:
+        """The event carries the attribute, of either type (OP_EXISTS)."""
+        return Filter((pb.Predicate(attribute=self.attribute,
+                                    op=pb.OP_EXISTS),))
+
+    def not_exists(self) -> Filter:
+        """The event does not carry the attribute (OP_NOT_EXISTS)."""
+        return Filter((pb.Predicate(attribute=self.attribute,
+                                    op=pb.OP_NOT_EXISTS),))
+
+    def __and__(self, other: object) -> Filter:
+        raise TypeError(f"F({self.attribute!r}) & ...: {_PARENTHESES}")
+
+    __rand__ = __and__
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            f"F({self.attribute!r}) has no truth value: {_PARENTHESES}")
+
+    def __repr__(self) -> str:
+        return f"F({self.attribute!r})"
+
+
+# Text form, in the CLI's grammar (client/parse.h, FormatPredicate).
+
+_OP_TEXT = {
+    pb.OP_EQ: "=",
+    pb.OP_NE: "!=",
+    pb.OP_LT: "<",
+    pb.OP_LE: "<=",
+    pb.OP_GT: ">",
+    pb.OP_GE: ">="
+}
+
+
+def format_string(value: bytes) -> str:
+    """A string literal as the CLI prints it: printable ASCII as is, '"' and
+    '\\' escaped, every other byte as \\xHH."""
+    out = ['"']
+    for b in value:
+        if b in (0x22, 0x5C):
+            out.append("\\" + chr(b))
+        elif 0x20 <= b < 0x7F:
+            out.append(chr(b))
+        else:
+            out.append(f"\\x{b:02X}")
+    out.append('"')
+    return "".join(out)
+
+
+def _format_value(p: pb.Predicate) -> str:
+    if p.WhichOneof("operand") == "string_value":
+        return format_string(p.string_value)
+    return str(p.value)
+
+
+def format_predicate(p: pb.Predicate) -> str:
+    """One predicate in the CLI's grammar, e.g. 'price <= 500'."""
+    name = p.attribute
+    if p.op in _OP_TEXT:
+        return f"{name} {_OP_TEXT[p.op]} {_format_value(p)}"
+    if p.op == pb.OP_BETWEEN:
+        if p.WhichOneof("operand") == "string_value":
+            return (f"{name} between {format_string(p.string_value)} and "
+                    f"{format_string(p.string_upper)}")
+        return f"{name} between {p.value} and {p.upper}"
+    if p.op in (pb.OP_IN, pb.OP_NOT_IN):
+        kind = p.WhichOneof("operand")
+        values: Sequence[str] = (
+            [format_string(v) for v in p.string_values.values] if kind
+            == "string_values" else [str(v) for v in p.int64_values.values])
+        word = "in" if p.op == pb.OP_IN else "not in"
+        return f"{name} {word} [{', '.join(values)}]"
+    if p.op == pb.OP_PREFIX:
+        return f"{name} prefix {format_string(p.string_value)}"
+    if p.op == pb.OP_EXISTS:
+        return f"exists {name}"
+    if p.op == pb.OP_NOT_EXISTS:
+        return f"not exists {name}"
+    raise ValueError(f"predicate on {name!r}: op {p.op} has no text form")
+
+
+def format_predicates(predicates: Iterable[pb.Predicate]) -> str:
+    """A conjunction in the CLI's grammar: 'a = 1 and b prefix "x"'."""
+    return " and ".join(format_predicate(p) for p in predicates)

@@ -1,0 +1,106 @@
+"""A brute-force reference matcher with the semantics of pubsub.proto.
+
+matches(filter, event) says whether a subscription with those predicates
+matches the event, evaluated predicate by predicate in plain Python. It is
+slow and meant for tests and for checking what a filter means:
+
+    >>> from cohort import F, matches
+    >>> f = (F("price") <= 500) & (F("kind") == "order")
+    >>> matches(f, {"price": 420, "kind": "order"})
+    True
+
+The rules (pubsub.proto, Op): every operator but NOT_EXISTS needs the
+attribute (so NE and NOT_IN do not match an event lacking it); an int64
+operand never matches a string value or the reverse; strings compare byte
+by byte, unsigned (Python's bytes order); EXISTS holds for a value of either
+type; a comparison without an operand compares with the int64 0, and an
+attribute without a value is the int64 0.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, Iterable, Mapping, Optional, Union
+
+from cohort._convert import EventLike, attributes_of, fill_event
+from cohort._filters import Filter
+from cohort.v1 import pubsub_pb2 as pb
+
+Scalar = Union[int, bytes]
+
+
+def _event_values(event: EventLike) -> Mapping[str, Scalar]:
+    if isinstance(event, pb.Event):
+        return attributes_of(event)
+    message = pb.Event()
+    fill_event(message, event)
+    return attributes_of(message)
+
+
+def _operand(p: pb.Predicate) -> Scalar:
+    return p.string_value if p.WhichOneof(
+        "operand") == "string_value" else p.value
+
+
+def _compare(x: Scalar, y: Scalar) -> Optional[int]:
+    """-1, 0 or 1 as x is below, equal to or above y; None across types."""
+    if isinstance(x, int) and isinstance(y, int):
+        return (x > y) - (x < y)
+    if isinstance(x, bytes) and isinstance(y, bytes):
+        return (x > y) - (x < y)  # unsigned byte order, shorter first
+    return None
+
+
+_HOLDS: Dict[int, Callable[[int], bool]] = {
+    pb.OP_EQ: lambda c: c == 0,
+    pb.OP_NE: lambda c: c != 0,
+    pb.OP_LT: lambda c: c < 0,
+    pb.OP_LE: lambda c: c <= 0,
+    pb.OP_GT: lambda c: c > 0,
+    pb.OP_GE: lambda c: c >= 0,
+}
+
+
+def _holds(p: pb.Predicate, x: Optional[Scalar]) -> bool:
+    op = p.op
+    if op == pb.OP_NOT_EXISTS:
+        return x is None
+    if x is None:
+        return False
+    if op == pb.OP_EXISTS:
+        return True
+    if op in (pb.OP_IN, pb.OP_NOT_IN):
+        values: Iterable[Scalar]
+        if p.WhichOneof("operand") == "string_values":
+            values = list(p.string_values.values)
+        else:
+            values = list(p.int64_values.values)
+        same_type = [v for v in values if type(v) is type(x)]
+        if not same_type:
+            return False  # a list of the other type never holds
+        return (x in same_type) == (op == pb.OP_IN)
+    if op == pb.OP_PREFIX:
+        return isinstance(x, bytes) and x.startswith(p.string_value)
+    c = _compare(x, _operand(p))
+    if c is None:
+        return False  # an operand of the other type never holds
+    if op == pb.OP_BETWEEN:
+        upper: Scalar = (p.string_upper if p.WhichOneof("upper_operand")
+                         == "string_upper" else p.upper)
+        c_upper = _compare(x, upper)
+        return c >= 0 and c_upper is not None and c_upper <= 0
+    if op in _HOLDS:
+        return _HOLDS[op](c)
+    raise ValueError(f"predicate on {p.attribute!r}: invalid op {p.op}")
+
+
+def matches(filter: Union[Filter, pb.SubscriptionSpec, Iterable[pb.Predicate]],
+            event: EventLike) -> bool:
+    """Whether every predicate of filter holds for event (the proto's rules)."""
+    if isinstance(filter, Filter):
+        preds: Iterable[pb.Predicate] = filter.predicates
+    elif isinstance(filter, pb.SubscriptionSpec):
+        preds = filter.predicates
+    else:
+        preds = filter
+    values = _event_values(event)
+    return all(_holds(p, values.get(p.attribute)) for p in preds)

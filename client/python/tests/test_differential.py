@@ -1,0 +1,145 @@
+"""Randomized differential check: cohortd's matches against cohort.matches.
+
+Property: for random subscriptions (every operator, int and string
+operands, attributes sent with either type) and random events, the ids
+Publish returns are exactly those of the live subscriptions whose
+predicates the brute-force reference matcher says hold, before and after
+unsubscribing a random part of them.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Dict, Iterator, List
+
+import pytest
+
+import cohort
+from cohort import F, Filter
+from helpers import Server
+
+INT_ATTRIBUTES = ["i0", "i1", "i2"]
+STRING_ATTRIBUTES = ["s0", "s1"]
+MIXED = "m"  # sent as an int64 by some events, as a string by others
+STRINGS = [
+    b"", b"a", b"ab", b"abc", b"b", b"ba", b"\xff", b"\x00", b"a\xff",
+    "é".encode(), b"z"
+]
+
+
+@pytest.fixture()
+def fresh_server() -> Iterator[Server]:
+    """A server of our own: every live subscription is one this test made."""
+    s = Server("--partitions=2")
+    yield s
+    s.stop()
+
+
+def random_operand(rng: random.Random, strings: bool) -> cohort.Value:
+    return rng.choice(STRINGS) if strings else rng.randint(-6, 6)
+
+
+def random_predicate(rng: random.Random) -> Filter:
+    name = rng.choice(INT_ATTRIBUTES + STRING_ATTRIBUTES + [MIXED])
+    strings = (name in STRING_ATTRIBUTES or
+               (name == MIXED and rng.random() < 0.5) or rng.random() < 0.1)
+    a = F(name)
+    kind = rng.randrange(12)
+    v = random_operand(rng, strings)
+    if kind < 6:
+        return [a.__eq__, a.__ne__, a.__lt__, a.__le__, a.__gt__,
+                a.__ge__][kind](v)
+    if kind == 6:
+        w = random_operand(rng, strings)
+        lo, hi = (v, w) if v <= w else (w, v)  # type: ignore[operator]
+        return a.between(lo, hi)
+    if kind in (7, 8):
+        values = [
+            random_operand(rng, strings) for _ in range(rng.randint(1, 4))
+        ]
+        return a.isin(values) if kind == 7 else a.not_in(values)
+    if kind == 9:
+        return a.prefix(rng.choice(STRINGS[:6]))
+    return a.exists() if kind == 10 else a.not_exists()
+
+
+def random_filter(rng: random.Random) -> Filter:
+    f = random_predicate(rng)
+    for _ in range(rng.randrange(3)):
+        f = f & random_predicate(rng)
+    return f
+
+
+def random_event(rng: random.Random) -> Dict[str, cohort.AttributeValue]:
+    event: Dict[str, cohort.AttributeValue] = {}
+    for name in INT_ATTRIBUTES:
+        if rng.random() < 0.7:
+            event[name] = rng.randint(-7, 7)
+    for name in STRING_ATTRIBUTES:
+        if rng.random() < 0.7:
+            event[name] = rng.choice(STRINGS)
+    if rng.random() < 0.7:
+        event[MIXED] = rng.choice(
+            STRINGS) if rng.random() < 0.5 else rng.randint(-7, 7)
+    if rng.random() < 0.7:
+        event["s1"] = rng.randint(-7, 7)  # a string attribute sent as an int64
+    if not event:
+        event["other"] = 1
+    return event
+
+
+def check_against_reference(
+        client: cohort.Client, live: Dict[int, Filter],
+        events: List[Dict[str, cohort.AttributeValue]]) -> int:
+    """Publishes events; asserts the ids; returns the number of matches."""
+    total = 0
+    for start in range(0, len(events), 100):
+        batch = events[start:start + 100]
+        results = client.publish(batch, return_ids=True)
+        assert len(results) == len(batch)
+        for event, result in zip(batch, results):
+            expected = sorted(
+                sid for sid, f in live.items() if cohort.matches(f, event))
+            got = list(result.subscription_ids)
+            extra = [str(live[i]) for i in set(got) - set(expected)]
+            missing = [str(live[i]) for i in set(expected) - set(got)]
+            assert got == expected, (
+                f"event {event}: extra {extra}, missing {missing}")
+            assert result.match_count == len(expected)
+            total += len(expected)
+    return total
+
+
+def run_differential(client: cohort.Client, seed: int, text: bool) -> None:
+    rng = random.Random(seed)
+    filters = [random_filter(rng) for _ in range(300)]
+    live: Dict[int, Filter] = {}
+    for start in range(0, len(filters), 50):
+        chunk = filters[start:start + 50]
+        if text:  # each filter's CLI text, parsed by the server
+            ids = client.subscribe("diff", str(chunk[0]),
+                                   *[str(f) for f in chunk[1:]])
+        else:
+            ids = client.subscribe("diff", chunk[0], *chunk[1:])
+        live.update(zip(ids, chunk))
+    assert len(live) == len(filters)
+    events = [random_event(rng) for _ in range(500)]
+    matched = check_against_reference(client, live, events)
+    assert matched > 500  # the workload is not vacuous
+    gone = rng.sample(sorted(live), len(live) // 3)
+    client.unsubscribe(gone)
+    for sid in gone:
+        del live[sid]
+    check_against_reference(client, live, events)
+
+
+def test_random_subscriptions_match_like_the_reference(
+        fresh_server: Server) -> None:
+    with cohort.Client(fresh_server.target) as client:
+        run_differential(client, seed=1, text=False)
+
+
+def test_text_subscriptions_match_like_the_reference(
+        fresh_server: Server) -> None:
+    with cohort.Client(fresh_server.target) as client:
+        run_differential(client, seed=2, text=True)

@@ -1,0 +1,123 @@
+"""parse_filter (the ParseFilter RPC): round trips and its errors."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import cohort
+from cohort import F, Filter, format_predicates
+from cohort.v1 import pubsub_pb2 as pb
+
+TEXTS = [
+    "price <= 500 and kind = 7",
+    'type = "order" and region in ["eu-west", "eu-north"] and '
+    'path prefix "/api/" and price between 10 and 20 and not exists coupon',
+    "a == 1 && b <> 2, c lt 3 AND d ge -4",
+    "x in 1 .. 5 and y not in [1, 2, 2] and exists z",
+    'name != "caf\\xC3\\xA9" and q < "\\"\\\\\\n\\t\\r\\0\\xff"',
+    "n between -9_223_372_036_854_775_808 and 9223372036854775807",
+    "and = 1 and between = 2",
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_text_round_trips_through_the_printed_form(client: cohort.Client,
+                                                   text: str) -> None:
+    predicates = client.parse_filter(text)
+    assert predicates
+    again = client.parse_filter(format_predicates(predicates))
+    assert again == predicates
+
+
+def test_parse_gives_the_builders_predicates(client: cohort.Client) -> None:
+    f = ((F("price") <= 500) & (F("type") == "order") &
+         F("region").isin(["eu", "us"]) & F("p").prefix(b"/\xff") &
+         F("n").between(-5, 5) & F("c").not_exists() & F("k").not_in([1, 2]) &
+         F("e").exists() & (F("s") > "m") & (F("t") != -1))
+    assert client.parse_filter(str(f)) == list(f.predicates)
+    assert client.parse_filter("price <= 500 and kind = 7") == list(
+        ((F("price") <= 500) & (F("kind") == 7)).predicates)
+
+
+def random_value(rng: random.Random, strings: bool) -> cohort.Value:
+    if strings:
+        return bytes(rng.randrange(256) for _ in range(rng.randrange(6)))
+    return rng.choice([0, -1, 1, rng.randrange(-(1 << 63), 1 << 63)])
+
+
+def random_filter(rng: random.Random) -> Filter:
+    parts = []
+    for _ in range(rng.randrange(1, 5)):
+        a = F(rng.choice(["a", "b_1", "c.d", "E-f", "_"]))
+        strings = rng.random() < 0.5
+        v = random_value(rng, strings)
+        kind = rng.randrange(10)
+        if kind < 6:
+            parts.append(
+                [a.__eq__, a.__ne__, a.__lt__, a.__le__, a.__gt__,
+                 a.__ge__][kind](v))
+        elif kind == 6:
+            lo, hi = sorted([v, random_value(rng, strings)])
+            parts.append(a.between(lo, hi))
+        elif kind == 7:
+            values = [
+                random_value(rng, strings) for _ in range(rng.randrange(1, 5))
+            ]
+            parts.append(
+                a.isin(values) if rng.random() < 0.5 else a.not_in(values))
+        elif kind == 8:
+            parts.append(
+                a.prefix(
+                    bytes(rng.randrange(256) for _ in range(rng.randrange(4)))))
+        else:
+            parts.append(a.exists() if rng.random() < 0.5 else a.not_exists())
+    result = parts[0]
+    for p in parts[1:]:
+        result = result & p
+    return result
+
+
+def test_random_builder_filters_round_trip(client: cohort.Client) -> None:
+    rng = random.Random(20261127)
+    for _ in range(200):
+        f = random_filter(rng)
+        assert client.parse_filter(str(f)) == list(f.predicates), str(f)
+
+
+def test_syntax_error_is_invalid_argument_with_carets(
+        client: cohort.Client) -> None:
+    with pytest.raises(cohort.InvalidArgument) as e:
+        client.parse_filter("price is 5")
+    assert e.value.details == (
+        'filter: column 7: expected an operator (=, !=, <, <=, >, >=, '
+        'between, in, not in, prefix), got "is"\n  price is 5\n        ^^')
+    with pytest.raises(cohort.InvalidArgument, match="column 9"):
+        client.parse_filter("price <=")
+
+
+def test_limits_are_checked_like_subscribe(client: cohort.Client) -> None:
+    with pytest.raises(cohort.InvalidArgument) as e:
+        client.parse_filter("x in [" + ", ".join(str(i) for i in range(65)) +
+                            "]")
+    assert e.value.details.startswith("predicates[0].int64_values")
+    assert "--max_set_size" in e.value.details
+    with pytest.raises(cohort.InvalidArgument, match="65536"):
+        client.parse_filter("x = 1 and " * 6554)
+
+
+def test_bad_text_in_subscribe_subscribes_nothing(client: cohort.Client,
+                                                  subscriber: str) -> None:
+    before = client.stats().subscriptions
+    with pytest.raises(cohort.InvalidArgument,
+                       match="^INVALID_ARGUMENT: filter: column"):
+        client.subscribe(subscriber, "py_ok = 1", "py_bad is 2")
+    assert client.stats().subscriptions == before
+
+
+def test_parse_filter_needs_no_subscription(client: cohort.Client) -> None:
+    before = client.stats().subscriptions
+    [p] = client.parse_filter("py_nothing = 1")
+    assert p == pb.Predicate(attribute="py_nothing", op=pb.OP_EQ, value=1)
+    assert client.stats().subscriptions == before
