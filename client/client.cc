@@ -25,13 +25,14 @@ namespace cohort {
 namespace client {
 namespace {
 
-// Stats is retried on UNAVAILABLE: three attempts ride out a server that is
-// briefly unreachable (a restart, a dropped connection) without making a
-// caller that cannot reach the server wait long.
-constexpr int kStatsAttempts = 3;
+// Stats and ParseFilter, which change nothing, are retried on UNAVAILABLE:
+// three attempts ride out a server that is briefly unreachable (a restart,
+// a dropped connection) without making a caller that cannot reach the
+// server wait long.
+constexpr int kIdempotentAttempts = 3;
 // Pause before the first retry, doubled for the next: short, since Stats is
 // interactive (the CLI) and the whole call stays within the deadline.
-constexpr absl::Duration kStatsBackoff = absl::Milliseconds(50);
+constexpr absl::Duration kIdempotentBackoff = absl::Milliseconds(50);
 
 // The longest token the server accepts (service/api/auth.h CheckToken).
 constexpr size_t kMaxTokenBytes = 4096;
@@ -456,6 +457,32 @@ void AddToken(const ClientSecurity& security, grpc::ClientContext* context) {
                        absl::StrCat("Bearer ", security.token));
 }
 
+namespace {
+
+// Runs `call` (one attempt, on the context it is given) until it succeeds,
+// fails with anything but UNAVAILABLE, or kIdempotentAttempts attempts or
+// options.deadline are used up; returns the last attempt's status. Only for
+// calls that change nothing.
+template <typename Call>
+absl::Status CallIdempotent(const ClientOptions& options, Call call) {
+  const absl::Time deadline = absl::Now() + options.deadline;
+  absl::Duration backoff = kIdempotentBackoff;
+  for (int attempt = 1;; ++attempt) {
+    grpc::ClientContext context;
+    SetDeadline(deadline, &context);
+    AddToken(options.security, &context);
+    const absl::Status status = call(&context);
+    if (status.ok() || status.code() != absl::StatusCode::kUnavailable ||
+        attempt == kIdempotentAttempts || absl::Now() + backoff >= deadline) {
+      return status;
+    }
+    absl::SleepFor(backoff);
+    backoff *= 2;
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
     const ClientOptions& options) {
   if (absl::Status status = CheckOptions(options); !status.ok()) {
@@ -561,23 +588,30 @@ absl::StatusOr<v1::PublishResponse> Client::Publish(
 }
 
 absl::StatusOr<v1::Stats> Client::Stats() {
-  const absl::Time deadline = absl::Now() + options_.deadline;
-  absl::Duration backoff = kStatsBackoff;
-  for (int attempt = 1;; ++attempt) {
-    grpc::ClientContext context;
-    SetDeadline(deadline, &context);
-    AddToken(options_.security, &context);
-    v1::Stats stats;
-    const absl::Status status =
-        FromGrpc(stub_->GetStats(&context, v1::GetStatsRequest(), &stats));
-    if (status.ok()) return stats;
-    if (status.code() != absl::StatusCode::kUnavailable ||
-        attempt == kStatsAttempts || absl::Now() + backoff >= deadline) {
-      return status;
-    }
-    absl::SleepFor(backoff);
-    backoff *= 2;
-  }
+  v1::Stats stats;
+  const absl::Status status =
+      CallIdempotent(options_, [&](grpc::ClientContext* context) {
+        stats.Clear();
+        return FromGrpc(
+            stub_->GetStats(context, v1::GetStatsRequest(), &stats));
+      });
+  if (!status.ok()) return status;
+  return stats;
+}
+
+absl::StatusOr<std::vector<v1::Predicate>> Client::ParseFilter(
+    const std::string& filter) {
+  v1::ParseFilterRequest request;
+  request.set_filter(filter);
+  v1::ParseFilterResponse response;
+  const absl::Status status =
+      CallIdempotent(options_, [&](grpc::ClientContext* context) {
+        response.Clear();
+        return FromGrpc(stub_->ParseFilter(context, request, &response));
+      });
+  if (!status.ok()) return status;
+  return std::vector<v1::Predicate>(response.predicates().begin(),
+                                    response.predicates().end());
 }
 
 std::unique_ptr<Client::Publisher> Client::OpenPublisher() {

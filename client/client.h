@@ -2,11 +2,11 @@
 // what applications and the `cohort` CLI use to talk to cohortd.
 //
 // A Client owns one gRPC channel to one server and offers blocking calls
-// (Subscribe, Unsubscribe, Publish, Stats) plus two long-lived streams: a
-// Publisher (PublishStream, with a bounded number of requests outstanding)
-// and a Listening (Listen, delivering events to a callback). Errors are the
-// server's gRPC status converted to absl::Status with the same code and
-// message (see the error list at the top of pubsub.proto).
+// (Subscribe, Unsubscribe, Publish, Stats, ParseFilter) plus two long-lived
+// streams: a Publisher (PublishStream, with a bounded number of requests
+// outstanding) and a Listening (Listen, delivering events to a callback).
+// Errors are the server's gRPC status converted to absl::Status with the
+// same code and message (see the error list at the top of pubsub.proto).
 //
 // Security: ClientOptions::security turns on TLS (verifying the server's
 // certificate, optionally presenting a client certificate for mutual TLS)
@@ -16,9 +16,10 @@
 // loopback.
 //
 // Deadlines and retries: every blocking call carries ClientOptions::deadline.
-// Only Stats, which changes nothing, is retried (on UNAVAILABLE, a few times
-// with a short backoff); Subscribe, Unsubscribe and Publish are never
-// retried, since a call that timed out may still have been applied.
+// Only Stats and ParseFilter, which change nothing, are retried (on
+// UNAVAILABLE, a few times with a short backoff); Subscribe, Unsubscribe and
+// Publish are never retried, since a call that timed out may still have
+// been applied.
 //
 //   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect({});
 //   if (!client.ok()) return client.status();
@@ -153,6 +154,12 @@ class Client {
   // Stats() returns the server's counters and stage profile. Retried (up to
   // 3 attempts, short backoff) on UNAVAILABLE, all within options.deadline.
   absl::StatusOr<v1::Stats> Stats();
+
+  // ParseFilter() parses `filter`, written in the CLI's grammar (parse.h),
+  // on the server (rpc ParseFilter), checked against the server's limits.
+  // Retried as Stats is.
+  absl::StatusOr<std::vector<v1::Predicate>> ParseFilter(
+      const std::string& filter);
 
   // A stream of PublishRequests (rpc PublishStream). Obtain with
   // OpenPublisher(); the Client must outlive it.

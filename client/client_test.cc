@@ -21,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/parse.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/cohort/v1/pubsub.pb.h"
@@ -538,6 +539,34 @@ TEST(ClientStats, UnreachableServerIsUnavailableAfterRetries) {
   EXPECT_EQ(stats.status().code(), absl::StatusCode::kUnavailable)
       << stats.status();
   EXPECT_LT(absl::Now() - start, kPrompt);
+}
+
+// ParseFilter returns the server's parse of the CLI grammar (the same as
+// the local parser's) and its errors; unreachable, it is UNAVAILABLE.
+TEST(ClientParseFilter, ReturnsTheServersParseAndErrors) {
+  std::unique_ptr<CohortServer> server = StartServer();
+  ASSERT_NE(server, nullptr);
+  std::unique_ptr<Client> client = ConnectOrDie(OptionsFor(*server));
+  ASSERT_NE(client, nullptr);
+  const std::string text = R"(price <= 500 and kind in ["a", "b"])";
+  absl::StatusOr<std::vector<v1::Predicate>> parsed =
+      client->ParseFilter(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  absl::StatusOr<std::vector<v1::Predicate>> local = ParseSubscription(text);
+  ASSERT_TRUE(local.ok()) << local.status();
+  ASSERT_EQ(parsed->size(), local->size());
+  for (size_t i = 0; i < parsed->size(); ++i) {
+    EXPECT_EQ((*parsed)[i].SerializeAsString(),
+              (*local)[i].SerializeAsString());
+  }
+  parsed = client->ParseFilter("price is 5");
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(parsed.status().message(), HasSubstr("filter: column 7"));
+  EXPECT_EQ(LiveSubscriptions(client.get()), 0u);
+  server.reset();
+  parsed = client->ParseFilter(text);
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kUnavailable)
+      << parsed.status();
 }
 
 TEST(ClientFromGrpc, KeepsCodeAndMessage) {

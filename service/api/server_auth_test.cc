@@ -135,10 +135,14 @@ TEST(ServerAuth, CallsWithoutATokenAreUnauthenticated) {
   ExpectCode(PublishStreamStatus(anonymous.get()), kNo,
              "no token: publishing needs a publisher's token");
   EXPECT_EQ(Subscriptions(*server), 0u);
-  // GetStats is open.
+  // GetStats and ParseFilter are open.
   absl::StatusOr<v1::Stats> stats = anonymous->Stats();
   ASSERT_TRUE(stats.ok()) << stats.status();
   EXPECT_EQ(stats->events_published(), 0u);
+  absl::StatusOr<std::vector<v1::Predicate>> parsed =
+      anonymous->ParseFilter("key = 1");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->size(), 1u);
 }
 
 TEST(ServerAuth, UnknownTokensAreUnauthenticatedEverywhere) {
@@ -153,6 +157,7 @@ TEST(ServerAuth, UnknownTokensAreUnauthenticatedEverywhere) {
   ExpectCode(stranger->Publish(testing::KeyEvent(1)).status(), kNo, kWhy);
   ExpectCode(PublishStreamStatus(stranger.get()), kNo, kWhy);
   ExpectCode(stranger->Stats().status(), kNo, kWhy);
+  ExpectCode(stranger->ParseFilter("key = 1").status(), kNo, kWhy);
   // A token's hash is not a token.
   std::unique_ptr<Client> hasher = ConnectAs(*server, Sha256Hex(kAlice));
   ExpectCode(hasher->Subscribe({KeySpec("alice", 1)}).status(), kNo, kWhy);

@@ -31,6 +31,7 @@ if [[ -z "${out}" ]]; then
   trap 'rm -rf "${out}"' EXIT
 fi
 mkdir -p "${out}"
+out=$(cd "${out}" && pwd)  # pytest runs in ${PKG}: the report path must be absolute
 
 finish() {  # finish PASSED FAILED
   echo "python: $1 passed, $2 failed"
