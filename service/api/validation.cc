@@ -277,30 +277,39 @@ absl::Status CheckPredicate(const FieldPath& path,
   return absl::OkStatus();
 }
 
+// A subscription's predicates, under `parent` (nullptr: at the top level,
+// as ParseFilter's response has them): 1 to limits.max_predicates of them,
+// each valid. `Predicates` is any container of v1::Predicate.
+template <typename Predicates>
+absl::Status CheckPredicates(const FieldPath* parent,
+                             const Predicates& predicates,
+                             const Limits& limits) {
+  const FieldPath list{parent, "predicates"};
+  const size_t count = static_cast<size_t>(predicates.size());
+  if (count == 0) {
+    return Invalid(list, "empty; a subscription needs 1 to ",
+                   limits.max_predicates, " predicates");
+  }
+  if (count > limits.max_predicates) {
+    return Invalid(list, "has ", count, " predicates; the limit is ",
+                   limits.max_predicates, " (--max_predicates)");
+  }
+  size_t j = 0;
+  for (const v1::Predicate& predicate : predicates) {
+    absl::Status status =
+        CheckPredicate(FieldPath{parent, "predicates", j++}, predicate, limits);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckSubscription(const FieldPath& path,
                                const v1::SubscriptionSpec& spec,
                                const Limits& limits) {
   absl::Status status = CheckSubscriber(FieldPath{&path, "subscriber"},
                                         spec.subscriber(), limits);
   if (!status.ok()) return status;
-  const size_t count = static_cast<size_t>(spec.predicates_size());
-  if (count == 0) {
-    return Invalid(FieldPath{&path, "predicates"},
-                   "empty; a subscription needs 1 to ", limits.max_predicates,
-                   " predicates");
-  }
-  if (count > limits.max_predicates) {
-    return Invalid(FieldPath{&path, "predicates"}, "has ", count,
-                   " predicates; the limit is ", limits.max_predicates,
-                   " (--max_predicates)");
-  }
-  for (int j = 0; j < spec.predicates_size(); ++j) {
-    status =
-        CheckPredicate(FieldPath{&path, "predicates", static_cast<size_t>(j)},
-                       spec.predicates(j), limits);
-    if (!status.ok()) return status;
-  }
-  return absl::OkStatus();
+  return CheckPredicates(&path, spec.predicates(), limits);
 }
 
 // "events[0].attributes[3].name: "x" is also the name of
@@ -411,17 +420,8 @@ absl::StatusOr<std::vector<v1::Predicate>> ParseFilter(
   if (!predicates.ok()) {
     return Invalid(filter, predicates.status().message());
   }
-  const FieldPath list{nullptr, "predicates"};
-  if (predicates->size() > limits.max_predicates) {
-    return Invalid(list, "has ", predicates->size(),
-                   " predicates; the limit is ", limits.max_predicates,
-                   " (--max_predicates)");
-  }
-  for (size_t j = 0; j < predicates->size(); ++j) {
-    absl::Status status = CheckPredicate(FieldPath{nullptr, "predicates", j},
-                                         (*predicates)[j], limits);
-    if (!status.ok()) return status;
-  }
+  absl::Status status = CheckPredicates(nullptr, *predicates, limits);
+  if (!status.ok()) return status;
   return predicates;
 }
 

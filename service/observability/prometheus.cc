@@ -22,6 +22,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/types/span.h"
 #include "service/observability/stage_profile.h"
 
 namespace cohort {
@@ -110,6 +111,21 @@ std::string StageLabels(const StageStats& stage) {
   return labels;
 }
 
+// An unlabelled metric: its family and its one sample.
+struct Scalar {
+  const char* name;
+  const char* type;
+  const char* help;
+  std::string value;
+};
+
+void RenderScalars(absl::Span<const Scalar> scalars, Exposition& out) {
+  for (const Scalar& s : scalars) {
+    out.Family(s.name, s.type, s.help);
+    out.Sample(s.name, "", s.value);
+  }
+}
+
 void RenderServiceWide(const Stats& stats, Exposition& out) {
   out.Family("cohort_info", "gauge",
              "Constant 1; the labels are the execution mode (staged or "
@@ -120,12 +136,6 @@ void RenderServiceWide(const Stats& stats, Exposition& out) {
                        stats.index_layout()),
              "1");
 
-  struct Scalar {
-    const char* name;
-    const char* type;
-    const char* help;
-    std::string value;
-  };
   const Scalar scalars[] = {
       {"cohort_subscriptions", "gauge", "Live subscriptions.",
        absl::StrCat(stats.subscriptions())},
@@ -157,10 +167,7 @@ void RenderServiceWide(const Stats& stats, Exposition& out) {
        internal::FormatDouble(static_cast<double>(stats.cohort_wait_us()) /
                               kMicrosPerSecond)},
   };
-  for (const Scalar& s : scalars) {
-    out.Family(s.name, s.type, s.help);
-    out.Sample(s.name, "", s.value);
-  }
+  RenderScalars(scalars, out);
 }
 
 // A per-stage gauge or counter read straight from StageStats.
@@ -353,34 +360,43 @@ void RenderDurations(const MetricsSnapshot& snapshot, Exposition& out) {
 }
 
 void RenderProcess(const ProcessMetrics& process, Exposition& out) {
-  const std::pair<const char*, const char*> kinds[] = {
-      {"process_cpu_seconds_total", "counter"},
-      {"process_resident_memory_bytes", "gauge"},
-      {"process_virtual_memory_bytes", "gauge"},
-      {"process_open_fds", "gauge"},
-      {"process_max_fds", "gauge"},
-      {"process_start_time_seconds", "gauge"},
+  const Scalar scalars[] = {
+      {"process_cpu_seconds_total", "counter",
+       "User and system CPU time spent.",
+       internal::FormatDouble(process.cpu_seconds)},
+      {"process_resident_memory_bytes", "gauge", "Resident memory size.",
+       absl::StrCat(process.resident_bytes)},
+      {"process_virtual_memory_bytes", "gauge", "Virtual memory size.",
+       absl::StrCat(process.virtual_bytes)},
+      {"process_open_fds", "gauge", "Open file descriptors.",
+       absl::StrCat(process.open_fds)},
+      {"process_max_fds", "gauge",
+       "Limit on open file descriptors (RLIMIT_NOFILE, soft).",
+       absl::StrCat(process.max_fds)},
+      {"process_start_time_seconds", "gauge",
+       "Start time of the process since the Unix epoch.",
+       internal::FormatDouble(process.start_time_seconds)},
   };
-  const char* helps[] = {
-      "User and system CPU time spent.",
-      "Resident memory size.",
-      "Virtual memory size.",
-      "Open file descriptors.",
-      "Limit on open file descriptors (RLIMIT_NOFILE, soft).",
-      "Start time of the process since the Unix epoch.",
-  };
-  const std::string values[] = {
-      internal::FormatDouble(process.cpu_seconds),
-      absl::StrCat(process.resident_bytes),
-      absl::StrCat(process.virtual_bytes),
-      absl::StrCat(process.open_fds),
-      absl::StrCat(process.max_fds),
-      internal::FormatDouble(process.start_time_seconds),
-  };
-  for (size_t i = 0; i < std::size(kinds); ++i) {
-    out.Family(kinds[i].first, kinds[i].second, helps[i]);
-    out.Sample(kinds[i].first, "", values[i]);
-  }
+  RenderScalars(scalars, out);
+}
+
+// The boot time (btime in /proc/stat), in seconds since the Unix epoch;
+// read once, since it does not change (and /proc/stat, with a line per CPU
+// and per interrupt, is not free to read on every scrape).
+std::optional<uint64_t> BootTimeSeconds() {
+  static const std::optional<uint64_t> boot = []() -> std::optional<uint64_t> {
+    std::ifstream proc_stat("/proc/stat");
+    for (std::string line; std::getline(proc_stat, line);) {
+      absl::string_view rest = line;
+      uint64_t btime = 0;
+      if (absl::ConsumePrefix(&rest, "btime ") &&
+          absl::SimpleAtoi(rest, &btime)) {
+        return btime;
+      }
+    }
+    return std::nullopt;
+  }();
+  return boot;
 }
 
 }  // namespace
@@ -412,17 +428,11 @@ std::optional<ProcessMetrics> ReadProcessMetrics() {
   out.cpu_seconds = static_cast<double>(utime + stime) / ticks;
   out.virtual_bytes = vsize;
   out.resident_bytes = rss_pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  // Boot time (btime in /proc/stat) plus the start in ticks since boot.
-  std::ifstream proc_stat("/proc/stat");
-  for (std::string line; std::getline(proc_stat, line);) {
-    absl::string_view rest = line;
-    uint64_t btime = 0;
-    if (absl::ConsumePrefix(&rest, "btime ") &&
-        absl::SimpleAtoi(rest, &btime)) {
-      out.start_time_seconds =
-          static_cast<double>(btime) + static_cast<double>(start_ticks) / ticks;
-      break;
-    }
+  // Boot time plus the start in ticks since boot.
+  if (const std::optional<uint64_t> boot = BootTimeSeconds();
+      boot.has_value()) {
+    out.start_time_seconds =
+        static_cast<double>(*boot) + static_cast<double>(start_ticks) / ticks;
   }
   std::error_code error;
   for (auto it = std::filesystem::directory_iterator("/proc/self/fd", error);

@@ -16,7 +16,8 @@
 // the metrics endpoint) may read a snapshot with `ToProto`.
 //
 // Thread safety: `LatencyHistogram` is thread-compatible (const methods may
-// run concurrently; anything else needs external synchronisation).
+// run concurrently; anything else needs external synchronisation);
+// `SharedLatencyHistogram` wraps one in a std::mutex and is thread-safe.
 // `StageProfile` is thread-safe: the distributions are guarded by an internal
 // std::mutex (held for a few hundred nanoseconds per record), the counters
 // are relaxed std::atomic and never take the mutex. A snapshot is consistent
@@ -157,6 +158,26 @@ class LatencyHistogram {
   uint64_t sum_ns_ = 0;
   int64_t min_ns_ = std::numeric_limits<int64_t>::max();
   int64_t max_ns_ = 0;
+};
+
+// A LatencyHistogram that any thread may record into and read: one
+// std::mutex, held for a Record or one ToBuckets pass. For durations
+// measured outside a stage's profile (the engine's publish durations, the
+// journal's group syncs).
+class SharedLatencyHistogram {
+ public:
+  void Record(int64_t ns) {
+    std::lock_guard<std::mutex> lock(mu_);
+    histogram_.Record(ns);
+  }
+  DurationBuckets ToBuckets() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return histogram_.ToBuckets();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  LatencyHistogram histogram_ ABSL_GUARDED_BY(mu_);
 };
 
 // The profile of one stage instance. See the file comment.

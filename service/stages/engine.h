@@ -385,8 +385,7 @@ class Engine {
   const int64_t start_ns_;
   // Admission-to-answer times of answered Publish requests; recorded by
   // the stage that answers (FinishEvent), read by /metrics.
-  mutable std::mutex publish_mu_;
-  LatencyHistogram publish_durations_ ABSL_GUARDED_BY(publish_mu_);
+  SharedLatencyHistogram publish_durations_;
   std::atomic<uint64_t> events_published_{0};
   std::atomic<bool> shut_down_{false};
 };

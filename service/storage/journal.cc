@@ -181,11 +181,7 @@ void Journal::Run() {
       for (const Pending& p : group_) AppendFrame(p.type, p.payload, &buffer_);
       const int64_t write_start = MonotonicNanos();
       status = WriteGroup();
-      if (status.ok()) {
-        const int64_t sync_ns = MonotonicNanos() - write_start;
-        std::lock_guard<std::mutex> lock(sync_mu_);
-        sync_durations_.Record(sync_ns);
-      }
+      if (status.ok()) sync_durations_.Record(MonotonicNanos() - write_start);
       std::lock_guard<std::mutex> lock(mu_);
       if (status.ok()) {
         durable_bytes_ = offset_;
@@ -202,7 +198,6 @@ void Journal::Run() {
 }
 
 DurationBuckets Journal::SyncDurations() const {
-  std::lock_guard<std::mutex> lock(sync_mu_);
   return sync_durations_.ToBuckets();
 }
 

@@ -126,8 +126,7 @@ class Journal {
   std::string path_;  // the current file; journal thread (and Open) only
   int fd_;            // journal thread only, once it runs
   StageProfile profile_;
-  mutable std::mutex sync_mu_;
-  LatencyHistogram sync_durations_ ABSL_GUARDED_BY(sync_mu_);
+  SharedLatencyHistogram sync_durations_;
   bool ring_ok_ = false;
   struct RingHolder;
   std::unique_ptr<RingHolder> ring_;  // touched by the journal thread only
