@@ -78,6 +78,7 @@
 #include "matcher/index.h"
 #include "matcher/partitioned_index.h"
 #include "service/stages/cohort_pipeline.h"
+#include "service/stages/engine_options.h"
 #include "service/observability/stage_profile.h"
 
 ABSL_FLAG(std::string, preset, "fabret-1m",

@@ -22,6 +22,7 @@
 #include "service/api/server.h"
 #include "service/stages/cohort_pipeline.h"
 #include "service/stages/engine.h"
+#include "service/stages/engine_options.h"
 #include "service/stages/numa.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",

@@ -19,6 +19,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "service/observability/prometheus.h"
 #include "service/stages/admission.h"
+#include "service/stages/create_engine.h"
 
 namespace cohort {
 namespace service {

@@ -54,8 +54,7 @@ CohortPipeline::CohortPipeline(uint32_t partitions, uint32_t cohort_max,
                                int64_t cohort_wait_ns, uint32_t buffers,
                                InServerFn in_server, bool solo_cohorts)
     : partitions_(partitions),
-      cohort_max_(cohort_max),
-      cohort_wait_ns_(cohort_wait_ns),
+      activation_(cohort_max, cohort_wait_ns),
       buffers_(buffers),
       in_server_(std::move(in_server)),
       solo_cohorts_(solo_cohorts),
@@ -90,13 +89,6 @@ void CohortPipeline::Close() {
   closed_ = true;
   flushing_ = true;
   cv_.notify_all();
-}
-
-size_t CohortPipeline::LeadingEvents() const {
-  if (updates_ == 0) return items_.size();
-  size_t n = 0;
-  while (n < items_.size() && items_[n].update == nullptr) ++n;
-  return n;
 }
 
 bool CohortPipeline::InFlight() const {
@@ -239,16 +231,13 @@ size_t CohortPipeline::Claim(Slot& slot, uint32_t p) {
 bool CohortPipeline::TakeForm(uint32_t p, Work* work, int64_t* deadline_ns) {
   *deadline_ns = 0;
   if (update_state_ != UpdateState::kNone) return false;
-  const size_t ready = LeadingEvents();
+  const size_t ready = LeadingEvents(
+      items_, updates_, [](const Item& item) { return item.update != nullptr; });
   if (ready == 0) return false;
-  const int64_t deadline = items_.front().event.enqueue_ns + cohort_wait_ns_;
-  // A change queued behind the events (ready < items_.size()) waits for
-  // them, so they go now.
-  if (ready < cohort_max_ && ready == items_.size() && !flushing_ &&
-      MonotonicNanos() < deadline) {
-    *deadline_ns = deadline;
-    return false;
-  }
+  const size_t split = activation_.Take(
+      ready, items_.size(), items_.front().event.enqueue_ns, flushing_,
+      deadline_ns);
+  if (split == 0) return false;
   // Few events queued and some other partition thread busy: run the
   // oldest alone, here, and leave the rest for whoever is free next (an
   // event kept per event shares nothing with the others, so batching them
@@ -270,7 +259,7 @@ bool CohortPipeline::TakeForm(uint32_t p, Work* work, int64_t* deadline_ns) {
   }
   Slot& s = slots_[b];
   assert(s.state == SlotState::kFree);
-  const size_t take = solo ? 1 : std::min<size_t>(ready, cohort_max_);
+  const size_t take = solo ? 1 : split;
   work->kind = Work::Kind::kForm;
   work->buffer = b;
   work->cohort = formed_;

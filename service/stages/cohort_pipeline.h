@@ -115,7 +115,9 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/types/span.h"
 #include "matcher/cohort_masks.h"
-#include "service/stages/engine.h"
+#include "service/stages/cohort_activation.h"
+#include "service/stages/publish_job.h"
+#include "service/stages/update_batch.h"
 
 namespace cohort {
 namespace service {
@@ -297,7 +299,6 @@ class CohortPipeline {
   // A task of `slot` for partition p: one it prefers, else another's.
   // REQUIRES: slot.unclaimed > 0.
   static size_t Claim(Slot& slot, uint32_t p);
-  size_t LeadingEvents() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool InFlight() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PhaseOneDone(Slot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Free(Slot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -306,8 +307,7 @@ class CohortPipeline {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const uint32_t partitions_;
-  const uint32_t cohort_max_;
-  const int64_t cohort_wait_ns_;
+  const CohortActivation activation_;
   const uint32_t buffers_;
   const InServerFn in_server_;
   const bool solo_cohorts_;

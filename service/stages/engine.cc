@@ -1,17 +1,14 @@
 #include "service/stages/engine.h"
 
 #include <algorithm>
-#include <chrono>
-#include <limits>
+#include <future>
+#include <memory>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "matcher/types.h"
-#include "service/stages/cohort_pipeline.h"
-#include "service/stages/partitioned_engine.h"
-#include "service/stages/sharded_engine.h"
-#include "service/stages/threaded_engine.h"
+#include "service/storage/durability.h"
 
 namespace cohort {
 namespace service {
@@ -34,36 +31,13 @@ absl::Status ExpiredStatus(const PublishJob& job, size_t skipped) {
 
 }  // namespace
 
-absl::StatusOr<IndexLayout> ParseIndexLayout(absl::string_view name) {
-  for (IndexLayout layout :
-       {IndexLayout::kPartitioned, IndexLayout::kShardedPhase1,
-        IndexLayout::kReplicated}) {
-    if (name == IndexLayoutName(layout)) return layout;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("--index: unknown layout \"", name,
-                   "\"; use partitioned, sharded_phase1 or replicated"));
-}
-
-absl::string_view IndexLayoutName(IndexLayout layout) {
-  switch (layout) {
-    case IndexLayout::kPartitioned:
-      return "partitioned";
-    case IndexLayout::kShardedPhase1:
-      return "sharded_phase1";
-    case IndexLayout::kReplicated:
-      return "replicated";
-  }
-  return "?";
-}
-
 Engine::Engine(const EngineOptions& options, uint32_t id_shards,
                uint32_t partials)
     : options_(options),
-      partials_(partials),
       directory_(id_shards, matcher::kMaxSubscriptionId),
       listeners_(options.max_subscribers),
       admission_(options.queue_limit, options.latency_target_us * 1000),
+      partials_(partials),
       front_("front", "front", std::nullopt, 0),
       start_ns_(MonotonicNanos()) {}
 
@@ -166,14 +140,171 @@ void Engine::Shutdown() {
   StopStages();
 }
 
+void Engine::Subscribe(std::vector<SubscriptionInput> subscriptions,
+                       SubscribeCallback done) {
+  if (subscriptions.empty()) {
+    done(std::vector<uint64_t>());
+    return;
+  }
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  if (closing_) {
+    done(ShuttingDownError());
+    return;
+  }
+  std::unique_lock<std::mutex> order;
+  absl::StatusOr<uint64_t> first = AssignIds(subscriptions.size(), &order);
+  if (!first.ok()) {
+    done(first.status());
+    return;
+  }
+  auto change = std::make_unique<Change>();
+  change->inputs = std::move(subscriptions);
+  change->subscribed = std::move(done);
+  change->ids.reserve(change->inputs.size());
+  for (size_t i = 0; i < change->inputs.size(); ++i) {
+    change->ids.push_back(*first + i);
+  }
+  JournalAndRoute(change.release());
+}
 
-int64_t DeadlineNanos(std::chrono::system_clock::time_point deadline) {
-  // Beyond this the deadline is as good as none (and would overflow).
-  constexpr auto kForever = std::chrono::hours(24 * 365);
-  const auto left = deadline - std::chrono::system_clock::now();
-  if (left > kForever) return std::numeric_limits<int64_t>::max();
-  return MonotonicNanos() +
-         std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+void Engine::Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) {
+  if (ids.empty()) {
+    done(absl::OkStatus());
+    return;
+  }
+  std::shared_lock<std::shared_mutex> gate(gate_);
+  if (closing_) {
+    done(ShuttingDownError());
+    return;
+  }
+  std::unique_lock<std::mutex> order;
+  if (absl::Status status = KillIds(ids, &order); !status.ok()) {
+    done(status);
+    return;
+  }
+  auto change = std::make_unique<Change>();
+  change->ids = std::move(ids);
+  change->unsubscribed = std::move(done);
+  JournalAndRoute(change.release());
+}
+
+absl::Status Engine::Restore(const StoreState& state) {
+  auto change = std::make_unique<Change>();
+  change->ids.reserve(state.live.size());
+  change->inputs.reserve(state.live.size());
+  for (const auto& [id, input] : state.live) {
+    change->ids.push_back(id);
+    change->inputs.push_back(input);
+  }
+  if (absl::Status s = directory_.Restore(state.next_id, change->ids);
+      !s.ok()) {
+    return s;
+  }
+  if (change->ids.empty()) return absl::OkStatus();
+  std::promise<absl::Status> applied;
+  change->subscribed = [&applied](absl::StatusOr<std::vector<uint64_t>> ids) {
+    applied.set_value(ids.status());
+  };
+  RouteChange(change.release());
+  return applied.get_future().get();
+}
+
+void Engine::QueueBatches(
+    Change* change, const std::function<void(uint32_t, UpdateBatch*)>& push) {
+  // Collect the batches first: once the last one is queued, the change may
+  // be applied and deleted by a partition thread at any moment.
+  std::vector<std::pair<uint32_t, UpdateBatch*>> involved;
+  for (uint32_t p = 0; p < change->batches.size(); ++p) {
+    UpdateBatch& batch = change->batches[p];
+    if (batch.adds.empty() && batch.removes.empty()) continue;
+    batch.done = [this, change](absl::Status status) {
+      BatchApplied(change, status);
+    };
+    involved.emplace_back(p, &batch);
+  }
+  if (involved.empty()) {
+    ChangeApplied(change, absl::OkStatus());
+    return;
+  }
+  change->pending.store(static_cast<uint32_t>(involved.size()),
+                        std::memory_order_relaxed);
+  for (const auto& [p, batch] : involved) push(p, batch);
+}
+
+void Engine::BatchApplied(Change* change, const absl::Status& status) {
+  if (!status.ok()) {
+    std::lock_guard<std::mutex> lock(change->mu);
+    if (change->status.ok()) change->status = status;
+  }
+  if (change->pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  absl::Status final_status;
+  {
+    std::lock_guard<std::mutex> lock(change->mu);
+    final_status = change->status;
+  }
+  ChangeApplied(change, final_status);
+}
+
+void Engine::ChangeApplied(Change* change, const absl::Status& status) {
+  if (change->adds()) {
+    if (status.ok()) {
+      change->subscribed(std::move(change->ids));
+    } else {
+      for (uint64_t id : change->ids) directory_.Forget(id);
+      change->subscribed(absl::InternalError(status.ToString()));
+    }
+  } else {
+    change->unsubscribed(status);
+  }
+  delete change;
+}
+
+absl::StatusOr<uint64_t> Engine::AssignIds(
+    size_t count, std::unique_lock<std::mutex>* order) {
+  if (options_.durability != nullptr) {
+    *order = std::unique_lock<std::mutex>(order_mu_);
+  }
+  absl::StatusOr<uint64_t> first = directory_.Assign(count);
+  if (!first.ok() && order->owns_lock()) order->unlock();
+  return first;
+}
+
+absl::Status Engine::KillIds(absl::Span<const uint64_t> ids,
+                             std::unique_lock<std::mutex>* order) {
+  if (options_.durability != nullptr) {
+    *order = std::unique_lock<std::mutex>(order_mu_);
+  }
+  absl::Status status = directory_.Kill(ids);
+  if (!status.ok() && order->owns_lock()) order->unlock();
+  return status;
+}
+
+void Engine::JournalAndRoute(Change* change) {
+  if (options_.durability == nullptr) {
+    RouteChange(change);
+    return;
+  }
+  auto durable = [this, change](absl::Status s) {
+    if (s.ok()) {
+      RouteChange(change);
+      return;
+    }
+    if (change->adds()) {
+      for (uint64_t id : change->ids) directory_.Forget(id);
+      change->subscribed(absl::UnavailableError(
+          absl::StrCat("subscriptions not stored: ", s.message())));
+    } else {
+      change->unsubscribed(absl::UnavailableError(
+          absl::StrCat("unsubscription not stored: ", s.message())));
+    }
+    delete change;
+  };
+  if (change->adds()) {
+    options_.durability->LogSubscribe(change->ids.front(), change->inputs,
+                                      std::move(durable));
+  } else {
+    options_.durability->LogUnsubscribe(change->ids, std::move(durable));
+  }
 }
 
 void Engine::FinishEvent(PublishJob* job, size_t i,
@@ -248,57 +379,6 @@ void Engine::MergeAndDeliver(PublishJob* job, size_t i,
   profile->AddMatches(count);
 }
 
-void FillPartial(const SubscriptionDirectory& directory,
-                 const ListenerRegistry& listeners, uint32_t partition,
-                 bool return_ids, const std::vector<uint32_t>& subscriber_of,
-                 std::vector<matcher::SubscriptionId>* local,
-                 PublishJob::Partial* partial) {
-  partial->count = local->size();
-  if (return_ids) {
-    // Local ids ascending give global ids ascending within a partition.
-    std::sort(local->begin(), local->end());
-    partial->ids.reserve(local->size());
-    for (matcher::SubscriptionId id : *local) {
-      partial->ids.push_back(directory.GlobalId(partition, id));
-    }
-  }
-  // With nobody listening at all, a match's subscriber is not worth the
-  // cache miss of looking it up (thousands per event on fabret-1m). A
-  // listener that registers meanwhile gets deliveries from the next event
-  // on, as with the per-match test.
-  if (listeners.size() == 0) return;
-  for (matcher::SubscriptionId id : *local) {
-    const uint32_t subscriber = subscriber_of[id];
-    if (listeners.HasListeners(subscriber)) {
-      partial->deliveries.emplace_back(subscriber,
-                                       directory.GlobalId(partition, id));
-    }
-  }
-}
-
-void FillPartials(const SubscriptionDirectory& directory,
-                  const ListenerRegistry& listeners, uint32_t partition,
-                  const std::vector<uint32_t>& subscriber_of,
-                  const matcher::CohortMatches& matches,
-                  absl::Span<const PartialOut> outs,
-                  PartialsScratch* scratch) {
-  bool lists = listeners.size() != 0;
-  for (const PartialOut& out : outs) lists |= out.return_ids;
-  if (lists) {
-    matches.ToLists(&scratch->lists);
-    for (size_t i = 0; i < outs.size(); ++i) {
-      FillPartial(directory, listeners, partition, outs[i].return_ids,
-                  subscriber_of, &scratch->lists[i], outs[i].partial);
-    }
-    return;
-  }
-  scratch->counts.resize(outs.size());
-  matches.CountPerEvent(scratch->counts.data());
-  for (size_t i = 0; i < outs.size(); ++i) {
-    outs[i].partial->count = scratch->counts[i];
-  }
-}
-
 void Engine::FillStats(v1::Stats* stats,
                        std::vector<StageHistograms>* histograms) const {
   stats->set_subscriptions(directory_.live());
@@ -323,104 +403,6 @@ void Engine::FillStats(v1::Stats* stats,
 
 DurationBuckets Engine::PublishDurations() const {
   return publish_durations_.ToBuckets();
-}
-
-absl::Status CheckLatencyTarget(int64_t us) {
-  if (us < 0 || us > kMaxLatencyTargetUs) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--latency_target_us: between 0 (off) and ",
-                     kMaxLatencyTargetUs, " (one minute)"));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
-    const std::string& mode, const EngineOptions& options) {
-  if (options.queue_limit == 0) {
-    return absl::InvalidArgumentError("--queue_limit must be at least 1");
-  }
-  if (absl::Status s = CheckLatencyTarget(options.latency_target_us); !s.ok()) {
-    return s;
-  }
-  if (mode == "staged") {
-    if (options.partitions == 0) {
-      return absl::InvalidArgumentError("--partitions must be at least 1");
-    }
-    if (options.cohorts_in_flight > CohortPipeline::kMaxBuffers) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--cohorts_in_flight: at most ",
-                       CohortPipeline::kMaxBuffers, " (0 = the default)"));
-    }
-    if (options.index_layout == IndexLayout::kPartitioned) {
-      return std::unique_ptr<Engine>(new PartitionedEngine(options));
-    }
-    return std::unique_ptr<Engine>(new ShardedEngine(options));
-  }
-  if (mode == "threaded") {
-    if (options.threads == 0) {
-      return absl::InvalidArgumentError("--threads must be at least 1");
-    }
-    return std::unique_ptr<Engine>(new ThreadedEngine(options));
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--mode: unknown mode \"", mode, "\"; use staged or threaded"));
-}
-
-absl::StatusOr<uint64_t> Engine::AssignIds(
-    size_t count, std::unique_lock<std::mutex>* order) {
-  if (options_.durability != nullptr) {
-    *order = std::unique_lock<std::mutex>(order_mu_);
-  }
-  absl::StatusOr<uint64_t> first = directory_.Assign(count);
-  if (!first.ok() && order->owns_lock()) order->unlock();
-  return first;
-}
-
-absl::Status Engine::KillIds(absl::Span<const uint64_t> ids,
-                             std::unique_lock<std::mutex>* order) {
-  if (options_.durability != nullptr) {
-    *order = std::unique_lock<std::mutex>(order_mu_);
-  }
-  absl::Status status = directory_.Kill(ids);
-  if (!status.ok() && order->owns_lock()) order->unlock();
-  return status;
-}
-
-void Engine::JournalSubscribe(uint64_t first,
-                              absl::Span<const SubscriptionInput> subscriptions,
-                              std::function<void(absl::Status)> durable) {
-  if (options_.durability == nullptr) {
-    durable(absl::OkStatus());
-    return;
-  }
-  const size_t count = subscriptions.size();
-  options_.durability->LogSubscribe(
-      first, subscriptions,
-      [this, first, count, durable = std::move(durable)](absl::Status s) {
-        if (s.ok()) {
-          durable(s);
-          return;
-        }
-        for (uint64_t id = first; id < first + count; ++id) {
-          directory_.Forget(id);
-        }
-        durable(absl::UnavailableError(
-            absl::StrCat("subscriptions not stored: ", s.message())));
-      });
-}
-
-void Engine::JournalUnsubscribe(absl::Span<const uint64_t> ids,
-                                std::function<void(absl::Status)> durable) {
-  if (options_.durability == nullptr) {
-    durable(absl::OkStatus());
-    return;
-  }
-  options_.durability->LogUnsubscribe(
-      ids, [durable = std::move(durable)](absl::Status s) {
-        durable(s.ok() ? s
-                       : absl::UnavailableError(absl::StrCat(
-                             "unsubscription not stored: ", s.message())));
-      });
 }
 
 }  // namespace service

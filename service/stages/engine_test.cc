@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "service/api/interner.h"
 #include "service/api/validation.h"
+#include "service/stages/create_engine.h"
 #include "service/stages/test_util.h"
 #include "service/storage/durability.h"
 
@@ -974,6 +975,74 @@ INSTANTIATE_TEST_SUITE_P(Modes, EngineOrderingTest,
                                            Config{"staged", 3, 64,
                                                   "sharded_phase1"},
                                            Config{"staged", 3, 64,
+                                                  "replicated"},
+                                           Config{"threaded", 0, 0}),
+                         ConfigName);
+
+class EngineChangeTest : public ::testing::TestWithParam<Config> {};
+
+// Property: every engine runs a change through the same steps
+// (Engine::Subscribe/Unsubscribe): an empty request is answered at once,
+// even while shutting down, and leaves no trace; unknown ids are NOT_FOUND
+// with nothing applied; ids are assigned in request order from 1, never
+// reused; after Shutdown every non-empty change is UNAVAILABLE.
+TEST_P(EngineChangeTest, EveryEngineAnswersChangesAlike) {
+  EngineOptions options;
+  options.partitions = GetParam().partitions;
+  options.cohort_max = GetParam().cohort_max;
+  options.index_layout = *ParseIndexLayout(GetParam().layout);
+  options.threads = 2;
+  Harness h(GetParam().mode, options);
+  v1::SubscribeRequest none;
+  auto ids = h.Subscribe(none);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_TRUE(ids->empty());
+  EXPECT_TRUE(h.Unsubscribe({}).ok());
+
+  v1::SubscribeRequest two;
+  for (int64_t key : {7, 8}) {
+    v1::SubscriptionSpec* spec = two.add_subscriptions();
+    spec->set_subscriber("alice");
+    v1::Predicate* p = spec->add_predicates();
+    p->set_attribute("key");
+    p->set_op(v1::OP_EQ);
+    p->set_value(key);
+  }
+  ids = h.Subscribe(two);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_EQ(*ids, (std::vector<uint64_t>{1, 2}));
+  const absl::Status unknown = h.Unsubscribe({1, 3});
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kNotFound) << unknown;
+  EXPECT_EQ(h.engine().subscriptions(), 2u);
+  ASSERT_TRUE(h.Unsubscribe({1}).ok());
+  ids = h.Subscribe(two);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_EQ(*ids, (std::vector<uint64_t>{3, 4}));
+  v1::PublishRequest publish;
+  publish.set_return_ids(true);
+  v1::Attribute* a = publish.add_events()->add_attributes();
+  a->set_name("key");
+  a->set_value(7);
+  v1::PublishResponse response;
+  ASSERT_TRUE(h.Publish(publish, &response).ok());
+  EXPECT_THAT(response.results(0).subscription_ids(),
+              ::testing::ElementsAre(3));
+
+  h.engine().Shutdown();
+  ids = h.Subscribe(none);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_TRUE(ids->empty());
+  EXPECT_TRUE(h.Unsubscribe({}).ok());
+  EXPECT_EQ(h.Subscribe(two).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(h.Unsubscribe({2}).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(h.engine().subscriptions(), 3u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, EngineChangeTest,
+                         ::testing::Values(Config{"staged", 2, 64},
+                                           Config{"staged", 2, 64,
+                                                  "sharded_phase1"},
+                                           Config{"staged", 2, 64,
                                                   "replicated"},
                                            Config{"threaded", 0, 0}),
                          ConfigName);

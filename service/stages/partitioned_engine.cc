@@ -20,16 +20,6 @@ uint32_t CohortLimit(uint32_t cohort_max) {
 
 }  // namespace
 
-// A Subscribe or Unsubscribe in flight: its batch goes through the
-// pipeline; the thread that finishes it answers and deletes it.
-struct PartitionedEngine::Change {
-  std::vector<SubscriptionInput> inputs;  // Subscribe only
-  std::vector<uint64_t> ids;              // assigned or removed, input order
-  UpdateBatch batch;
-  SubscribeCallback subscribed;  // exactly one of these two is set
-  StatusCallback unsubscribed;
-};
-
 PartitionedEngine::PartitionedEngine(const EngineOptions& options)
     : Engine(options, /*id_shards=*/1, /*partials=*/options.partitions),
       index_(options.partitions),
@@ -167,122 +157,24 @@ void PartitionedEngine::Finish(UpdateBatch* update) {
   update->done(status);  // may delete the change
 }
 
-void PartitionedEngine::Queue(Change* change) {
-  change->batch.done = [this, change](absl::Status status) {
-    OnApplied(change, status);
-  };
-  pipeline_.PushUpdate(&change->batch, MonotonicNanos());
-}
-
-void PartitionedEngine::OnApplied(Change* change, const absl::Status& status) {
-  if (change->subscribed) {
-    if (status.ok()) {
-      change->subscribed(std::move(change->ids));
-    } else {
-      // Validated input cannot fail to apply; if it does anyway, the ids are
-      // not reported, so they must not stay live.
-      for (uint64_t id : change->ids) directory_.Forget(id);
-      change->subscribed(absl::InternalError(status.ToString()));
+void PartitionedEngine::RouteChange(Change* change) {
+  // One batch for the whole index, planned and applied by the pipeline
+  // between cohorts (Plan, each partition's Apply, Finish).
+  change->batches.resize(1);
+  UpdateBatch& batch = change->batches[0];
+  if (change->adds()) {
+    for (size_t i = 0; i < change->ids.size(); ++i) {
+      batch.adds.push_back(
+          {directory_.Place(change->ids[i]).local_id, &change->inputs[i]});
     }
   } else {
-    change->unsubscribed(status);
-  }
-  delete change;
-}
-
-void PartitionedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,
-                                  SubscribeCallback done) {
-  if (subscriptions.empty()) {
-    done(std::vector<uint64_t>());
-    return;
-  }
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  if (closing_) {
-    done(ShuttingDownError());
-    return;
-  }
-  std::unique_lock<std::mutex> order;
-  absl::StatusOr<uint64_t> first = AssignIds(subscriptions.size(), &order);
-  if (!first.ok()) {
-    done(first.status());
-    return;
-  }
-  auto change = std::make_unique<Change>();
-  change->inputs = std::move(subscriptions);
-  change->subscribed = std::move(done);
-  for (size_t i = 0; i < change->inputs.size(); ++i) {
-    const uint64_t id = *first + i;
-    change->ids.push_back(id);
-    change->batch.adds.push_back(
-        {directory_.Place(id).local_id, &change->inputs[i]});
-  }
-  Change* raw = change.release();
-  JournalSubscribe(*first, raw->inputs, [this, raw](absl::Status s) {
-    if (s.ok()) {
-      Queue(raw);
-      return;
+    for (uint64_t id : change->ids) {
+      batch.removes.push_back(directory_.Place(id).local_id);
     }
-    raw->subscribed(s);
-    delete raw;
+  }
+  QueueBatches(change, [this](uint32_t, UpdateBatch* update) {
+    pipeline_.PushUpdate(update, MonotonicNanos());
   });
-}
-
-void PartitionedEngine::Unsubscribe(std::vector<uint64_t> ids,
-                                    StatusCallback done) {
-  if (ids.empty()) {
-    done(absl::OkStatus());
-    return;
-  }
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  if (closing_) {
-    done(ShuttingDownError());
-    return;
-  }
-  std::unique_lock<std::mutex> order;
-  if (absl::Status status = KillIds(ids, &order); !status.ok()) {
-    done(status);
-    return;
-  }
-  auto change = std::make_unique<Change>();
-  change->unsubscribed = std::move(done);
-  change->ids = std::move(ids);
-  for (uint64_t id : change->ids) {
-    change->batch.removes.push_back(directory_.Place(id).local_id);
-  }
-  Change* raw = change.release();
-  JournalUnsubscribe(raw->ids, [this, raw](absl::Status s) {
-    if (s.ok()) {
-      Queue(raw);
-      return;
-    }
-    raw->unsubscribed(s);
-    delete raw;
-  });
-}
-
-absl::Status PartitionedEngine::Restore(const StoreState& state) {
-  auto change = std::make_unique<Change>();
-  change->ids.reserve(state.live.size());
-  change->inputs.reserve(state.live.size());
-  for (const auto& [id, input] : state.live) {
-    change->ids.push_back(id);
-    change->inputs.push_back(input);
-  }
-  if (absl::Status s = directory_.Restore(state.next_id, change->ids);
-      !s.ok()) {
-    return s;
-  }
-  if (change->ids.empty()) return absl::OkStatus();
-  for (size_t i = 0; i < change->ids.size(); ++i) {
-    change->batch.adds.push_back(
-        {directory_.Place(change->ids[i]).local_id, &change->inputs[i]});
-  }
-  std::promise<absl::Status> applied;
-  change->subscribed = [&applied](absl::StatusOr<std::vector<uint64_t>> ids) {
-    applied.set_value(ids.status());
-  };
-  Queue(change.release());
-  return applied.get_future().get();
 }
 
 void PartitionedEngine::Dispatch(PublishJob* job) {

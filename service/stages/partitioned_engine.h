@@ -55,13 +55,10 @@ class PartitionedEngine : public Engine {
   explicit PartitionedEngine(const EngineOptions& options);
   ~PartitionedEngine() override;
 
-  void Subscribe(std::vector<SubscriptionInput> subscriptions,
-                 SubscribeCallback done) override;
-  void Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) override;
-  absl::Status Restore(const StoreState& state) override;
   void Flush() override;
 
  protected:
+  void RouteChange(Change* change) override;
   void Dispatch(PublishJob* job) override;
   void StopStages() override;
   void AddStageStats(
@@ -69,7 +66,6 @@ class PartitionedEngine : public Engine {
       std::vector<const StageProfile*>* profiles) const override;
 
  private:
-  struct Change;
   // The change being applied, between its plan and finish steps.
   struct Planned {
     std::vector<std::vector<matcher::PartitionedIndex::PendingRow>> rows;
@@ -83,9 +79,6 @@ class PartitionedEngine : public Engine {
   void Run(uint32_t p);
   void Plan(const UpdateBatch& update);
   void Finish(UpdateBatch* update);
-  // Queues `change` (its batch) once it is durable.
-  void Queue(Change* change);
-  void OnApplied(Change* change, const absl::Status& status);
 
   matcher::PartitionedIndex index_;
   std::vector<uint32_t> subscriber_of_;  // by matcher id

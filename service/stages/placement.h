@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "service/observability/stage_profile.h"
-#include "service/stages/engine.h"
+#include "service/stages/engine_options.h"
 
 namespace cohort {
 namespace service {

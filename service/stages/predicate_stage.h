@@ -39,7 +39,8 @@
 #include "matcher/types.h"
 #include "service/observability/stage_profile.h"
 #include "service/stages/cohort_pipeline.h"
-#include "service/stages/engine.h"
+#include "service/stages/engine_options.h"
+#include "service/stages/publish_job.h"
 
 namespace cohort {
 namespace service {

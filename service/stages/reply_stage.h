@@ -26,7 +26,7 @@
 #include "absl/base/thread_annotations.h"
 #include "service/observability/stage_profile.h"
 #include "service/stages/admission.h"
-#include "service/stages/engine.h"
+#include "service/stages/publish_job.h"
 
 namespace cohort {
 namespace service {

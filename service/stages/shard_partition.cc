@@ -59,16 +59,9 @@ void ShardQueue::WakeIfReady(bool was_empty) {
   // the oldest item's deadline; it needs waking only when the queue was
   // empty, a cohort is full, or a change arrived (which ends the cohort).
   if (!sleeping_) return;
-  if (was_empty || updates_ > 0 || items_.size() >= cohort_max_) {
+  if (was_empty || updates_ > 0 || activation_.Full(items_.size())) {
     cv_.notify_one();
   }
-}
-
-size_t ShardQueue::LeadingEvents() const {
-  if (updates_ == 0) return items_.size();
-  size_t n = 0;
-  while (n < items_.size() && items_[n].is_event()) ++n;
-  return n;
 }
 
 bool ShardQueue::Pop(std::vector<ShardItem>* out,
@@ -90,11 +83,13 @@ bool ShardQueue::Pop(std::vector<ShardItem>* out,
       --updates_;
       return true;
     }
-    const size_t ready = LeadingEvents();
-    const int64_t deadline = items_.front().enqueue_ns + cohort_wait_ns_;
-    if (ready >= cohort_max_ || ready < items_.size() || flushing_ ||
-        MonotonicNanos() >= deadline) {
-      const size_t take = std::min<size_t>(ready, cohort_max_);
+    const size_t ready = LeadingEvents(
+        items_, updates_, [](const ShardItem& item) { return !item.is_event(); });
+    int64_t deadline = 0;
+    if (const size_t take = activation_.Take(ready, items_.size(),
+                                             items_.front().enqueue_ns,
+                                             flushing_, &deadline);
+        take > 0) {
       out->assign(items_.begin(), items_.begin() + take);
       items_.erase(items_.begin(), items_.begin() + take);
       return true;

@@ -1,21 +1,22 @@
-// A partition stage of the staged server (DESIGN.md section 4): one thread
-// that owns one shard of the index and matches *cohorts* of events.
+// A partition stage of the sharded_phase1 and replicated layouts
+// (sharded_engine.h; docs/DESIGN.md section 9): one thread that owns a whole
+// matcher::Index and matches *cohorts* of events against it.
 //
-// Its inbound `ShardQueue` carries, in arrival order, published events
-// (every event goes to every partition) and subscription changes routed to
-// this partition. The thread takes a cohort of queued events when either
-// activation threshold trips — `cohort_max` events are waiting, or the oldest
-// has waited `cohort_wait_us` — and also as soon as a subscription change
-// queues behind them, since the change must wait for the events before it.
-// A change is applied alone, between cohorts, in queue order: this is what
-// makes "published after Subscribe returned" imply "matched against it".
+// Its inbound `ShardQueue` carries, in arrival order, published events and
+// subscription changes routed to this partition. The thread takes a cohort
+// of queued events by the activation rule (cohort_activation.h): when
+// `cohort_max` events are waiting, the oldest has waited `cohort_wait_us`,
+// or a subscription change queues behind them, since the change must wait
+// for the events before it. A change is applied alone, between cohorts, in
+// queue order: this is what makes "published after Subscribe returned"
+// imply "matched against it".
 //
 // For each event of a cohort the partition writes its partial result into
 // the job (PublishJob::partials[shard]) and, if it is the last partition
-// to do so, hands the event to the reply stage. With the partitioned layout
-// partition p owns shard p; with the replicated layout (engine.h
-// IndexLayout) every partition holds the whole index as shard 0, receives
-// only the events routed to it, and so is the only one reporting them.
+// to do so, hands the event to the reply stage. With sharded_phase1,
+// partition p owns shard p and receives every event; with replicated, every
+// partition holds the whole index as shard 0, receives only the events
+// routed to it, and so is the only one reporting them.
 //
 // Thread safety: Push* may be called from any thread; everything else about
 // the index is confined to the partition thread. The shard (matcher::Index
@@ -37,7 +38,11 @@
 #include "absl/types/span.h"
 #include "matcher/index.h"
 #include "service/observability/stage_profile.h"
-#include "service/stages/engine.h"
+#include "service/stages/cohort_activation.h"
+#include "service/stages/engine_options.h"
+#include "service/stages/partials.h"
+#include "service/stages/publish_job.h"
+#include "service/stages/update_batch.h"
 #include "service/stages/listeners.h"
 #include "service/stages/subscription_directory.h"
 
@@ -53,14 +58,14 @@ struct ShardItem {
   bool is_event() const { return job != nullptr; }
 };
 
-// Multi-producer, single-consumer queue with the cohort activation rule.
+// Multi-producer, single-consumer queue with the cohort activation rule
+// (cohort_activation.h).
 // Its length is bounded by Admission (events) plus the number of pending
 // Subscribe/Unsubscribe requests (changes).
 class ShardQueue {
  public:
   ShardQueue(uint32_t cohort_max, int64_t cohort_wait_ns)
-      : cohort_max_(cohort_max == 0 ? UINT32_MAX : cohort_max),
-        cohort_wait_ns_(cohort_wait_ns) {}
+      : activation_(cohort_max, cohort_wait_ns) {}
 
   void PushEvents(PublishJob* job, int64_t now_ns);
   // Queues only the events of `job` numbered in `events`.
@@ -79,11 +84,9 @@ class ShardQueue {
   bool Pop(std::vector<ShardItem>* out, size_t* queue_length);
 
  private:
-  size_t LeadingEvents() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WakeIfReady(bool was_empty) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const uint32_t cohort_max_;
-  const int64_t cohort_wait_ns_;
+  const CohortActivation activation_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<ShardItem> items_ ABSL_GUARDED_BY(mu_);

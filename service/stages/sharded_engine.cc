@@ -1,7 +1,6 @@
 #include "service/stages/sharded_engine.h"
 
 #include <algorithm>
-#include <future>
 #include <string>
 #include <utility>
 
@@ -9,19 +8,6 @@
 
 namespace cohort {
 namespace service {
-
-// A Subscribe or Unsubscribe in flight: one UpdateBatch per partition it
-// touches; the last partition to apply its batch answers and deletes it.
-struct ShardedEngine::UpdateJob {
-  std::vector<SubscriptionInput> inputs;  // Subscribe only
-  std::vector<uint64_t> ids;              // assigned or removed, input order
-  std::vector<UpdateBatch> batches;       // by partition
-  std::atomic<uint32_t> pending{0};
-  std::mutex mu;
-  absl::Status status ABSL_GUARDED_BY(mu);
-  SubscribeCallback subscribed;  // exactly one of these two is set
-  StatusCallback unsubscribed;
-};
 
 namespace {
 
@@ -75,161 +61,27 @@ void ShardedEngine::Dispatch(PublishJob* job) {
   }
 }
 
-void ShardedEngine::Route(UpdateJob* job) {
-  // Collect the batches first: once the last one is queued, the job may be
-  // applied and deleted by a partition thread at any moment.
-  std::vector<std::pair<uint32_t, UpdateBatch*>> involved;
-  for (uint32_t p = 0; p < job->batches.size(); ++p) {
-    UpdateBatch& batch = job->batches[p];
-    if (batch.adds.empty() && batch.removes.empty()) continue;
-    batch.done = [this, job](absl::Status status) { OnApplied(job, status); };
-    involved.emplace_back(p, &batch);
-  }
-  job->pending.store(static_cast<uint32_t>(involved.size()),
-                     std::memory_order_relaxed);
-  const int64_t now = MonotonicNanos();
-  for (const auto& [p, batch] : involved) {
-    partitions_list_[p]->queue().PushUpdate(batch, now);
-  }
-}
-
-void ShardedEngine::OnApplied(UpdateJob* job, const absl::Status& status) {
-  if (!status.ok()) {
-    std::lock_guard<std::mutex> lock(job->mu);
-    if (job->status.ok()) job->status = status;
-  }
-  if (job->pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  absl::Status final_status;
-  {
-    std::lock_guard<std::mutex> lock(job->mu);
-    final_status = job->status;
-  }
-  if (job->subscribed) {
-    if (final_status.ok()) {
-      job->subscribed(std::move(job->ids));
-    } else {
-      // Validated input cannot fail to apply; if it does anyway, the ids are
-      // not reported, so they must not stay live.
-      for (uint64_t id : job->ids) directory_.Forget(id);
-      job->subscribed(absl::InternalError(final_status.ToString()));
-    }
-  } else {
-    job->unsubscribed(final_status);
-  }
-  delete job;
-}
-
-void ShardedEngine::QueueAdds(UpdateJob* job) {
-  job->batches.resize(partitions_list_.size());
+void ShardedEngine::RouteChange(Change* change) {
+  // A batch per partition: each subscription to the partition that owns
+  // its shard, or to every replica.
   const bool replicated = options_.index_layout == IndexLayout::kReplicated;
-  for (size_t i = 0; i < job->inputs.size(); ++i) {
-    const Placement place = directory_.Place(job->ids[i]);
-    const UpdateBatch::Add add{place.local_id, &job->inputs[i]};
-    if (replicated) {
-      for (UpdateBatch& batch : job->batches) batch.adds.push_back(add);
-    } else {
-      job->batches[place.partition].adds.push_back(add);
-    }
-  }
-}
-
-void ShardedEngine::QueueRemoves(UpdateJob* job) {
-  job->batches.resize(partitions_list_.size());
-  const bool replicated = options_.index_layout == IndexLayout::kReplicated;
-  for (uint64_t id : job->ids) {
-    const Placement place = directory_.Place(id);
-    if (replicated) {
-      for (UpdateBatch& batch : job->batches) {
+  change->batches.resize(partitions_list_.size());
+  for (size_t i = 0; i < change->ids.size(); ++i) {
+    const Placement place = directory_.Place(change->ids[i]);
+    for (uint32_t p = 0; p < change->batches.size(); ++p) {
+      if (!replicated && p != place.partition) continue;
+      UpdateBatch& batch = change->batches[p];
+      if (change->adds()) {
+        batch.adds.push_back({place.local_id, &change->inputs[i]});
+      } else {
         batch.removes.push_back(place.local_id);
       }
-    } else {
-      job->batches[place.partition].removes.push_back(place.local_id);
     }
   }
-}
-
-void ShardedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,
-                             SubscribeCallback done) {
-  if (subscriptions.empty()) {
-    done(std::vector<uint64_t>());
-    return;
-  }
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  if (closing_) {
-    done(ShuttingDownError());
-    return;
-  }
-  std::unique_lock<std::mutex> order;
-  absl::StatusOr<uint64_t> first = AssignIds(subscriptions.size(), &order);
-  if (!first.ok()) {
-    done(first.status());
-    return;
-  }
-  auto job = std::make_unique<UpdateJob>();
-  job->inputs = std::move(subscriptions);
-  job->subscribed = std::move(done);
-  for (size_t i = 0; i < job->inputs.size(); ++i) job->ids.push_back(*first + i);
-  QueueAdds(job.get());
-  UpdateJob* raw = job.release();
-  JournalSubscribe(*first, raw->inputs, [this, raw](absl::Status s) {
-    if (s.ok()) {
-      Route(raw);
-      return;
-    }
-    raw->subscribed(s);
-    delete raw;
+  const int64_t now = MonotonicNanos();
+  QueueBatches(change, [this, now](uint32_t p, UpdateBatch* batch) {
+    partitions_list_[p]->queue().PushUpdate(batch, now);
   });
-}
-
-void ShardedEngine::Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) {
-  if (ids.empty()) {
-    done(absl::OkStatus());
-    return;
-  }
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  if (closing_) {
-    done(ShuttingDownError());
-    return;
-  }
-  std::unique_lock<std::mutex> order;
-  if (absl::Status status = KillIds(ids, &order); !status.ok()) {
-    done(status);
-    return;
-  }
-  auto job = std::make_unique<UpdateJob>();
-  job->unsubscribed = std::move(done);
-  job->ids = std::move(ids);
-  QueueRemoves(job.get());
-  UpdateJob* raw = job.release();
-  JournalUnsubscribe(raw->ids, [this, raw](absl::Status s) {
-    if (s.ok()) {
-      Route(raw);
-      return;
-    }
-    raw->unsubscribed(s);
-    delete raw;
-  });
-}
-
-absl::Status ShardedEngine::Restore(const StoreState& state) {
-  auto job = std::make_unique<UpdateJob>();
-  job->ids.reserve(state.live.size());
-  job->inputs.reserve(state.live.size());
-  for (const auto& [id, input] : state.live) {
-    job->ids.push_back(id);
-    job->inputs.push_back(input);
-  }
-  if (absl::Status s = directory_.Restore(state.next_id, job->ids); !s.ok()) {
-    return s;
-  }
-  if (job->ids.empty()) return absl::OkStatus();
-  std::promise<absl::Status> applied;
-  job->subscribed = [&applied](absl::StatusOr<std::vector<uint64_t>> ids) {
-    applied.set_value(ids.status());
-  };
-  QueueAdds(job.get());
-  Route(job.release());
-  return applied.get_future().get();
 }
 
 void ShardedEngine::Flush() {

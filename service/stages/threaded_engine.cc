@@ -72,10 +72,9 @@ void ThreadedEngine::Match(PublishJob* job, matcher::MatchScratch* scratch,
   }
 }
 
-absl::StatusOr<std::vector<uint64_t>> ThreadedEngine::Apply(
+absl::Status ThreadedEngine::Apply(
     absl::Span<const uint64_t> ids,
     absl::Span<const SubscriptionInput> subscriptions) {
-  std::vector<uint64_t> applied;
   absl::Status status;
   std::unique_lock<std::shared_mutex> lock(index_mu_);
   // One AddBatch (the bulk path: the index's upkeep once, at its end).
@@ -86,23 +85,18 @@ absl::StatusOr<std::vector<uint64_t>> ThreadedEngine::Apply(
   }
   const std::vector<absl::Status> added = index_.AddBatch(batch);
   for (size_t i = 0; i < subscriptions.size(); ++i) {
-    const uint64_t id = ids[i];
     const uint32_t local_id = batch[i].id;
-    const absl::Status& s = added[i];
-    if (!s.ok()) {
-      // Validated input cannot fail here; if it does, report it and keep
-      // the id out of the directory so nothing half-applied is visible.
-      directory_.Forget(id);
-      if (status.ok()) status = absl::InternalError(s.ToString());
+    if (!added[i].ok()) {
+      // Validated input cannot fail here; if it does, the change is
+      // answered with the error and its ids forgotten (ChangeApplied).
+      if (status.ok()) status = added[i];
       continue;
     }
     if (subscriber_of_.size() <= local_id) subscriber_of_.resize(local_id + 1);
     subscriber_of_[local_id] = subscriptions[i].subscriber;
-    applied.push_back(id);
   }
   workers_profile_.AddUpdates(subscriptions.size());
-  if (!status.ok()) return status;
-  return applied;
+  return status;
 }
 
 absl::Status ThreadedEngine::Remove(absl::Span<const uint64_t> ids) {
@@ -116,66 +110,10 @@ absl::Status ThreadedEngine::Remove(absl::Span<const uint64_t> ids) {
   return status;
 }
 
-void ThreadedEngine::Subscribe(std::vector<SubscriptionInput> subscriptions,
-                               SubscribeCallback done) {
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  if (closing_) {
-    done(ShuttingDownError());
-    return;
-  }
-  if (subscriptions.empty()) {
-    done(std::vector<uint64_t>());
-    return;
-  }
-  std::unique_lock<std::mutex> order;
-  absl::StatusOr<uint64_t> first = AssignIds(subscriptions.size(), &order);
-  if (!first.ok()) {
-    done(first.status());
-    return;
-  }
-  std::vector<uint64_t> ids;
-  for (size_t i = 0; i < subscriptions.size(); ++i) ids.push_back(*first + i);
-  auto owned = std::make_shared<std::vector<SubscriptionInput>>(
-      std::move(subscriptions));
-  JournalSubscribe(
-      *first, *owned,
-      [this, owned, ids = std::move(ids), done = std::move(done)](
-          absl::Status s) mutable {
-        done(s.ok() ? Apply(ids, *owned) : s);
-      });
-}
-
-void ThreadedEngine::Unsubscribe(std::vector<uint64_t> ids,
-                                 StatusCallback done) {
-  std::shared_lock<std::shared_mutex> gate(gate_);
-  if (closing_) {
-    done(ShuttingDownError());
-    return;
-  }
-  std::unique_lock<std::mutex> order;
-  if (absl::Status status = KillIds(ids, &order); !status.ok()) {
-    done(status);
-    return;
-  }
-  JournalUnsubscribe(
-      ids, [this, ids, done = std::move(done)](absl::Status s) mutable {
-        done(s.ok() ? Remove(ids) : s);
-      });
-}
-
-absl::Status ThreadedEngine::Restore(const StoreState& state) {
-  std::vector<uint64_t> ids;
-  std::vector<SubscriptionInput> inputs;
-  ids.reserve(state.live.size());
-  inputs.reserve(state.live.size());
-  for (const auto& [id, input] : state.live) {
-    ids.push_back(id);
-    inputs.push_back(input);
-  }
-  if (absl::Status s = directory_.Restore(state.next_id, ids); !s.ok()) {
-    return s;
-  }
-  return Apply(ids, inputs).status();
+void ThreadedEngine::RouteChange(Change* change) {
+  ChangeApplied(change, change->adds()
+                            ? Apply(change->ids, change->inputs)
+                            : Remove(change->ids));
 }
 
 void ThreadedEngine::StopStages() {

@@ -6,7 +6,7 @@
 // shared, unpartitioned index under a readers/writer lock (many workers read
 // at once with Index::MatchEvent and their own scratch; Subscribe and
 // Unsubscribe take the lock exclusively and apply the change on the calling
-// thread before answering), then merges, delivers and answers the request
+// thread before answering: Engine::RouteChange), then merges, delivers and answers the request
 // itself. There are no cohorts and no partitions.
 //
 // Thread safety: see engine.h. index_ and subscriber_of_ are read under a
@@ -25,6 +25,7 @@
 #include "absl/base/thread_annotations.h"
 #include "matcher/index.h"
 #include "service/stages/engine.h"
+#include "service/stages/partials.h"
 
 namespace cohort {
 namespace service {
@@ -34,12 +35,9 @@ class ThreadedEngine : public Engine {
   explicit ThreadedEngine(const EngineOptions& options);
   ~ThreadedEngine() override;
 
-  void Subscribe(std::vector<SubscriptionInput> subscriptions,
-                 SubscribeCallback done) override;
-  absl::Status Restore(const StoreState& state) override;
-  void Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) override;
-
  protected:
+  // Applies the change on the calling thread under the writer lock.
+  void RouteChange(Change* change) override;
   void Dispatch(PublishJob* job) override;
   void StopStages() override;
   void AddStageStats(
@@ -54,10 +52,9 @@ class ThreadedEngine : public Engine {
 
   void RunWorker();
   // Adds subscriptions[i] under ids[i] to the index (under the writer
-  // lock); returns the ids applied.
-  absl::StatusOr<std::vector<uint64_t>> Apply(
-      absl::Span<const uint64_t> ids,
-      absl::Span<const SubscriptionInput> subscriptions);
+  // lock); the first error, if any.
+  absl::Status Apply(absl::Span<const uint64_t> ids,
+                     absl::Span<const SubscriptionInput> subscriptions);
   absl::Status Remove(absl::Span<const uint64_t> ids);
   void Match(PublishJob* job, matcher::MatchScratch* scratch,
              std::vector<matcher::SubscriptionId>* local);

@@ -1,0 +1,37 @@
+// A subscription change on its way to the stages that apply it: the adds
+// and removes of one Subscribe or Unsubscribe (or of recovery), for one
+// partition (the sharded_phase1 and replicated layouts) or for the whole
+// index (the partitioned layout). Created by the engine's front
+// (engine.h, Engine::RouteChange), applied on a partition thread.
+//
+// Thread safety: handed over whole through a stage's queue; the stage that
+// applies it calls `done` once, and nothing touches it afterwards.
+#ifndef COHORT_SERVICE_STAGES_UPDATE_BATCH_H_
+#define COHORT_SERVICE_STAGES_UPDATE_BATCH_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "service/api/validation.h"
+
+namespace cohort {
+namespace service {
+
+struct UpdateBatch {
+  struct Add {
+    uint32_t local_id;
+    const SubscriptionInput* input;  // owned by the update's creator
+  };
+  std::vector<Add> adds;
+  std::vector<uint32_t> removes;  // local ids
+  // Called on an engine thread once the batch is applied; the status is the
+  // first error (should never happen for validated input).
+  std::function<void(absl::Status)> done;
+};
+
+}  // namespace service
+}  // namespace cohort
+
+#endif  // COHORT_SERVICE_STAGES_UPDATE_BATCH_H_
