@@ -103,6 +103,7 @@ readonly TSAN_TARGETS=(
   //service/storage:journal_test
   //service/storage:durability_test
   //service/api:interner_test
+  //service/observability:latency_histogram_test
   //service/observability:metrics_http_test
   //service/observability:stage_profile_test
 )

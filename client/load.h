@@ -2,7 +2,7 @@
 // Fabret workload's subscriptions into a running cohortd with batched
 // Subscribe calls, publishes the workload's events for a fixed time from N
 // concurrent clients, and reports throughput, matches per event, latency
-// percentiles (a log-bucketed LatencyHistogram), errors by gRPC status code
+// percentiles (service/observability/latency_histogram.h), errors by gRPC status code
 // and the server's per-stage profile (GetStats before and after).
 //
 //   LoadOptions options;
@@ -53,7 +53,7 @@
 #include "absl/time/time.h"
 #include "bench/workload.h"
 #include "client/client.h"
-#include "client/latency_histogram.h"
+#include "service/observability/latency_histogram.h"
 #include "proto/cohort/v1/pubsub.pb.h"
 
 namespace cohort {
@@ -138,7 +138,7 @@ struct SubscribeProgress {
 
 // The publish phase, merged over clients.
 struct PublishResult {
-  LatencyHistogram latency;  // requests sent in the measured interval
+  service::LatencyHistogram latency;  // requests sent in the measured interval
   uint64_t requests = 0;     // answered in the measured interval
   uint64_t events = 0;       // answered in the measured interval
   uint64_t matches = 0;      // sum of match_count over those events

@@ -13,7 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
-#include "client/latency_histogram.h"
+#include "service/observability/latency_histogram.h"
 #include "client/load.h"
 #include "proto/cohort/v1/pubsub.pb.h"
 
@@ -107,14 +107,14 @@ std::string ErrorsJson(const ErrorCounts& errors) {
   return out + "}";
 }
 
-std::string LatencyJson(const LatencyHistogram& h) {
+std::string LatencyJson(const service::LatencyHistogram& h) {
   auto us = [](double ns) { return ns / 1000.0; };
   return absl::StrFormat(
       "{\"count\": %d, \"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f, "
       "\"p999\": %.1f, \"max\": %.1f, \"mean\": %.1f}",
       h.count(), us(h.Percentile(0.50)), us(h.Percentile(0.90)),
-      us(h.Percentile(0.99)), us(h.Percentile(0.999)), us(h.max()),
-      us(h.Mean()));
+      us(h.Percentile(0.99)), us(h.Percentile(0.999)), us(static_cast<double>(h.max_ns())),
+      us(h.mean_ns()));
 }
 
 std::string SubscribeJson(const LoadReport& r) {
@@ -227,7 +227,7 @@ std::string LoadReportCsv(const LoadReport& r) {
       "subscribe_seconds,subscriptions_per_s\n";
   const LoadOptions& o = r.options;
   const PublishResult& p = r.publish;
-  const LatencyHistogram& h = p.latency;
+  const service::LatencyHistogram& h = p.latency;
   auto us = [](double ns) { return ns / 1000.0; };
   std::vector<std::string> codes;
   for (const auto& [code, n] : p.errors)
@@ -240,7 +240,7 @@ std::string LoadReportCsv(const LoadReport& r) {
       o.return_ids ? "true" : "false", o.warmup_s, o.duration_s, p.requests,
       p.events, r.EventsPerSecond(), r.MatchesPerEvent(), h.count(),
       us(h.Percentile(0.50)), us(h.Percentile(0.90)), us(h.Percentile(0.99)),
-      us(h.Percentile(0.999)), us(h.max()), us(h.Mean()), p.unanswered,
+      us(h.Percentile(0.999)), us(static_cast<double>(h.max_ns())), us(h.mean_ns()), p.unanswered,
       r.ErrorCount(), r.Rejections(), CsvField(absl::StrJoin(codes, ";")));
   if (r.subscribed) {
     const SubscribeResult& s = r.subscribe;
@@ -280,7 +280,7 @@ std::string FormatSubscribeText(const SubscribeResult& s) {
 std::string FormatPublishText(const LoadReport& r) {
   const LoadOptions& o = r.options;
   const PublishResult& p = r.publish;
-  const LatencyHistogram& h = p.latency;
+  const service::LatencyHistogram& h = p.latency;
   return absl::StrFormat(
       "publish: mode %s, %d clients, batch %d, window %d, rate %.0f, "
       "return_ids %s\n"
@@ -293,8 +293,8 @@ std::string FormatPublishText(const LoadReport& r) {
       o.return_ids ? "true" : "false", p.events, o.duration_s,
       r.EventsPerSecond(), p.requests, r.MatchesPerEvent(),
       h.Percentile(0.5) / 1e3, h.Percentile(0.9) / 1e3,
-      h.Percentile(0.99) / 1e3, h.Percentile(0.999) / 1e3, h.max() / 1e3,
-      h.Mean() / 1e3, h.count(), p.unanswered, r.Rejections(),
+      h.Percentile(0.99) / 1e3, h.Percentile(0.999) / 1e3, static_cast<double>(h.max_ns()) / 1e3,
+      h.mean_ns() / 1e3, h.count(), p.unanswered, r.Rejections(),
       ErrorsText(p.errors));
 }
 

@@ -1,4 +1,4 @@
-// Tests of the load driver: LatencyHistogram's percentiles, the JSON and CSV
+// Tests of the load driver: the JSON and CSV
 // reports, option checks, and RunLoad end to end against a CohortServer
 // started in-process on 127.0.0.1.
 #include "client/load.h"
@@ -19,7 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/workload.h"
-#include "client/latency_histogram.h"
+#include "service/observability/latency_histogram.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -34,68 +34,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-// ---------------------------------------------------------------------------
-// LatencyHistogram.
-
-TEST(LatencyHistogram, EmptyReportsZero) {
-  LatencyHistogram h;
-  EXPECT_EQ(h.count(), 0u);
-  EXPECT_EQ(h.Percentile(0.5), 0u);
-  EXPECT_EQ(h.max(), 0u);
-  EXPECT_EQ(h.Mean(), 0);
-}
-
-TEST(LatencyHistogram, SmallValuesAreExact) {
-  LatencyHistogram h;
-  for (uint64_t v = 0; v < 64; ++v) h.Record(v);
-  // Nearest rank: the ceil(q * 64)-th smallest of 0 ... 63.
-  EXPECT_EQ(h.Percentile(0.0), 0u);
-  EXPECT_EQ(h.Percentile(0.5), 31u);
-  EXPECT_EQ(h.Percentile(0.9), 57u);
-  EXPECT_EQ(h.Percentile(1.0), 63u);
-  EXPECT_EQ(h.max(), 63u);
-  EXPECT_DOUBLE_EQ(h.Mean(), 31.5);
-}
-
-// Every percentile is within 1/64 of the true nearest-rank value, over
-// values spread across six powers of ten.
-TEST(LatencyHistogram, PercentilesWithinOneSixtyFourth) {
-  LatencyHistogram h;
-  std::vector<uint64_t> values;
-  uint64_t v = 1000;
-  for (int i = 0; i < 20000; ++i) {
-    v = (v * 6364136223846793005ull + 1442695040888963407ull);
-    values.push_back(100 + (v >> 40) % 100000000);  // 100 ns ... 0.1 s
-  }
-  for (uint64_t x : values) h.Record(x);
-  std::sort(values.begin(), values.end());
-  for (double q : {0.01, 0.5, 0.9, 0.99, 0.999, 1.0}) {
-    const size_t rank = static_cast<size_t>(std::ceil(q * values.size()));
-    const double truth = values[rank - 1];
-    EXPECT_NEAR(h.Percentile(q), truth, truth / 64) << "q = " << q;
-  }
-  EXPECT_EQ(h.max(), values.back());
-}
-
-TEST(LatencyHistogram, PercentileIsCappedAtTheMaximum) {
-  LatencyHistogram h;
-  h.Record(1000001);  // the bucket's midpoint lies above it
-  EXPECT_EQ(h.Percentile(0.5), 1000001u);
-  EXPECT_EQ(h.Percentile(1.0), 1000001u);
-}
-
-TEST(LatencyHistogram, MergeAddsCountsSumsAndMaximum) {
-  LatencyHistogram a, b;
-  for (int i = 0; i < 99; ++i) a.Record(10);
-  b.Record(5000000);
-  a.Merge(b);
-  EXPECT_EQ(a.count(), 100u);
-  EXPECT_EQ(a.max(), 5000000u);
-  EXPECT_EQ(a.Percentile(0.99), 10u);
-  EXPECT_NEAR(a.Percentile(1.0), 5000000, 5000000 / 64.0);
-  EXPECT_DOUBLE_EQ(a.Mean(), (99 * 10 + 5000000) / 100.0);
-}
 
 // ---------------------------------------------------------------------------
 // Reports.
