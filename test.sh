@@ -24,8 +24,9 @@
 #
 # Then each libFuzzer target fuzzes for FUZZ_SECONDS from its seed corpus
 # (bench/fuzz.sh, built with clang; the corpora themselves are replayed by
-# the *_fuzzer tests in both Bazel runs above), and clang-tidy checks the C++
-# files changed by the newest commit (tools/tidy.sh).
+# the *_fuzzer tests in both Bazel runs above), every Markdown link is
+# checked (tools/check_links.py), and clang-tidy checks the C++ files
+# changed by the newest commit (tools/tidy.sh).
 #
 # Prints a line per test target and ends with exactly one line
 #   tests: N passed, M failed
@@ -138,6 +139,16 @@ echo "==> [fuzz] bench/fuzz.sh --seconds=${FUZZ_SECONDS}"
 bench/fuzz.sh --seconds="${FUZZ_SECONDS}" --out="${RESULTS}/fuzz" |
   tee "${RESULTS}/fuzz.log"
 add_counts fuzz "${RESULTS}/fuzz.log"
+
+# Every relative link in every Markdown file resolves, anchors included
+# (tools/check_links.py). One test case.
+echo "==> [links] tools/check_links.py"
+if python3 tools/check_links.py | tee "${RESULTS}/links.log" | tail -1; then
+  total_passed=$((total_passed + 1))
+else
+  grep -v '^links:' "${RESULTS}/links.log"
+  total_failed=$((total_failed + 1))
+fi
 
 # Static checks: clang-tidy (.clang-tidy) on the C++ files changed by the
 # newest commit and any uncommitted change (tools/tidy.sh). One test case.
