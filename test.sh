@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and tests everything, then runs the tests again under
 # AddressSanitizer + UndefinedBehaviorSanitizer (--config=asan: matcher,
-# bench and service, end-to-end server tests included), then the concurrency
+# filter, workload, bench, service, client and the end-to-end tests of
+# e2e/), then the concurrency
 # tests that do not go through gRPC under ThreadSanitizer (--config=tsan: the
 # engine's stages, queues, admission and listeners; the dictionaries; the
 # stage profile; the metrics server; concurrent matcher readers). Debian's
@@ -24,8 +25,9 @@
 #
 # Then each libFuzzer target fuzzes for FUZZ_SECONDS from its seed corpus
 # (bench/fuzz.sh, built with clang; the corpora themselves are replayed by
-# the *_fuzzer tests in both Bazel runs above), every Markdown link is
-# checked (tools/check_links.py), and clang-tidy checks the C++ files
+# the *_fuzzer tests in both Bazel runs above), the layering is checked
+# (tools/check_layers.sh), every Markdown link is checked
+# (tools/check_links.py), and clang-tidy checks the C++ files
 # changed by the newest commit (tools/tidy.sh).
 #
 # Prints a line per test target and ends with exactly one line
@@ -84,7 +86,7 @@ run_tests default //...
 
 # The sanitizer run covers the packages that exist (they are added over time).
 asan_patterns=()
-for dir in matcher bench service client; do
+for dir in matcher filter workload bench service client e2e; do
   if [[ -f "${dir}/BUILD.bazel" || -f "${dir}/BUILD" ]]; then
     asan_patterns+=("//${dir}/...")
   fi
@@ -103,7 +105,7 @@ readonly TSAN_TARGETS=(
   //service/stages:engine_test
   //service/storage:journal_test
   //service/storage:durability_test
-  //service/api:interner_test
+  //service/model:interner_test
   //service/observability:latency_histogram_test
   //service/observability:metrics_http_test
   //service/observability:stage_profile_test
@@ -139,6 +141,13 @@ echo "==> [fuzz] bench/fuzz.sh --seconds=${FUZZ_SECONDS}"
 bench/fuzz.sh --seconds="${FUZZ_SECONDS}" --out="${RESULTS}/fuzz" |
   tee "${RESULTS}/fuzz.log"
 add_counts fuzz "${RESULTS}/fuzz.log"
+
+# Every dependency points down the layers (docs/DESIGN.md section 10), also
+# through middle packages (tools/check_layers.sh; Bazel visibility refuses
+# direct ones at build time). Each rule counts as one test case.
+echo "==> [layers] tools/check_layers.sh"
+tools/check_layers.sh | tee "${RESULTS}/layers.log"
+add_counts layers "${RESULTS}/layers.log"
 
 # Every relative link in every Markdown file resolves, anchors included
 # (tools/check_links.py). One test case.

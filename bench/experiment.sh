@@ -27,7 +27,7 @@
 #       [--partitions=N] [--preset=NAME] [--no_report]
 #
 # --preset: the workload, fabret-1m (the default, the paper's) or events-1m
-# (the typed application event bus of bench/typed_workload.h; it has no text
+# (the typed application event bus of workload/typed_workload.h; it has no text
 # file, so its checksum line says so instead of giving a SHA-256).
 #
 # --quick: 100k subscriptions, one 3 s repetition per point (under 5 minutes

@@ -4,10 +4,10 @@
 #   bench/fuzz.sh [--minutes=N | --seconds=N] [--targets=A,B] [--merge]
 #                 [--out=DIR]
 #
-# Builds //matcher:index_fuzzer, //service/api:validation_fuzzer,
-# //service/storage:store_fuzzer and //client:parse_fuzzer with --config=fuzz (clang,
-# libFuzzer, ASan + UBSan) in an output base of their own, since switching the
-# C++ compiler re-configures Bazel's toolchain; then fuzzes each target for
+# Builds //matcher:index_fuzzer, //service/model:validation_fuzzer,
+# //service/storage:store_fuzzer and //service/model:parse_fuzzer with
+# --config=fuzz (clang, libFuzzer, ASan + UBSan) in an output base of their
+# own, since switching the C++ compiler re-configures Bazel's toolchain; then fuzzes each target for
 # the given time (default 5 minutes; ./test.sh runs --seconds=20), starting
 # from its committed seed corpus. New inputs go to DIR/<target>/corpus, not to
 # the seeds; --merge adds those that reach new coverage to the committed seed
@@ -26,9 +26,9 @@ cd "$(dirname "$0")/.."
 
 readonly ALL_TARGETS=(
   //matcher:index_fuzzer
-  //service/api:validation_fuzzer
+  //service/model:validation_fuzzer
   //service/storage:store_fuzzer
-  //client:parse_fuzzer
+  //service/model:parse_fuzzer
 )
 # Slower than this per input is a hang, not a slow input: the targets' inputs
 # are at most a few KB.

@@ -25,12 +25,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "bench/intervals.h"
-#include "bench/workload.h"
-#include "bench/workload_file.h"
 #include "matcher/index.h"
+#include "workload/workload.h"
+#include "workload/workload_file.h"
 
 ABSL_FLAG(std::string, preset, "fabret-1m",
-          "Workload preset (bench/workloads.md) when --workload is empty.");
+          "Workload preset (workload/presets.md) when --workload is empty.");
 ABSL_FLAG(std::string, workload, "", "Workload file to read instead.");
 ABSL_FLAG(int64_t, subscriptions, -1,
           "With --preset: subscriptions to generate (-1: the preset's).");
@@ -47,6 +47,11 @@ ABSL_FLAG(std::string, out_intervals, "",
 
 namespace cohort {
 namespace bench {
+
+using workload::LoadOrGenerate;
+using workload::Workload;
+using workload::WriteWorkloadFile;
+using workload::WrittenFile;
 namespace {
 
 absl::Status Run() {

@@ -14,6 +14,8 @@
 namespace cohort {
 namespace bench {
 
+using workload::Workload;
+
 using matcher::AttributeValue;
 using matcher::Op;
 using matcher::Predicate;

@@ -22,7 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "bench/workload.h"
+#include "workload/workload.h"
 
 namespace cohort {
 namespace bench {
@@ -44,7 +44,8 @@ struct DropNeStats {
 // as `policy` says; events are kept as they are. A subscription left without
 // predicates is dropped (the index refuses empty subscriptions). The result's
 // options record the new counts and name the preset `<preset>-no-ne`.
-Workload DropNe(const Workload& in, NePolicy policy, DropNeStats* stats);
+workload::Workload DropNe(const workload::Workload& in, NePolicy policy,
+                          DropNeStats* stats);
 
 struct IntervalPredicate {
   uint32_t attribute = 0;
@@ -63,7 +64,7 @@ struct IntervalWorkload {
 
 // Maps `w` onto ranks. INVALID_ARGUMENT if `w` holds an NE predicate, or if
 // an attribute has more than 2^31 - 3 distinct values.
-absl::StatusOr<IntervalWorkload> ToIntervals(const Workload& w);
+absl::StatusOr<IntervalWorkload> ToIntervals(const workload::Workload& w);
 
 // True iff every predicate of `subscription` holds for `event` (brute force,
 // for tests and checks).

@@ -7,13 +7,18 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
-#include "bench/workload.h"
 #include "gtest/gtest.h"
 #include "matcher/reference_matcher.h"
 #include "matcher/types.h"
+#include "workload/workload.h"
 
 namespace cohort {
 namespace bench {
+
+using workload::Generate;
+using workload::PresetOptions;
+using workload::Workload;
+using workload::WorkloadOptions;
 namespace {
 
 using matcher::AttributeValue;

@@ -73,13 +73,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "bench/work_model.h"
-#include "bench/typed_workload.h"
-#include "bench/workload.h"
 #include "matcher/index.h"
 #include "matcher/partitioned_index.h"
+#include "service/observability/stage_profile.h"
 #include "service/stages/cohort_pipeline.h"
 #include "service/stages/engine_options.h"
-#include "service/observability/stage_profile.h"
+#include "workload/typed_workload.h"
+#include "workload/workload.h"
 
 ABSL_FLAG(std::string, preset, "fabret-1m",
           "Workload preset to generate in memory; ignored with --workload.");
@@ -138,6 +138,9 @@ ABSL_FLAG(std::string, go_file, "",
 
 namespace cohort {
 namespace bench {
+
+using workload::LoadOrGenerateAny;
+using workload::Workload;
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -31,14 +31,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "bench/sha256.h"
-#include "bench/typed_workload.h"
-#include "bench/workload.h"
 #include "matcher/index.h"
+#include "workload/sha256.h"
+#include "workload/typed_workload.h"
+#include "workload/workload.h"
 
 ABSL_FLAG(std::string, preset, "fabret-1m",
           "Workload preset to generate in memory (fabret-1m, fabret-uniform, "
-          "selective-1m, ranges-1m: bench/workloads.md); "
+          "selective-1m, ranges-1m: workload/presets.md); "
           "ignored when --workload is set.");
 ABSL_FLAG(std::string, workload, "",
           "Read the workload from this file (cohort-workload v1 text) instead "
@@ -74,6 +74,11 @@ ABSL_FLAG(std::string, format, "json", "Output format: json or text.");
 
 namespace cohort {
 namespace bench {
+
+using workload::LoadOrGenerateAny;
+using workload::Sha256Hex;
+using workload::Workload;
+using workload::WorkloadText;
 namespace {
 
 using Clock = std::chrono::steady_clock;

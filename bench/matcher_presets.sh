@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The matcher alone on one thread, on every workload preset issue 18 reports
-# together: fabret-1m, selective-1m and ranges-1m (bench/workloads.md), at
+# together: fabret-1m, selective-1m and ranges-1m (workload/presets.md), at
 # MatchEvent and cohorts of 1, 4, 16 and 64, each preset in its own
 # matcher_bench run (passes interleaved across the paths).
 #

@@ -1,5 +1,5 @@
 // The workload generator binary: writes a Fabret workload file (see
-// shared/workloads/fabret.md and bench/workload.h) and prints its report.
+// workload/fabret.md and workload/workload.h) and prints its report.
 //
 //   bazel run -c opt //bench:workload -- --preset=fabret-1m --out=/tmp/f.txt
 //
@@ -17,12 +17,12 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
-#include "bench/workload.h"
-#include "bench/workload_file.h"
+#include "workload/workload.h"
+#include "workload/workload_file.h"
 
 ABSL_FLAG(std::string, preset, "fabret-1m",
           "Workload preset: fabret-1m, fabret-uniform, selective-1m or "
-          "ranges-1m (bench/workloads.md).");
+          "ranges-1m (workload/presets.md).");
 ABSL_FLAG(std::optional<int64_t>, subscriptions, std::nullopt,
           "Number of subscriptions (default: the preset's).");
 ABSL_FLAG(std::optional<int64_t>, events, std::nullopt, "Number of events.");
@@ -56,6 +56,14 @@ ABSL_FLAG(std::string, report_format, "text", "Report format: text or json.");
 
 namespace cohort {
 namespace bench {
+
+using workload::FormatReportJson;
+using workload::FormatReportText;
+using workload::GenerateWorkloadFile;
+using workload::PresetOptions;
+using workload::Validate;
+using workload::WorkloadOptions;
+using workload::WorkloadReport;
 namespace {
 
 template <typename T>

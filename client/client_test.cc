@@ -21,7 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "client/parse.h"
+#include "filter/parse.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/cohort/v1/pubsub.pb.h"
@@ -552,7 +552,7 @@ TEST(ClientParseFilter, ReturnsTheServersParseAndErrors) {
   absl::StatusOr<std::vector<v1::Predicate>> parsed =
       client->ParseFilter(text);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  absl::StatusOr<std::vector<v1::Predicate>> local = ParseSubscription(text);
+  absl::StatusOr<std::vector<v1::Predicate>> local = filter::ParseSubscription(text);
   ASSERT_TRUE(local.ok()) << local.status();
   ASSERT_EQ(parsed->size(), local->size());
   for (size_t i = 0; i < parsed->size(); ++i) {

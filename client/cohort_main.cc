@@ -49,14 +49,14 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "bench/typed_workload.h"
-#include "bench/workload.h"
-#include "bench/workload_file.h"
 #include "client/client.h"
 #include "client/load.h"
-#include "client/parse.h"
+#include "filter/parse.h"
 #include "google/protobuf/util/json_util.h"
 #include "service/api/auth.h"
+#include "workload/typed_workload.h"
+#include "workload/workload.h"
+#include "workload/workload_file.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051",
           "cohortd address, host:port (every command but workload).");
@@ -105,7 +105,7 @@ ABSL_FLAG(std::string, workload, "",
 ABSL_FLAG(std::string, preset, "fabret-1m",
           "workload, load: the workload preset, fabret-1m, fabret-uniform, "
           "selective-1m, ranges-1m, or events-1m (typed: strings, sets, "
-          "prefixes; its file is in the CLI's grammar, bench/workloads.md) "
+          "prefixes; its file is in the CLI's grammar, workload/presets.md) "
           "(load: ignored with --workload).");
 ABSL_FLAG(int64_t, subscriptions, -1,
           "workload, load: subscriptions in the preset's workload (-1 = the "
@@ -248,7 +248,7 @@ int Subscribe(const std::vector<std::string>& args) {
   std::vector<v1::SubscriptionSpec> specs;
   for (const std::string& text : args) {
     absl::StatusOr<std::vector<v1::Predicate>> predicates =
-        ParseSubscription(text);
+        filter::ParseSubscription(text);
     if (!predicates.ok()) return Usage(std::string(predicates.status().message()));
     v1::SubscriptionSpec& spec = specs.emplace_back();
     spec.set_subscriber(subscriber);
@@ -304,7 +304,7 @@ int Publish(const std::vector<std::string>& args) {
   v1::PublishRequest request;
   request.set_return_ids(absl::GetFlag(FLAGS_ids));
   for (const std::string& text : args) {
-    absl::StatusOr<std::vector<v1::Attribute>> attributes = ParseEvent(text);
+    absl::StatusOr<std::vector<v1::Attribute>> attributes = filter::ParseEvent(text);
     if (!attributes.ok()) return Usage(std::string(attributes.status().message()));
     v1::Event* event = request.add_events();
     for (v1::Attribute& a : *attributes) *event->add_attributes() = std::move(a);
@@ -340,7 +340,7 @@ int Listen() {
     std::printf("seq %llu\tids %s\t%s\tpayload %zu bytes\n",
                 static_cast<unsigned long long>(d.sequence()),
                 absl::StrJoin(d.subscription_ids(), ",").c_str(),
-                FormatEvent(d.event()).c_str(), d.event().payload().size());
+                filter::FormatEvent(d.event()).c_str(), d.event().payload().size());
     std::fflush(stdout);
     std::lock_guard<std::mutex> lock(mu);
     if (++received == limit) listening->Stop();
@@ -446,11 +446,11 @@ int Stats() {
 // The preset's options with --subscriptions, --events and --seed applied.
 // As //bench:workload does, a preset whose counts were changed is recorded
 // as "<preset>+custom" (another seed is still the same preset).
-absl::StatusOr<bench::WorkloadOptions> WorkloadOptionsFromFlags() {
-  absl::StatusOr<bench::WorkloadOptions> options =
-      bench::PresetOptions(absl::GetFlag(FLAGS_preset));
+absl::StatusOr<workload::WorkloadOptions> WorkloadOptionsFromFlags() {
+  absl::StatusOr<workload::WorkloadOptions> options =
+      workload::PresetOptions(absl::GetFlag(FLAGS_preset));
   if (!options.ok()) return options.status();
-  bench::WorkloadOptions& o = *options;
+  workload::WorkloadOptions& o = *options;
   bool changed = false;
   for (auto [flag, knob] :
        {std::pair(absl::GetFlag(FLAGS_subscriptions), &o.subscriptions),
@@ -461,29 +461,29 @@ absl::StatusOr<bench::WorkloadOptions> WorkloadOptionsFromFlags() {
   }
   if (std::optional<uint64_t> seed = absl::GetFlag(FLAGS_seed)) o.seed = *seed;
   if (changed) o.preset = absl::StrCat(o.preset, "+custom");
-  if (absl::Status status = bench::Validate(o); !status.ok()) return status;
+  if (absl::Status status = workload::Validate(o); !status.ok()) return status;
   return options;
 }
 
 int Workload() {
   const std::string path = absl::GetFlag(FLAGS_out);
-  absl::StatusOr<bench::WorkloadReport> report;
-  if (bench::IsTypedPreset(absl::GetFlag(FLAGS_preset))) {
+  absl::StatusOr<workload::WorkloadReport> report;
+  if (workload::IsTypedPreset(absl::GetFlag(FLAGS_preset))) {
     // A typed preset: its own generator and text format (typed_workload.h).
     const int64_t subscriptions = absl::GetFlag(FLAGS_subscriptions);
     const int64_t events = absl::GetFlag(FLAGS_events);
     if (subscriptions < -1 || events < -1) {
       return Usage("workload: --subscriptions and --events must be >= 0");
     }
-    report = bench::GenerateTypedWorkloadFile(
+    report = workload::GenerateTypedWorkloadFile(
         subscriptions >= 0 ? subscriptions : 1000000,
         events >= 0 ? events : 100000, absl::GetFlag(FLAGS_seed).value_or(1),
-        path, bench::kDefaultReportSample);
+        path, workload::kDefaultReportSample);
   } else {
-    absl::StatusOr<bench::WorkloadOptions> options = WorkloadOptionsFromFlags();
+    absl::StatusOr<workload::WorkloadOptions> options = WorkloadOptionsFromFlags();
     if (!options.ok()) return Usage(std::string(options.status().message()));
-    report = bench::GenerateWorkloadFile(*options, path,
-                                         bench::kDefaultReportSample);
+    report = workload::GenerateWorkloadFile(*options, path,
+                                         workload::kDefaultReportSample);
   }
   if (!report.ok()) {
     std::fprintf(stderr, "cohort: %s\n",
@@ -491,8 +491,8 @@ int Workload() {
     return kServerError;
   }
   const std::string text = absl::GetFlag(FLAGS_json)
-                               ? bench::FormatReportJson(*report) + "\n"
-                               : bench::FormatReportText(*report);
+                               ? workload::FormatReportJson(*report) + "\n"
+                               : workload::FormatReportText(*report);
   std::fputs(text.c_str(), path.empty() ? stderr : stdout);
   return 0;
 }
@@ -596,7 +596,7 @@ int Load() {
       !absl::EndsWith(out, ".csv")) {
     return Usage("load: --out must end in .json or .csv");
   }
-  absl::StatusOr<bench::Workload> workload = bench::LoadOrGenerateAny(
+  absl::StatusOr<workload::Workload> workload = workload::LoadOrGenerateAny(
       absl::GetFlag(FLAGS_workload), absl::GetFlag(FLAGS_preset),
       absl::GetFlag(FLAGS_subscriptions), absl::GetFlag(FLAGS_events));
   if (!workload.ok()) return Usage(std::string(workload.status().message()));

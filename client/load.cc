@@ -20,13 +20,13 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "bench/typed_workload.h"
-#include "bench/workload.h"
 #include "client/client.h"
 #include "client/load_internal.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/cohort/v1/pubsub.grpc.pb.h"
 #include "proto/cohort/v1/pubsub.pb.h"
+#include "workload/typed_workload.h"
+#include "workload/workload.h"
 
 namespace cohort {
 namespace client {
@@ -70,10 +70,10 @@ constexpr size_t kSubscriberNames = 1000;
 
 // Event `i` of the workload, with its derived payload (a typed workload's
 // as the API states it).
-void FillEvent(const bench::Workload& w, size_t i, v1::Event* event) {
+void FillEvent(const workload::Workload& w, size_t i, v1::Event* event) {
   if (w.typed != nullptr) {
     *event = w.typed->events[i];
-    event->set_payload(bench::EventPayload(w.options, i));
+    event->set_payload(workload::EventPayload(w.options, i));
     return;
   }
   for (const matcher::AttributeValue& a : w.events[i]) {
@@ -81,12 +81,12 @@ void FillEvent(const bench::Workload& w, size_t i, v1::Event* event) {
     out->set_name(w.attribute_names[a.attribute]);
     out->set_value(a.value);
   }
-  event->set_payload(bench::EventPayload(w.options, i));
+  event->set_payload(workload::EventPayload(w.options, i));
 }
 
 }  // namespace
 
-RequestPool BuildRequestPool(const bench::Workload& w, int batch,
+RequestPool BuildRequestPool(const workload::Workload& w, int batch,
                              bool return_ids) {
   const size_t n = w.events.size();
   RequestPool pool((n + batch - 1) / batch);
@@ -109,7 +109,7 @@ constexpr auto kRetryBackoff = std::chrono::milliseconds(10);
 
 // Subscription `i` of the workload as a SubscriptionSpec (matcher::Op and
 // cohort.v1.Op are numbered alike).
-void FillSubscription(const bench::Workload& w, size_t i,
+void FillSubscription(const workload::Workload& w, size_t i,
                       v1::SubscriptionSpec* spec) {
   if (w.typed != nullptr) {
     *spec = w.typed->subscriptions[i];
@@ -133,7 +133,7 @@ void FillSubscription(const bench::Workload& w, size_t i,
 class SubscribeLoader {
  public:
   SubscribeLoader(v1::PubSub::Stub* stub, const ClientSecurity& security,
-                  const bench::Workload& workload, int batch, int in_flight)
+                  const workload::Workload& workload, int batch, int in_flight)
       : stub_(stub),
         security_(security),
         workload_(workload),
@@ -160,7 +160,7 @@ class SubscribeLoader {
 
   v1::PubSub::Stub* const stub_;
   const ClientSecurity& security_;
-  const bench::Workload& workload_;
+  const workload::Workload& workload_;
   const int batch_;
   const int max_in_flight_;
   size_t next_ = 0;  // next subscription to send; Run()'s thread only
@@ -258,7 +258,7 @@ SubscribeResult SubscribeLoader::Run(
 
 // PublishPhase() publishes the workload's events and fetches the server's
 // stats around it. REQUIRES: !workload.events.empty(), mode != kNone.
-PublishResult PublishPhase(const bench::Workload& workload,
+PublishResult PublishPhase(const workload::Workload& workload,
                            const LoadOptions& options, Client* control) {
   const RequestPool pool =
       BuildRequestPool(workload, options.batch, options.return_ids);
@@ -321,7 +321,7 @@ absl::Status ValidateLoadOptions(const LoadOptions& o) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<LoadReport> RunLoad(const bench::Workload& workload,
+absl::StatusOr<LoadReport> RunLoad(const workload::Workload& workload,
                                    const LoadOptions& options,
                                    const LoadCallbacks& callbacks) {
   if (absl::Status status = ValidateLoadOptions(options); !status.ok()) {

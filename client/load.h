@@ -51,10 +51,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "bench/workload.h"
 #include "client/client.h"
-#include "service/observability/latency_histogram.h"
 #include "proto/cohort/v1/pubsub.pb.h"
+#include "service/observability/latency_histogram.h"
+#include "workload/workload.h"
 
 namespace cohort {
 namespace client {
@@ -185,7 +185,7 @@ inline constexpr absl::Duration kProgressInterval = absl::Milliseconds(200);
 // are counted in the report, not returned; returns InvalidArgument for bad
 // options and Unavailable when the server cannot be reached within
 // options.control_timeout.
-absl::StatusOr<LoadReport> RunLoad(const bench::Workload& workload,
+absl::StatusOr<LoadReport> RunLoad(const workload::Workload& workload,
                                    const LoadOptions& options,
                                    const LoadCallbacks& callbacks = {});
 

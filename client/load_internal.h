@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "bench/workload.h"
 #include "client/load.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/cohort/v1/pubsub.grpc.pb.h"
 #include "proto/cohort/v1/pubsub.pb.h"
+#include "workload/workload.h"
 
 namespace cohort {
 namespace client {
@@ -46,7 +46,7 @@ void KeepUntilExit(std::shared_ptr<void> object);
 using RequestPool = std::vector<v1::PublishRequest>;
 
 // REQUIRES: !workload.events.empty(), batch >= 1.
-RequestPool BuildRequestPool(const bench::Workload& workload, int batch,
+RequestPool BuildRequestPool(const workload::Workload& workload, int batch,
                              bool return_ids);
 
 // RunPublish() runs options.clients publishers over `pool` for the

@@ -18,8 +18,6 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "bench/workload.h"
-#include "service/observability/latency_histogram.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -27,6 +25,8 @@
 #include "proto/cohort/v1/pubsub.pb.h"
 #include "service/api/server.h"
 #include "service/api/server_test_util.h"
+#include "service/observability/latency_histogram.h"
+#include "workload/workload.h"
 
 namespace cohort {
 namespace client {
@@ -298,8 +298,8 @@ class RunLoadTest : public ::testing::Test {
         service::CohortServer::Start(service::testing::LocalServerOptions());
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
-    absl::StatusOr<bench::Workload> workload =
-        bench::LoadOrGenerate("", "fabret-1m", kSubscriptions, 64);
+    absl::StatusOr<workload::Workload> workload =
+        workload::LoadOrGenerate("", "fabret-1m", kSubscriptions, 64);
     ASSERT_TRUE(workload.ok()) << workload.status();
     workload_ = std::move(*workload);
   }
@@ -321,7 +321,7 @@ class RunLoadTest : public ::testing::Test {
   // 2,000 fabret-1m subscriptions give about 5 matches per event.
   static constexpr int64_t kSubscriptions = 2000;
   std::unique_ptr<service::CohortServer> server_;
-  bench::Workload workload_;
+  workload::Workload workload_;
 };
 
 void ExpectHealthyPublish(const LoadReport& r) {
@@ -394,8 +394,8 @@ TEST_F(RunLoadTest, SkipLoadAndModeNoneDoNothing) {
 }
 
 TEST(RunLoad, UnreachableServerIsUnavailable) {
-  absl::StatusOr<bench::Workload> workload =
-      bench::LoadOrGenerate("", "fabret-1m", 10, 10);
+  absl::StatusOr<workload::Workload> workload =
+      workload::LoadOrGenerate("", "fabret-1m", 10, 10);
   ASSERT_TRUE(workload.ok());
   LoadOptions o;
   o.server = "127.0.0.1:1";

@@ -178,7 +178,7 @@ fi
 if [[ -n "${python}" ]]; then
   run_check "promql checker" "${python}" "${OBS}/check_promql_test.py"
   # The dashboard and the rules against an example scrape of cohortd
-  # (testdata/; service/observability/dashboard_test.sh checks that it
+  # (testdata/; e2e/dashboard_test.sh checks that it
   # still matches a real server's).
   run_check "promql" "${python}" "${OBS}/check_promql.py" \
     --exposition "${OBS}/testdata/cohortd-metrics.prom" \

@@ -12,9 +12,9 @@
 #include <memory>
 #include <vector>
 
-#include "bench/workload.h"
 #include "benchmark/benchmark.h"
 #include "matcher/index.h"
+#include "workload/workload.h"
 
 namespace cohort {
 namespace matcher {
@@ -30,7 +30,7 @@ constexpr int64_t kSubscriptions = 100000;
 constexpr int64_t kEvents = 4096;
 
 struct Fixture {
-  bench::Workload workload;
+  workload::Workload workload;
   std::vector<EventView> events;
   Index index;
 };
@@ -38,10 +38,10 @@ struct Fixture {
 Fixture& Shared() {
   static Fixture* fixture = [] {
     auto* f = new Fixture;
-    bench::WorkloadOptions options = *bench::PresetOptions("fabret-1m");
+    workload::WorkloadOptions options = *workload::PresetOptions("fabret-1m");
     options.subscriptions = kSubscriptions;
     options.events = kEvents;
-    f->workload = bench::Generate(options);
+    f->workload = workload::Generate(options);
     for (const auto& e : f->workload.events) f->events.emplace_back(e);
     for (size_t i = 0; i < f->workload.subscriptions.size(); ++i) {
       if (!f->index.Add(i, f->workload.subscriptions[i]).ok()) std::abort();

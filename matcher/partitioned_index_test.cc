@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "bench/workload.h"
 #include "gtest/gtest.h"
 #include "matcher/index_test_util.h"
 #include "matcher/reference_matcher.h"
 #include "matcher/types.h"
+#include "workload/workload.h"
 
 namespace cohort {
 namespace matcher {
@@ -336,10 +336,10 @@ TEST(PartitionedIndex, PresentListsAreBalancedAsAClassOfTheirOwn) {
 // what one does (the predicate table once, the clusters divided), and find
 // exactly the same matches.
 TEST(PartitionedIndex, SixteenPartitionsCostLittleMemoryAndMatchTheSame) {
-  bench::WorkloadOptions options = *bench::PresetOptions("fabret-1m");
+  workload::WorkloadOptions options = *workload::PresetOptions("fabret-1m");
   options.subscriptions = 100'000;
   options.events = 256;
-  const bench::Workload w = bench::Generate(options);
+  const workload::Workload w = workload::Generate(options);
   PartitionedIndex one(1), sixteen(16);
   for (size_t i = 0; i < w.subscriptions.size(); ++i) {
     const SubscriptionId id = static_cast<SubscriptionId>(i);

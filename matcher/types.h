@@ -41,7 +41,7 @@ enum class Op : uint8_t {
   kIn = 8,       // x is one of `values`
   kNotIn = 9,    // x is none of `values` (the attribute present)
   // 10 is the API's OP_PREFIX, which the service turns into kEq on a
-  // derived attribute (service/api/typed_attributes.h); no matcher op.
+  // derived attribute (service/model/typed_attributes.h); no matcher op.
   kExists = 11,     // the attribute is present, whatever its value
   kNotExists = 12,  // the attribute is absent
 };

@@ -55,9 +55,9 @@
 #include "grpcpp/grpcpp.h"
 #include "proto/cohort/v1/pubsub.grpc.pb.h"
 #include "service/api/auth.h"
-#include "service/api/interner.h"
 #include "service/api/pubsub_service.h"
-#include "service/api/validation.h"
+#include "service/model/interner.h"
+#include "service/model/validation.h"
 
 namespace cohort {
 namespace service {

@@ -30,8 +30,8 @@
 #include "absl/types/span.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/cohort/v1/pubsub.grpc.pb.h"
-#include "service/api/interner.h"
-#include "service/api/validation.h"
+#include "service/model/interner.h"
+#include "service/model/validation.h"
 #include "service/stages/engine.h"
 
 namespace cohort {

@@ -43,7 +43,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "proto/cohort/v1/pubsub.pb.h"
-#include "service/api/validation.h"
+#include "service/model/subscription_input.h"
 #include "service/observability/stage_profile.h"
 #include "service/stages/admission.h"
 #include "service/stages/engine_options.h"

@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "proto/cohort/v1/pubsub.pb.h"
-#include "service/api/api_reference.h"
+#include "service/model/api_reference.h"
 
 namespace cohort {
 namespace service {

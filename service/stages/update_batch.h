@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "service/api/validation.h"
+#include "service/model/subscription_input.h"
 
 namespace cohort {
 namespace service {

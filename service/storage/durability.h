@@ -36,7 +36,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "service/api/validation.h"
+#include "service/model/subscription_input.h"
 #include "service/storage/journal.h"
 #include "service/storage/journal_records.h"
 #include "service/storage/store.h"

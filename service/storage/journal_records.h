@@ -17,7 +17,7 @@
 // Format versions: version 1 (before issue 19) had ops 1 to 7 only and no
 // kStringValue records; version 2 adds ops 8, 9, 11 and 12 (the matcher's
 // IN, NOT_IN, EXISTS, NOT_EXISTS) and kStringValue. A version 2 reader reads
-// version 1 files unchanged (service/format_test.sh keeps a version 1 data
+// version 1 files unchanged (e2e/format_test.sh keeps a version 1 data
 // directory to prove it). String records, like names, are written when the
 // string is added, under TypedAttributes' lock, so they precede every
 // subscription that uses their code.
@@ -41,7 +41,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "service/api/validation.h"
+#include "service/model/subscription_input.h"
 
 namespace cohort {
 namespace service {

@@ -37,7 +37,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "service/api/validation.h"
+#include "service/model/subscription_input.h"
 #include "service/storage/journal_frame.h"
 #include "service/storage/journal_records.h"
 

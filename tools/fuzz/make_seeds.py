@@ -5,8 +5,8 @@
 
 Deterministic: running it again writes the same files. It writes
   matcher/testdata/index_fuzzer/seed-*       op sequences in the target's format
-  service/api/testdata/validation_fuzzer/seed-*  requests encoded by protoc --encode
-  client/testdata/parse_fuzzer/seed-*        CLI subscriptions and events
+  service/model/testdata/validation_fuzzer/seed-*  requests encoded by protoc --encode
+  service/model/testdata/parse_fuzzer/seed-*        CLI subscriptions and events
   service/storage/testdata/store_fuzzer/seed-*       only with --store_dirs: real
       --data_dir folders written by cohortd, packed in the target's format,
       plus torn and corrupted copies of their newest journal or snapshot.
@@ -109,7 +109,7 @@ def validation_seeds():
         data = bytes([limits]) + section(0, subscribe) + section(2, publish)
         data += section(1, unsubscribe) + section(2, publish)
         data += section(3, listen) + section(0, bad_subscribe)
-        write("service/api/testdata/validation_fuzzer", f"session-{limits}", data)
+        write("service/model/testdata/validation_fuzzer", f"session-{limits}", data)
 
 
 def parse_seeds():
@@ -125,9 +125,9 @@ def parse_seeds():
     ]
     events = ["price=420 kind=7", "price = 420, kind = 7", "a=1 a=2", "x=", "y=9223372036854775807"]
     for i, text in enumerate(subscriptions):
-        write("client/testdata/parse_fuzzer", f"subscription-{i}", b"\0" + text.encode())
+        write("service/model/testdata/parse_fuzzer", f"subscription-{i}", b"\0" + text.encode())
     for i, text in enumerate(events):
-        write("client/testdata/parse_fuzzer", f"event-{i}", b"\1" + text.encode())
+        write("service/model/testdata/parse_fuzzer", f"event-{i}", b"\1" + text.encode())
 
 
 # store_fuzzer.cc's file names, by index.

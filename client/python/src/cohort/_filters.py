@@ -61,7 +61,7 @@ class Filter:
 
     Built with F and &; also from pb Predicates (Filter(predicates)).
     Immutable: & returns a new Filter. str(f) is the filter in the CLI's
-    grammar (client/README.md), which parse_filter() reads back.
+    grammar (filter/README.md), which parse_filter() reads back.
     """
 
     __slots__ = ("_predicates",)
@@ -245,7 +245,7 @@ class F:
         return f"F({self.attribute!r})"
 
 
-# Text form, in the CLI's grammar (client/parse.h, FormatPredicate).
+# Text form, in the CLI's grammar (filter/parse.h, FormatPredicate).
 
 _OP_TEXT = {
     pb.OP_EQ: "=",

@@ -1,0 +1,1008 @@
+#include "filter/parse.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace cohort {
+namespace filter {
+namespace {
+
+// Same as service::kMaxAttributeNameLength; client/ does not depend on
+// service/, and the rule is part of the API (pubsub.proto), so it is fixed.
+constexpr size_t kMaxAttributeNameLength = 64;
+
+constexpr absl::string_view kOperatorList =
+    "(=, !=, <, <=, >, >=, between, in, not in, prefix)";
+
+constexpr absl::string_view kEscapeList =
+    "the escapes are \\\" \\\\ \\n \\t \\r \\0 and \\xHH";
+
+// ---------------------------------------------------------------------------
+// Tokens
+
+enum class TokenKind {
+  kWord,    // a name, a number, a keyword, or junk: a run of other characters
+  kSymbol,  // one of kSymbols
+  kString,  // a string literal, quotes included
+  kError,   // a string literal that cannot be read; always the last but kEnd
+  kEnd,     // end of input; `pos` is text.size()
+};
+
+struct Token {
+  TokenKind kind = TokenKind::kEnd;
+  absl::string_view text;  // points into the parsed text; empty for kEnd
+  size_t pos = 0;          // byte offset of the token in the parsed text
+  // kString: the bytes the literal stands for. kError: what is wrong; `text`
+  // is then the unterminated literal or the bad escape.
+  std::string value;
+
+  size_t end() const { return pos + text.size(); }
+};
+
+// Punctuation, longest first so that "<=" is not read as "<" then "=". The
+// single "!", "&" and "|" are here only to be reported as what they are.
+constexpr absl::string_view kSymbols[] = {
+    "==", "!=", "<>", "<=", ">=", "&&", "||", "..", "=",
+    "<",  ">",  "[",  "]",  ",",  "!",  "&",  "|",
+};
+
+// Characters that end a word. Every one of them starts a symbol or a string
+// (or is whitespace), so the lexer always makes progress.
+bool EndsWord(char c) {
+  return absl::ascii_isspace(static_cast<unsigned char>(c)) ||
+         absl::string_view(",=!<>&|[]\"").find(c) != absl::string_view::npos;
+}
+
+// Length in bytes of the character that starts at s[i]: a whole UTF-8
+// sequence (lead byte and continuation bytes), else 1.
+size_t CharLength(absl::string_view s, size_t i) {
+  size_t n = 1;
+  if (static_cast<unsigned char>(s[i]) < 0x80) return n;
+  while (i + n < s.size() &&
+         (static_cast<unsigned char>(s[i + n]) & 0xC0) == 0x80) {
+    ++n;
+  }
+  return n;
+}
+
+// The character that starts at s[i], for a message: 'x', 'ï' (a UTF-8
+// sequence is shown whole), or "byte 0x01" for a control character.
+std::string DescribeCharAt(absl::string_view s, size_t i) {
+  const unsigned char byte = static_cast<unsigned char>(s[i]);
+  if (byte <= 0x20 || byte == 0x7f) {
+    return absl::StrFormat("byte 0x%02X", byte);
+  }
+  return absl::StrCat("'", s.substr(i, CharLength(s, i)), "'");
+}
+
+// The value of the hex digit `c`, or -1 if it is not one.
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Reads the string literal that starts at text[pos] (a '"'): a kString
+// token with the bytes it stands for, or a kError token over the literal if
+// it is not closed, or over its first bad escape.
+Token LexString(absl::string_view text, size_t pos) {
+  const absl::string_view rest = text.substr(pos);
+  Token token;
+  size_t i = 1;
+  while (i < rest.size() && rest[i] != '"') {
+    if (rest[i] != '\\') {
+      token.value.push_back(rest[i++]);
+      continue;
+    }
+    if (i + 1 == rest.size()) break;  // a '\\' that escapes nothing
+    const char c = rest[i + 1];
+    switch (c) {
+      case '"':
+      case '\\':
+        token.value.push_back(c);
+        break;
+      case 'n':
+        token.value.push_back('\n');
+        break;
+      case 't':
+        token.value.push_back('\t');
+        break;
+      case 'r':
+        token.value.push_back('\r');
+        break;
+      case '0':
+        token.value.push_back('\0');
+        break;
+      case 'x': {
+        const int high = i + 2 < rest.size() ? HexDigit(rest[i + 2]) : -1;
+        const int low = i + 3 < rest.size() ? HexDigit(rest[i + 3]) : -1;
+        if (high >= 0 && low >= 0) {
+          token.value.push_back(static_cast<char>(high * 16 + low));
+          i += 4;
+          continue;
+        }
+        // Under the carets: \x and the (at most two) bytes after it, short
+        // of the closing quote.
+        size_t n = 2;
+        while (n < 4 && i + n < rest.size() && rest[i + n] != '"') ++n;
+        return {TokenKind::kError, rest.substr(i, n), pos + i,
+                "bad escape \\x: it takes two hex digits (\\x00 to \\xFF)"};
+      }
+      default: {
+        const unsigned char byte = static_cast<unsigned char>(c);
+        const std::string what =
+            byte > 0x20 && byte < 0x7f
+                ? absl::StrCat("bad escape \\", std::string(1, c))
+                : absl::StrCat("bad escape: \\ followed by ",
+                               DescribeCharAt(rest, i + 1));
+        return {TokenKind::kError,
+                rest.substr(i, 1 + CharLength(rest, i + 1)), pos + i,
+                absl::StrCat(what, "; ", kEscapeList)};
+      }
+    }
+    i += 2;
+  }
+  if (i >= rest.size() || rest[i] != '"') {
+    return {TokenKind::kError, rest, pos,
+            "unterminated string: no closing '\"' before the end of the "
+            "input"};
+  }
+  token.kind = TokenKind::kString;
+  token.text = rest.substr(0, i + 1);
+  token.pos = pos;
+  return token;
+}
+
+// Splits `text` into tokens, the last one kEnd. A word that starts like a
+// number also ends at "..", so that `1..5` is three tokens; a name keeps its
+// dots (`a..b` is a valid attribute name). A string literal that cannot be
+// read ends the input: its kError token is followed by kEnd.
+std::vector<Token> Lex(absl::string_view text) {
+  std::vector<Token> tokens;
+  size_t pos = 0;
+  while (true) {
+    while (pos < text.size() &&
+           absl::ascii_isspace(static_cast<unsigned char>(text[pos]))) {
+      ++pos;
+    }
+    if (pos == text.size()) break;
+    const absl::string_view rest = text.substr(pos);
+    if (rest[0] == '"') {
+      tokens.push_back(LexString(text, pos));
+      if (tokens.back().kind == TokenKind::kError) break;
+      pos = tokens.back().end();
+      continue;
+    }
+    bool is_symbol = false;
+    for (absl::string_view symbol : kSymbols) {
+      if (absl::StartsWith(rest, symbol)) {
+        tokens.push_back(
+            {TokenKind::kSymbol, rest.substr(0, symbol.size()), pos});
+        pos += symbol.size();
+        is_symbol = true;
+        break;
+      }
+    }
+    if (is_symbol) continue;
+    const bool numeric =
+        absl::ascii_isdigit(static_cast<unsigned char>(rest[0])) ||
+        rest[0] == '+' || rest[0] == '-';
+    size_t n = 1;
+    while (n < rest.size() && !EndsWord(rest[n]) &&
+           !(numeric && absl::StartsWith(rest.substr(n), ".."))) {
+      ++n;
+    }
+    tokens.push_back({TokenKind::kWord, rest.substr(0, n), pos});
+    pos += n;
+  }
+  tokens.push_back({TokenKind::kEnd, absl::string_view(), text.size()});
+  return tokens;
+}
+
+bool IsWord(const Token& token, absl::string_view keyword) {
+  return token.kind == TokenKind::kWord &&
+         absl::EqualsIgnoreCase(token.text, keyword);
+}
+
+bool IsSymbol(const Token& token, absl::string_view symbol) {
+  return token.kind == TokenKind::kSymbol && token.text == symbol;
+}
+
+// `"is"`, or `end of input`, for "got ..." in messages. Control characters,
+// '"' and '\\' are escaped; other bytes are kept, so UTF-8 reads as typed.
+std::string Describe(const Token& token) {
+  if (token.kind == TokenKind::kEnd) return "end of input";
+  std::string out = "\"";
+  for (char c : token.text) {
+    const unsigned char byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      absl::StrAppend(&out, absl::StrFormat("\\x%02X", byte));
+    } else {
+      if (c == '"' || c == '\\') out.push_back('\\');
+      out.push_back(c);
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Names and numbers
+
+bool IsNameStart(char c) {
+  return absl::ascii_isalpha(static_cast<unsigned char>(c)) || c == '_';
+}
+
+bool IsNameChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+         c == '.' || c == '-';
+}
+
+// Why `name` breaks the API's rule [A-Za-z_][A-Za-z0-9_.-]{0,63}, or "" if it
+// does not. `name` is never empty (it is a word).
+std::string WhyBadName(absl::string_view name) {
+  if (!IsNameStart(name[0])) {
+    return absl::StrCat("it starts with ", DescribeCharAt(name, 0),
+                        "; a name starts with a letter or '_'");
+  }
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (!IsNameChar(name[i])) {
+      return absl::StrCat("it contains ", DescribeCharAt(name, i),
+                          "; a name has only ASCII letters, digits, '_', '.' "
+                          "and '-'");
+    }
+  }
+  if (name.size() > kMaxAttributeNameLength) {
+    return absl::StrCat("it is ", name.size(),
+                        " characters long; the limit is ",
+                        kMaxAttributeNameLength);
+  }
+  return "";
+}
+
+// `word` without its leading '+' or '-', if it has one.
+absl::string_view WithoutSign(absl::string_view word) {
+  if (absl::StartsWith(word, "+") || absl::StartsWith(word, "-")) {
+    word.remove_prefix(1);
+  }
+  return word;
+}
+
+// True iff `word` is [+-]?digit(_?digit)*: digits, with '_' only between two.
+bool IsIntegerSyntax(absl::string_view word) {
+  word = WithoutSign(word);
+  if (word.empty()) return false;
+  for (size_t i = 0; i < word.size(); ++i) {
+    if (absl::ascii_isdigit(static_cast<unsigned char>(word[i]))) continue;
+    const bool between_digits =
+        word[i] == '_' && i > 0 && i + 1 < word.size() &&
+        absl::ascii_isdigit(static_cast<unsigned char>(word[i - 1])) &&
+        absl::ascii_isdigit(static_cast<unsigned char>(word[i + 1]));
+    if (!between_digits) return false;
+  }
+  return true;
+}
+
+// True iff `word` is an optional sign, then digits and '_' only.
+bool IsDigitsAndUnderscores(absl::string_view word) {
+  word = WithoutSign(word);
+  if (word.empty()) return false;
+  for (char c : word) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c)) && c != '_') {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Converts a word that IsIntegerSyntax() accepts. False if the value is
+// outside the int64 range.
+bool ToInt64(absl::string_view word, int64_t* out) {
+  const bool negative = word[0] == '-';
+  word = WithoutSign(word);
+  // |INT64_MIN| = INT64_MAX + 1 fits in a uint64.
+  const uint64_t limit =
+      static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) + negative;
+  uint64_t magnitude = 0;
+  for (char c : word) {
+    if (c == '_') continue;
+    const uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (magnitude > (limit - digit) / 10) return false;
+    magnitude = magnitude * 10 + digit;
+  }
+  if (!negative) {
+    *out = static_cast<int64_t>(magnitude);
+  } else if (magnitude == limit) {
+    *out = std::numeric_limits<int64_t>::min();
+  } else {
+    *out = -static_cast<int64_t>(magnitude);
+  }
+  return true;
+}
+
+// Converts the word `token` to `*out`; returns "" or the error message.
+std::string ParseNumber(const Token& token, int64_t* out) {
+  const char first = token.text[0];
+  if (!absl::ascii_isdigit(static_cast<unsigned char>(first)) &&
+      first != '+' && first != '-') {
+    // Not a number at all: perhaps a string without its quotes. A word that
+    // starts like a name has only printable ASCII, so it can be quoted as is.
+    return absl::StrCat(
+        "bad value ", Describe(token),
+        ": expected an integer (42, -7, 1_000) or a string in double quotes",
+        IsNameStart(first) ? absl::StrCat(" (", Describe(token), ")") : "");
+  }
+  if (!IsIntegerSyntax(token.text)) {
+    return absl::StrCat("bad number ", Describe(token), ": ",
+                        IsDigitsAndUnderscores(token.text)
+                            ? "'_' may only separate two digits"
+                            : "expected a decimal integer such as 42, -7 or "
+                              "1_000");
+  }
+  if (!ToInt64(token.text, out)) {
+    return absl::StrCat("number ", token.text, " is out of the int64 range [",
+                        std::numeric_limits<int64_t>::min(), ", ",
+                        std::numeric_limits<int64_t>::max(), "]");
+  }
+  return "";
+}
+
+// How each comparison op is spelled: the symbol FormatPredicate() writes,
+// and the word.
+struct Spelling {
+  absl::string_view symbol;
+  absl::string_view word;
+  v1::Op op;
+};
+constexpr Spelling kSpellings[] = {
+    {"=", "eq", v1::OP_EQ},  {"==", "eq", v1::OP_EQ}, {"!=", "ne", v1::OP_NE},
+    {"<>", "ne", v1::OP_NE}, {"<", "lt", v1::OP_LT},  {"<=", "le", v1::OP_LE},
+    {">", "gt", v1::OP_GT},  {">=", "ge", v1::OP_GE},
+};
+
+// The v1::Op a comparison operator stands for, or OP_UNSPECIFIED.
+v1::Op ComparisonOp(const Token& token) {
+  for (const Spelling& s : kSpellings) {
+    if (IsSymbol(token, s.symbol) || IsWord(token, s.word)) return s.op;
+  }
+  return v1::OP_UNSPECIFIED;
+}
+
+// True iff `token` is what may follow the name of a predicate: a
+// comparison, or "between", "in", "not" (in) or "prefix".
+bool StartsOperator(const Token& token) {
+  return ComparisonOp(token) != v1::OP_UNSPECIFIED ||
+         IsWord(token, "between") || IsWord(token, "in") ||
+         IsWord(token, "not") || IsWord(token, "prefix");
+}
+
+bool IsConnector(const Token& token) {
+  return IsWord(token, "and") || IsSymbol(token, "&&") || IsSymbol(token, ",");
+}
+
+// ---------------------------------------------------------------------------
+// Values
+
+// A value as read: an integer or a string of bytes.
+struct Operand {
+  bool is_string = false;
+  int64_t number = 0;
+  std::string bytes;
+};
+
+absl::string_view TypeName(bool is_string) {
+  return is_string ? "a string" : "an integer";
+}
+
+// "the integer 5", "the string \"a\"", for messages.
+std::string DescribeOperand(const Operand& v) {
+  return v.is_string ? absl::StrCat("the string ", FormatString(v.bytes))
+                     : absl::StrCat("the integer ", v.number);
+}
+
+// "5" or "\"a\"", for messages.
+std::string OperandText(const Operand& v) {
+  return v.is_string ? FormatString(v.bytes) : absl::StrCat(v.number);
+}
+
+// ---------------------------------------------------------------------------
+// Error messages
+
+// Number of UTF-8 code points in `s` (bytes that are not continuation bytes),
+// which is where a terminal puts the caret for most text.
+size_t CodePoints(absl::string_view s) {
+  size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+// "column 7: <message>\n  <text>\n  <carets under text[begin, end)>".
+absl::Status SpanError(absl::string_view text, size_t begin, size_t end,
+                       absl::string_view message) {
+  std::string echo(text);
+  for (char& c : echo) {
+    const unsigned char byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) c = ' ';
+  }
+  const size_t indent = CodePoints(text.substr(0, begin));
+  size_t width = CodePoints(text.substr(begin, end - begin));
+  if (width == 0) width = 1;
+  return absl::InvalidArgumentError(
+      absl::StrCat("column ", begin + 1, ": ", message, "\n  ", echo, "\n  ",
+                   std::string(indent, ' '), std::string(width, '^')));
+}
+
+// ---------------------------------------------------------------------------
+// Parser
+
+// Recursive descent over the tokens of one input, for either grammar.
+class Parser {
+ public:
+  explicit Parser(absl::string_view text) : text_(text), tokens_(Lex(text)) {}
+
+  absl::StatusOr<std::vector<v1::Predicate>> Subscription();
+  absl::StatusOr<std::vector<v1::Attribute>> Event();
+
+ private:
+  const Token& Peek(size_t ahead = 0) const {
+    const size_t i = next_ + ahead;
+    return i < tokens_.size() ? tokens_[i] : tokens_.back();
+  }
+  const Token& Next() {
+    const Token& token = Peek();
+    if (next_ + 1 < tokens_.size()) ++next_;
+    return token;
+  }
+
+  // An error under `at`. A kError token is reported as what is wrong with
+  // it, whatever `message` says: no rule takes it, so every path that meets
+  // it ends here.
+  absl::Status Error(const Token& at, absl::string_view message) const {
+    return SpanError(text_, at.pos, at.end(),
+                     at.kind == TokenKind::kError ? at.value : message);
+  }
+
+  absl::StatusOr<std::string> Name();
+  // Reads an integer or a string; `context` completes "missing value
+  // <context>".
+  absl::StatusOr<Operand> Value(absl::string_view context);
+  // Consumes the next token if it is `symbol`; else fails with "expected
+  // <symbol> <context>, got ...".
+  absl::Status Expect(absl::string_view symbol, absl::string_view context);
+
+  // Subscriptions.
+  absl::Status Predicate(v1::Predicate* out);
+  // True if the "exists" that comes next is the keyword, not a name.
+  bool ExistsIsKeyword() const;
+  // The rest of a predicate after its "between", "in", "not" or "prefix".
+  absl::Status Between(const Token& keyword, v1::Predicate* out);
+  absl::Status In(const Token& keyword, v1::Predicate* out);
+  absl::Status NotIn(const Token& keyword, v1::Predicate* out);
+  absl::Status Prefix(const Token& keyword, v1::Predicate* out);
+  // Reads "[" value { "," value } "]" into `out` as the list of `op`
+  // (spelled `spelling` in messages).
+  absl::Status List(v1::Op op, absl::string_view spelling, v1::Predicate* out);
+  // Makes `out` a BETWEEN of the values read from the tokens `first` and
+  // `last`, or fails pointing at them.
+  absl::Status Bounds(const Operand& lower, const Operand& upper,
+                      const Token& first, const Token& last,
+                      v1::Predicate* out) const;
+  // Consumes a connector (`*done` false) or sees the end (`*done` true).
+  absl::Status AfterPredicate(bool* done);
+
+  // Events. `seen` maps each name read so far to its 1-based column.
+  using NameColumns = absl::flat_hash_map<absl::string_view, size_t>;
+  absl::Status Pair(NameColumns* seen, v1::Attribute* out);
+
+  absl::string_view text_;
+  std::vector<Token> tokens_;
+  size_t next_ = 0;  // index of the next unread token
+};
+
+absl::StatusOr<std::string> Parser::Name() {
+  const Token& token = Next();
+  if (token.kind != TokenKind::kWord) {
+    return Error(token, absl::StrCat("expected an attribute name, got ",
+                                     Describe(token)));
+  }
+  const std::string why = WhyBadName(token.text);
+  if (!why.empty()) {
+    return Error(
+        token, absl::StrCat("bad attribute name ", Describe(token), ": ", why));
+  }
+  return std::string(token.text);
+}
+
+absl::StatusOr<Operand> Parser::Value(absl::string_view context) {
+  const Token& token = Next();
+  Operand value;
+  switch (token.kind) {
+    case TokenKind::kEnd:
+      return Error(token, absl::StrCat("missing value ", context));
+    case TokenKind::kError:
+      return Error(token, "");
+    case TokenKind::kSymbol:
+      return Error(token, absl::StrCat("expected a value ", context, ", got ",
+                                       Describe(token)));
+    case TokenKind::kString:
+      value.is_string = true;
+      value.bytes = token.value;
+      return value;
+    case TokenKind::kWord:
+      break;
+  }
+  const std::string error = ParseNumber(token, &value.number);
+  if (!error.empty()) return Error(token, error);
+  return value;
+}
+
+absl::Status Parser::Expect(absl::string_view symbol,
+                            absl::string_view context) {
+  const Token& token = Peek();
+  if (IsSymbol(token, symbol)) {
+    Next();
+    return absl::OkStatus();
+  }
+  return Error(token, absl::StrCat("expected \"", symbol, "\" ", context,
+                                   ", got ", Describe(token)));
+}
+
+bool Parser::ExistsIsKeyword() const {
+  const Token& next = Peek(1);
+  if (!StartsOperator(next)) return true;
+  // `exists in` and `exists not, x = 1`: the name reading would lack an
+  // operand, since neither a connector nor the end is a value.
+  return next.kind == TokenKind::kWord &&
+         (Peek(2).kind == TokenKind::kEnd || IsConnector(Peek(2)));
+}
+
+absl::Status Parser::Predicate(v1::Predicate* out) {
+  const Token& first = Peek();
+  if (IsWord(first, "exists") && ExistsIsKeyword()) {
+    Next();
+    absl::StatusOr<std::string> name = Name();
+    if (!name.ok()) return name.status();
+    out->set_attribute(*std::move(name));
+    out->set_op(v1::OP_EXISTS);
+    return absl::OkStatus();
+  }
+  if (IsWord(first, "not") && !StartsOperator(Peek(1))) {
+    Next();
+    const Token& exists = Next();
+    if (!IsWord(exists, "exists")) {
+      return Error(exists,
+                   absl::StrCat("expected \"exists\" after \"not\" at the "
+                                "start of a predicate, got ",
+                                Describe(exists)));
+    }
+    absl::StatusOr<std::string> name = Name();
+    if (!name.ok()) return name.status();
+    out->set_attribute(*std::move(name));
+    out->set_op(v1::OP_NOT_EXISTS);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::string> name = Name();
+  if (!name.ok()) return name.status();
+  out->set_attribute(*std::move(name));
+  const Token& op = Next();
+  if (IsWord(op, "between")) return Between(op, out);
+  if (IsWord(op, "in")) return In(op, out);
+  if (IsWord(op, "not")) return NotIn(op, out);
+  if (IsWord(op, "prefix")) return Prefix(op, out);
+  const v1::Op comparison = ComparisonOp(op);
+  if (comparison == v1::OP_UNSPECIFIED) {
+    // `coupon exists`: say where the keyword goes.
+    const std::string hint =
+        IsWord(op, "exists")
+            ? absl::StrCat("; \"exists\" goes before the name: exists ",
+                           out->attribute())
+            : "";
+    return Error(op, absl::StrCat("expected an operator ", kOperatorList,
+                                  ", got ", Describe(op), hint));
+  }
+  absl::StatusOr<Operand> value = Value(absl::StrCat("after ", Describe(op)));
+  if (!value.ok()) return value.status();
+  out->set_op(comparison);
+  if (value->is_string) {
+    out->set_string_value(std::move(value->bytes));
+  } else {
+    out->set_value(value->number);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Parser::Between(const Token& keyword, v1::Predicate* out) {
+  const Token& first = Peek();
+  absl::StatusOr<Operand> lower =
+      Value(absl::StrCat("after ", Describe(keyword)));
+  if (!lower.ok()) return lower.status();
+  const Token& and_token = Next();
+  if (!IsWord(and_token, "and")) {
+    return Error(and_token,
+                 absl::StrCat("expected \"and\" between the bounds of "
+                              "\"between lo and hi\", got ",
+                              Describe(and_token)));
+  }
+  const Token& last = Peek();
+  absl::StatusOr<Operand> upper =
+      Value(absl::StrCat("after ", Describe(and_token)));
+  if (!upper.ok()) return upper.status();
+  return Bounds(*lower, *upper, first, last, out);
+}
+
+absl::Status Parser::In(const Token& keyword, v1::Predicate* out) {
+  if (IsSymbol(Peek(), "[")) return List(v1::OP_IN, "in", out);
+  const Token& first = Peek();
+  absl::StatusOr<Operand> lower =
+      Value(absl::StrCat("after ", Describe(keyword)));
+  if (!lower.ok()) return lower.status();
+  absl::Status status = Expect("..", "between the bounds of \"in lo..hi\"");
+  if (!status.ok()) return status;
+  const Token& last = Peek();
+  absl::StatusOr<Operand> upper = Value("after \"..\"");
+  if (!upper.ok()) return upper.status();
+  return Bounds(*lower, *upper, first, last, out);
+}
+
+absl::Status Parser::NotIn(const Token& keyword, v1::Predicate* out) {
+  const Token& in = Next();
+  if (!IsWord(in, "in")) {
+    const std::string hint =
+        IsWord(in, "exists")
+            ? absl::StrCat("; \"not exists\" goes before the name: not "
+                           "exists ",
+                           out->attribute())
+            : "";
+    return Error(in, absl::StrCat("expected \"in\" after ", Describe(keyword),
+                                  ", got ", Describe(in), hint));
+  }
+  return List(v1::OP_NOT_IN, "not in", out);
+}
+
+absl::Status Parser::Prefix(const Token& keyword, v1::Predicate* out) {
+  const Token& token = Peek();
+  absl::StatusOr<Operand> value =
+      Value(absl::StrCat("after ", Describe(keyword)));
+  if (!value.ok()) return value.status();
+  if (!value->is_string) {
+    return Error(token, absl::StrCat("expected a string after ",
+                                     Describe(keyword), ", got ",
+                                     DescribeOperand(*value)));
+  }
+  out->set_op(v1::OP_PREFIX);
+  out->set_string_value(std::move(value->bytes));
+  return absl::OkStatus();
+}
+
+absl::Status Parser::List(v1::Op op, absl::string_view spelling,
+                          v1::Predicate* out) {
+  const Token& open = Peek();
+  absl::Status status = Expect(
+      "[", absl::StrCat("to start the list of \"", spelling, "\" (\"",
+                        spelling, " [1, 2]\")"));
+  if (!status.ok()) return status;
+  if (IsSymbol(Peek(), "]")) {
+    return SpanError(text_, open.pos, Peek().end(),
+                     absl::StrCat("empty list: \"", spelling,
+                                  "\" needs at least one value"));
+  }
+  bool is_string = false;
+  for (size_t i = 0;; ++i) {
+    const Token& token = Peek();
+    absl::StatusOr<Operand> value =
+        Value(i == 0 ? "after \"[\"" : "after \",\"");
+    if (!value.ok()) return value.status();
+    if (i == 0) {
+      is_string = value->is_string;
+    } else if (value->is_string != is_string) {
+      return Error(token, absl::StrCat("mixed types in the list: expected ",
+                                       TypeName(is_string),
+                                       " like the first value, got ",
+                                       DescribeOperand(*value)));
+    }
+    if (is_string) {
+      out->mutable_string_values()->add_values(std::move(value->bytes));
+    } else {
+      out->mutable_int64_values()->add_values(value->number);
+    }
+    const Token& after = Next();
+    if (IsSymbol(after, "]")) break;
+    if (!IsSymbol(after, ",")) {
+      return Error(after,
+                   absl::StrCat("expected \",\" or \"]\" after a value of "
+                                "the list, got ",
+                                Describe(after)));
+    }
+  }
+  out->set_op(op);
+  return absl::OkStatus();
+}
+
+absl::Status Parser::Bounds(const Operand& lower, const Operand& upper,
+                            const Token& first, const Token& last,
+                            v1::Predicate* out) const {
+  if (lower.is_string != upper.is_string) {
+    return Error(last, absl::StrCat("bounds of mixed types: the lower bound "
+                                    "is ",
+                                    DescribeOperand(lower), ", the upper ",
+                                    DescribeOperand(upper),
+                                    "; both must be integers or both "
+                                    "strings"));
+  }
+  // std::string compares bytes as unsigned char, as the API does.
+  const bool empty = lower.is_string ? lower.bytes > upper.bytes
+                                     : lower.number > upper.number;
+  if (empty) {
+    return SpanError(text_, first.pos, last.end(),
+                     absl::StrCat("empty range: the lower bound ",
+                                  OperandText(lower),
+                                  " is greater than the upper bound ",
+                                  OperandText(upper)));
+  }
+  out->set_op(v1::OP_BETWEEN);
+  if (lower.is_string) {
+    out->set_string_value(lower.bytes);
+    out->set_string_upper(upper.bytes);
+  } else {
+    out->set_value(lower.number);
+    out->set_upper(upper.number);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Parser::AfterPredicate(bool* done) {
+  const Token& token = Peek();
+  *done = token.kind == TokenKind::kEnd;
+  if (*done) return absl::OkStatus();
+  if (IsConnector(token)) {
+    Next();
+    if (Peek().kind != TokenKind::kEnd) return absl::OkStatus();
+    return Error(Peek(), absl::StrCat("expected a predicate after ",
+                                      Describe(token), ", got end of input"));
+  }
+  // `price = 5 kind = 7`: a name followed by an operator starts a predicate,
+  // and so do `exists name` and `not exists`.
+  const Token& after = Peek(1);
+  if (token.kind == TokenKind::kWord &&
+      (StartsOperator(after) ||
+       (IsWord(token, "exists") && after.kind == TokenKind::kWord) ||
+       (IsWord(token, "not") && IsWord(after, "exists")))) {
+    return Error(token, absl::StrCat("missing \"and\" between predicates: "
+                                     "expected \"and\", \"&&\" or \",\" "
+                                     "before ",
+                                     Describe(token)));
+  }
+  return Error(token, absl::StrCat("unexpected ", Describe(token),
+                                   " after a complete predicate; expected "
+                                   "\"and\", \"&&\", \",\" or end of input"));
+}
+
+absl::StatusOr<std::vector<v1::Predicate>> Parser::Subscription() {
+  if (Peek().kind == TokenKind::kEnd) {
+    return Error(Peek(),
+                 "empty subscription: expected at least one predicate, such "
+                 "as \"price <= 500\"");
+  }
+  std::vector<v1::Predicate> predicates;
+  bool done = false;
+  while (!done) {
+    predicates.emplace_back();
+    absl::Status status = Predicate(&predicates.back());
+    if (!status.ok()) return status;
+    status = AfterPredicate(&done);
+    if (!status.ok()) return status;
+  }
+  return predicates;
+}
+
+absl::Status Parser::Pair(NameColumns* seen, v1::Attribute* out) {
+  const Token& name_token = Peek();
+  absl::StatusOr<std::string> name = Name();
+  if (!name.ok()) return name.status();
+  const auto [first, inserted] =
+      seen->emplace(name_token.text, name_token.pos + 1);
+  if (!inserted) {
+    return Error(name_token,
+                 absl::StrCat("duplicate attribute ", Describe(name_token),
+                              " (first given at column ", first->second, ")"));
+  }
+  const Token& equals = Peek();
+  if (!IsSymbol(equals, "=")) {
+    return Error(equals,
+                 absl::StrCat("expected \"=\" after ", Describe(name_token),
+                              ", got ", Describe(equals)));
+  }
+  Next();
+  // Name() checked the name, so it needs no escaping.
+  const std::string context = absl::StrCat("after \"", name_token.text, "=\"");
+  // `a= b=2`: report the missing value, not a bad value "b".
+  if (Peek().kind == TokenKind::kWord && IsNameStart(Peek().text[0]) &&
+      IsSymbol(Peek(1), "=")) {
+    return Error(Peek(),
+                 absl::StrCat("missing value ", context, "; ", Describe(Peek()),
+                              " starts the next pair"));
+  }
+  absl::StatusOr<Operand> value = Value(context);
+  if (!value.ok()) return value.status();
+  out->set_name(*std::move(name));
+  if (value->is_string) {
+    out->set_string_value(std::move(value->bytes));
+  } else {
+    out->set_value(value->number);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<v1::Attribute>> Parser::Event() {
+  if (Peek().kind == TokenKind::kEnd) {
+    return Error(Peek(),
+                 "empty event: expected name=value pairs, such as "
+                 "\"price=420 kind=7\"");
+  }
+  std::vector<v1::Attribute> attributes;
+  NameColumns seen;
+  while (true) {
+    attributes.emplace_back();
+    absl::Status status = Pair(&seen, &attributes.back());
+    if (!status.ok()) return status;
+    const size_t value_end = tokens_[next_ - 1].end();
+    const Token& token = Peek();
+    if (token.kind == TokenKind::kEnd) return attributes;
+    if (IsSymbol(token, ",")) {
+      Next();
+      if (Peek().kind != TokenKind::kEnd) continue;
+      return Error(Peek(),
+                   "expected a name=value pair after \",\", got end "
+                   "of input");
+    }
+    // A word right after a string (`a="x"b=1`) is not separated from it; a
+    // word right after a number would be part of the number's word.
+    if (token.kind != TokenKind::kWord || token.pos == value_end) {
+      return Error(token, absl::StrCat("expected \",\" or whitespace between "
+                                       "name=value pairs, got ",
+                                       Describe(token)));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Printing
+
+// "[1, 2]" or "[\"a\", \"b\"]"; a scalar operand as a list of one, and no
+// operand as the empty list, so that the text keeps the grammar's shape.
+std::string ListText(const v1::Predicate& p) {
+  switch (p.operand_case()) {
+    case v1::Predicate::kInt64Values:
+      return absl::StrCat("[", absl::StrJoin(p.int64_values().values(), ", "),
+                          "]");
+    case v1::Predicate::kStringValues:
+      return absl::StrCat(
+          "[",
+          absl::StrJoin(p.string_values().values(), ", ",
+                        [](std::string* out, const std::string& s) {
+                          out->append(FormatString(s));
+                        }),
+          "]");
+    case v1::Predicate::kStringValue:
+      return absl::StrCat("[", FormatString(p.string_value()), "]");
+    case v1::Predicate::kValue:
+      return absl::StrCat("[", p.value(), "]");
+    case v1::Predicate::OPERAND_NOT_SET:
+      break;
+  }
+  return "[]";
+}
+
+// The scalar operand: a string, or the int64 (0 when none is set). A list
+// operand is printed as a list.
+std::string ScalarText(const v1::Predicate& p) {
+  switch (p.operand_case()) {
+    case v1::Predicate::kStringValue:
+      return FormatString(p.string_value());
+    case v1::Predicate::kInt64Values:
+    case v1::Predicate::kStringValues:
+      return ListText(p);
+    case v1::Predicate::kValue:
+    case v1::Predicate::OPERAND_NOT_SET:
+      break;
+  }
+  return absl::StrCat(p.value());
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<v1::Predicate>> ParseSubscription(
+    absl::string_view text) {
+  return Parser(text).Subscription();
+}
+
+absl::StatusOr<std::vector<v1::Attribute>> ParseEvent(absl::string_view text) {
+  return Parser(text).Event();
+}
+
+std::string FormatString(absl::string_view bytes) {
+  std::string out = "\"";
+  for (char c : bytes) {
+    const unsigned char byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (byte >= 0x20 && byte < 0x7f) {
+      out.push_back(c);
+    } else {
+      absl::StrAppend(&out, absl::StrFormat("\\x%02X", byte));
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+std::string FormatPredicate(const v1::Predicate& p) {
+  const std::string& name = p.attribute();
+  switch (p.op()) {
+    case v1::OP_EXISTS:
+      return absl::StrCat("exists ", name);
+    case v1::OP_NOT_EXISTS:
+      return absl::StrCat("not exists ", name);
+    case v1::OP_BETWEEN:
+      return absl::StrCat(name, " between ", ScalarText(p), " and ",
+                          p.upper_operand_case() ==
+                                  v1::Predicate::kStringUpper
+                              ? FormatString(p.string_upper())
+                              : absl::StrCat(p.upper()));
+    case v1::OP_IN:
+      return absl::StrCat(name, " in ", ListText(p));
+    case v1::OP_NOT_IN:
+      return absl::StrCat(name, " not in ", ListText(p));
+    case v1::OP_PREFIX:
+      return absl::StrCat(name, " prefix ", ScalarText(p));
+    default:
+      break;
+  }
+  for (const Spelling& s : kSpellings) {
+    if (s.op == p.op()) {
+      return absl::StrCat(name, " ", s.symbol, " ", ScalarText(p));
+    }
+  }
+  // OP_UNSPECIFIED or a number this client does not know: not in the
+  // grammar, but printed rather than hidden.
+  return absl::StrCat(name, " op", static_cast<int>(p.op()), " ",
+                      ScalarText(p));
+}
+
+std::string FormatSubscription(const v1::SubscriptionSpec& spec) {
+  return absl::StrJoin(spec.predicates(), " and ",
+                       [](std::string* out, const v1::Predicate& p) {
+                         out->append(FormatPredicate(p));
+                       });
+}
+
+std::string FormatAttribute(const v1::Attribute& a) {
+  return absl::StrCat(a.name(), "=",
+                      a.kind_case() == v1::Attribute::kStringValue
+                          ? FormatString(a.string_value())
+                          : absl::StrCat(a.value()));
+}
+
+std::string FormatEvent(const v1::Event& event) {
+  return absl::StrJoin(event.attributes(), " ",
+                       [](std::string* out, const v1::Attribute& a) {
+                         out->append(FormatAttribute(a));
+                       });
+}
+
+}  // namespace filter
+}  // namespace cohort

@@ -1,0 +1,983 @@
+#include "filter/parse.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+#include <limits>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+#include "proto/cohort/v1/pubsub.pb.h"
+
+namespace cohort {
+namespace filter {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+const std::string kName64(64, 'n');
+const std::string kName65(65, 'n');
+
+// A string in C escapes: "a\"b\001" (Quote) or a list of them ("a","b").
+std::string Quote(absl::string_view s) {
+  return absl::StrCat("\"", absl::CEscape(s), "\"");
+}
+std::string QuoteAll(const google::protobuf::RepeatedPtrField<std::string>& v) {
+  std::vector<std::string> quoted;
+  for (const std::string& s : v) quoted.push_back(Quote(s));
+  return absl::StrJoin(quoted, ",");
+}
+
+// "price OP_LE 500 -": attribute, op, operand, upper; the operand and upper
+// show which oneof field is set: an int64 as a number, a string quoted,
+// a list in brackets, none as "-". Independent of FormatPredicate().
+std::string Format(const v1::Predicate& p) {
+  std::string operand = "-";
+  switch (p.operand_case()) {
+    case v1::Predicate::kValue:
+      operand = absl::StrCat(p.value());
+      break;
+    case v1::Predicate::kStringValue:
+      operand = Quote(p.string_value());
+      break;
+    case v1::Predicate::kInt64Values:
+      operand = absl::StrCat("[", absl::StrJoin(p.int64_values().values(), ","),
+                             "]");
+      break;
+    case v1::Predicate::kStringValues:
+      operand = absl::StrCat("[", QuoteAll(p.string_values().values()), "]");
+      break;
+    case v1::Predicate::OPERAND_NOT_SET:
+      break;
+  }
+  std::string upper = "-";
+  if (p.upper_operand_case() == v1::Predicate::kUpper) {
+    upper = absl::StrCat(p.upper());
+  } else if (p.upper_operand_case() == v1::Predicate::kStringUpper) {
+    upper = Quote(p.string_upper());
+  }
+  return absl::StrCat(p.attribute(), " ", v1::Op_Name(p.op()), " ", operand,
+                      " ", upper);
+}
+
+// "price 420", "type \"order\"", or "x -" if neither field is set.
+std::string Format(const v1::Attribute& a) {
+  switch (a.kind_case()) {
+    case v1::Attribute::kValue:
+      return absl::StrCat(a.name(), " ", a.value());
+    case v1::Attribute::kStringValue:
+      return absl::StrCat(a.name(), " ", Quote(a.string_value()));
+    case v1::Attribute::KIND_NOT_SET:
+      break;
+  }
+  return absl::StrCat(a.name(), " -");
+}
+
+template <typename Message>
+std::vector<std::string> FormatAll(const std::vector<Message>& messages) {
+  std::vector<std::string> out;
+  for (const Message& m : messages) out.push_back(Format(m));
+  return out;
+}
+
+struct ValidCase {
+  std::string input;
+  std::vector<std::string> expected;
+};
+
+// clang-format off
+const ValidCase kValidSubscriptions[] = {
+    // Every operator spelling.
+    {"price = 5", {"price OP_EQ 5 -"}},
+    {"price == 5", {"price OP_EQ 5 -"}},
+    {"price != 5", {"price OP_NE 5 -"}},
+    {"price <> 5", {"price OP_NE 5 -"}},
+    {"price < 5", {"price OP_LT 5 -"}},
+    {"price <= 5", {"price OP_LE 5 -"}},
+    {"price > 5", {"price OP_GT 5 -"}},
+    {"price >= 5", {"price OP_GE 5 -"}},
+    {"price eq 5", {"price OP_EQ 5 -"}},
+    {"price NE 5", {"price OP_NE 5 -"}},
+    {"price Lt 5", {"price OP_LT 5 -"}},
+    {"price le 5", {"price OP_LE 5 -"}},
+    {"price GT 5", {"price OP_GT 5 -"}},
+    {"price gE 5", {"price OP_GE 5 -"}},
+    // Operators need no surrounding spaces.
+    {"price<=5", {"price OP_LE 5 -"}},
+    {"price>=-5", {"price OP_GE -5 -"}},
+    {"price!=-1", {"price OP_NE -1 -"}},
+    {"price<>+7", {"price OP_NE 7 -"}},
+    {"price==0", {"price OP_EQ 0 -"}},
+    // BETWEEN and its `in lo..hi` form, inclusive; lo == hi is allowed.
+    {"price between 10 and 20", {"price OP_BETWEEN 10 20"}},
+    {"price BETWEEN -5 AND -5", {"price OP_BETWEEN -5 -5"}},
+    {"price Between 1 And 2", {"price OP_BETWEEN 1 2"}},
+    {"price in 10..20", {"price OP_BETWEEN 10 20"}},
+    {"price in -20..-10", {"price OP_BETWEEN -20 -10"}},
+    {"price in -20 .. +10", {"price OP_BETWEEN -20 10"}},
+    // Numbers: signs, the int64 limits, '_' separators, leading zeros.
+    {"x = -9223372036854775808", {"x OP_EQ -9223372036854775808 -"}},
+    {"x = 9223372036854775807", {"x OP_EQ 9223372036854775807 -"}},
+    {"x = +9223372036854775807", {"x OP_EQ 9223372036854775807 -"}},
+    {"x between -9223372036854775808 and 9223372036854775807",
+     {"x OP_BETWEEN -9223372036854775808 9223372036854775807"}},
+    {"x in -9_223_372_036_854_775_808..9_223_372_036_854_775_807",
+     {"x OP_BETWEEN -9223372036854775808 9223372036854775807"}},
+    {"x = 1_000_000", {"x OP_EQ 1000000 -"}},
+    {"x = -1_0", {"x OP_EQ -10 -"}},
+    {"x = 007", {"x OP_EQ 7 -"}},
+    {"x = -0", {"x OP_EQ 0 -"}},
+    // Names: the server's rule, up to 64 characters.
+    {kName64 + " = 1", {kName64 + " OP_EQ 1 -"}},
+    {"a.b-c_d = 1", {"a.b-c_d OP_EQ 1 -"}},
+    {"_ = 1", {"_ OP_EQ 1 -"}},
+    {"Z9.-_ = 1", {"Z9.-_ OP_EQ 1 -"}},
+    {"a..b in 1..2", {"a..b OP_BETWEEN 1 2"}},
+    {"price-usd<-5", {"price-usd OP_LT -5 -"}},
+    // Connectors, in any case and mixed.
+    {"price <= 500 and kind = 7", {"price OP_LE 500 -", "kind OP_EQ 7 -"}},
+    {"a=1 AND b=2 && c=3 , d=4 And e=5",
+     {"a OP_EQ 1 -", "b OP_EQ 2 -", "c OP_EQ 3 -", "d OP_EQ 4 -",
+      "e OP_EQ 5 -"}},
+    {"a=1,b=2&&c=3", {"a OP_EQ 1 -", "b OP_EQ 2 -", "c OP_EQ 3 -"}},
+    {"x >= 1 and x <= 9", {"x OP_GE 1 -", "x OP_LE 9 -"}},
+    {"x between 1 and 5 and y in 2..3, z > 0",
+     {"x OP_BETWEEN 1 5", "y OP_BETWEEN 2 3", "z OP_GT 0 -"}},
+    // Keywords are names where a name is expected.
+    {"and = 1 and between = 2", {"and OP_EQ 1 -", "between OP_EQ 2 -"}},
+    {"in in 1..2 AND AND between 3 and 4",
+     {"in OP_BETWEEN 1 2", "AND OP_BETWEEN 3 4"}},
+    {"eq eq 1", {"eq OP_EQ 1 -"}},
+    // Whitespace of any kind, anywhere.
+    {"  \tprice\n<=\t500  ", {"price OP_LE 500 -"}},
+    // Strings with every comparison.
+    {"type = \"order\"", {"type OP_EQ \"order\" -"}},
+    {"type == \"\"", {"type OP_EQ \"\" -"}},
+    {"type != \"a b\"", {"type OP_NE \"a b\" -"}},
+    {"type ne \"x\"", {"type OP_NE \"x\" -"}},
+    {"name < \"m\"", {"name OP_LT \"m\" -"}},
+    {"name<=\"m\"", {"name OP_LE \"m\" -"}},
+    {"name GT \"m\"", {"name OP_GT \"m\" -"}},
+    {"name >= \"m\"", {"name OP_GE \"m\" -"}},
+    {"name between \"a\" and \"m\"", {"name OP_BETWEEN \"a\" \"m\""}},
+    {"name between \"a\" and \"a\"", {"name OP_BETWEEN \"a\" \"a\""}},
+    {"name in \"a\"..\"m\"", {"name OP_BETWEEN \"a\" \"m\""}},
+    {"name between \"\" and \"\\xff\"",
+     {"name OP_BETWEEN \"\" \"\\377\""}},
+    // Escapes, any byte, raw bytes (UTF-8, a tab) and lookalikes of syntax.
+    {"s = \"a\\\"b\\\\c\\n\\t\\r\\0\\x41\\xff\\xFe\\x00\"",
+     {"s OP_EQ \"a\\\"b\\\\c\\n\\t\\r\\000A\\377\\376\\000\" -"}},
+    {"s = \"caf\xc3\xa9\"", {"s OP_EQ \"caf\\303\\251\" -"}},
+    {"s = \"a\tb\"", {"s OP_EQ \"a\\tb\" -"}},
+    {"s = \"x = 1 and ] , \\\"\"", {"s OP_EQ \"x = 1 and ] , \\\"\" -"}},
+    {"a=\"x\"and b=\"y\"", {"a OP_EQ \"x\" -", "b OP_EQ \"y\" -"}},
+    // Lists: IN and NOT IN, one value or more, repeats kept.
+    {"price in [10, 20]", {"price OP_IN [10,20] -"}},
+    {"price IN [10,20]", {"price OP_IN [10,20] -"}},
+    {"price in[ -3 , -3 ]", {"price OP_IN [-3,-3] -"}},
+    {"price in [7]", {"price OP_IN [7] -"}},
+    {"x in [-9223372036854775808, 9223372036854775807, 1_000]",
+     {"x OP_IN [-9223372036854775808,9223372036854775807,1000] -"}},
+    {"region in [\"eu-west\", \"eu-north\"]",
+     {"region OP_IN [\"eu-west\",\"eu-north\"] -"}},
+    {"region in[\"\"]", {"region OP_IN [\"\"] -"}},
+    {"kind not in [1, 2]", {"kind OP_NOT_IN [1,2] -"}},
+    {"kind NOT IN [1]", {"kind OP_NOT_IN [1] -"}},
+    {"kind Not In [\"a\", \"a\"]", {"kind OP_NOT_IN [\"a\",\"a\"] -"}},
+    // PREFIX takes a string, possibly empty.
+    {"path prefix \"/api/\"", {"path OP_PREFIX \"/api/\" -"}},
+    {"path PREFIX \"\"", {"path OP_PREFIX \"\" -"}},
+    // EXISTS and NOT EXISTS: no operand.
+    {"exists coupon", {"coupon OP_EXISTS - -"}},
+    {"EXISTS coupon", {"coupon OP_EXISTS - -"}},
+    {"not exists coupon", {"coupon OP_NOT_EXISTS - -"}},
+    {"NOT Exists coupon and x = 1",
+     {"coupon OP_NOT_EXISTS - -", "x OP_EQ 1 -"}},
+    {"x = 1, exists a && not exists b",
+     {"x OP_EQ 1 -", "a OP_EXISTS - -", "b OP_NOT_EXISTS - -"}},
+    // "exists" and "not" are names when an operator follows them ...
+    {"exists = 1", {"exists OP_EQ 1 -"}},
+    {"exists in [1]", {"exists OP_IN [1] -"}},
+    {"exists between 1 and 2", {"exists OP_BETWEEN 1 2"}},
+    {"exists prefix \"p\"", {"exists OP_PREFIX \"p\" -"}},
+    {"exists ne 1", {"exists OP_NE 1 -"}},
+    {"not = 1", {"not OP_EQ 1 -"}},
+    {"not in [1]", {"not OP_IN [1] -"}},
+    {"not not in [1]", {"not OP_NOT_IN [1] -"}},
+    {"not between 1 and 2", {"not OP_BETWEEN 1 2"}},
+    // ... but "exists", one word and the end of the predicate is EXISTS.
+    {"exists in", {"in OP_EXISTS - -"}},
+    {"exists not, exists eq and exists between",
+     {"not OP_EXISTS - -", "eq OP_EXISTS - -", "between OP_EXISTS - -"}},
+    {"exists exists", {"exists OP_EXISTS - -"}},
+    {"not exists not", {"not OP_NOT_EXISTS - -"}},
+    {"not exists exists", {"exists OP_NOT_EXISTS - -"}},
+    {"exists and and exists = 1", {"and OP_EXISTS - -", "exists OP_EQ 1 -"}},
+    {"prefix prefix \"p\"", {"prefix OP_PREFIX \"p\" -"}},
+    // The example of issue 19.
+    {"type = \"order\" and region in [\"eu-west\", \"eu-north\"] and path "
+     "prefix \"/api/\" and price between 10 and 20 and not exists coupon",
+     {"type OP_EQ \"order\" -", "region OP_IN [\"eu-west\",\"eu-north\"] -",
+      "path OP_PREFIX \"/api/\" -", "price OP_BETWEEN 10 20",
+      "coupon OP_NOT_EXISTS - -"}},
+};
+
+const ValidCase kValidEvents[] = {
+    {"price=420 kind=7", {"price 420", "kind 7"}},
+    {"price = 420, kind = 7", {"price 420", "kind 7"}},
+    {"a=1,b=2", {"a 1", "b 2"}},
+    {"a=1 ,b=2 , c=3", {"a 1", "b 2", "c 3"}},
+    {"  a=1\tb=2\n", {"a 1", "b 2"}},
+    {"x=-9223372036854775808 y=9223372036854775807",
+     {"x -9223372036854775808", "y 9223372036854775807"}},
+    {"n=1_000 m=+5 z=-0", {"n 1000", "m 5", "z 0"}},
+    {"a.b-c_d=0 _=1", {"a.b-c_d 0", "_ 1"}},
+    {kName64 + "=64", {kName64 + " 64"}},
+    {"and=1 between=2 in=3", {"and 1", "between 2", "in 3"}},
+    {"Price=1 price=2", {"Price 1", "price 2"}},  // names are case-sensitive
+    // Strings.
+    {"type=\"order\" price=5 path=\"/api/x\"",
+     {"type \"order\"", "price 5", "path \"/api/x\""}},
+    {"a = \"x\", b = \"y\"", {"a \"x\"", "b \"y\""}},
+    {"a=\"\" b=\"\\x00\\\"\\\\\"", {"a \"\"", "b \"\\000\\\"\\\\\""}},
+    {"a=\"x y=1\",b=\"\"", {"a \"x y=1\"", "b \"\""}},
+    {"n=\"42\" m=42", {"n \"42\"", "m 42"}},
+};
+// clang-format on
+
+TEST(ParseSubscription, ValidInputsGiveExactPredicates) {
+  for (const ValidCase& c : kValidSubscriptions) {
+    SCOPED_TRACE(c.input);
+    absl::StatusOr<std::vector<v1::Predicate>> got = ParseSubscription(c.input);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_THAT(FormatAll(*got), ElementsAreArray(c.expected));
+  }
+}
+
+TEST(ParseEvent, ValidInputsGiveExactAttributes) {
+  for (const ValidCase& c : kValidEvents) {
+    SCOPED_TRACE(c.input);
+    absl::StatusOr<std::vector<v1::Attribute>> got = ParseEvent(c.input);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_THAT(FormatAll(*got), ElementsAreArray(c.expected));
+  }
+}
+
+TEST(ParseSubscription, ErrorMessageHasColumnEchoAndCarets) {
+  absl::StatusOr<std::vector<v1::Predicate>> got =
+      ParseSubscription("price is 5");
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(got.status().message(),
+            "column 7: expected an operator (=, !=, <, <=, >, >=, between, "
+            "in, not in, prefix), got \"is\"\n"
+            "  price is 5\n"
+            "        ^^");
+}
+
+enum class Grammar { kSubscription, kEvent };
+
+struct ErrorCase {
+  Grammar grammar;
+  std::string input;
+  // The caret line without its two-space indent, so that it lines up with
+  // `input` in the table below.
+  std::string carets;
+  int column;
+  std::string message;  // a substring of the first line
+};
+
+constexpr Grammar kSub = Grammar::kSubscription;
+constexpr Grammar kEvent = Grammar::kEvent;
+
+// clang-format off
+const ErrorCase kErrors[] = {
+    // Operators.
+    {kSub, "price is 5",
+           "      ^^", 7,
+     "expected an operator (=, !=, <, <=, >, >=, between, in, not in, "
+     "prefix), got \"is\""},
+    {kSub, "price",
+           "     ^", 6, "expected an operator (=, !=, <, <=, >, >=, between, "
+                        "in, not in, prefix), got end of input"},
+    {kSub, "price and 5",
+           "      ^^^", 7, "expected an operator"},
+    {kSub, "price ≥ 5",
+           "      ^", 7, "expected an operator (=, !=, <, <=, >, >=, between, "
+                         "in, not in, prefix), got \"≥\""},
+    {kSub, "price \"eq\" 5",
+           "      ^^^^", 7, "got \"\\\"eq\\\"\""},
+    {kSub, "price\tis\n5",
+           "      ^^", 7, "got \"is\""},
+    // Values.
+    {kSub, "price <=",
+           "        ^", 9, "missing value after \"<=\""},
+    {kSub, "price <= abc",
+           "         ^^^", 10,
+     "bad value \"abc\": expected an integer (42, -7, 1_000) or a string in "
+     "double quotes (\"abc\")"},
+    {kSub, "price = 1.5",
+           "        ^^^", 9, "bad number \"1.5\""},
+    {kSub, "price = 5e3",
+           "        ^^^", 9, "bad number \"5e3\""},
+    {kSub, "price = -",
+           "        ^", 9, "bad number \"-\""},
+    {kSub, "price = 1__000",
+           "        ^^^^^^", 9, "'_' may only separate two digits"},
+    {kSub, "price = 1_",
+           "        ^^", 9, "'_' may only separate two digits"},
+    {kSub, "price = _1",
+           "        ^^", 9, "bad value \"_1\""},
+    {kSub, "price = $1",
+           "        ^^", 9,
+     "bad value \"$1\": expected an integer (42, -7, 1_000) or a string in "
+     "double quotes"},
+    {kSub, "price =< 5",
+           "       ^", 8, "expected a value after \"=\", got \"<\""},
+    {kSub, "price = 9223372036854775808",
+           "        ^^^^^^^^^^^^^^^^^^^", 9,
+     "number 9223372036854775808 is out of the int64 range "
+     "[-9223372036854775808, 9223372036854775807]"},
+    {kSub, "price = -9223372036854775809",
+           "        ^^^^^^^^^^^^^^^^^^^^", 9, "out of the int64 range"},
+    {kSub, "price = 99999999999999999999999",
+           "        ^^^^^^^^^^^^^^^^^^^^^^^", 9, "out of the int64 range"},
+    // Attribute names, with the reason.
+    {kSub, "9lives = 1",
+           "^^^^^^", 1,
+     "bad attribute name \"9lives\": it starts with '9'; a name starts with a "
+     "letter or '_'"},
+    {kSub, "-x = 1",
+           "^^", 1, "it starts with '-'"},
+    {kSub, "pr$ice = 1",
+           "^^^^^^", 1,
+     "it contains '$'; a name has only ASCII letters, digits, '_', '.' and "
+     "'-'"},
+    {kSub, "prïce = 1",
+           "^^^^^", 1, "bad attribute name \"prïce\": it contains 'ï'"},
+    {kSub, "a\x01" "b = 1",
+           "^^^", 1, "bad attribute name \"a\\x01b\": it contains byte 0x01"},
+    {kSub, kName65 + " = 1",
+           std::string(65, '^'), 1,
+     "it is 65 characters long; the limit is 64"},
+    {kSub, "= 5",
+           "^", 1, "expected an attribute name, got \"=\""},
+    // Ranges: lo > hi points at the whole range.
+    {kSub, "price between 10 and 5",
+           "              ^^^^^^^^", 15,
+     "empty range: the lower bound 10 is greater than the upper bound 5"},
+    {kSub, "price IN 10..5 and x = 1",
+           "         ^^^^^", 10, "empty range"},
+    {kSub, "price between 1 5",
+           "                ^", 17,
+     "expected \"and\" between the bounds of \"between lo and hi\", got \"5\""},
+    {kSub, "price between 1 && 5",
+           "                ^^", 17, "expected \"and\""},
+    {kSub, "price between 1 and",
+           "                   ^", 20, "missing value after \"and\""},
+    {kSub, "price in [1, 5",
+           "              ^", 15,
+     "expected \",\" or \"]\" after a value of the list, got end of input"},
+    {kSub, "price in [1 5]",
+           "            ^", 13, "expected \",\" or \"]\""},
+    {kSub, "price in 1 5",
+           "           ^", 12,
+     "expected \"..\" between the bounds of \"in lo..hi\", got \"5\""},
+    {kSub, "price in",
+           "        ^", 9, "missing value after \"in\""},
+    {kSub, "price in [",
+           "          ^", 11, "missing value after \"[\""},
+    {kSub, "price in ..5",
+           "         ^^", 10, "expected a value after \"in\""},
+    // Connectors and what follows a predicate.
+    {kSub, "price = 5 kind = 7",
+           "          ^^^^", 11, "missing \"and\" between predicates"},
+    {kSub, "price = 5 kind between 1 and 2",
+           "          ^^^^", 11, "missing \"and\" between predicates"},
+    {kSub, "price = 5 6",
+           "          ^", 11,
+     "unexpected \"6\" after a complete predicate; expected \"and\""},
+    {kSub, "price = 5 || kind = 7",
+           "          ^^", 11, "unexpected \"||\""},
+    {kSub, "price = 5 and",
+           "             ^", 14,
+     "expected a predicate after \"and\", got end of input"},
+    {kSub, "price = 5,",
+           "          ^", 11, "expected a predicate after \",\""},
+    {kSub, "price = 5 && && kind = 1",
+           "             ^^", 14,
+     "expected an attribute name, got \"&&\""},
+    // Empty input.
+    {kSub, "",
+           "^", 1, "empty subscription"},
+    {kSub, "   ",
+           "   ^", 4, "empty subscription"},
+    // Events.
+    {kEvent, "",
+             "^", 1, "empty event"},
+    {kEvent, "price=420 price=1",
+             "          ^^^^^", 11,
+     "duplicate attribute \"price\" (first given at column 1)"},
+    {kEvent, "a=1, b=2, a=3",
+             "          ^", 11, "duplicate attribute \"a\""},
+    {kEvent, "price=",
+             "      ^", 7, "missing value after \"price=\""},
+    {kEvent, "price= kind=7",
+             "       ^^^^", 8,
+     "missing value after \"price=\"; \"kind\" starts the next pair"},
+    {kEvent, "price 420",
+             "      ^^^", 7, "expected \"=\" after \"price\", got \"420\""},
+    {kEvent, "price<5",
+             "     ^", 6, "expected \"=\" after \"price\", got \"<\""},
+    {kEvent, "price",
+             "     ^", 6, "got end of input"},
+    {kEvent, "price=abc",
+             "      ^^^", 7, "bad value \"abc\""},
+    {kEvent, "price=5kind=7",
+             "      ^^^^^", 7, "bad number \"5kind\""},
+    {kEvent, "price=18446744073709551616",
+             "      ^^^^^^^^^^^^^^^^^^^^", 7, "out of the int64 range"},
+    {kEvent, "price=1,,kind=2",
+             "        ^", 9, "expected an attribute name, got \",\""},
+    {kEvent, "price=1,",
+             "        ^", 9,
+     "expected a name=value pair after \",\", got end of input"},
+    {kEvent, "price=1 && kind=2",
+             "        ^^", 9,
+     "expected \",\" or whitespace between name=value pairs, got \"&&\""},
+    {kEvent, "1x=5",
+             "^^", 1, "bad attribute name \"1x\": it starts with '1'"},
+    {kEvent, kName65 + "=1",
+             std::string(65, '^'), 1, "it is 65 characters long"},
+};
+// clang-format on
+
+// The errors of strings, lists, PREFIX and EXISTS, with their whole first
+// line: `message` is all that follows "column N: ".
+// clang-format off
+const ErrorCase kTypedErrors[] = {
+    // Strings that cannot be read: from the opening quote to the end, or the
+    // bad escape.
+    {kSub, "type = \"order",
+           "       ^^^^^^", 8,
+     "unterminated string: no closing '\"' before the end of the input"},
+    {kSub, "type = \"ord\\\"",
+           "       ^^^^^^", 8,
+     "unterminated string: no closing '\"' before the end of the input"},
+    {kSub, "x = \"a\\",
+           "    ^^^", 5,
+     "unterminated string: no closing '\"' before the end of the input"},
+    {kSub, "s = \"a\\qb\"",
+           "      ^^", 7,
+     "bad escape \\q; the escapes are \\\" \\\\ \\n \\t \\r \\0 and \\xHH"},
+    {kSub, "s = \"\\x4g\"",
+           "     ^^^^", 6,
+     "bad escape \\x: it takes two hex digits (\\x00 to \\xFF)"},
+    {kSub, "s = \"\\x\"",
+           "     ^^", 6,
+     "bad escape \\x: it takes two hex digits (\\x00 to \\xFF)"},
+    {kSub, "s = \"\\\t\"",
+           "     ^^", 6,
+     "bad escape: \\ followed by byte 0x09; the escapes are \\\" \\\\ \\n \\t "
+     "\\r \\0 and \\xHH"},
+    {kSub, "s = \"\\é\"",
+           "     ^^", 6,
+     "bad escape: \\ followed by 'é'; the escapes are \\\" \\\\ \\n \\t \\r "
+     "\\0 and \\xHH"},
+    {kSub, "x = 5 and \"abc",
+           "          ^^^^", 11,
+     "unterminated string: no closing '\"' before the end of the input"},
+    // Errors are reported in the order of the input: the junk "6" first.
+    {kSub, "x = 5 6 \"abc",
+           "      ^", 7,
+     "unexpected \"6\" after a complete predicate; expected \"and\", \"&&\", "
+     "\",\" or end of input"},
+    {kSub, "type = order",
+           "       ^^^^^", 8,
+     "bad value \"order\": expected an integer (42, -7, 1_000) or a string in "
+     "double quotes (\"order\")"},
+    {kSub, "\"price\" = 5",
+           "^^^^^^^", 1, "expected an attribute name, got \"\\\"price\\\"\""},
+    // Lists.
+    {kSub, "price in []",
+           "         ^^", 10, "empty list: \"in\" needs at least one value"},
+    {kSub, "price not in [ ]",
+           "             ^^^", 14,
+     "empty list: \"not in\" needs at least one value"},
+    {kSub, "x in [1, \"a\"]",
+           "         ^^^", 10,
+     "mixed types in the list: expected an integer like the first value, got "
+     "the string \"a\""},
+    {kSub, "x in [\"a\", 2]",
+           "           ^", 12,
+     "mixed types in the list: expected a string like the first value, got "
+     "the integer 2"},
+    {kSub, "x not in [\"a\", 1]",
+           "               ^", 16,
+     "mixed types in the list: expected a string like the first value, got "
+     "the integer 1"},
+    {kSub, "x in [1,]",
+           "        ^", 9, "expected a value after \",\", got \"]\""},
+    {kSub, "x not in 5",
+           "         ^", 10,
+     "expected \"[\" to start the list of \"not in\" (\"not in [1, 2]\"), got "
+     "\"5\""},
+    {kSub, "x not 5",
+           "      ^", 7, "expected \"in\" after \"not\", got \"5\""},
+    // PREFIX.
+    {kSub, "path prefix 5",
+           "            ^", 13,
+     "expected a string after \"prefix\", got the integer 5"},
+    {kSub, "path prefix",
+           "           ^", 12, "missing value after \"prefix\""},
+    // BETWEEN with strings.
+    {kSub, "x between 1 and \"m\"",
+           "                ^^^", 17,
+     "bounds of mixed types: the lower bound is the integer 1, the upper the "
+     "string \"m\"; both must be integers or both strings"},
+    {kSub, "x in \"a\"..5",
+           "          ^", 11,
+     "bounds of mixed types: the lower bound is the string \"a\", the upper "
+     "the integer 5; both must be integers or both strings"},
+    {kSub, "x between \"m\" and \"a\"",
+           "          ^^^^^^^^^^^", 11,
+     "empty range: the lower bound \"m\" is greater than the upper bound "
+     "\"a\""},
+    // Bytes compare unsigned: 0xFF is above 'a'.
+    {kSub, "x between \"\\xff\" and \"a\"",
+           "          ^^^^^^^^^^^^^^", 11,
+     "empty range: the lower bound \"\\xFF\" is greater than the upper bound "
+     "\"a\""},
+    // EXISTS and NOT EXISTS.
+    {kSub, "not coupon",
+           "    ^^^^^^", 5,
+     "expected \"exists\" after \"not\" at the start of a predicate, got "
+     "\"coupon\""},
+    {kSub, "not",
+           "   ^", 4,
+     "expected \"exists\" after \"not\" at the start of a predicate, got end "
+     "of input"},
+    {kSub, "x = 1 and not 5",
+           "              ^", 15,
+     "expected \"exists\" after \"not\" at the start of a predicate, got "
+     "\"5\""},
+    {kSub, "coupon exists",
+           "       ^^^^^^", 8,
+     "expected an operator (=, !=, <, <=, >, >=, between, in, not in, "
+     "prefix), got \"exists\"; \"exists\" goes before the name: exists "
+     "coupon"},
+    {kSub, "coupon not exists",
+           "           ^^^^^^", 12,
+     "expected \"in\" after \"not\", got \"exists\"; \"not exists\" goes "
+     "before the name: not exists coupon"},
+    {kSub, "exists",
+           "      ^", 7, "expected an attribute name, got end of input"},
+    {kSub, "exists 5",
+           "       ^", 8,
+     "bad attribute name \"5\": it starts with '5'; a name starts with a "
+     "letter or '_'"},
+    {kSub, "price = 5 exists x",
+           "          ^^^^^^", 11,
+     "missing \"and\" between predicates: expected \"and\", \"&&\" or \",\" "
+     "before \"exists\""},
+    {kSub, "price = 5 not exists x",
+           "          ^^^", 11,
+     "missing \"and\" between predicates: expected \"and\", \"&&\" or \",\" "
+     "before \"not\""},
+    // Events with strings.
+    {kEvent, "a=\"x\"b=1",
+             "     ^", 6,
+     "expected \",\" or whitespace between name=value pairs, got \"b\""},
+    {kEvent, "a=\"x\"\"y\"",
+             "     ^^^", 6,
+     "expected \",\" or whitespace between name=value pairs, got "
+     "\"\\\"y\\\"\""},
+    {kEvent, "a=\"x",
+             "  ^^", 3,
+     "unterminated string: no closing '\"' before the end of the input"},
+    {kEvent, "a=1 b=\"x\\y\"",
+             "        ^^", 9,
+     "bad escape \\y; the escapes are \\\" \\\\ \\n \\t \\r \\0 and \\xHH"},
+    {kEvent, "a=x",
+             "  ^", 3,
+     "bad value \"x\": expected an integer (42, -7, 1_000) or a string in "
+     "double quotes (\"x\")"},
+};
+// clang-format on
+
+// Control characters are echoed as spaces so that the carets line up.
+std::string Echo(absl::string_view input) {
+  std::string echo(input);
+  for (char& c : echo) {
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  }
+  return echo;
+}
+
+// Checks the error `c` describes; with `exact`, its whole first line.
+void ExpectError(const ErrorCase& c, bool exact) {
+  SCOPED_TRACE(c.input);
+  const absl::Status status = c.grammar == Grammar::kSubscription
+                                  ? ParseSubscription(c.input).status()
+                                  : ParseEvent(c.input).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  const std::vector<std::string> lines = absl::StrSplit(status.message(), '\n');
+  ASSERT_EQ(lines.size(), 3u) << status.message();
+  if (exact) {
+    EXPECT_EQ(lines[0], absl::StrCat("column ", c.column, ": ", c.message));
+  } else {
+    EXPECT_THAT(lines[0], StartsWith(absl::StrCat("column ", c.column, ": ")));
+    EXPECT_THAT(lines[0], HasSubstr(c.message));
+  }
+  EXPECT_EQ(lines[1], "  " + Echo(c.input));
+  EXPECT_EQ(lines[2], "  " + c.carets);
+}
+
+TEST(Parse, InvalidInputsPointAtTheOffendingToken) {
+  for (const ErrorCase& c : kErrors) ExpectError(c, /*exact=*/false);
+}
+
+TEST(Parse, InvalidTypedInputsGiveExactMessagesAndCarets) {
+  for (const ErrorCase& c : kTypedErrors) ExpectError(c, /*exact=*/true);
+}
+
+TEST(Parse, TableHasAtLeastTwentyInvalidInputs) {
+  EXPECT_GE(sizeof(kErrors) / sizeof(kErrors[0]), 20u);
+}
+
+TEST(ParseSubscription, NonBetweenOpsLeaveUpperUnset) {
+  absl::StatusOr<std::vector<v1::Predicate>> got = ParseSubscription(
+      "a = 1, b != \"x\", c < 3, d <= 4, e > 5, f >= 6, g in [1], h not in "
+      "[\"y\"], i prefix \"z\", exists j, not exists k");
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 11u);
+  for (const v1::Predicate& p : *got) {
+    EXPECT_EQ(p.upper_operand_case(), v1::Predicate::UPPER_OPERAND_NOT_SET)
+        << Format(p);
+  }
+  // EXISTS and NOT EXISTS have no operand at all.
+  EXPECT_EQ((*got)[9].operand_case(), v1::Predicate::OPERAND_NOT_SET);
+  EXPECT_EQ((*got)[10].operand_case(), v1::Predicate::OPERAND_NOT_SET);
+}
+
+TEST(ParseSubscription, EveryInt64LimitRoundTrips) {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  for (int64_t v :
+       {kMin, kMin + 1, int64_t{-1}, int64_t{0}, int64_t{1}, kMax - 1, kMax}) {
+    absl::StatusOr<std::vector<v1::Predicate>> got =
+        ParseSubscription(absl::StrCat("x=", v));
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->size(), 1u);
+    EXPECT_EQ((*got)[0].value(), v);
+  }
+}
+
+TEST(ParseSubscription, EveryByteRoundTripsThroughAnEscape) {
+  for (int b = 0; b < 256; ++b) {
+    const std::string byte(1, static_cast<char>(b));
+    absl::StatusOr<std::vector<v1::Predicate>> got =
+        ParseSubscription(absl::StrFormat("x = \"\\x%02x\"", b));
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ((*got)[0].string_value(), byte) << b;
+    got = ParseSubscription(absl::StrCat("x = ", FormatString(byte)));
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ((*got)[0].string_value(), byte) << b;
+  }
+}
+
+TEST(ParseEvent, AnEventWithOneAttributeIsFine) {
+  absl::StatusOr<std::vector<v1::Attribute>> got = ParseEvent("x=1");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_THAT(FormatAll(*got), ElementsAre("x 1"));
+}
+
+// ---------------------------------------------------------------------------
+// Printing
+
+TEST(FormatString, QuotesAndEscapes) {
+  EXPECT_EQ(FormatString(""), "\"\"");
+  EXPECT_EQ(FormatString("order"), "\"order\"");
+  EXPECT_EQ(FormatString(" /api/x?a=1&b=~ "), "\" /api/x?a=1&b=~ \"");
+  EXPECT_EQ(FormatString("a\"b\\c"), "\"a\\\"b\\\\c\"");
+  EXPECT_EQ(FormatString(std::string("\n\t\r\0\x01\x7f", 6)),
+            "\"\\x0A\\x09\\x0D\\x00\\x01\\x7F\"");
+  EXPECT_EQ(FormatString("caf\xc3\xa9 \xff"), "\"caf\\xC3\\xA9 \\xFF\"");
+}
+
+v1::Predicate ParseOne(absl::string_view text) {
+  absl::StatusOr<std::vector<v1::Predicate>> got = ParseSubscription(text);
+  EXPECT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got.ok() ? got->size() : 0, 1u) << text;
+  return got.ok() && !got->empty() ? (*got)[0] : v1::Predicate();
+}
+
+TEST(FormatPredicate, WritesTheCanonicalForm) {
+  const std::pair<std::string, std::string> kCases[] = {
+      {"price le 500", "price <= 500"},
+      {"price == -7", "price = -7"},
+      {"price <> 1_000", "price != 1000"},
+      {"price lt 1", "price < 1"},
+      {"price GT 1", "price > 1"},
+      {"price ge 1", "price >= 1"},
+      {"type eq \"order\"", "type = \"order\""},
+      {"name<\"m\"", "name < \"m\""},
+      {"price in 10 .. 20", "price between 10 and 20"},
+      {"name BETWEEN \"a\" AND \"m\"", "name between \"a\" and \"m\""},
+      {"region IN[\"eu-west\",\"eu-north\"]",
+       "region in [\"eu-west\", \"eu-north\"]"},
+      {"kind NOT IN [1,2,2]", "kind not in [1, 2, 2]"},
+      {"path PREFIX \"/api/\"", "path prefix \"/api/\""},
+      {"EXISTS coupon", "exists coupon"},
+      {"Not Exists coupon", "not exists coupon"},
+      {"s = \"a\\tb\\\\\\\"\\x7f\"", "s = \"a\\x09b\\\\\\\"\\x7F\""},
+  };
+  for (const auto& [input, canonical] : kCases) {
+    SCOPED_TRACE(input);
+    EXPECT_EQ(FormatPredicate(ParseOne(input)), canonical);
+  }
+}
+
+TEST(FormatPredicate, PrintsWhatTheApiReadsForUnsetOperands) {
+  v1::Predicate p;
+  p.set_attribute("x");
+  p.set_op(v1::OP_EQ);
+  EXPECT_EQ(FormatPredicate(p), "x = 0");
+  p.set_op(v1::OP_BETWEEN);
+  EXPECT_EQ(FormatPredicate(p), "x between 0 and 0");
+  p.set_op(v1::OP_IN);
+  EXPECT_EQ(FormatPredicate(p), "x in []");
+  p.set_op(v1::OP_EXISTS);
+  p.set_value(5);  // an operand EXISTS does not take is not printed
+  EXPECT_EQ(FormatPredicate(p), "exists x");
+}
+
+TEST(FormatSubscription, JoinsWithAnd) {
+  v1::SubscriptionSpec spec;
+  spec.set_subscriber("alice");
+  absl::StatusOr<std::vector<v1::Predicate>> parsed = ParseSubscription(
+      "type = \"order\" && not exists coupon, price between 1 and 2");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  for (v1::Predicate& p : *parsed) *spec.add_predicates() = std::move(p);
+  EXPECT_EQ(FormatSubscription(spec),
+            "type = \"order\" and not exists coupon and price between 1 and 2");
+}
+
+TEST(FormatEvent, WritesPairsParseEventReads) {
+  v1::Event event;
+  absl::StatusOr<std::vector<v1::Attribute>> parsed =
+      ParseEvent("type=\"order\", price = 5 path=\"/api/\\x00\"");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  for (v1::Attribute& a : *parsed) *event.add_attributes() = std::move(a);
+  event.set_payload("not printed");
+  EXPECT_EQ(FormatEvent(event), "type=\"order\" price=5 path=\"/api/\\x00\"");
+  EXPECT_EQ(FormatAttribute(event.attributes(1)), "price=5");
+  v1::Attribute unset;
+  unset.set_name("z");
+  EXPECT_EQ(FormatAttribute(unset), "z=0");
+}
+
+// Random typed predicates and events, of every op and operand type, with
+// names that are also keywords and strings of any bytes.
+class RandomMessages {
+ public:
+  explicit RandomMessages(uint64_t seed) : rng_(seed) {}
+
+  v1::Predicate Predicate() {
+    v1::Predicate p;
+    p.set_attribute(Name());
+    p.set_op(static_cast<v1::Op>(Uniform(1, 12)));
+    const bool is_string = Uniform(0, 1) == 1;
+    switch (p.op()) {
+      case v1::OP_BETWEEN:
+        if (is_string) {
+          std::string lo = String(), hi = String();
+          if (lo > hi) std::swap(lo, hi);
+          p.set_string_value(lo);
+          p.set_string_upper(hi);
+        } else {
+          int64_t lo = Int(), hi = Int();
+          if (lo > hi) std::swap(lo, hi);
+          p.set_value(lo);
+          p.set_upper(hi);
+        }
+        break;
+      case v1::OP_IN:
+      case v1::OP_NOT_IN:
+        for (int n = Uniform(1, 5); n > 0; --n) {
+          if (is_string) {
+            p.mutable_string_values()->add_values(String());
+          } else {
+            p.mutable_int64_values()->add_values(Int());
+          }
+        }
+        break;
+      case v1::OP_PREFIX:
+        p.set_string_value(String());
+        break;
+      case v1::OP_EXISTS:
+      case v1::OP_NOT_EXISTS:
+        break;
+      default:
+        if (is_string) {
+          p.set_string_value(String());
+        } else {
+          p.set_value(Int());
+        }
+    }
+    return p;
+  }
+
+  // An event of 1 to 6 attributes with distinct names.
+  v1::Event Event() {
+    v1::Event event;
+    std::vector<std::string> names;
+    for (int n = Uniform(1, 6); n > 0; --n) {
+      std::string name = Name();
+      if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+      names.push_back(name);
+      v1::Attribute* a = event.add_attributes();
+      a->set_name(name);
+      if (Uniform(0, 1) == 1) {
+        a->set_string_value(String());
+      } else {
+        a->set_value(Int());
+      }
+    }
+    return event;
+  }
+
+ private:
+  int Uniform(int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng_);
+  }
+
+  // Keywords in any case, or [A-Za-z_][A-Za-z0-9_.-]{0,63}.
+  std::string Name() {
+    static const char* const kKeywords[] = {
+        "and", "AND", "between", "in",  "IN",     "not", "Not", "exists",
+        "EXISTS", "prefix", "eq", "ne", "lt", "le", "gt", "ge"};
+    if (Uniform(0, 2) == 0) {
+      return kKeywords[Uniform(0, std::size(kKeywords) - 1)];
+    }
+    static constexpr absl::string_view kFirst =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_";
+    static constexpr absl::string_view kRest =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789.-";
+    std::string name(1, kFirst[Uniform(0, kFirst.size() - 1)]);
+    const int length = Uniform(0, 3) == 0 ? Uniform(0, 63) : Uniform(0, 5);
+    for (int i = 0; i < length; ++i) {
+      name.push_back(kRest[Uniform(0, kRest.size() - 1)]);
+    }
+    return name;
+  }
+
+  // The int64 limits, small numbers, or any int64.
+  int64_t Int() {
+    switch (Uniform(0, 3)) {
+      case 0:
+        return Uniform(0, 1) == 0 ? std::numeric_limits<int64_t>::min()
+                                  : std::numeric_limits<int64_t>::max();
+      case 1:
+        return Uniform(-3, 3);
+      default:
+        return static_cast<int64_t>(rng_());
+    }
+  }
+
+  // 0 to 12 bytes, often the ones that need escaping.
+  std::string String() {
+    static constexpr absl::string_view kTricky = "\"\\x0n ,]&.[";
+    std::string s;
+    for (int n = Uniform(0, 12); n > 0; --n) {
+      s.push_back(Uniform(0, 1) == 0
+                      ? kTricky[Uniform(0, kTricky.size() - 1)]
+                      : static_cast<char>(Uniform(0, 255)));
+    }
+    return s;
+  }
+
+  std::mt19937_64 rng_;
+};
+
+TEST(Format, RandomSubscriptionsRoundTrip) {
+  RandomMessages random(19);
+  for (int i = 0; i < 3000; ++i) {
+    v1::SubscriptionSpec spec;
+    for (int n = 1 + i % 4; n > 0; --n) {
+      *spec.add_predicates() = random.Predicate();
+    }
+    const std::string text = FormatSubscription(spec);
+    SCOPED_TRACE(text);
+    absl::StatusOr<std::vector<v1::Predicate>> got = ParseSubscription(text);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->size(), static_cast<size_t>(spec.predicates_size()));
+    for (int k = 0; k < spec.predicates_size(); ++k) {
+      EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(
+          (*got)[k], spec.predicates(k)))
+          << Format((*got)[k]) << " vs " << Format(spec.predicates(k));
+    }
+  }
+}
+
+TEST(Format, RandomEventsRoundTrip) {
+  RandomMessages random(20);
+  for (int i = 0; i < 3000; ++i) {
+    const v1::Event event = random.Event();
+    const std::string text = FormatEvent(event);
+    SCOPED_TRACE(text);
+    absl::StatusOr<std::vector<v1::Attribute>> got = ParseEvent(text);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->size(), static_cast<size_t>(event.attributes_size()));
+    for (int k = 0; k < event.attributes_size(); ++k) {
+      EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(
+          (*got)[k], event.attributes(k)))
+          << Format((*got)[k]) << " vs " << Format(event.attributes(k));
+    }
+  }
+}
+
+// What the parser returns prints back to itself: parse, print, parse again.
+TEST(Format, ParsedInputsRoundTrip) {
+  for (const ValidCase& c : kValidSubscriptions) {
+    SCOPED_TRACE(c.input);
+    absl::StatusOr<std::vector<v1::Predicate>> first =
+        ParseSubscription(c.input);
+    ASSERT_TRUE(first.ok()) << first.status();
+    v1::SubscriptionSpec spec;
+    for (const v1::Predicate& p : *first) *spec.add_predicates() = p;
+    absl::StatusOr<std::vector<v1::Predicate>> again =
+        ParseSubscription(FormatSubscription(spec));
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_THAT(FormatAll(*again), ElementsAreArray(FormatAll(*first)));
+  }
+  for (const ValidCase& c : kValidEvents) {
+    SCOPED_TRACE(c.input);
+    absl::StatusOr<std::vector<v1::Attribute>> first = ParseEvent(c.input);
+    ASSERT_TRUE(first.ok()) << first.status();
+    v1::Event event;
+    for (const v1::Attribute& a : *first) *event.add_attributes() = a;
+    absl::StatusOr<std::vector<v1::Attribute>> again =
+        ParseEvent(FormatEvent(event));
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_THAT(FormatAll(*again), ElementsAreArray(FormatAll(*first)));
+  }
+}
+
+}  // namespace
+}  // namespace filter
+}  // namespace cohort

@@ -1,0 +1,99 @@
+#include "service/model/api_reference.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/match.h"
+
+namespace cohort {
+namespace service {
+namespace {
+
+// Byte-wise order, unsigned, the shorter first on a common prefix.
+int Compare(const std::string& a, const std::string& b) {
+  const size_t n = std::min(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = static_cast<unsigned char>(a[i]);
+    const unsigned char y = static_cast<unsigned char>(b[i]);
+    if (x != y) return x < y ? -1 : 1;
+  }
+  if (a.size() == b.size()) return 0;
+  return a.size() < b.size() ? -1 : 1;
+}
+
+template <typename T, typename Cmp>
+bool Compares(v1::Op op, const T& x, const T& value, const T& upper,
+              Cmp cmp) {
+  switch (op) {
+    case v1::OP_EQ:
+      return cmp(x, value) == 0;
+    case v1::OP_NE:
+      return cmp(x, value) != 0;
+    case v1::OP_LT:
+      return cmp(x, value) < 0;
+    case v1::OP_LE:
+      return cmp(x, value) <= 0;
+    case v1::OP_GT:
+      return cmp(x, value) > 0;
+    case v1::OP_GE:
+      return cmp(x, value) >= 0;
+    case v1::OP_BETWEEN:
+      return cmp(value, x) <= 0 && cmp(x, upper) <= 0;
+    default:
+      return false;
+  }
+}
+
+int CompareInts(int64_t a, int64_t b) { return a < b ? -1 : (a > b ? 1 : 0); }
+
+}  // namespace
+
+bool ApiHolds(const v1::Predicate& p, const v1::Event& event) {
+  const v1::Attribute* found = nullptr;
+  for (const v1::Attribute& a : event.attributes()) {
+    if (a.name() == p.attribute()) {
+      found = &a;
+      break;
+    }
+  }
+  if (found == nullptr) return p.op() == v1::OP_NOT_EXISTS;
+  if (p.op() == v1::OP_NOT_EXISTS) return false;
+  if (p.op() == v1::OP_EXISTS) return true;
+  const bool event_string = found->kind_case() == v1::Attribute::kStringValue;
+  const bool operand_string =
+      p.operand_case() == v1::Predicate::kStringValue ||
+      p.operand_case() == v1::Predicate::kStringValues;
+  if (p.op() == v1::OP_PREFIX) {
+    return event_string && operand_string &&
+           absl::StartsWith(found->string_value(), p.string_value());
+  }
+  if (event_string != operand_string) return false;
+  if (p.op() == v1::OP_IN || p.op() == v1::OP_NOT_IN) {
+    bool in;
+    if (event_string) {
+      const auto& values = p.string_values().values();
+      in = std::find(values.begin(), values.end(), found->string_value()) !=
+           values.end();
+    } else {
+      const auto& values = p.int64_values().values();
+      in = std::find(values.begin(), values.end(), found->value()) !=
+           values.end();
+    }
+    return p.op() == v1::OP_IN ? in : !in;
+  }
+  if (event_string) {
+    return Compares(p.op(), found->string_value(), p.string_value(),
+                    p.string_upper(), Compare);
+  }
+  return Compares(p.op(), found->value(), p.value(), p.upper(), CompareInts);
+}
+
+bool ApiMatches(const v1::SubscriptionSpec& spec, const v1::Event& event) {
+  for (const v1::Predicate& p : spec.predicates()) {
+    if (!ApiHolds(p, event)) return false;
+  }
+  return true;
+}
+
+}  // namespace service
+}  // namespace cohort

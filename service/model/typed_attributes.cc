@@ -1,0 +1,502 @@
+#include "service/model/typed_attributes.h"
+
+#include <algorithm>
+#include <iterator>
+#include <mutex>
+#include <optional>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+
+namespace cohort {
+namespace service {
+namespace {
+
+uint64_t Mix(uint64_t z) {
+  z ^= z >> 30;
+  z *= 0xbf58476d1ce4e5b9ull;
+  z ^= z >> 27;
+  z *= 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+constexpr absl::string_view kNamesEpoch = "$names";
+constexpr absl::string_view kOrderCount = "$ord";
+// Order labels stay within these (exclusive), so an event's label, one
+// beyond a bound's, never overflows.
+constexpr int64_t kLowestLabel = -(int64_t{1} << 62);
+constexpr int64_t kHighestLabel = int64_t{1} << 62;
+
+// Bytes [from, from + 8) of `s` as a big-endian number (zeros past its
+// end).
+uint64_t KeyAt(absl::string_view s, size_t from) {
+  uint64_t key = 0;
+  for (size_t i = 0; i < 8; ++i) {
+    const size_t at = from + i;
+    key = (key << 8) |
+          (at < s.size() ? static_cast<unsigned char>(s[at]) : 0u);
+  }
+  return key;
+}
+
+}  // namespace
+
+uint64_t Hash64(absl::string_view bytes) {
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ (bytes.size() * 0xff51afd7ed558ccdull);
+  for (size_t i = 0; i < bytes.size(); i += 8) {
+    uint64_t word = 0;  // little endian, whatever the host's order
+    const size_t n = std::min<size_t>(8, bytes.size() - i);
+    for (size_t k = 0; k < n; ++k) {
+      word |= uint64_t{static_cast<unsigned char>(bytes[i + k])} << (8 * k);
+    }
+    h = Mix(h ^ word) + 0x9e3779b97f4a7c15ull;
+  }
+  return Mix(h);
+}
+
+TypedAttributes::TypedAttributes(Interner* names, size_t max_distinct_strings)
+    : names_(names), max_distinct_strings_(max_distinct_strings) {}
+
+int64_t TypedAttributes::Code(const Dictionary& dictionary,
+                              absl::string_view bytes) {
+  uint64_t code = Hash64(bytes);
+  for (;;) {
+    auto it = dictionary.find(static_cast<int64_t>(code));
+    if (it == dictionary.end() || it->second == bytes) {
+      return static_cast<int64_t>(code);
+    }
+    ++code;  // wraps
+  }
+}
+
+absl::StatusOr<uint32_t> TypedAttributes::InternName(
+    absl::string_view field, const std::string& name) {
+  absl::StatusOr<uint32_t> id = names_->Intern(name);
+  if (!id.ok()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(field, ".attribute: cannot add a new attribute name: ",
+                     id.status().message()));
+  }
+  return *id;
+}
+
+TypedAttributes::Derived& TypedAttributes::DerivedOf(uint32_t plain) {
+  if (plain >= derived_.size()) derived_.resize(plain + 1);
+  return derived_[plain];
+}
+
+absl::StatusOr<uint32_t> TypedAttributes::DerivedId(absl::string_view field,
+                                                    uint32_t plain,
+                                                    absl::string_view name,
+                                                    char role,
+                                                    uint32_t length) {
+  Derived& d = DerivedOf(plain);
+  if (role == 's' && d.strings != kNone) return d.strings;
+  if (role == 'a' && d.any != kNone) return d.any;
+  if (role == 'o' && d.ordered != kNone) return d.ordered;
+  if (role == 'p') {
+    for (const auto& [l, id] : d.prefixes) {
+      if (l == length) return id;
+    }
+  }
+  std::string derived_name;
+  switch (role) {
+    case 's':
+      derived_name = absl::StrCat("$s:", name);
+      break;
+    case 'a':
+      derived_name = absl::StrCat("$any:", name);
+      break;
+    case 'o':
+      derived_name = absl::StrCat("$o:", name);
+      break;
+    default:
+      derived_name = absl::StrCat("$p", length, ":", name);
+  }
+  absl::StatusOr<uint32_t> id = InternName(field, derived_name);
+  if (!id.ok()) return id.status();
+  Adopt(*id, derived_name);
+  return *id;
+}
+
+void TypedAttributes::Adopt(uint32_t id, absl::string_view name) {
+  if (name == kNamesEpoch) {
+    names_epoch_ = id;
+    return;
+  }
+  if (name == kOrderCount) {
+    order_count_id_ = id;
+    return;
+  }
+  const size_t colon = name.find(':');
+  if (name.empty() || name[0] != '$' || colon == absl::string_view::npos) {
+    return;
+  }
+  const absl::string_view role = name.substr(1, colon - 1);
+  const std::optional<uint32_t> plain = names_->Find(name.substr(colon + 1));
+  if (!plain.has_value()) return;
+  Derived& d = DerivedOf(*plain);
+  if (role == "s") {
+    d.strings = id;
+    dictionaries_[id];
+  } else if (role == "any") {
+    d.any = id;
+  } else if (role == "o") {
+    d.ordered = id;
+    dictionaries_[id];
+    orders_[id];
+  } else if (uint32_t length = 0; absl::StartsWith(role, "p") &&
+                                   absl::SimpleAtoi(role.substr(1), &length)) {
+    d.prefixes.emplace_back(length, id);
+    std::sort(d.prefixes.begin(), d.prefixes.end());
+    dictionaries_[id];
+  }
+}
+
+absl::StatusOr<int64_t> TypedAttributes::InternString(
+    absl::string_view field, uint32_t attribute, absl::string_view name,
+    absl::string_view bytes) {
+  Dictionary& dictionary = dictionaries_[attribute];
+  const int64_t code = Code(dictionary, bytes);
+  if (dictionary.contains(code)) return code;
+  if (dictionary.size() >= max_distinct_strings_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        field, ": attribute \"", name, "\" already has ", dictionary.size(),
+        " distinct ", absl::StartsWith(names_->Name(attribute), "$p")
+                          ? "prefixes of this length"
+                          : "strings",
+        " named by subscriptions; the limit is ", max_distinct_strings_,
+        " (--max_distinct_strings)"));
+  }
+  dictionary.emplace(code, std::string(bytes));
+  if (on_new_string_) on_new_string_(attribute, code, bytes);
+  return code;
+}
+
+int64_t TypedAttributes::OrderLabel(const Order& order,
+                                    absl::string_view bytes) {
+  if (order.empty()) return 0;
+  auto it = order.lower_bound(std::string(bytes));
+  if (it != order.end() && it->first == bytes) return it->second.label;
+  if (it == order.begin()) return it->second.label - 1;
+  return std::prev(it)->second.label + 1;
+}
+
+absl::StatusOr<TypedAttributes::Bound> TypedAttributes::InternBound(
+    absl::string_view field, uint32_t attribute, absl::string_view name,
+    const std::string& bytes) {
+  Order& order = orders_[attribute];
+  auto next = order.lower_bound(bytes);
+  if (next != order.end() && next->first == bytes) return next->second;
+  Dictionary& dictionary = dictionaries_[attribute];
+  if (dictionary.size() >= max_distinct_strings_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        field, ": attribute \"", name, "\" already has ", dictionary.size(),
+        " distinct string range bounds named by subscriptions; the limit is ",
+        max_distinct_strings_, " (--max_distinct_strings)"));
+  }
+  // The neighbours (or the ends of the label space) and their common
+  // prefix; the new label interpolates the bytes after it.
+  const bool has_low = next != order.begin();
+  const bool has_high = next != order.end();
+  const std::string* low = has_low ? &std::prev(next)->first : nullptr;
+  const std::string* high = has_high ? &next->first : nullptr;
+  const int64_t low_label = has_low ? std::prev(next)->second.label
+                                    : kLowestLabel;
+  const int64_t high_label = has_high ? next->second.label : kHighestLabel;
+  size_t common = 0;
+  if (low != nullptr && high != nullptr) {
+    while (common < low->size() && common < high->size() &&
+           (*low)[common] == (*high)[common]) {
+      ++common;
+    }
+  }
+  const long double a = low != nullptr ? KeyAt(*low, common) : 0.0L;
+  const long double b =
+      high != nullptr ? KeyAt(*high, common) : 18446744073709551615.0L;
+  const long double v = KeyAt(bytes, common);
+  long double fraction = b > a ? (v - a) / (b - a) : 0.5L;
+  fraction = std::min(0.75L, std::max(0.25L, fraction));
+  const long double gap = static_cast<long double>(high_label) -
+                          static_cast<long double>(low_label);
+  const int64_t label = low_label + static_cast<int64_t>(fraction * gap);
+  if (label < low_label + 2 || label > high_label - 2) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        field, ": no room to order the string bound \"",
+        absl::CHexEscape(bytes), "\" on attribute \"", name,
+        "\" between the bounds named before it (order labels are never "
+        "moved, and this gap is used up)"));
+  }
+  const Bound bound{label, ++order_count_};
+  order.emplace(bytes, bound);
+  dictionary.emplace(label, bytes);
+  if (on_new_string_) on_new_string_(attribute, label, bytes);
+  return bound;
+}
+
+absl::Status TypedAttributes::Lower(absl::string_view field,
+                                    const v1::Predicate& p,
+                                    std::vector<matcher::Predicate>* out) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  const std::string& name = p.attribute();
+  absl::StatusOr<uint32_t> plain = InternName(field, name);
+  if (!plain.ok()) return plain.status();
+  matcher::Predicate q;
+  q.attribute = *plain;
+  q.op = static_cast<matcher::Op>(p.op());
+  const bool strings = p.operand_case() == v1::Predicate::kStringValue ||
+                       p.operand_case() == v1::Predicate::kStringValues;
+  auto string_attribute = [&]() -> absl::Status {
+    absl::StatusOr<uint32_t> id = DerivedId(field, *plain, name, 's', 0);
+    if (!id.ok()) return id.status();
+    q.attribute = *id;
+    return absl::OkStatus();
+  };
+  switch (p.op()) {
+    case v1::OP_IN:
+    case v1::OP_NOT_IN:
+      if (!strings) {
+        q.values.assign(p.int64_values().values().begin(),
+                        p.int64_values().values().end());
+        break;
+      }
+      if (absl::Status s = string_attribute(); !s.ok()) return s;
+      for (int i = 0; i < p.string_values().values_size(); ++i) {
+        absl::StatusOr<int64_t> code = InternString(
+            absl::StrCat(field, ".string_values.values[", i, "]"),
+            q.attribute, name, p.string_values().values(i));
+        if (!code.ok()) return code.status();
+        q.values.push_back(*code);
+      }
+      break;
+    case v1::OP_PREFIX: {
+      const std::string& prefix = p.string_value();
+      if (prefix.empty()) {  // any string value
+        if (absl::Status s = string_attribute(); !s.ok()) return s;
+        q.op = matcher::Op::kExists;
+        break;
+      }
+      const uint32_t length = static_cast<uint32_t>(prefix.size());
+      absl::StatusOr<uint32_t> id = DerivedId(field, *plain, name, 'p', length);
+      if (!id.ok()) return id.status();
+      absl::StatusOr<int64_t> code = InternString(
+          absl::StrCat(field, ".string_value"), *id, name, prefix);
+      if (!code.ok()) return code.status();
+      q.attribute = *id;
+      q.op = matcher::Op::kEq;
+      q.value = *code;
+      break;
+    }
+    case v1::OP_EXISTS:
+    case v1::OP_NOT_EXISTS: {
+      absl::StatusOr<uint32_t> any = DerivedId(field, *plain, name, 'a', 0);
+      if (!any.ok()) return any.status();
+      q.attribute = *any;
+      if (p.op() == v1::OP_EXISTS) break;
+      if (names_epoch_ == kNone) {
+        absl::StatusOr<uint32_t> epoch =
+            InternName(field, std::string(kNamesEpoch));
+        if (!epoch.ok()) return epoch.status();
+        names_epoch_ = *epoch;
+      }
+      out->push_back(q);
+      matcher::Predicate guard;
+      guard.attribute = names_epoch_;
+      guard.op = matcher::Op::kGe;
+      guard.value = int64_t{*any} + 1;
+      out->push_back(std::move(guard));
+      return absl::OkStatus();
+    }
+    default:  // EQ to BETWEEN
+      if (!strings) {
+        q.value = p.value();
+        q.upper = p.op() == v1::OP_BETWEEN ? p.upper() : 0;
+        break;
+      }
+      if (p.op() != v1::OP_EQ && p.op() != v1::OP_NE) {  // a string range
+        absl::StatusOr<uint32_t> id = DerivedId(field, *plain, name, 'o', 0);
+        if (!id.ok()) return id.status();
+        q.attribute = *id;
+        absl::StatusOr<Bound> low = InternBound(
+            absl::StrCat(field, ".string_value"), *id, name, p.string_value());
+        if (!low.ok()) return low.status();
+        q.value = low->label;
+        uint64_t count = low->count;
+        if (p.op() == v1::OP_BETWEEN) {
+          absl::StatusOr<Bound> high =
+              InternBound(absl::StrCat(field, ".string_upper"), *id, name,
+                          p.string_upper());
+          if (!high.ok()) return high.status();
+          q.upper = high->label;
+          count = std::max(count, high->count);
+        }
+        if (order_count_id_ == kNone) {
+          absl::StatusOr<uint32_t> counter =
+              InternName(field, std::string(kOrderCount));
+          if (!counter.ok()) return counter.status();
+          order_count_id_ = *counter;
+        }
+        out->push_back(std::move(q));
+        matcher::Predicate guard;
+        guard.attribute = order_count_id_;
+        guard.op = matcher::Op::kGe;
+        guard.value = static_cast<int64_t>(count);
+        out->push_back(std::move(guard));
+        return absl::OkStatus();
+      }
+      if (absl::Status s = string_attribute(); !s.ok()) return s;
+      absl::StatusOr<int64_t> code = InternString(
+          absl::StrCat(field, ".string_value"), q.attribute, name,
+          p.string_value());
+      if (!code.ok()) return code.status();
+      q.value = *code;
+  }
+  out->push_back(std::move(q));
+  return absl::OkStatus();
+}
+
+void TypedAttributes::Encode(
+    const v1::PublishRequest& request,
+    std::vector<std::vector<matcher::AttributeValue>>* out) const {
+  // Scratch for one FindAll over the whole request, kept per thread so that
+  // the front stage does not allocate per request once warmed up.
+  thread_local std::vector<absl::string_view> names;
+  thread_local std::vector<std::optional<uint32_t>> ids;
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  // Before the lookups: every name with a smaller id is found by them.
+  const int64_t epoch = static_cast<int64_t>(names_->size());
+  names.clear();
+  for (const v1::Event& event : request.events()) {
+    for (const v1::Attribute& attribute : event.attributes()) {
+      names.push_back(attribute.name());
+    }
+  }
+  ids.resize(names.size());
+  names_->FindAll(names, absl::MakeSpan(ids));
+
+  out->resize(request.events_size());
+  size_t k = 0;
+  for (int i = 0; i < request.events_size(); ++i) {
+    std::vector<matcher::AttributeValue>& record = (*out)[i];
+    record.clear();
+    for (const v1::Attribute& attribute : request.events(i).attributes()) {
+      const std::optional<uint32_t>& id = ids[k++];
+      if (!id.has_value()) continue;  // no predicate names it
+      const Derived* d = *id < derived_.size() ? &derived_[*id] : nullptr;
+      if (attribute.kind_case() != v1::Attribute::kStringValue) {
+        record.push_back({*id, attribute.value()});
+      } else if (d != nullptr) {
+        const absl::string_view s = attribute.string_value();
+        if (d->strings != kNone) {
+          record.push_back(
+              {d->strings, Code(dictionaries_.find(d->strings)->second, s)});
+        }
+        if (d->ordered != kNone) {
+          record.push_back(
+              {d->ordered, OrderLabel(orders_.find(d->ordered)->second, s)});
+        }
+        for (const auto& [length, prefix] : d->prefixes) {
+          if (length > s.size()) break;
+          record.push_back(
+              {prefix, Code(dictionaries_.find(prefix)->second,
+                            s.substr(0, length))});
+        }
+      }
+      if (d != nullptr && d->any != kNone) record.push_back({d->any, 0});
+    }
+    if (names_epoch_ != kNone) record.push_back({names_epoch_, epoch});
+    if (order_count_id_ != kNone) {
+      record.push_back(
+          {order_count_id_, static_cast<int64_t>(order_count_)});
+    }
+  }
+  names.clear();  // the views point into `request`
+}
+
+void TypedAttributes::RestoreNames() {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  const size_t n = names_->size();
+  for (uint32_t id = 0; id < n; ++id) {
+    const std::string name = names_->Name(id);
+    if (!name.empty() && name[0] == '$') Adopt(id, name);
+  }
+}
+
+absl::Status TypedAttributes::RestoreString(uint32_t attribute, int64_t code,
+                                            absl::string_view bytes) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  auto it = dictionaries_.find(attribute);
+  if (it == dictionaries_.end()) {
+    return absl::DataLossError(
+        absl::StrCat("string value of attribute id ", attribute,
+                     ", which is not a string attribute"));
+  }
+  auto [at, inserted] = it->second.emplace(code, std::string(bytes));
+  if (!inserted && at->second != bytes) {
+    return absl::DataLossError(absl::StrCat(
+        "string value code ", code, " of attribute id ", attribute,
+        " is taken by another string"));
+  }
+  auto order = orders_.find(attribute);
+  if (order != orders_.end() && inserted) {  // an order bound, in order
+    const std::string key(bytes);
+    auto next = order->second.lower_bound(key);
+    if ((next != order->second.end() && next->second.label <= code) ||
+        (next != order->second.begin() &&
+         std::prev(next)->second.label >= code)) {
+      return absl::DataLossError(absl::StrCat(
+          "string order label ", code, " of attribute id ", attribute,
+          " is out of byte order"));
+    }
+    order->second.emplace(key, Bound{code, ++order_count_});
+  }
+  return absl::OkStatus();
+}
+
+size_t TypedAttributes::DistinctStrings(uint32_t attribute) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  auto it = dictionaries_.find(attribute);
+  return it == dictionaries_.end() ? 0 : it->second.size();
+}
+
+void TypedAttributes::FillStats(v1::Stats* stats) const {
+  std::vector<v1::AttributeStats> entries;
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    for (uint32_t plain = 0; plain < derived_.size(); ++plain) {
+      const Derived& d = derived_[plain];
+      if (d.strings == kNone && d.prefixes.empty() && d.ordered == kNone) {
+        continue;
+      }
+      v1::AttributeStats entry;
+      entry.set_name(names_->Name(plain));
+      if (d.strings != kNone) {
+        entry.set_distinct_strings(
+            dictionaries_.find(d.strings)->second.size());
+      }
+      uint64_t prefixes = 0;
+      for (const auto& [length, id] : d.prefixes) {
+        prefixes += dictionaries_.find(id)->second.size();
+      }
+      entry.set_distinct_prefixes(prefixes);
+      entry.set_prefix_lengths(static_cast<uint32_t>(d.prefixes.size()));
+      if (d.ordered != kNone) {
+        entry.set_range_bounds(orders_.find(d.ordered)->second.size());
+      }
+      entries.push_back(std::move(entry));
+    }
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const v1::AttributeStats& a, const v1::AttributeStats& b) {
+              return a.name() < b.name();
+            });
+  for (v1::AttributeStats& e : entries) {
+    *stats->add_attributes() = std::move(e);
+  }
+}
+
+}  // namespace service
+}  // namespace cohort

@@ -1,0 +1,204 @@
+// Typed attributes at the API edge: how string values, prefixes and the
+// existence operators of cohort.v1 become the matcher's int64 predicates
+// (issue 19), so that phase 1 finds them with the lookups it already has
+// and phase 2 never compares a string.
+//
+// Every attribute name a predicate names is interned in the attribute
+// Interner as itself (its int64 values keep that id, as before strings).
+// The other roles of a name get *derived* attributes, interned under names
+// no client can send (they start with '$'):
+//   "$s:<name>"       the name's string values, each as its *code*: a
+//                     64-bit hash of its bytes, made unique among the
+//                     strings subscriptions named on it (a collision moves
+//                     the later string to the next free code). EQ, NE, IN
+//                     and NOT_IN on strings compare codes.
+//   "$p<L>:<name>"    the first L bytes of the name's string values, coded
+//                     the same way: OP_PREFIX with an L-byte prefix is an
+//                     equality on it (an event string of n bytes carries
+//                     one value for each prefix length L <= n that some
+//                     subscription uses). The empty prefix is "any string
+//                     value": EXISTS on "$s:<name>".
+//   "$o:<name>"       the name's string values as *order labels*, for the
+//                     range operators on strings: each bound a range
+//                     predicate names gets an int64 label when first
+//                     named, in byte order with room between labels
+//                     (placed by interpolating the bytes after the
+//                     neighbours' common prefix, at least a quarter of the
+//                     gap from either neighbour); an event's string gets
+//                     its bound's label, or the label just above the
+//                     greatest bound below it. Labels never change, so a
+//                     bound that finds no room (two labels apart) fails
+//                     the Subscribe with RESOURCE_EXHAUSTED (at least 150
+//                     bounds nested in one gap, by construction; none in
+//                     the tests' and presets' data).
+//   "$ord"            the number of order bounds named when the event was
+//                     encoded. A range predicate on strings also requires
+//                     "$ord" >= the count just after its bounds were named:
+//                     an event encoded earlier has labels that do not know
+//                     those bounds (the Subscribe is concurrent with its
+//                     Publish, so leaving it out is within the contract).
+//   "$any:<name>"     present (value 0) whenever the event carries the
+//                     name with either type: EXISTS and NOT_EXISTS.
+//   "$names"          the number of attribute names interned when the event
+//                     was encoded. NOT_EXISTS x also requires "$names" >
+//                     the id of "$any:x": an event encoded before x was
+//                     first named could not have carried "$any:x", and a
+//                     NOT_EXISTS must not hold for it merely because of that
+//                     (that subscription is concurrent with the event's
+//                     Publish, so leaving it out is within the contract).
+// An event string that no subscription named gets its hash as code, or the
+// next free code if its hash is taken by another string: it can never equal
+// a named string's code. (One case is not exact: a Publish concurrent with
+// a Subscribe that first names a string s, where the event's string differs
+// from s but its code equals s's new code: a 64-bit hash collision.)
+//
+// Codes and derived names are journaled (the names as attribute names, the
+// strings as kStringValue records, journal_records.h), so recovery rebuilds
+// the same codes; the hash (Hash64) is part of the storage format.
+//
+// Thread safety: every method may be called from any thread. Lower and
+// Restore take an exclusive lock; Encode and FillStats a shared one, once
+// per call. Lock order: this object's lock, then the Interner's.
+#ifndef COHORT_SERVICE_MODEL_TYPED_ATTRIBUTES_H_
+#define COHORT_SERVICE_MODEL_TYPED_ATTRIBUTES_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <shared_mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "matcher/types.h"
+#include "proto/cohort/v1/pubsub.pb.h"
+#include "service/model/interner.h"
+
+namespace cohort {
+namespace service {
+
+// The 64-bit hash of string values (stable across versions: part of the
+// storage format).
+uint64_t Hash64(absl::string_view bytes);
+
+class TypedAttributes {
+ public:
+  // `names` (not owned) is the attribute Interner; `max_distinct_strings`
+  // bounds the strings of one derived attribute (--max_distinct_strings).
+  TypedAttributes(Interner* names, size_t max_distinct_strings);
+
+  TypedAttributes(const TypedAttributes&) = delete;
+  TypedAttributes& operator=(const TypedAttributes&) = delete;
+
+  // Lower()
+  //
+  // Appends to *out the matcher predicates of the validated predicate `p`
+  // (one, or two for NOT_EXISTS), interning its name, derived names and
+  // strings. `field` names `p` in messages ("subscriptions[0].predicates[2]").
+  // RESOURCE_EXHAUSTED (naming the field and the limit) when a dictionary
+  // is full; names and strings interned before stay interned.
+  // REQUIRES: p passed ValidateSubscribe (string ranges are refused there).
+  absl::Status Lower(absl::string_view field, const v1::Predicate& p,
+                     std::vector<matcher::Predicate>* out);
+
+  // Encode()
+  //
+  // The matcher's records of `request`'s events (validation.h BuildEvents).
+  void Encode(const v1::PublishRequest& request,
+              std::vector<std::vector<matcher::AttributeValue>>* out) const;
+
+  // Recovery: after the attribute names are restored, rebuilds the derived
+  // attributes from them (RestoreNames), then each string with its
+  // journaled code (RestoreString). DATA_LOSS if a string does not fit
+  // (an unknown attribute id, a code taken by another string).
+  void RestoreNames();
+  absl::Status RestoreString(uint32_t attribute, int64_t code,
+                             absl::string_view bytes);
+
+  // Calls hook(attribute, code, bytes) each time a string is added to a
+  // derived attribute, under the exclusive lock (the journal's order).
+  // REQUIRES: called before the object is shared between threads.
+  void SetOnNewString(
+      std::function<void(uint32_t, int64_t, absl::string_view)> hook) {
+    on_new_string_ = std::move(hook);
+  }
+
+  // Adds one Stats.attributes entry per name with string operands,
+  // prefixes or string range bounds, by name.
+  void FillStats(v1::Stats* stats) const;
+
+  // Distinct strings of derived attribute `attribute` (0 if none).
+  size_t DistinctStrings(uint32_t attribute) const;
+
+ private:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  // The derived attributes of one name (by the name's own id).
+  struct Derived {
+    uint32_t strings = kNone;  // "$s:<name>"
+    uint32_t any = kNone;      // "$any:<name>"
+    uint32_t ordered = kNone;  // "$o:<name>"
+    // (L, id of "$p<L>:<name>"), by L.
+    std::vector<std::pair<uint32_t, uint32_t>> prefixes;
+  };
+  // The strings of one derived attribute, by code.
+  using Dictionary = absl::flat_hash_map<int64_t, std::string>;
+  // The bounds of one "$o:" attribute: label and the "$ord" count just
+  // after it was named, in byte order.
+  struct Bound {
+    int64_t label;
+    uint64_t count;
+  };
+  using Order = std::map<std::string, Bound>;
+
+  // The label an event's string `bytes` gets in `order`.
+  static int64_t OrderLabel(const Order& order, absl::string_view bytes);
+  // The bound `bytes` of "$o:" attribute `attribute`, named if new.
+  absl::StatusOr<Bound> InternBound(absl::string_view field,
+                                    uint32_t attribute, absl::string_view name,
+                                    const std::string& bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // The code of `bytes` in `dictionary`: its own if named, else one no
+  // named string has.
+  static int64_t Code(const Dictionary& dictionary, absl::string_view bytes);
+  absl::StatusOr<uint32_t> InternName(absl::string_view field,
+                                      const std::string& name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The id of derived name `prefix` + `name`, interned (and recorded in
+  // derived_) if new.
+  absl::StatusOr<uint32_t> DerivedId(absl::string_view field, uint32_t plain,
+                                     absl::string_view name, char role,
+                                     uint32_t length)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<int64_t> InternString(absl::string_view field,
+                                       uint32_t attribute,
+                                       absl::string_view name,
+                                       absl::string_view bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Derived& DerivedOf(uint32_t plain) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records a derived name found in the Interner (RestoreNames).
+  void Adopt(uint32_t id, absl::string_view name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  Interner* const names_;
+  const size_t max_distinct_strings_;
+  std::function<void(uint32_t, int64_t, absl::string_view)> on_new_string_;
+
+  mutable std::shared_mutex mu_;
+  std::vector<Derived> derived_ ABSL_GUARDED_BY(mu_);  // by plain name id
+  absl::flat_hash_map<uint32_t, Dictionary> dictionaries_ ABSL_GUARDED_BY(mu_);
+  uint32_t names_epoch_ ABSL_GUARDED_BY(mu_) = kNone;  // "$names"
+  absl::flat_hash_map<uint32_t, Order> orders_ ABSL_GUARDED_BY(mu_);
+  uint32_t order_count_id_ ABSL_GUARDED_BY(mu_) = kNone;  // "$ord"
+  uint64_t order_count_ ABSL_GUARDED_BY(mu_) = 0;  // bounds named
+};
+
+}  // namespace service
+}  // namespace cohort
+
+#endif  // COHORT_SERVICE_MODEL_TYPED_ATTRIBUTES_H_

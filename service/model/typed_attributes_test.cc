@@ -1,0 +1,470 @@
+#include "service/model/typed_attributes.h"
+
+#include <cstdint>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "matcher/index.h"
+#include "proto/cohort/v1/pubsub.pb.h"
+#include "service/model/api_reference.h"
+#include "service/model/interner.h"
+#include "service/model/validation.h"
+
+namespace cohort {
+namespace service {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A front stage (Interner, TypedAttributes) and an Index, driven the way
+// the service drives them.
+class Front {
+ public:
+  explicit Front(size_t max_strings = 1000)
+      : names_(1 << 16), typed_(&names_, max_strings), subscribers_(16) {}
+
+  // Subscribes `spec` as id `id`; the status of validation or lowering.
+  absl::Status Subscribe(matcher::SubscriptionId id,
+                         const v1::SubscriptionSpec& spec) {
+    v1::SubscribeRequest request;
+    *request.add_subscriptions() = spec;
+    absl::Status s = ValidateSubscribe(request, Limits());
+    if (!s.ok()) return s;
+    std::vector<SubscriptionInput> out;
+    s = BuildSubscriptions(request, &typed_, &subscribers_, &out);
+    if (!s.ok()) return s;
+    s = index_.Add(id, out[0].predicates);
+    if (s.ok()) specs_[id] = spec;
+    return s;
+  }
+  void Unsubscribe(matcher::SubscriptionId id) {
+    ASSERT_TRUE(index_.Remove(id).ok());
+    specs_.erase(id);
+  }
+  std::vector<std::vector<matcher::AttributeValue>> Encode(
+      const v1::PublishRequest& request) const {
+    std::vector<std::vector<matcher::AttributeValue>> records;
+    BuildEvents(request, typed_, &records);
+    return records;
+  }
+  std::vector<std::vector<matcher::SubscriptionId>> Match(
+      const std::vector<std::vector<matcher::AttributeValue>>& records) {
+    std::vector<matcher::EventView> views(records.begin(), records.end());
+    std::vector<std::vector<matcher::SubscriptionId>> got;
+    index_.MatchCohort(views, &got);
+    for (auto& ids : got) std::sort(ids.begin(), ids.end());
+    return got;
+  }
+  std::vector<matcher::SubscriptionId> MatchOne(const v1::Event& event) {
+    v1::PublishRequest request;
+    *request.add_events() = event;
+    return Match(Encode(request))[0];
+  }
+  // What the API's rules say `event` matches among the live subscriptions.
+  std::vector<matcher::SubscriptionId> Expected(const v1::Event& event) const {
+    std::vector<matcher::SubscriptionId> ids;
+    for (const auto& [id, spec] : specs_) {
+      if (ApiMatches(spec, event)) ids.push_back(id);
+    }
+    return ids;
+  }
+
+  Interner& names() { return names_; }
+  TypedAttributes& typed() { return typed_; }
+
+ private:
+  Interner names_;
+  TypedAttributes typed_;
+  Interner subscribers_;
+  matcher::Index index_;
+  std::map<matcher::SubscriptionId, v1::SubscriptionSpec> specs_;
+};
+
+v1::SubscriptionSpec Spec(std::vector<v1::Predicate> predicates) {
+  v1::SubscriptionSpec spec;
+  spec.set_subscriber("s");
+  for (v1::Predicate& p : predicates) *spec.add_predicates() = std::move(p);
+  return spec;
+}
+
+v1::Predicate Int(const std::string& name, v1::Op op, int64_t value) {
+  v1::Predicate p;
+  p.set_attribute(name);
+  p.set_op(op);
+  p.set_value(value);
+  return p;
+}
+
+v1::Predicate Str(const std::string& name, v1::Op op,
+                  const std::string& value) {
+  v1::Predicate p;
+  p.set_attribute(name);
+  p.set_op(op);
+  p.set_string_value(value);
+  return p;
+}
+
+v1::Predicate Strs(const std::string& name, v1::Op op,
+                   std::vector<std::string> values) {
+  v1::Predicate p;
+  p.set_attribute(name);
+  p.set_op(op);
+  for (std::string& v : values) p.mutable_string_values()->add_values(v);
+  return p;
+}
+
+v1::Predicate Bare(const std::string& name, v1::Op op) {
+  v1::Predicate p;
+  p.set_attribute(name);
+  p.set_op(op);
+  return p;
+}
+
+// An event from (name, value) pairs: a value starting with '#' is the
+// int64 after it, anything else a string.
+v1::Event Event(std::vector<std::pair<std::string, std::string>> attributes) {
+  v1::Event e;
+  for (const auto& [name, value] : attributes) {
+    v1::Attribute* a = e.add_attributes();
+    a->set_name(name);
+    if (!value.empty() && value[0] == '#') {
+      a->set_value(std::stoll(value.substr(1)));
+    } else {
+      a->set_string_value(value);
+    }
+  }
+  return e;
+}
+
+using Ids = std::vector<matcher::SubscriptionId>;
+
+TEST(TypedAttributes, StringOperatorsHoldAsDocumented) {
+  Front f;
+  ASSERT_TRUE(f.Subscribe(1, Spec({Str("type", v1::OP_EQ, "order")})).ok());
+  ASSERT_TRUE(f.Subscribe(2, Spec({Str("type", v1::OP_NE, "order")})).ok());
+  ASSERT_TRUE(
+      f.Subscribe(3, Spec({Strs("region", v1::OP_IN, {"eu-west", "eu-north"})}))
+          .ok());
+  ASSERT_TRUE(
+      f.Subscribe(4, Spec({Strs("region", v1::OP_NOT_IN, {"eu-west"})})).ok());
+  ASSERT_TRUE(f.Subscribe(5, Spec({Str("path", v1::OP_PREFIX, "/api/")})).ok());
+  ASSERT_TRUE(f.Subscribe(6, Spec({Str("path", v1::OP_PREFIX, "")})).ok());
+  ASSERT_TRUE(f.Subscribe(7, Spec({Bare("coupon", v1::OP_NOT_EXISTS)})).ok());
+  ASSERT_TRUE(f.Subscribe(8, Spec({Bare("coupon", v1::OP_EXISTS)})).ok());
+  ASSERT_TRUE(f.Subscribe(9, Spec({Int("type", v1::OP_EQ, 5)})).ok());
+
+  EXPECT_EQ(f.MatchOne(Event({{"type", "order"}})), (Ids{1, 7}));
+  EXPECT_EQ(f.MatchOne(Event({{"type", "refund"}})), (Ids{2, 7}));
+  // Types never cross: the int64 5 is no string, the string "5" no int64.
+  EXPECT_EQ(f.MatchOne(Event({{"type", "#5"}})), (Ids{7, 9}));
+  EXPECT_EQ(f.MatchOne(Event({{"type", "5"}})), (Ids{2, 7}));
+  EXPECT_EQ(f.MatchOne(Event({{"region", "eu-north"}, {"coupon", "#0"}})),
+            (Ids{3, 4, 8}));
+  EXPECT_EQ(f.MatchOne(Event({{"region", "eu-west"}, {"coupon", "x"}})),
+            (Ids{3, 8}));
+  // NOT_IN, like NE, needs the attribute (of its type).
+  EXPECT_EQ(f.MatchOne(Event({{"region", "#1"}})), (Ids{7}));
+  EXPECT_EQ(f.MatchOne(Event({{"path", "/api/v1"}})), (Ids{5, 6, 7}));
+  EXPECT_EQ(f.MatchOne(Event({{"path", "/ap"}})), (Ids{6, 7}));
+  EXPECT_EQ(f.MatchOne(Event({{"path", ""}})), (Ids{6, 7}));
+  EXPECT_EQ(f.MatchOne(Event({{"path", "#1"}})), (Ids{7}));
+}
+
+v1::Predicate StrBetween(const std::string& name, const std::string& low,
+                         const std::string& high) {
+  v1::Predicate p = Str(name, v1::OP_BETWEEN, low);
+  p.set_string_upper(high);
+  return p;
+}
+
+TEST(TypedAttributes, StringRangesHoldInByteOrder) {
+  Front f;
+  ASSERT_TRUE(f.Subscribe(1, Spec({Str("n", v1::OP_LT, "m")})).ok());
+  ASSERT_TRUE(f.Subscribe(2, Spec({Str("n", v1::OP_GE, "b")})).ok());
+  ASSERT_TRUE(f.Subscribe(3, Spec({StrBetween("n", "a", "abc")})).ok());
+  ASSERT_TRUE(f.Subscribe(4, Spec({Str("n", v1::OP_GT, "\x7f")})).ok());
+  ASSERT_TRUE(f.Subscribe(5, Spec({Str("n", v1::OP_LE, "")})).ok());
+  ASSERT_TRUE(f.Subscribe(6, Spec({StrBetween("n", "ab", "ab")})).ok());
+  EXPECT_EQ(f.MatchOne(Event({{"n", "ab"}})), (Ids{1, 3, 6}));
+  EXPECT_EQ(f.MatchOne(Event({{"n", "abcd"}})), (Ids{1}));
+  EXPECT_EQ(f.MatchOne(Event({{"n", "b"}})), (Ids{1, 2}));
+  EXPECT_EQ(f.MatchOne(Event({{"n", "m"}})), (Ids{2}));
+  EXPECT_EQ(f.MatchOne(Event({{"n", ""}})), (Ids{1, 5}));
+  // Bytes compare unsigned: 0x80 and 0xff sort after every ASCII byte.
+  EXPECT_EQ(f.MatchOne(Event({{"n", "\x80"}})), (Ids{2, 4}));
+  EXPECT_EQ(f.MatchOne(Event({{"n", "\xff\xff"}})), (Ids{2, 4}));
+  EXPECT_TRUE(f.MatchOne(Event({{"n", "#5"}})).empty());  // an int64
+  for (const char* value : {"a", "aa", "abc", "abca", "l", "lzzz", "m\x01"}) {
+    const v1::Event e = Event({{"n", value}});
+    EXPECT_EQ(f.MatchOne(e), f.Expected(e)) << value;
+  }
+}
+
+// Bounds nested ever closer to one neighbour use up the gap between two
+// labels; the Subscribe that finds no room fails, naming the bound, and
+// what was subscribed before still matches exactly.
+TEST(TypedAttributes, AnExhaustedGapIsResourceExhausted) {
+  Front f;
+  ASSERT_TRUE(f.Subscribe(1, Spec({Str("n", v1::OP_LT, "a")})).ok());
+  ASSERT_TRUE(f.Subscribe(2, Spec({Str("n", v1::OP_GE, "b")})).ok());
+  std::string bound = "a";
+  absl::Status status;
+  matcher::SubscriptionId id = 3;
+  for (; id < 300; ++id) {
+    bound += "\xff";  // just below "b", ever closer
+    status = f.Subscribe(id, Spec({Str("n", v1::OP_LE, bound)}));
+    if (!status.ok()) break;
+  }
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+  EXPECT_GT(id, 100u);  // at least a hundred nested bounds fit
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("subscriptions[0].predicates[0].string_value: no "
+                        "room to order the string bound"));
+  for (const std::string& value :
+       {std::string("a"), std::string("a\xff\xff"), std::string("b"),
+        bound.substr(0, 60), std::string("a\xfe")}) {
+    const v1::Event e = Event({{"n", value}});
+    EXPECT_EQ(f.MatchOne(e), f.Expected(e));
+  }
+}
+
+// A string range named after an event was encoded does not hold for it
+// (the event's label could not know the new bound), and does afterwards.
+TEST(TypedAttributes, StringRangesIgnoreEventsEncodedBeforeTheirBounds) {
+  Front f;
+  ASSERT_TRUE(f.Subscribe(1, Spec({Str("n", v1::OP_GE, "a")})).ok());
+  v1::PublishRequest early;
+  *early.add_events() = Event({{"n", "mango"}});
+  const auto early_records = f.Encode(early);
+  ASSERT_TRUE(f.Subscribe(2, Spec({Str("n", v1::OP_LT, "melon")})).ok());
+  EXPECT_EQ(f.Match(early_records)[0], (Ids{1}));
+  EXPECT_EQ(f.Match(f.Encode(early))[0], (Ids{1, 2}));
+}
+
+// An event encoded before a subscription first names its attribute must not
+// match its NOT_EXISTS merely because the encoding could not carry it.
+TEST(TypedAttributes, NotExistsIgnoresEventsEncodedBeforeItsName) {
+  Front f;
+  v1::PublishRequest early;
+  *early.add_events() = Event({{"coupon", "x"}});
+  *early.add_events() = Event({{"other", "#1"}});
+  const auto early_records = f.Encode(early);
+  ASSERT_TRUE(f.Subscribe(1, Spec({Bare("coupon", v1::OP_NOT_EXISTS)})).ok());
+  const auto got = f.Match(early_records);
+  EXPECT_TRUE(got[0].empty());
+  EXPECT_TRUE(got[1].empty());  // concurrent with the Subscribe: left out
+  const auto late = f.Match(f.Encode(early));
+  EXPECT_TRUE(late[0].empty());
+  EXPECT_EQ(late[1], Ids{1});
+}
+
+TEST(TypedAttributes, DistinctStringsAreBoundedPerAttribute) {
+  Front f(/*max_strings=*/2);
+  ASSERT_TRUE(f.Subscribe(1, Spec({Str("t", v1::OP_EQ, "a")})).ok());
+  ASSERT_TRUE(f.Subscribe(2, Spec({Strs("t", v1::OP_IN, {"a", "b"})})).ok());
+  const absl::Status s = f.Subscribe(3, Spec({Str("t", v1::OP_NE, "c")}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("subscriptions[0].predicates[0].string_value: "
+                        "attribute \"t\" already has 2 distinct strings"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("the limit is 2 (--max_distinct_strings)"));
+  // Another attribute, prefixes and range bounds count apart.
+  EXPECT_TRUE(f.Subscribe(4, Spec({Str("u", v1::OP_EQ, "c")})).ok());
+  EXPECT_TRUE(f.Subscribe(5, Spec({Str("t", v1::OP_PREFIX, "c")})).ok());
+  EXPECT_TRUE(f.Subscribe(6, Spec({StrBetween("t", "d", "e")})).ok());
+  const absl::Status bounds = f.Subscribe(7, Spec({Str("t", v1::OP_GT, "f")}));
+  EXPECT_EQ(bounds.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(bounds.message()),
+              HasSubstr("already has 2 distinct string range bounds"));
+  v1::Stats stats;
+  f.typed().FillStats(&stats);
+  ASSERT_EQ(stats.attributes_size(), 2);
+  EXPECT_EQ(stats.attributes(0).name(), "t");
+  EXPECT_EQ(stats.attributes(0).distinct_strings(), 2u);
+  EXPECT_EQ(stats.attributes(0).distinct_prefixes(), 1u);
+  EXPECT_EQ(stats.attributes(0).prefix_lengths(), 1u);
+  EXPECT_EQ(stats.attributes(0).range_bounds(), 2u);
+  EXPECT_EQ(stats.attributes(1).name(), "u");
+  EXPECT_EQ(stats.attributes(1).distinct_strings(), 1u);
+}
+
+// A string whose hash another string holds gets the next free code, and
+// both compare exactly.
+TEST(TypedAttributes, HashCollisionsMoveTheLaterString) {
+  Front f;
+  ASSERT_TRUE(f.Subscribe(1, Spec({Str("t", v1::OP_EQ, "z")})).ok());
+  const uint32_t strings = *f.names().Find("$s:t");
+  // "b" takes the code that is "a"'s hash, as if they collided.
+  ASSERT_TRUE(f.typed()
+                  .RestoreString(strings, static_cast<int64_t>(Hash64("a")),
+                                 "b")
+                  .ok());
+  EXPECT_EQ(f.typed()
+                .RestoreString(strings, static_cast<int64_t>(Hash64("a")), "c")
+                .code(),
+            absl::StatusCode::kDataLoss);
+  ASSERT_TRUE(f.Subscribe(2, Spec({Str("t", v1::OP_EQ, "a")})).ok());
+  ASSERT_TRUE(f.Subscribe(3, Spec({Str("t", v1::OP_NE, "a")})).ok());
+  EXPECT_EQ(f.MatchOne(Event({{"t", "a"}})), (Ids{2}));
+  EXPECT_EQ(f.MatchOne(Event({{"t", "b"}})), (Ids{3}));
+  EXPECT_EQ(f.typed().DistinctStrings(strings), 3u);
+}
+
+// Recovery: the derived names come back from the Interner and the strings
+// with their codes, and matching is as before.
+TEST(TypedAttributes, RestoredFromNamesAndStrings) {
+  Front f;
+  std::vector<std::tuple<uint32_t, int64_t, std::string>> strings;
+  f.typed().SetOnNewString(
+      [&](uint32_t attribute, int64_t code, absl::string_view bytes) {
+        strings.emplace_back(attribute, code, std::string(bytes));
+      });
+  v1::SubscribeRequest request;
+  *request.add_subscriptions() =
+      Spec({Strs("t", v1::OP_IN, {"a", "b"}), Str("p", v1::OP_PREFIX, "/x"),
+            Bare("c", v1::OP_NOT_EXISTS), Str("t", v1::OP_LT, "bb"),
+            StrBetween("p", "/a", "/z")});
+  Interner subscribers(4);
+  std::vector<SubscriptionInput> built;
+  ASSERT_TRUE(BuildSubscriptions(request, &f.typed(), &subscribers, &built)
+                  .ok());
+  ASSERT_EQ(strings.size(), 6u);  // 2 codes, a prefix, 3 order bounds
+
+  Interner names(1 << 16);
+  for (uint32_t id = 0; id < f.names().size(); ++id) {
+    ASSERT_EQ(*names.Intern(f.names().Name(id)), id);
+  }
+  TypedAttributes restored(&names, 1000);
+  restored.RestoreNames();
+  for (const auto& [attribute, code, bytes] : strings) {
+    ASSERT_TRUE(restored.RestoreString(attribute, code, bytes).ok());
+  }
+  matcher::Index index;
+  ASSERT_TRUE(index.Add(1, built[0].predicates).ok());
+  v1::PublishRequest publish;
+  *publish.add_events() = Event({{"t", "b"}, {"p", "/xy"}});
+  *publish.add_events() = Event({{"t", "b"}, {"p", "/xy"}, {"c", "#1"}});
+  *publish.add_events() = Event({{"t", "c"}, {"p", "/xy"}});
+  std::vector<std::vector<matcher::AttributeValue>> records;
+  BuildEvents(publish, restored, &records);
+  std::vector<matcher::EventView> views(records.begin(), records.end());
+  std::vector<std::vector<matcher::SubscriptionId>> got;
+  index.MatchCohort(views, &got);
+  EXPECT_EQ(got[0], Ids{1});
+  EXPECT_TRUE(got[1].empty());
+  EXPECT_TRUE(got[2].empty());
+}
+
+// The differential test: random typed subscriptions (every operator, int64
+// and string operands on the same names) and random
+// events (either type per attribute, or none), subscribed, removed and
+// matched in cohorts, against the API's rules on the messages.
+TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
+  static const char* const kNames[] = {"a", "b", "c", "d"};
+  static const char* const kStrings[] = {"",   "a",   "ab", "abc", "b",
+                                         "ba", "\xff", "a\xff", "abd"};
+  uint64_t pairs = 0, matches = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    uint64_t state = seed;
+    auto next = [&state](uint64_t n) {
+      uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      return (z ^ (z >> 31)) % n;
+    };
+    auto string_value = [&] { return std::string(kStrings[next(9)]); };
+    auto int_value = [&] { return static_cast<int64_t>(next(7)) - 3; };
+    auto predicate = [&] {
+      v1::Predicate p;
+      p.set_attribute(kNames[next(4)]);
+      const bool strings = next(2) == 0;
+      static const v1::Op kOps[] = {
+          v1::OP_EQ,    v1::OP_NE,     v1::OP_LT,        v1::OP_LE,
+          v1::OP_GT,    v1::OP_GE,     v1::OP_BETWEEN,   v1::OP_IN,
+          v1::OP_NOT_IN, v1::OP_PREFIX, v1::OP_EXISTS,   v1::OP_NOT_EXISTS};
+      v1::Op op = kOps[next(12)];
+      if (!strings && op == v1::OP_PREFIX) op = v1::OP_NE;
+      p.set_op(op);
+      if (op == v1::OP_EXISTS || op == v1::OP_NOT_EXISTS) return p;
+      if (op == v1::OP_IN || op == v1::OP_NOT_IN) {
+        for (uint64_t n = 1 + next(3); n > 0; --n) {
+          if (strings) {
+            p.mutable_string_values()->add_values(string_value());
+          } else {
+            p.mutable_int64_values()->add_values(int_value());
+          }
+        }
+        return p;
+      }
+      if (strings) {
+        std::string low = string_value();
+        if (op == v1::OP_BETWEEN) {
+          std::string high = string_value();
+          if (high < low) std::swap(low, high);
+          p.set_string_upper(high);
+        }
+        p.set_string_value(low);
+        return p;
+      }
+      p.set_value(int_value());
+      if (op == v1::OP_BETWEEN) p.set_upper(p.value() + next(3));
+      return p;
+    };
+    Front f;
+    matcher::SubscriptionId id = 1;
+    std::vector<matcher::SubscriptionId> live;
+    for (int round = 0; round < 6; ++round) {
+      for (int i = 0; i < 150; ++i) {
+        std::vector<v1::Predicate> ps;
+        for (uint64_t n = 1 + next(3); n > 0; --n) ps.push_back(predicate());
+        const absl::Status s = f.Subscribe(id, Spec(ps));
+        ASSERT_TRUE(s.ok()) << s;
+        live.push_back(id++);
+      }
+      for (int i = 0; i < 40 && !live.empty(); ++i) {
+        const size_t at = next(live.size());
+        f.Unsubscribe(live[at]);
+        live.erase(live.begin() + at);
+      }
+      v1::PublishRequest request;
+      for (int e = 0; e < 200; ++e) {
+        v1::Event* event = request.add_events();
+        for (const char* name : kNames) {
+          const uint64_t kind = next(3);
+          if (kind == 0) continue;
+          v1::Attribute* a = event->add_attributes();
+          a->set_name(name);
+          if (kind == 1) {
+            a->set_value(int_value());
+          } else {
+            a->set_string_value(string_value());
+          }
+        }
+      }
+      const auto got = f.Match(f.Encode(request));
+      for (int e = 0; e < request.events_size(); ++e) {
+        const Ids want = f.Expected(request.events(e));
+        ASSERT_EQ(got[e], want)
+            << "seed " << seed << " round " << round << ": "
+            << request.events(e).ShortDebugString();
+        pairs += live.size();
+        matches += want.size();
+      }
+    }
+  }
+  std::cout << "checked " << pairs << " (subscription, event) pairs, "
+            << matches << " matches\n";
+  EXPECT_GE(pairs, 1'000'000u);
+  EXPECT_GT(matches, pairs / 100);
+}
+
+}  // namespace
+}  // namespace service
+}  // namespace cohort

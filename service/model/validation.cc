@@ -1,0 +1,515 @@
+#include "service/model/validation.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "filter/parse.h"
+
+namespace cohort {
+namespace service {
+namespace {
+
+// The matcher numbers its operators as the proto does, so a validated op
+// converts with a cast.
+static_assert(static_cast<int>(matcher::Op::kEq) == v1::OP_EQ, "");
+static_assert(static_cast<int>(matcher::Op::kNe) == v1::OP_NE, "");
+static_assert(static_cast<int>(matcher::Op::kLt) == v1::OP_LT, "");
+static_assert(static_cast<int>(matcher::Op::kLe) == v1::OP_LE, "");
+static_assert(static_cast<int>(matcher::Op::kGt) == v1::OP_GT, "");
+static_assert(static_cast<int>(matcher::Op::kGe) == v1::OP_GE, "");
+static_assert(static_cast<int>(matcher::Op::kBetween) == v1::OP_BETWEEN, "");
+static_assert(static_cast<int>(matcher::Op::kIn) == v1::OP_IN, "");
+static_assert(static_cast<int>(matcher::Op::kNotIn) == v1::OP_NOT_IN, "");
+static_assert(static_cast<int>(matcher::Op::kExists) == v1::OP_EXISTS, "");
+static_assert(static_cast<int>(matcher::Op::kNotExists) == v1::OP_NOT_EXISTS,
+              "");
+
+// Up to this many attributes, an event's names are checked for duplicates by
+// comparing every pair: for the small events that dominate real workloads
+// that is faster than filling a hash map. Larger events use the map, so the
+// cost stays linear up to --max_event_attributes.
+constexpr int kPairwiseDuplicateScanMax = 16;
+
+constexpr absl::string_view kAttributeNameRule =
+    "[A-Za-z_][A-Za-z0-9_.-]{0,63}";
+
+// The path of a field in a request, e.g. "subscriptions[3].predicates[0].op",
+// kept as a chain of stack-allocated segments so that checking a valid
+// request formats nothing; ToString() runs only for an error message.
+struct FieldPath {
+  static constexpr size_t kNoIndex = SIZE_MAX;
+
+  const FieldPath* parent = nullptr;
+  absl::string_view field;
+  size_t index = kNoIndex;  // kNoIndex: the field itself, not an element
+
+  std::string ToString() const {
+    std::string out = parent == nullptr ? "" : parent->ToString() + ".";
+    absl::StrAppend(&out, field);
+    if (index != kNoIndex) absl::StrAppend(&out, "[", index, "]");
+    return out;
+  }
+};
+
+// "<path>: <message...>" as INVALID_ARGUMENT.
+template <typename... Args>
+absl::Status Invalid(const FieldPath& path, const Args&... message) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(path.ToString(), ": ", message...));
+}
+
+bool IsLetterOrUnderscore(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+bool IsAttributeNameChar(char c) {
+  return IsLetterOrUnderscore(c) || (c >= '0' && c <= '9') || c == '.' ||
+         c == '-';
+}
+
+// A character for an error message: 'x' if printable ASCII, else its byte
+// value, so that messages stay readable whatever the input.
+std::string DescribeChar(char c) {
+  const unsigned char byte = static_cast<unsigned char>(c);
+  if (byte >= 0x20 && byte < 0x7f) {
+    return absl::StrCat("'", std::string(1, c), "'");
+  }
+  return absl::StrCat("byte 0x", absl::Hex(byte, absl::kZeroPad2));
+}
+
+// Explains why `name` (known to be invalid) breaks the attribute name rule.
+absl::Status InvalidAttributeName(const FieldPath& path,
+                                  absl::string_view name) {
+  if (name.empty()) {
+    return Invalid(path, "empty; an attribute name is 1 to ",
+                   kMaxAttributeNameLength, " characters matching ",
+                   kAttributeNameRule);
+  }
+  if (name.size() > kMaxAttributeNameLength) {
+    return Invalid(path, name.size(), " characters long; the limit is ",
+                   kMaxAttributeNameLength, " (an attribute name matches ",
+                   kAttributeNameRule, ")");
+  }
+  const std::string quoted = absl::StrCat("\"", absl::CHexEscape(name), "\"");
+  if (!IsLetterOrUnderscore(name[0])) {
+    return Invalid(path, quoted, " starts with ", DescribeChar(name[0]),
+                   "; an attribute name starts with a letter or '_' (",
+                   kAttributeNameRule, ")");
+  }
+  size_t i = 1;
+  while (i < name.size() && IsAttributeNameChar(name[i])) ++i;
+  return Invalid(path, quoted, " has ", DescribeChar(name[i]), " at position ",
+                 i, ", which is not allowed; an attribute name matches ",
+                 kAttributeNameRule);
+}
+
+absl::Status CheckAttributeName(const FieldPath& path, absl::string_view name) {
+  if (IsValidAttributeName(name)) return absl::OkStatus();
+  return InvalidAttributeName(path, name);
+}
+
+absl::Status CheckSubscriber(const FieldPath& path, absl::string_view name,
+                             const Limits& limits) {
+  if (name.empty()) {
+    return Invalid(path, "empty; a subscriber name is required (1 to ",
+                   limits.max_subscriber_bytes, " bytes)");
+  }
+  if (name.size() > limits.max_subscriber_bytes) {
+    return Invalid(path, name.size(), " bytes; the limit is ",
+                   limits.max_subscriber_bytes);
+  }
+  for (size_t i = 0; i < name.size(); ++i) {
+    const unsigned char byte = static_cast<unsigned char>(name[i]);
+    if (byte < 0x20 || byte == 0x7f) {
+      return Invalid(path, "control character 0x",
+                     absl::Hex(byte, absl::kZeroPad2), " at position ", i,
+                     "; a subscriber name may not contain control characters");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// "subscriptions: 10001 entries; the limit is 10000 (--max_batch)".
+absl::Status CheckBatch(absl::string_view field, int size,
+                        const Limits& limits) {
+  if (static_cast<size_t>(size) <= limits.max_batch) return absl::OkStatus();
+  return Invalid(FieldPath{nullptr, field}, size, " entries; the limit is ",
+                 limits.max_batch, " (--max_batch)");
+}
+
+absl::Status CheckString(const FieldPath& path, absl::string_view bytes,
+                         const Limits& limits) {
+  if (bytes.size() <= limits.max_string_bytes) return absl::OkStatus();
+  return Invalid(path, bytes.size(), " bytes; the limit is ",
+                 limits.max_string_bytes, " (--max_string_bytes)");
+}
+
+// The operand field a predicate set, for messages.
+absl::string_view OperandName(const v1::Predicate& p) {
+  switch (p.operand_case()) {
+    case v1::Predicate::kValue:
+      return "value";
+    case v1::Predicate::kStringValue:
+      return "string_value";
+    case v1::Predicate::kInt64Values:
+      return "int64_values";
+    case v1::Predicate::kStringValues:
+      return "string_values";
+    default:
+      return "nothing";
+  }
+}
+
+absl::Status CheckPredicate(const FieldPath& path,
+                            const v1::Predicate& predicate,
+                            const Limits& limits) {
+  absl::Status status =
+      CheckAttributeName(FieldPath{&path, "attribute"}, predicate.attribute());
+  if (!status.ok()) return status;
+  const int op = predicate.op();
+  if (op < v1::OP_EQ || op > v1::OP_NOT_EXISTS) {
+    const std::string what = op == v1::OP_UNSPECIFIED
+                                 ? std::string("OP_UNSPECIFIED (0)")
+                                 : absl::StrCat("unknown value ", op);
+    return Invalid(FieldPath{&path, "op"}, what,
+                   " is not an operator; use OP_EQ, OP_NE, OP_LT, OP_LE, "
+                   "OP_GT, OP_GE, OP_BETWEEN, OP_IN, OP_NOT_IN, OP_PREFIX, "
+                   "OP_EXISTS or OP_NOT_EXISTS");
+  }
+  const absl::string_view op_name = v1::Op_Name(predicate.op());
+  const auto operand = predicate.operand_case();
+  const bool list = operand == v1::Predicate::kInt64Values ||
+                    operand == v1::Predicate::kStringValues;
+  switch (op) {
+    case v1::OP_IN:
+    case v1::OP_NOT_IN: {
+      if (!list) {
+        return Invalid(path, op_name,
+                       " needs a list operand (int64_values or "
+                       "string_values), got ",
+                       OperandName(predicate));
+      }
+      const bool strings = operand == v1::Predicate::kStringValues;
+      const FieldPath values_path{&path, strings ? "string_values.values"
+                                                 : "int64_values.values"};
+      const size_t n = strings
+                           ? predicate.string_values().values_size()
+                           : predicate.int64_values().values_size();
+      if (n == 0) {
+        return Invalid(values_path, "empty; ", op_name, " needs 1 to ",
+                       limits.max_set_size, " values");
+      }
+      if (n > limits.max_set_size) {
+        return Invalid(values_path, n, " values; the limit is ",
+                       limits.max_set_size, " (--max_set_size)");
+      }
+      if (strings) {
+        for (size_t i = 0; i < n; ++i) {
+          status = CheckString(FieldPath{&path, "string_values.values", i},
+                               predicate.string_values().values(i), limits);
+          if (!status.ok()) return status;
+        }
+      }
+      return absl::OkStatus();
+    }
+    case v1::OP_EXISTS:
+    case v1::OP_NOT_EXISTS:
+      if (operand != v1::Predicate::OPERAND_NOT_SET) {
+        return Invalid(FieldPath{&path, OperandName(predicate)}, op_name,
+                       " takes no operand");
+      }
+      return absl::OkStatus();
+    case v1::OP_PREFIX:
+      if (operand != v1::Predicate::kStringValue) {
+        return Invalid(path, "OP_PREFIX needs a string_value operand, got ",
+                       OperandName(predicate));
+      }
+      return CheckString(FieldPath{&path, "string_value"},
+                         predicate.string_value(), limits);
+    default:
+      break;
+  }
+  // EQ to BETWEEN: one value (or none: the int64 0).
+  if (list) {
+    return Invalid(FieldPath{&path, OperandName(predicate)}, op_name,
+                   " takes one value; lists are for OP_IN and OP_NOT_IN");
+  }
+  if (operand == v1::Predicate::kStringValue) {
+    status = CheckString(FieldPath{&path, "string_value"},
+                         predicate.string_value(), limits);
+    if (!status.ok()) return status;
+    if (op != v1::OP_BETWEEN) return absl::OkStatus();
+    if (predicate.upper_operand_case() == v1::Predicate::kUpper) {
+      return Invalid(FieldPath{&path, "upper"},
+                     "an int64 upper bound for a string lower bound; both "
+                     "bounds must have one type");
+    }
+    status = CheckString(FieldPath{&path, "string_upper"},
+                         predicate.string_upper(), limits);
+    if (!status.ok()) return status;
+    // Byte order, unsigned, as std::string compares.
+    if (predicate.string_value() > predicate.string_upper()) {
+      return Invalid(path,
+                     "OP_BETWEEN needs string_value <= string_upper (byte "
+                     "order), got \"",
+                     absl::CHexEscape(predicate.string_value()), "\" > \"",
+                     absl::CHexEscape(predicate.string_upper()), "\"");
+    }
+    return absl::OkStatus();
+  }
+  if (op == v1::OP_BETWEEN) {
+    if (predicate.upper_operand_case() == v1::Predicate::kStringUpper) {
+      return Invalid(FieldPath{&path, "string_upper"},
+                     "a string upper bound for an int64 lower bound; both "
+                     "bounds must have one type");
+    }
+    if (predicate.value() > predicate.upper()) {
+      return Invalid(path, "OP_BETWEEN needs value <= upper, got value ",
+                     predicate.value(), " > upper ", predicate.upper());
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A subscription's predicates, under `parent` (nullptr: at the top level,
+// as ParseFilter's response has them): 1 to limits.max_predicates of them,
+// each valid. `Predicates` is any container of v1::Predicate.
+template <typename Predicates>
+absl::Status CheckPredicates(const FieldPath* parent,
+                             const Predicates& predicates,
+                             const Limits& limits) {
+  const FieldPath list{parent, "predicates"};
+  const size_t count = static_cast<size_t>(predicates.size());
+  if (count == 0) {
+    return Invalid(list, "empty; a subscription needs 1 to ",
+                   limits.max_predicates, " predicates");
+  }
+  if (count > limits.max_predicates) {
+    return Invalid(list, "has ", count, " predicates; the limit is ",
+                   limits.max_predicates, " (--max_predicates)");
+  }
+  size_t j = 0;
+  for (const v1::Predicate& predicate : predicates) {
+    absl::Status status =
+        CheckPredicate(FieldPath{parent, "predicates", j++}, predicate, limits);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSubscription(const FieldPath& path,
+                               const v1::SubscriptionSpec& spec,
+                               const Limits& limits) {
+  absl::Status status = CheckSubscriber(FieldPath{&path, "subscriber"},
+                                        spec.subscriber(), limits);
+  if (!status.ok()) return status;
+  return CheckPredicates(&path, spec.predicates(), limits);
+}
+
+// "events[0].attributes[3].name: "x" is also the name of
+// events[0].attributes[1]; ...".
+absl::Status DuplicateAttribute(const FieldPath& event, size_t first,
+                                size_t second, absl::string_view name) {
+  const FieldPath earlier{&event, "attributes", first};
+  const FieldPath later{&event, "attributes", second};
+  return Invalid(FieldPath{&later, "name"}, "\"", name,
+                 "\" is also the name of ", earlier.ToString(),
+                 "; attribute names in an event must be distinct");
+}
+
+// REQUIRES: every attribute name of `event` is valid. `seen` is scratch space
+// reused across events.
+absl::Status CheckDistinctNames(
+    const FieldPath& path, const v1::Event& event,
+    absl::flat_hash_map<absl::string_view, size_t>* seen) {
+  const int n = event.attributes_size();
+  if (n <= kPairwiseDuplicateScanMax) {
+    for (int i = 1; i < n; ++i) {
+      for (int j = 0; j < i; ++j) {
+        if (event.attributes(i).name() == event.attributes(j).name()) {
+          return DuplicateAttribute(path, j, i, event.attributes(i).name());
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+  seen->clear();
+  for (int i = 0; i < n; ++i) {
+    auto [it, inserted] = seen->emplace(event.attributes(i).name(), i);
+    if (!inserted) {
+      return DuplicateAttribute(path, it->second, i, it->first);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckEvent(const FieldPath& path, const v1::Event& event,
+                        const Limits& limits,
+                        absl::flat_hash_map<absl::string_view, size_t>* seen) {
+  const FieldPath attributes{&path, "attributes"};
+  const size_t count = static_cast<size_t>(event.attributes_size());
+  if (count == 0) {
+    return Invalid(attributes, "empty; an event needs 1 to ",
+                   limits.max_event_attributes, " attributes");
+  }
+  if (count > limits.max_event_attributes) {
+    return Invalid(attributes, "has ", count, " attributes; the limit is ",
+                   limits.max_event_attributes, " (--max_event_attributes)");
+  }
+  for (int i = 0; i < event.attributes_size(); ++i) {
+    const FieldPath attribute{&path, "attributes", static_cast<size_t>(i)};
+    absl::Status status = CheckAttributeName(FieldPath{&attribute, "name"},
+                                             event.attributes(i).name());
+    if (!status.ok()) return status;
+    if (event.attributes(i).kind_case() == v1::Attribute::kStringValue) {
+      status = CheckString(FieldPath{&attribute, "string_value"},
+                           event.attributes(i).string_value(), limits);
+      if (!status.ok()) return status;
+    }
+  }
+  absl::Status status = CheckDistinctNames(path, event, seen);
+  if (!status.ok()) return status;
+  if (event.payload().size() > limits.max_payload_bytes) {
+    return Invalid(FieldPath{&path, "payload"}, event.payload().size(),
+                   " bytes; the limit is ", limits.max_payload_bytes,
+                   " (--max_payload_bytes)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool IsValidAttributeName(absl::string_view name) {
+  if (name.empty() || name.size() > kMaxAttributeNameLength) return false;
+  if (!IsLetterOrUnderscore(name[0])) return false;
+  for (size_t i = 1; i < name.size(); ++i) {
+    if (!IsAttributeNameChar(name[i])) return false;
+  }
+  return true;
+}
+
+absl::Status ValidateSubscribe(const v1::SubscribeRequest& request,
+                               const Limits& limits) {
+  absl::Status status =
+      CheckBatch("subscriptions", request.subscriptions_size(), limits);
+  if (!status.ok()) return status;
+  for (int i = 0; i < request.subscriptions_size(); ++i) {
+    status = CheckSubscription(
+        FieldPath{nullptr, "subscriptions", static_cast<size_t>(i)},
+        request.subscriptions(i), limits);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<v1::Predicate>> ParseFilter(
+    const v1::ParseFilterRequest& request, const Limits& limits) {
+  const FieldPath filter{nullptr, "filter"};
+  if (request.filter().size() > kMaxFilterBytes) {
+    return Invalid(filter, "at most ", kMaxFilterBytes, " bytes, got ",
+                   request.filter().size());
+  }
+  absl::StatusOr<std::vector<v1::Predicate>> predicates =
+      filter::ParseSubscription(request.filter());
+  if (!predicates.ok()) {
+    return Invalid(filter, predicates.status().message());
+  }
+  absl::Status status = CheckPredicates(nullptr, *predicates, limits);
+  if (!status.ok()) return status;
+  return predicates;
+}
+
+absl::Status ValidateUnsubscribe(const v1::UnsubscribeRequest& request,
+                                 const Limits& limits) {
+  absl::Status status =
+      CheckBatch("subscription_ids", request.subscription_ids_size(), limits);
+  if (!status.ok()) return status;
+  // A repeated id is a malformed request (INVALID_ARGUMENT) and outranks id 0,
+  // which is merely an id that names no subscription (NOT_FOUND).
+  std::optional<size_t> first_zero;
+  absl::flat_hash_map<uint64_t, size_t> seen;
+  seen.reserve(request.subscription_ids_size());
+  for (int i = 0; i < request.subscription_ids_size(); ++i) {
+    const uint64_t id = request.subscription_ids(i);
+    if (id == 0 && !first_zero.has_value()) first_zero = i;
+    auto [it, inserted] = seen.emplace(id, i);
+    if (!inserted) {
+      return Invalid(
+          FieldPath{nullptr, "subscription_ids", static_cast<size_t>(i)}, id,
+          " is also subscription_ids[", it->second,
+          "]; an id may be listed only once");
+    }
+  }
+  if (first_zero.has_value()) {
+    return absl::NotFoundError(absl::StrCat(
+        FieldPath{nullptr, "subscription_ids", *first_zero}.ToString(),
+        ": 0 is never a subscription id"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidatePublish(const v1::PublishRequest& request,
+                             const Limits& limits) {
+  absl::Status status = CheckBatch("events", request.events_size(), limits);
+  if (!status.ok()) return status;
+  absl::flat_hash_map<absl::string_view, size_t> seen;
+  for (int i = 0; i < request.events_size(); ++i) {
+    status = CheckEvent(FieldPath{nullptr, "events", static_cast<size_t>(i)},
+                        request.events(i), limits, &seen);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateListen(const v1::ListenRequest& request,
+                            const Limits& limits) {
+  return CheckSubscriber(FieldPath{nullptr, "subscriber"}, request.subscriber(),
+                         limits);
+}
+
+absl::Status BuildSubscriptions(const v1::SubscribeRequest& request,
+                                TypedAttributes* attributes,
+                                Interner* subscribers,
+                                std::vector<SubscriptionInput>* out) {
+  // Built aside and moved into *out only on success, so that a full
+  // dictionary leaves *out as it was.
+  std::vector<SubscriptionInput> built(request.subscriptions_size());
+  for (int i = 0; i < request.subscriptions_size(); ++i) {
+    const v1::SubscriptionSpec& spec = request.subscriptions(i);
+    const FieldPath path{nullptr, "subscriptions", static_cast<size_t>(i)};
+    absl::StatusOr<uint32_t> subscriber =
+        subscribers->Intern(spec.subscriber());
+    if (!subscriber.ok()) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(FieldPath{&path, "subscriber"}.ToString(),
+                       ": cannot add a new subscriber name: ",
+                       subscriber.status().message()));
+    }
+    SubscriptionInput& input = built[i];
+    input.subscriber = *subscriber;
+    input.predicates.reserve(spec.predicates_size());
+    for (int j = 0; j < spec.predicates_size(); ++j) {
+      const FieldPath predicate{&path, "predicates", static_cast<size_t>(j)};
+      absl::Status status = attributes->Lower(
+          predicate.ToString(), spec.predicates(j), &input.predicates);
+      if (!status.ok()) return status;
+    }
+  }
+  *out = std::move(built);
+  return absl::OkStatus();
+}
+
+void BuildEvents(const v1::PublishRequest& request,
+                 const TypedAttributes& attributes,
+                 std::vector<std::vector<matcher::AttributeValue>>* out) {
+  attributes.Encode(request, out);
+}
+
+}  // namespace service
+}  // namespace cohort

@@ -1,0 +1,291 @@
+// Fuzz target: the front stage's request checks and conversions
+// (validation.h) on arbitrary protobuf bytes, followed through to the index.
+//
+// The input is a sequence of requests, each [kind byte][2-byte length]
+// [serialised request], run in order against one pair of small Interners, an
+// Index and a ReferenceMatcher, the way the front stage and a partition see
+// them. The first byte picks the limits (the defaults or small ones, so that
+// every limit is reachable). Properties checked (a failure aborts):
+//   - a refused request gets INVALID_ARGUMENT (NOT_FOUND for an Unsubscribe
+//     of id 0) with a message naming the field;
+//   - a request that passes its Validate* function converts: every
+//     subscription keeps its subscriber, and its int64 predicates their
+//     names, ops and bounds (read back from the Interners), or
+//     BuildSubscriptions fails with RESOURCE_EXHAUSTED and leaves *out
+//     alone; every event keeps its interned int64 attributes, and its
+//     records' attributes are distinct;
+//   - the Index accepts every built subscription (validation admits nothing
+//     the matcher refuses), and matches the built events as the reference
+//     matcher does, and as the API's rules on the messages themselves say
+//     (api_reference.h: strings, sets, prefixes, existence, types).
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/stubs/logging.h"
+#include "matcher/index.h"
+#include "matcher/reference_matcher.h"
+#include "matcher/types.h"
+#include "proto/cohort/v1/pubsub.pb.h"
+#include "service/model/api_reference.h"
+#include "service/model/interner.h"
+#include "service/model/validation.h"
+#include "tools/fuzz/byte_reader.h"
+#include "tools/fuzz/fail.h"
+
+namespace cohort {
+namespace service {
+namespace {
+
+// Small enough that a fuzzer fills them within one input.
+constexpr size_t kMaxAttributes = 12;
+constexpr size_t kMaxSubscribers = 6;
+constexpr size_t kMaxStrings = 8;  // per derived attribute
+
+using fuzz::Fail;
+
+// A refusal must say which field, as the API promises.
+void CheckRefusal(const absl::Status& status, absl::string_view field,
+                  absl::string_view request) {
+  // Only an Unsubscribe can name something that does not exist.
+  const bool not_found = status.code() == absl::StatusCode::kNotFound &&
+                         request == "Unsubscribe";
+  if (status.code() != absl::StatusCode::kInvalidArgument && !not_found) {
+    Fail(absl::StrCat(request, " refused with ", status.ToString()));
+  }
+  if (!absl::StrContains(status.message(), field)) {
+    Fail(absl::StrCat(request, " refusal does not name ", field, ": ",
+                      status.ToString()));
+  }
+}
+
+class Session {
+ public:
+  explicit Session(const Limits& limits) : limits_(limits) {}
+
+  void Subscribe(absl::string_view bytes) {
+    v1::SubscribeRequest request;
+    if (!ParseValid(bytes, ValidateSubscribe, "subscriptions", "Subscribe",
+                    &request)) {
+      return;
+    }
+    std::vector<SubscriptionInput> out;
+    absl::Status s = BuildSubscriptions(request, &typed_, &subscribers_, &out);
+    if (!s.ok()) {
+      if (s.code() != absl::StatusCode::kResourceExhausted || !out.empty()) {
+        Fail(absl::StrCat("BuildSubscriptions: ", s.ToString()));
+      }
+      return;
+    }
+    if (out.size() != static_cast<size_t>(request.subscriptions_size())) {
+      Fail("BuildSubscriptions: wrong count");
+    }
+    for (size_t i = 0; i < out.size(); ++i) {
+      CheckSubscription(request.subscriptions(i), out[i]);
+      const matcher::SubscriptionId id = next_id_++;
+      if (absl::Status added = index_.Add(id, out[i].predicates); !added.ok()) {
+        Fail(absl::StrCat("a validated subscription was refused: ",
+                          added.ToString()));
+      }
+      reference_.Add(id, out[i].predicates);
+      specs_.emplace(id, request.subscriptions(i));
+    }
+  }
+
+  void Unsubscribe(absl::string_view bytes) {
+    v1::UnsubscribeRequest request;
+    if (!ParseValid(bytes, ValidateUnsubscribe, "subscription_ids",
+                    "Unsubscribe", &request)) {
+      return;
+    }
+    absl::flat_hash_set<uint64_t> seen;
+    for (uint64_t id : request.subscription_ids()) {
+      if (id == 0 || !seen.insert(id).second) {
+        Fail(absl::StrCat("ValidateUnsubscribe passed id ", id));
+      }
+      // The reference knows which ids are live.
+      if (id > matcher::kMaxSubscriptionId || !reference_.Remove(id)) continue;
+      specs_.erase(id);
+      if (!index_.Remove(id).ok()) {
+        Fail(absl::StrCat("Remove(", id, ") failed"));
+      }
+    }
+  }
+
+  void Publish(absl::string_view bytes) {
+    v1::PublishRequest request;
+    if (!ParseValid(bytes, ValidatePublish, "events", "Publish", &request)) {
+      return;
+    }
+    std::vector<std::vector<matcher::AttributeValue>> events;
+    BuildEvents(request, typed_, &events);
+    if (events.size() != static_cast<size_t>(request.events_size())) {
+      Fail("BuildEvents: wrong count");
+    }
+    std::vector<matcher::EventView> views;
+    for (size_t i = 0; i < events.size(); ++i) {
+      CheckEvent(request.events(i), events[i]);
+      views.emplace_back(events[i]);
+    }
+    index_.MatchCohort(views, &matches_);
+    for (size_t i = 0; i < views.size(); ++i) {
+      std::sort(matches_[i].begin(), matches_[i].end());
+      if (matches_[i] != reference_.Match(views[i])) {
+        Fail(absl::StrCat("event ", i, " matched differently"));
+      }
+      std::vector<matcher::SubscriptionId> api;
+      for (const auto& [id, spec] : specs_) {
+        if (ApiMatches(spec, request.events(i))) api.push_back(id);
+      }
+      if (matches_[i] != api) {
+        Fail(absl::StrCat("event ", i, " matched ", matches_[i].size(),
+                          " subscriptions; the API's rules say ", api.size(),
+                          ": ", request.events(i).ShortDebugString()));
+      }
+    }
+  }
+
+  void Listen(absl::string_view bytes) {
+    v1::ListenRequest request;
+    if (!ParseValid(bytes, ValidateListen, "subscriber", "Listen", &request)) {
+      return;
+    }
+    if (request.subscriber().empty() ||
+        request.subscriber().size() > limits_.max_subscriber_bytes) {
+      Fail("ValidateListen passed a bad subscriber name");
+    }
+  }
+
+ private:
+  // Parses `bytes` as a `name` request and validates it with `validate`;
+  // a refusal must name `field` (CheckRefusal). True if it is valid.
+  template <typename Request>
+  bool ParseValid(absl::string_view bytes,
+                  absl::Status (*validate)(const Request&, const Limits&),
+                  absl::string_view field, absl::string_view name,
+                  Request* request) const {
+    if (!request->ParseFromArray(bytes.data(), bytes.size())) return false;
+    absl::Status s = validate(*request, limits_);
+    if (!s.ok()) CheckRefusal(s, field, name);
+    return s.ok();
+  }
+
+  void CheckSubscription(const v1::SubscriptionSpec& spec,
+                         const SubscriptionInput& in) const {
+    if (subscribers_.Name(in.subscriber) != spec.subscriber()) {
+      Fail("subscriber name changed");
+    }
+    // NOT_EXISTS lowers into two predicates, every other op into one.
+    size_t expected = 0;
+    for (const v1::Predicate& p : spec.predicates()) {
+      expected += p.op() == v1::OP_NOT_EXISTS ? 2 : 1;
+    }
+    if (in.predicates.size() != expected || in.predicates.empty() ||
+        static_cast<size_t>(spec.predicates_size()) > limits_.max_predicates) {
+      Fail("predicate count changed or out of limits");
+    }
+    size_t j = 0;
+    for (const v1::Predicate& want : spec.predicates()) {
+      const matcher::Predicate& got = in.predicates[j];
+      j += want.op() == v1::OP_NOT_EXISTS ? 2 : 1;
+      const auto operand = want.operand_case();
+      if (want.op() > v1::OP_BETWEEN ||
+          (operand != v1::Predicate::kValue &&
+           operand != v1::Predicate::OPERAND_NOT_SET)) {
+        continue;  // typed: checked by matching (ApiMatches)
+      }
+      const bool between = want.op() == v1::OP_BETWEEN;
+      if (attributes_.Name(got.attribute) != want.attribute() ||
+          static_cast<int>(got.op) != static_cast<int>(want.op()) ||
+          got.value != want.value() ||
+          got.upper != (between ? want.upper() : 0) ||
+          (between && got.value > got.upper)) {
+        Fail(absl::StrCat("predicate ", want.ShortDebugString(),
+                          " changed: ", matcher::DebugString(got)));
+      }
+    }
+  }
+
+  void CheckEvent(const v1::Event& event,
+                  const std::vector<matcher::AttributeValue>& got) const {
+    absl::flat_hash_set<matcher::AttributeId> ids;
+    for (const matcher::AttributeValue& av : got) {
+      if (!ids.insert(av.attribute).second) {
+        Fail(absl::StrCat("event record repeats attribute ", av.attribute));
+      }
+    }
+    for (const v1::Attribute& a : event.attributes()) {
+      if (a.kind_case() == v1::Attribute::kStringValue) continue;
+      const auto id = attributes_.Find(a.name());
+      if (!id.has_value()) continue;  // never named by a subscription
+      if (std::find_if(got.begin(), got.end(),
+                       [&](const matcher::AttributeValue& av) {
+                         return av.attribute == *id && av.value == a.value();
+                       }) == got.end()) {
+        Fail(absl::StrCat("event attribute ", a.name(), " changed"));
+      }
+    }
+  }
+
+  Limits limits_;
+  Interner attributes_{kMaxAttributes};
+  TypedAttributes typed_{&attributes_, kMaxStrings};
+  Interner subscribers_{kMaxSubscribers};
+  absl::btree_map<matcher::SubscriptionId, v1::SubscriptionSpec> specs_;
+  matcher::Index index_;
+  matcher::ReferenceMatcher reference_;
+  matcher::SubscriptionId next_id_ = 1;
+  std::vector<std::vector<matcher::SubscriptionId>> matches_;
+};
+
+Limits PickLimits(uint8_t choice) {
+  Limits limits;  // the server's defaults
+  if (choice % 2 == 1) {
+    limits.max_predicates = 3;
+    limits.max_event_attributes = 4;
+    limits.max_payload_bytes = 8;
+    limits.max_batch = 4;
+    limits.max_subscriber_bytes = 5;
+    limits.max_string_bytes = 4;
+    limits.max_set_size = 3;
+  }
+  return limits;
+}
+
+}  // namespace
+}  // namespace service
+}  // namespace cohort
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // Most inputs are not valid protobuf; parse errors are expected.
+  static google::protobuf::LogSilencer silence_parse_errors;
+  cohort::fuzz::ByteReader in(data, size);
+  cohort::service::Session session(cohort::service::PickLimits(in.Byte()));
+  while (!in.empty()) {
+    const uint8_t kind = in.Byte();
+    const size_t length = in.Byte() | (size_t{in.Byte()} << 8);
+    const absl::string_view request = in.Bytes(length);
+    switch (kind % 4) {
+      case 0:
+        session.Subscribe(request);
+        break;
+      case 1:
+        session.Unsubscribe(request);
+        break;
+      case 2:
+        session.Publish(request);
+        break;
+      default:
+        session.Listen(request);
+        break;
+    }
+  }
+  return 0;
+}

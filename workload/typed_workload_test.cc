@@ -1,0 +1,163 @@
+#include "workload/typed_workload.h"
+
+#include <algorithm>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "matcher/index.h"
+#include "service/model/api_reference.h"
+#include "workload/sha256.h"
+
+namespace cohort {
+namespace workload {
+namespace {
+
+TEST(Events1m, IsDeterministicAndExtendsLikeTheOtherPresets) {
+  const TypedWorkload a = GenerateEvents1m(500, 50, 1);
+  const TypedWorkload b = GenerateEvents1m(500, 50, 1);
+  const TypedWorkload longer = GenerateEvents1m(800, 80, 1);
+  const TypedWorkload other = GenerateEvents1m(500, 50, 2);
+  ASSERT_EQ(a.subscriptions.size(), 500u);
+  ASSERT_EQ(a.events.size(), 50u);
+  for (size_t i = 0; i < a.subscriptions.size(); ++i) {
+    EXPECT_EQ(a.subscriptions[i].SerializeAsString(),
+              b.subscriptions[i].SerializeAsString());
+    EXPECT_EQ(a.subscriptions[i].SerializeAsString(),
+              longer.subscriptions[i].SerializeAsString());
+  }
+  for (size_t i = 0; i < a.events.size(); ++i) {
+    EXPECT_EQ(a.events[i].SerializeAsString(),
+              longer.events[i].SerializeAsString());
+  }
+  EXPECT_NE(a.events[0].SerializeAsString(),
+            other.events[0].SerializeAsString());
+}
+
+// The lowered workload, in an Index, matches what the API's rules say, and
+// the preset's shape holds: 12 or 13 attributes per event, half strings,
+// every operator but the string ranges, a handful of matches per event.
+// The events-1m text, and so its SHA-256 fingerprint that reports repeat,
+// is byte-identical to what the generator wrote before SHA-256 came from
+// OpenSSL (`cohort workload --preset=events-1m --subscriptions=2000
+// --events=500` at ec0827b).
+TEST(Events1m, SmallTextMatchesGoldenSha256) {
+  const std::string text = TypedWorkloadText(GenerateEvents1m(2000, 500, 1));
+  EXPECT_EQ(text.size(), 257523u);
+  EXPECT_EQ(Sha256Hex(text),
+            "b84836ca6c6078fdf3f8d529477cf5b4f652b11f42a2a5a517c4743b4ecb8fdf");
+}
+
+TEST(Events1m, LoweredMatchesTheApiRules) {
+  const TypedWorkload typed = GenerateEvents1m(100000, 300, 1);
+  absl::StatusOr<Workload> lowered = Lower(typed);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  ASSERT_EQ(lowered->subscriptions.size(), typed.subscriptions.size());
+  ASSERT_EQ(lowered->events.size(), typed.events.size());
+  ASSERT_NE(lowered->typed, nullptr);
+  std::vector<int> ops(13, 0);
+  for (const v1::SubscriptionSpec& s : typed.subscriptions) {
+    for (const v1::Predicate& p : s.predicates()) ++ops[p.op()];
+  }
+  for (v1::Op op : {v1::OP_EQ, v1::OP_NE, v1::OP_GT, v1::OP_GE, v1::OP_BETWEEN,
+                    v1::OP_IN, v1::OP_NOT_IN, v1::OP_PREFIX, v1::OP_EXISTS,
+                    v1::OP_NOT_EXISTS}) {
+    EXPECT_GT(ops[op], 0) << v1::Op_Name(op);
+  }
+  for (const v1::Event& e : typed.events) {
+    int strings = 0;
+    for (const v1::Attribute& a : e.attributes()) {
+      strings += a.kind_case() == v1::Attribute::kStringValue;
+    }
+    EXPECT_GE(e.attributes_size(), 12);
+    EXPECT_GE(strings, 6);
+  }
+
+  matcher::Index index;
+  for (size_t i = 0; i < lowered->subscriptions.size(); ++i) {
+    ASSERT_TRUE(index.Add(static_cast<matcher::SubscriptionId>(i),
+                          lowered->subscriptions[i])
+                    .ok());
+  }
+  std::vector<matcher::EventView> views(lowered->events.begin(),
+                                        lowered->events.end());
+  std::vector<std::vector<matcher::SubscriptionId>> got;
+  index.MatchCohort(views, &got);
+  size_t matches = 0;
+  for (size_t e = 0; e < typed.events.size(); ++e) {
+    std::vector<matcher::SubscriptionId> want;
+    for (size_t i = 0; i < typed.subscriptions.size(); ++i) {
+      if (service::ApiMatches(typed.subscriptions[i], typed.events[e])) {
+        want.push_back(static_cast<matcher::SubscriptionId>(i));
+      }
+    }
+    std::sort(got[e].begin(), got[e].end());
+    ASSERT_EQ(got[e], want) << typed.events[e].ShortDebugString();
+    matches += want.size();
+  }
+  const double mean = static_cast<double>(matches) / typed.events.size();
+  std::cout << "mean matches per event at 100k subscriptions: " << mean
+            << "\n";
+  // A tenth of events-1m's subscriptions: a tenth of its handful.
+  EXPECT_GT(mean, 0.05);
+  EXPECT_LT(mean, 5);
+}
+
+// The text format gives back exactly what was written, and bad files are
+// refused naming the line.
+TEST(Events1m, TextRoundTripsAndBadLinesAreNamed) {
+  const TypedWorkload typed = GenerateEvents1m(3000, 300, 7);
+  const std::string text = TypedWorkloadText(typed);
+  std::istringstream in(text);
+  absl::StatusOr<TypedWorkload> back = ReadTypedWorkload(in);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->options.preset, "events-1m");
+  EXPECT_EQ(back->options.seed, 7u);
+  ASSERT_EQ(back->subscriptions.size(), typed.subscriptions.size());
+  ASSERT_EQ(back->events.size(), typed.events.size());
+  for (size_t i = 0; i < typed.subscriptions.size(); ++i) {
+    ASSERT_EQ(back->subscriptions[i].SerializeAsString(),
+              typed.subscriptions[i].SerializeAsString())
+        << i;
+  }
+  for (size_t i = 0; i < typed.events.size(); ++i) {
+    ASSERT_EQ(back->events[i].SerializeAsString(),
+              typed.events[i].SerializeAsString())
+        << i;
+  }
+  const std::string header =
+      "# cohort-workload v2 preset=events-1m seed=1 typed\n";
+  for (const auto& [bad, message] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"S x = 1\n", "line 1: expected the header"},
+           {header + "S x ==\n", "line 2: column 5: missing value"},
+           {header + "E x=1\nS x = 1\n", "line 3: a subscription after"},
+           {header + "Q\n", "line 2: expected a line starting with"},
+           {header + "# knobs subscriptions=2 events=0 seed=1\nS x = 1\n",
+            "promises 2 subscriptions"}}) {
+    std::istringstream bad_in(bad);
+    absl::StatusOr<TypedWorkload> refused = ReadTypedWorkload(bad_in);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.status().message().find(message), std::string::npos)
+        << refused.status();
+  }
+}
+
+TEST(Events1m, LoadOrGenerateAnyKnowsThePreset) {
+  absl::StatusOr<Workload> w = LoadOrGenerateAny("", "events-1m", 100, 10);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->options.preset, "events-1m");
+  EXPECT_EQ(w->subscriptions.size(), 100u);
+  EXPECT_EQ(w->events.size(), 10u);
+  absl::StatusOr<Workload> f = LoadOrGenerateAny("", "fabret-1m", 10, 10);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->typed, nullptr);
+  EXPECT_FALSE(LoadOrGenerateAny("", "events-2m", 10, 10).ok());
+}
+
+}  // namespace
+}  // namespace workload
+}  // namespace cohort
