@@ -15,7 +15,7 @@
 //                   one predicate table for all cores, phase 1 once per
 //                   cohort split over the cores (--phase1_split), phase 2 of
 //                   partition p on core p;
-//   sharded_phase1  the earlier partitioned layout: each core's own index of
+//   sharded_phase1  the earlier layout: each core's own index of
 //                   the subscriptions it owns (every P-th, as cohortd places
 //                   them), phase 1 and 2 for every event in cohorts
 //                   (Index::MatchCohort);

@@ -1,4 +1,4 @@
-// The staged server's index layout (DESIGN.md section 4): one predicate
+// The staged server's index layout (docs/DESIGN.md section 4): one predicate
 // table shared by P cluster partitions. Phase 1 is done once per cohort for
 // the whole index, cut into tasks that any threads may run; phase 2 is done
 // per partition, each over its own ClusterStore, reading the cohort's masks.

@@ -1,8 +1,8 @@
-// Pins the cohort.v1 API contract of DESIGN.md section 2: message and field
-// names, field numbers and types, enum values, and the shape of each RPC.
-// Outside clients depend on these, so a change here must be deliberate.
-// The last tests run the generated gRPC code against an in-process server,
-// which also proves that it compiles and links against @usr//:grpc.
+// Pins the cohort.v1 API contract of docs/DESIGN.md section 2: message and
+// field names, field numbers and types, enum values, and the shape of each RPC.
+// Outside clients depend on these, so a change here must be deliberate. The
+// last tests run the generated gRPC code against an in-process server, which
+// also proves that it compiles and links against @usr//:grpc.
 
 #include <memory>
 #include <string>
@@ -55,7 +55,7 @@ constexpr FieldDescriptor::Type kBool = FieldDescriptor::TYPE_BOOL;
 constexpr FieldDescriptor::Type kEnum = FieldDescriptor::TYPE_ENUM;
 constexpr FieldDescriptor::Type kMessage = FieldDescriptor::TYPE_MESSAGE;
 
-// DESIGN.md section 2, "Messages and field names", row by row.
+// docs/DESIGN.md section 2, "Messages and field names", row by row.
 const PinnedField kPinnedFields[] = {
     {"Predicate", "attribute", 1, kString, false, ""},
     {"Predicate", "op", 2, kEnum, false, "cohort.v1.Op"},

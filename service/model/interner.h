@@ -1,6 +1,6 @@
 // An append-only dictionary from names to dense uint32 ids 0, 1, 2, ...
 //
-// The front stage interns attribute names (DESIGN.md section 1) and
+// The front stage interns attribute names (docs/DESIGN.md section 1) and
 // subscriber names with it, so that the partition stages and the reply stage
 // work with small integers instead of strings. An id, once assigned, names the
 // same string for the life of the Interner: ids are never reused or removed.

@@ -102,7 +102,7 @@ class TypedAttributes {
   // strings. `field` names `p` in messages ("subscriptions[0].predicates[2]").
   // RESOURCE_EXHAUSTED (naming the field and the limit) when a dictionary
   // is full; names and strings interned before stay interned.
-  // REQUIRES: p passed ValidateSubscribe (string ranges are refused there).
+  // REQUIRES: p passed ValidateSubscribe.
   absl::Status Lower(absl::string_view field, const v1::Predicate& p,
                      std::vector<matcher::Predicate>* out);
 

@@ -1,5 +1,5 @@
-// Request checks and conversions of the front stage (DESIGN.md sections 1, 2
-// and 5).
+// Request checks and conversions of the front stage (docs/DESIGN.md sections 1,
+// 2 and 5).
 //
 // The front stage runs every request through a `Validate*` function first,
 // so that a bad request is rejected whole before anything is applied

@@ -1,7 +1,7 @@
 // A minimal HTTP/1.1 server for the Prometheus metrics endpoint
-// (--metrics_port, DESIGN.md section 6). It is not part of any stage: it runs
-// on its own std::thread, outside the partition cores, and answers scrapes by
-// calling a render function (normally RenderPrometheus over a GetStats
+// (--metrics_port, docs/DESIGN.md section 6). It is not part of any stage: it
+// runs on its own std::thread, outside the partition cores, and answers scrapes
+// by calling a render function (normally RenderPrometheus over a GetStats
 // snapshot, see prometheus.h).
 //
 //   GET /metrics   200, the render function's output, served as

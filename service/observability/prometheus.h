@@ -1,8 +1,8 @@
 // Renders what the metrics endpoint (--metrics_port, see metrics_http.h)
-// serves: a MetricsSnapshot (the GetStats snapshot, DESIGN.md section 6, plus
-// the duration histograms and process figures that GetStats does not carry)
-// in the Prometheus text exposition format, version 0.0.4. Every metric is
-// listed, with its meaning, in service/README.md ("Metrics").
+// serves: a MetricsSnapshot (the GetStats snapshot, docs/DESIGN.md section 6,
+// plus the duration histograms and process figures that GetStats does not
+// carry) in the Prometheus text exposition format, version 0.0.4. Every metric
+// is listed, with its meaning, in service/README.md ("Metrics").
 //
 // Conventions: every metric of the service is prefixed `cohort_`, the
 // process's are the standard `process_*` ones; counters end in `_total`;

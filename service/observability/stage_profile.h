@@ -1,6 +1,6 @@
-// The stage profile (DESIGN.md section 6): what one stage instance (the front
-// stage, one partition, the reply stage, the journal or the threaded worker
-// pool) records about its work, and how it is summarised into
+// The stage profile (docs/DESIGN.md section 6): what one stage instance (the
+// front stage, one partition, the reply stage, the journal or the threaded
+// worker pool) records about its work, and how it is summarised into
 // cohort::v1::StageStats for GetStats and the Prometheus endpoint.
 //
 // `StageProfile` holds one stage instance's queue-length, wait-time,

@@ -1,4 +1,4 @@
-// Admission control for published events (DESIGN.md section 5).
+// Admission control for published events (docs/DESIGN.md section 5).
 //
 // Every published event is admitted by the front stage before it is queued
 // and released by the stage that finishes it (the reply stage, or a worker in

@@ -1,4 +1,4 @@
-// A partition stage of the partitioned layout (DESIGN.md section 4): phase
+// A partition stage of the partitioned layout (docs/DESIGN.md section 4): phase
 // 2 of every cohort over the clusters this partition owns (partition p of
 // matcher::PartitionedIndex), and its part of each subscription change.
 //

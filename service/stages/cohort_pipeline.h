@@ -1,4 +1,4 @@
-// The schedule of the partitioned layout's stages (DESIGN.md section 4):
+// The schedule of the partitioned layout's stages (docs/DESIGN.md section 4):
 // what each of the P partition threads does next.
 //
 //   front dispatch --> predicate stage ----------> partition 0..P-1 --> reply

@@ -1,4 +1,4 @@
-// NUMA placement of partition memory (--numa, DESIGN.md section 6).
+// NUMA placement of partition memory (--numa, docs/DESIGN.md section 4).
 //
 // A partition thread pinned to a CPU calls PreferNodeOfCpu once, before it
 // allocates its index: from then on the pages that thread faults in (its

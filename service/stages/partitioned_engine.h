@@ -1,4 +1,4 @@
-// The staged engine of the partitioned layout, the default (DESIGN.md
+// The staged engine of the partitioned layout, the default (docs/DESIGN.md
 // section 4): front dispatch -> predicate stage -> P cluster partitions ->
 // reply stage, over one matcher::PartitionedIndex.
 //

@@ -1,5 +1,5 @@
 // Where a partition thread runs and where its memory comes from
-// (--pin_cores, --numa; DESIGN.md section 4): shared by the partition
+// (--pin_cores, --numa; docs/DESIGN.md section 4): shared by the partition
 // threads of both staged engines.
 //
 // Thread safety: PlacePartitionThread changes the calling thread only (its

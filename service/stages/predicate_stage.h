@@ -1,4 +1,4 @@
-// The predicate stage of the partitioned layout (DESIGN.md section 4):
+// The predicate stage of the partitioned layout (docs/DESIGN.md section 4):
 // phase 1 of the Fabret index, once per cohort for the whole server.
 //
 // It owns the cohorts in flight — their events and mask buffers

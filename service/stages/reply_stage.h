@@ -1,4 +1,4 @@
-// The reply stage of the staged engines (DESIGN.md section 4): one thread
+// The reply stage of the staged engines (docs/DESIGN.md section 4): one thread
 // that takes events whose partial results are all written, merges them into
 // the request's EventResult, delivers them to listeners, completes the
 // request once its last event is merged, and gives the events back to
@@ -38,7 +38,8 @@ class ReplyStage {
   using FinishFn =
       std::function<void(PublishJob* job, size_t event, StageProfile*)>;
 
-  // `admission` (not owned) gets each batch's events back once finished.
+  // `admission` (not owned) gets each event's room back just before its
+  // answer goes out.
   ReplyStage(uint64_t queue_limit, FinishFn finish, Admission* admission);
   ~ReplyStage();
   ReplyStage(const ReplyStage&) = delete;

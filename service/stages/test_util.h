@@ -165,7 +165,7 @@ inline v1::Event RandomEvent(Rng& rng, int attributes, int domain,
   return event;
 }
 
-// The API's definition of a match (DESIGN.md section 1; pubsub.proto for
+// The API's definition of a match (docs/DESIGN.md section 1; pubsub.proto for
 // types, strings and existence): api_reference.h.
 inline bool Matches(const v1::SubscriptionSpec& spec, const v1::Event& event) {
   return ApiMatches(spec, event);

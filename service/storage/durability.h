@@ -1,7 +1,7 @@
-// Durability under --data_dir (DESIGN.md section 7): recovery at start, the
-// journal of subscription changes while serving, snapshots every N records
-// and at a clean close. The engine (not yet wired: issue #5) logs each
-// change here and applies it only when the journal says it is durable.
+// Durability under --data_dir (docs/DESIGN.md section 7): recovery at start,
+// the journal of subscription changes while serving, snapshots every N records
+// and at a clean close. The engine (Engine::Subscribe and Unsubscribe) logs
+// each change here and applies it only when the journal says it is durable.
 //
 //   Recovery recovered;
 //   auto durability = Durability::Open(options, &recovered);  // load state

@@ -1,4 +1,4 @@
-// The journal stage (DESIGN.md section 7): an append-only file of frames
+// The journal stage (docs/DESIGN.md section 7): an append-only file of frames
 // (journal_frame.h) written by one thread with group commit.
 //
 // Callers on any thread `Append` a record with a callback. The journal

@@ -1,4 +1,4 @@
-// The journal's on-disk framing (DESIGN.md section 7): a journal file is a
+// The journal's on-disk framing (docs/DESIGN.md section 7): a journal file is a
 // sequence of frames, each
 //
 //   uint32 length   payload bytes, little endian

@@ -1,4 +1,4 @@
-// What --data_dir holds (DESIGN.md section 7), and how it is read back.
+// What --data_dir holds (docs/DESIGN.md section 7), and how it is read back.
 //
 // Files, for generations g = 1, 2, ...:
 //   snapshot-<g>   the state after every record of journals < g, as frames:
