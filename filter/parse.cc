@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "filter/spellings.h"
 
 namespace cohort {
 namespace filter {
@@ -360,22 +361,9 @@ std::string ParseNumber(const Token& token, int64_t* out) {
   return "";
 }
 
-// How each comparison op is spelled: the symbol FormatPredicate() writes,
-// and the word.
-struct Spelling {
-  absl::string_view symbol;
-  absl::string_view word;
-  v1::Op op;
-};
-constexpr Spelling kSpellings[] = {
-    {"=", "eq", v1::OP_EQ},  {"==", "eq", v1::OP_EQ}, {"!=", "ne", v1::OP_NE},
-    {"<>", "ne", v1::OP_NE}, {"<", "lt", v1::OP_LT},  {"<=", "le", v1::OP_LE},
-    {">", "gt", v1::OP_GT},  {">=", "ge", v1::OP_GE},
-};
-
 // The v1::Op a comparison operator stands for, or OP_UNSPECIFIED.
 v1::Op ComparisonOp(const Token& token) {
-  for (const Spelling& s : kSpellings) {
+  for (const internal::Spelling& s : internal::kSpellings) {
     if (IsSymbol(token, s.symbol) || IsWord(token, s.word)) return s.op;
   }
   return v1::OP_UNSPECIFIED;
@@ -877,51 +865,6 @@ absl::StatusOr<std::vector<v1::Attribute>> Parser::Event() {
     }
   }
 }
-
-// ---------------------------------------------------------------------------
-// Printing
-
-// "[1, 2]" or "[\"a\", \"b\"]"; a scalar operand as a list of one, and no
-// operand as the empty list, so that the text keeps the grammar's shape.
-std::string ListText(const v1::Predicate& p) {
-  switch (p.operand_case()) {
-    case v1::Predicate::kInt64Values:
-      return absl::StrCat("[", absl::StrJoin(p.int64_values().values(), ", "),
-                          "]");
-    case v1::Predicate::kStringValues:
-      return absl::StrCat(
-          "[",
-          absl::StrJoin(p.string_values().values(), ", ",
-                        [](std::string* out, const std::string& s) {
-                          out->append(FormatString(s));
-                        }),
-          "]");
-    case v1::Predicate::kStringValue:
-      return absl::StrCat("[", FormatString(p.string_value()), "]");
-    case v1::Predicate::kValue:
-      return absl::StrCat("[", p.value(), "]");
-    case v1::Predicate::OPERAND_NOT_SET:
-      break;
-  }
-  return "[]";
-}
-
-// The scalar operand: a string, or the int64 (0 when none is set). A list
-// operand is printed as a list.
-std::string ScalarText(const v1::Predicate& p) {
-  switch (p.operand_case()) {
-    case v1::Predicate::kStringValue:
-      return FormatString(p.string_value());
-    case v1::Predicate::kInt64Values:
-    case v1::Predicate::kStringValues:
-      return ListText(p);
-    case v1::Predicate::kValue:
-    case v1::Predicate::OPERAND_NOT_SET:
-      break;
-  }
-  return absl::StrCat(p.value());
-}
-
 }  // namespace
 
 absl::StatusOr<std::vector<v1::Predicate>> ParseSubscription(
@@ -931,77 +874,6 @@ absl::StatusOr<std::vector<v1::Predicate>> ParseSubscription(
 
 absl::StatusOr<std::vector<v1::Attribute>> ParseEvent(absl::string_view text) {
   return Parser(text).Event();
-}
-
-std::string FormatString(absl::string_view bytes) {
-  std::string out = "\"";
-  for (char c : bytes) {
-    const unsigned char byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (byte >= 0x20 && byte < 0x7f) {
-      out.push_back(c);
-    } else {
-      absl::StrAppend(&out, absl::StrFormat("\\x%02X", byte));
-    }
-  }
-  out.push_back('"');
-  return out;
-}
-
-std::string FormatPredicate(const v1::Predicate& p) {
-  const std::string& name = p.attribute();
-  switch (p.op()) {
-    case v1::OP_EXISTS:
-      return absl::StrCat("exists ", name);
-    case v1::OP_NOT_EXISTS:
-      return absl::StrCat("not exists ", name);
-    case v1::OP_BETWEEN:
-      return absl::StrCat(name, " between ", ScalarText(p), " and ",
-                          p.upper_operand_case() ==
-                                  v1::Predicate::kStringUpper
-                              ? FormatString(p.string_upper())
-                              : absl::StrCat(p.upper()));
-    case v1::OP_IN:
-      return absl::StrCat(name, " in ", ListText(p));
-    case v1::OP_NOT_IN:
-      return absl::StrCat(name, " not in ", ListText(p));
-    case v1::OP_PREFIX:
-      return absl::StrCat(name, " prefix ", ScalarText(p));
-    default:
-      break;
-  }
-  for (const Spelling& s : kSpellings) {
-    if (s.op == p.op()) {
-      return absl::StrCat(name, " ", s.symbol, " ", ScalarText(p));
-    }
-  }
-  // OP_UNSPECIFIED or a number this client does not know: not in the
-  // grammar, but printed rather than hidden.
-  return absl::StrCat(name, " op", static_cast<int>(p.op()), " ",
-                      ScalarText(p));
-}
-
-std::string FormatSubscription(const v1::SubscriptionSpec& spec) {
-  return absl::StrJoin(spec.predicates(), " and ",
-                       [](std::string* out, const v1::Predicate& p) {
-                         out->append(FormatPredicate(p));
-                       });
-}
-
-std::string FormatAttribute(const v1::Attribute& a) {
-  return absl::StrCat(a.name(), "=",
-                      a.kind_case() == v1::Attribute::kStringValue
-                          ? FormatString(a.string_value())
-                          : absl::StrCat(a.value()));
-}
-
-std::string FormatEvent(const v1::Event& event) {
-  return absl::StrJoin(event.attributes(), " ",
-                       [](std::string* out, const v1::Attribute& a) {
-                         out->append(FormatAttribute(a));
-                       });
 }
 
 }  // namespace filter

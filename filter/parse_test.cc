@@ -1,3 +1,5 @@
+// Over 800 lines: every form of the grammar and every error message with
+// its column, which share the helpers at the top.
 #include "filter/parse.h"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// Over 400 lines: phase 2's scans are templates over the emit
+// (match_emits.h), so their bodies live in this header with the class.
+//
 // Clusters: phase 2 of the Fabret index.
 //
 // Every subscription lives in exactly one *cluster*: the set of subscriptions
@@ -28,26 +31,9 @@
 // columns, one after the other.
 //
 // Rows under a "present" access predicate (subscriptions without an
-// equality) also hold their lead range (cohort_masks.h, LeadRange) before
-// their ids: `capacity` lower bounds, then `capacity` upper bounds, each
-// an int64 in two words. Their check starts from the lead: per event, the
-// event's value against the bounds; per cohort, the events whose values
-// lie within the bounds (LeadValues). Such a cluster keeps its rows sorted
-// by lead, but for an unsorted tail of recent rows that is merged in once
-// it passes a fraction of the sorted part, in runs by the lead's shape
-// (LeadRun): leads with lo INT64_MIN (LT, LE) in order of hi, then those
-// with both bounds finite (BETWEEN) in order of lo, then those with hi
-// INT64_MAX (GT, GE) in order of lo. The finite ones get their middle run
-// only where they are many and narrow (kMidRunRows, kMidRunSpan); else
-// they sort by lo with the last run. For a value (per cohort, the
-// smallest and the largest), each run's rows that may hold are one window
-// of it: hi >= value in the first run, lo <= value in the others, and in
-// the middle one also lo >= value - the run's widest range. Only the
-// windows are visited: on ranges-1m, where a BETWEEN lead's rows used to
-// be read from lo INT64_MIN on, 115,000 rows an event instead of 254,000
-// (bench/README.md, issue 18 step 13). A cohort finds the events within
-// each lead by walking the sorted values alongside a run's rows instead of
-// searching them.
+// equality) also hold their lead range before their ids, and such a
+// cluster keeps its rows sorted in runs by the lead's shape
+// (cluster_layout.h says how).
 //
 // Removal leaves a tombstone (id kDeadRow, first entry the false
 // predicate; a lead row keeps its lead, for the order, and is skipped by
@@ -71,7 +57,11 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "matcher/cluster_entry.h"
+#include "matcher/cluster_layout.h"
 #include "matcher/cohort_masks.h"
+#include "matcher/lead_values.h"
+#include "matcher/match_emits.h"
 #include "matcher/cohort_matches.h"
 #include "matcher/huge_pages.h"
 #include "matcher/predicate_table.h"
@@ -81,89 +71,6 @@
 namespace cohort {
 namespace matcher {
 namespace internal {
-
-inline constexpr SubscriptionId kDeadRow = UINT32_MAX;
-
-// Where a subscription lives: cluster index and row.
-struct Location {
-  uint32_t cluster = kNoCluster;
-  uint32_t row = 0;
-};
-
-namespace lead_internal {
-class SortedLeadMasks;
-}  // namespace lead_internal
-
-// An emit for ClusterStore::MatchVisits that appends (id, mask) to a
-// cohort's flat buffer (the caller counts the matches after, with
-// CohortMatches::MatchesFrom).
-class AppendToMatches {
- public:
-  explicit AppendToMatches(CohortMatches* out) : out_(out) {}
-  void operator()(SubscriptionId id, uint64_t mask) const {
-    out_->Add(id, mask);
-  }
-  void AddBlock(const SubscriptionId* ids, const uint64_t* masks,
-                size_t n) const {
-    out_->AddBlock(ids, masks, n);
-  }
-
- private:
-  CohortMatches* out_;
-};
-
-// Whether an emit for ClusterStore::MatchVisits takes a block of rows at
-// once (AddBlock(ids, masks, n): the rows whose mask is not 0), rather
-// than one call per matched row.
-template <typename Emit, typename = void>
-struct EmitsBlocks : std::false_type {};
-template <typename Emit>
-struct EmitsBlocks<Emit, std::void_t<decltype(&Emit::AddBlock)>>
-    : std::true_type {};
-
-// One cluster list of the per-event path (ClusterStore::MatchListsForEvent):
-// its head, the event's value of the access predicate's attribute, the
-// event's satisfied predicates, and where the ids matched go.
-struct EventList {
-  uint32_t head;
-  int64_t value;
-  const PredicateBits* bits;
-  std::vector<SubscriptionId>* matches;
-};
-
-// Words a lead cluster keeps after its arrays: where its sorted runs end,
-// and the middle run's widest lead (Cluster::meta).
-inline constexpr uint32_t kLeadMetaWords = 3;
-// A lead cluster's finite leads get a middle run of their own
-// (Cluster::sorted) when the widest is narrower than this fraction of the
-// spread of their lower bounds...
-inline constexpr uint64_t kMidRunSpan = 4;
-// ... and when they are at least this many.
-inline constexpr uint32_t kMidRunRows = 1024;
-
-// Pads a row that is narrower than its cluster: the false predicate,
-// negated, which holds for every event (the false predicate's bit and mask
-// are always clear). No subscription has it.
-inline constexpr uint32_t kPadEntry = kNegatedBit | kFalsePredicate;
-
-// A list keeps one cluster per width class rather than per width: widths
-// 0, 1 and 2 each, then 3-4, 5-8, 9-16 and so on. An event visits fewer,
-// longer clusters; each visit costs a header, a prefetch and, in a lead
-// cluster, the window searches. On ranges-1m's first 20,000 subscriptions
-// (5-10 ranges each) an event visited 190 lead clusters of about 100 rows,
-// and the clusters' own costs were a fifth of its time: MatchEvent 1.24x
-// there, ranges-1m 1.26x. On fabret-1m (91 clusters an event, 17 rows on
-// average) 183,502 clusters became 122,596, MatchEvent 1.02-1.10x and
-// cohort 64 1.06-1.20x. One cluster a lead list (every width padded to the
-// widest) did 1.42x on the 20,000 but cost fabret-1m 14%: most of its
-// matches come from lead rows, and a row that matches reads all its
-// padding (bench/README.md, issue 18 step 14).
-inline uint32_t WidthClass(uint32_t width) {
-  if (width <= 2) return width;
-  uint32_t c = 3;  // widths (2^(c-2), 2^(c-1)]
-  while ((1u << (c - 1)) < width) ++c;
-  return c;
-}
 
 class ClusterStore {
  public:
@@ -395,69 +302,6 @@ class ClusterStore {
   // Lead clusters added to in bulk (repeats allowed).
   std::vector<uint32_t> bulk_clusters_;
 };
-
-// The cohort mask of cluster entry `e`: its predicate's mask (read through
-// the slot table), complemented, without a branch, for a negated entry.
-inline uint64_t EntryMask(uint32_t e, const uint32_t* slots,
-                          const uint64_t* words) {
-  const uint64_t flip = -static_cast<uint64_t>(e >> 31);
-  return words[slots[e & kEntryIdMask]] ^ flip;
-}
-
-// Which sorted run of a lead cluster a lead belongs in (Cluster::sorted):
-// 0 with lo INT64_MIN, 2 with hi INT64_MAX (and lo above it), else 1.
-inline int LeadRun(const LeadRange& r) {
-  return r.lo == INT64_MIN ? 0 : r.hi == INT64_MAX ? 2 : 1;
-}
-
-// Rows are checked in blocks of this many so the accumulators (2 KiB) stay in
-// L1 beside the column data being streamed.
-inline constexpr uint32_t kMatchBlock = 256;
-
-// A lead cluster merges its unsorted tail once the tail passes
-// max(kMinLeadTail, sorted / kLeadTailDivisor) rows. The tail is checked
-// row by row for every event (the sorted part only up to the value), so a
-// short tail keeps events cheap; a merge sorts the whole cluster, so a tail
-// that is a fixed fraction of it keeps adding a row at amortised
-// O(kLeadTailDivisor log n).
-inline constexpr uint32_t kMinLeadTail = 64;
-inline constexpr uint32_t kLeadTailDivisor = 8;
-
-namespace lead_internal {
-
-// LeadMask for the rows of a sorted part, in order: lo never decreases, so
-// the count of values below it only grows. The count up to hi needs no
-// search for an unbounded hi, grows along the leading rows whose lo is
-// INT64_MIN (in order of hi) and within runs of equal lo, and is searched
-// for, from the count below lo, when hi drops.
-class SortedLeadMasks {
- public:
-  explicit SortedLeadMasks(const LeadValues& v) : v_(v) {}
-  uint64_t Next(int64_t lo, int64_t hi) {
-    while (below_ < v_.count && v_.values[below_] < lo) ++below_;
-    uint32_t upto = v_.count;
-    if (hi != INT64_MAX) {
-      if (hi < hi_) {
-        upto_ = below_ + CountUpTo<true>(v_.values + below_,
-                                         v_.count - below_, hi);
-      } else {
-        if (upto_ < below_) upto_ = below_;
-        while (upto_ < v_.count && v_.values[upto_] <= hi) ++upto_;
-      }
-      hi_ = hi;
-      upto = upto_;
-    }
-    return upto <= below_ ? 0 : v_.prefix[upto] & ~v_.prefix[below_];
-  }
-
- private:
-  const LeadValues v_;
-  uint32_t below_ = 0;
-  uint32_t upto_ = 0;
-  int64_t hi_ = INT64_MIN;
-};
-
-}  // namespace lead_internal
 
 template <typename Moved>
 void ClusterStore::AddRow(uint32_t* head, PredicateId access,

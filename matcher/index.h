@@ -257,7 +257,7 @@ class Index {
   // one kept per event is matched event by event, by MatchEvent's own
   // path. Weighing reads every access list's size and builds the cohort's
   // values by attribute before the choice: on selective-1m, cohorts of 4
-  // and 16 ran at 0.94x and 0.92x of MatchEvent with it (bench/README.md,
+  // and 16 ran at 0.94x and 0.92x of MatchEvent with it (bench/HISTORY.md,
   // issue 18 step 9). The ratio of one workload varies little from cohort
   // to cohort of one size (selective-1m at 16 events: 0.49-0.56; fabret-1m
   // at 8: 1.02-1.26), and every kVerdictCohorts + 1st cohort is weighed

@@ -1,3 +1,5 @@
+// Over 800 lines: the index's randomized differential tests against the
+// reference matcher, which share the workload builders at the top.
 // Tests of the Fabret index. The backbone is a randomized differential test
 // against ReferenceMatcher over many seeds, every operator, boundary values,
 // interleaved add/remove and all cohort sizes, checking both matching paths

@@ -30,28 +30,17 @@
 // value form a contiguous run (a suffix for kLow, a prefix for kHigh, a
 // window for kRange).
 //
-// `BeginCohort` gathers the cohort's values per attribute and sorts them,
-// does the equality lookups, and cuts the range groups' work into tasks of
-// at most kTaskPositions positions; `RunTask` runs one. A task fills its
-// positions with merge walks of the group's bounds against the sorted
-// values: every position is written once per cohort, not once per event
-// satisfying it. A kLow or kHigh mask is a prefix or suffix of the sorted
-// values' bits; a kRange mask is (values >= lo) & (values <= hi), the first
-// from a walk in lo order, the second from a walk in hi order within each
-// block of kRangeBlock positions (each block keeps its own hi order, so
-// blocks are independent tasks). When a kRange group's values are few, the
-// per-value runs are cheaper and are used instead. Tasks of one cohort write
-// disjoint slots, so threads may run them at once: this is how the staged
-// server splits phase 1 of a cohort over its cores.
+// `BeginCohort` lists a cohort's work and `RunTask` runs one task of it;
+// tasks write disjoint slots, so threads may run them at once: this is how
+// the staged server splits phase 1 of a cohort over its cores
+// (predicate_table_cohort.cc says how the walks go).
 //
 // Phase 2 finds a predicate's mask at words()[slots()[id]]; slot 0 belongs
 // to the false predicate and is always zero.
 //
 // The per-event path (`MarkSatisfied`) is the classic Fabret phase 1: it
-// sets the bits of the satisfied predicates in a caller-owned PredicateBits
-// and writes nothing in the table. Range predicates' bits are indexed by
-// mask slot, like the masks, so a range group's satisfied run is set a word
-// at a time.
+// sets the bits of one event's satisfied predicates in a caller-owned
+// PredicateBits and writes nothing in the table.
 //
 // Stage: the predicate stage (shared by the partitions of a staged server);
 // no threads, no gRPC.
@@ -78,19 +67,17 @@
 #include "absl/functional/function_ref.h"
 #include "absl/hash/hash.h"
 #include "absl/types/span.h"
+#include "matcher/cluster_entry.h"
+#include "matcher/cohort_keep.h"
 #include "matcher/cohort_masks.h"
+#include "matcher/equality_entries.h"
+#include "matcher/normal_predicate.h"
 #include "matcher/types.h"
 
 namespace cohort {
 namespace matcher {
 namespace internal {
 
-// Predicate id 0 never holds (its mask is always zero). It stands for
-// unsatisfiable predicates (LT INT64_MIN) and marks removed rows.
-inline constexpr PredicateId kFalsePredicate = 0;
-// Predicate ids are below this (they must fit kEntryIdMask).
-inline constexpr size_t kMaxPredicates = size_t{kEntryIdMask} + 1;
-inline constexpr uint32_t kNoCluster = UINT32_MAX;
 // Most positions of one phase-1 task: big enough that handing a task to
 // another core costs little next to running it (about 10 us of walking),
 // small enough that the biggest group of a skewed workload splits into
@@ -100,56 +87,6 @@ inline constexpr uint32_t kTaskPositions = 4096;
 // block is walked without looking outside it (block-local indexes fit 16
 // bits).
 inline constexpr uint32_t kRangeBlock = 1024;
-
-enum class Kind : uint8_t {
-  kFree,
-  kFalse,
-  kEq,
-  kLow,
-  kHigh,
-  kRange,
-  kIn,
-  kTrue
-};
-
-// Whether a kind has a slot of its own and is found without a range group
-// (kEq and kIn by hash lookup, kTrue always), rather than by a position in
-// a range group. These and "present" may be access predicates.
-inline bool EqualityLike(Kind kind) {
-  return kind == Kind::kEq || kind == Kind::kIn || kind == Kind::kTrue;
-}
-
-// A normalised predicate: the interval [lo, hi] of its attribute (for kEq,
-// lo == hi), or for kIn the set `set` (sorted, distinct, 2 or more values;
-// lo is a hash of it and hi its size, so that hashing needs only the
-// fields). `set` refers to memory the creator owns (PredicateTable::Get:
-// the table's, valid until its next change).
-struct NormalPredicate {
-  Kind kind = Kind::kFalse;
-  AttributeId attribute = 0;
-  int64_t lo = 0;
-  int64_t hi = 0;
-  absl::Span<const int64_t> set;
-
-  template <typename H>
-  friend H AbslHashValue(H h, const NormalPredicate& p) {
-    return H::combine(std::move(h), p.kind, p.attribute, p.lo, p.hi);
-  }
-  friend bool operator==(const NormalPredicate& a, const NormalPredicate& b) {
-    return a.kind == b.kind && a.attribute == b.attribute && a.lo == b.lo &&
-           a.hi == b.hi && (a.kind != Kind::kIn || a.set == b.set);
-  }
-};
-
-// Normalises an interval [lo, hi] on `attribute` into one predicate kind
-// (lo > hi gives kFalse, lo == hi gives kEq).
-NormalPredicate FromInterval(AttributeId attribute, int64_t lo, int64_t hi);
-// The predicate that holds for every event (kTrue; attribute 0).
-NormalPredicate TruePredicate();
-// The predicate "x is one of `set`" on `attribute`. REQUIRES: set is sorted
-// and distinct (1 value gives kEq, 0 gives kFalse); it must outlive the
-// returned predicate's use.
-NormalPredicate FromSet(AttributeId attribute, absl::Span<const int64_t> set);
 
 class PredicateTable {
  public:
@@ -183,16 +120,12 @@ class PredicateTable {
   void DropAccessUse(PredicateId id);
 
   // Bulk loading (Index::AddBatch): between BeginBulk and EndBulk, Acquire
-  // and Release keep no slot layout. A new range predicate joins its
-  // group's unsorted tail with slot 0, and no group is sorted, placed or
-  // compacted. EndBulk then does, for each group that changed, what the
-  // last insert would have done one by one: merges its tail if the tail is
-  // due (once, however many merges the inserts would have made), else
-  // gives the tail its slots; then compacts the slot space if it is due.
-  // Adding a million range predicates one by one merges each group's tail
-  // and moves its slot region at every growth, and compacts the slot space
-  // on the way. REQUIRES between the two: no phase 1 and no use of
-  // slots() (they are not valid until EndBulk).
+  // and Release keep no slot layout (a new range predicate joins its
+  // group's tail with slot 0; nothing is sorted, placed or compacted), and
+  // EndBulk does for each changed group what its last insert would have
+  // done one by one, once: merge its tail if due, else give the tail its
+  // slots; then compact the slot space if due. REQUIRES between the two:
+  // no phase 1 and no use of slots() (not valid until EndBulk).
   void BeginBulk() { bulk_ = true; }
   void EndBulk();
 
@@ -208,9 +141,8 @@ class PredicateTable {
     return id == nullptr ? 0 : info_[*id].refs;
   }
 
-  // One more than the largest predicate id issued.
-  // Predicate ids stay below kMaxPredicates (2^30), the room a cluster
-  // entry has for them (cohort_masks.h).
+  // One more than the largest predicate id issued; ids stay below
+  // kMaxPredicates (2^30), a cluster entry's room (cluster_entry.h).
   size_t id_limit() const { return info_.size(); }
 
   // Mask slots by predicate id (see the file comment), one past the largest
@@ -224,10 +156,9 @@ class PredicateTable {
   // predicate `event` satisfies (an equality's or set's by id, a range
   // predicate's by its mask slot, slots()), and appends to `access` every
   // satisfied predicate that may be an access predicate (equalities, sets
-  // and "present"),
-  // each once, with the event's value of its attribute. May also set the
-  // bits of slots no live predicate holds (removed positions of a group).
-  // Writes nothing in the table.
+  // and "present"), each once, with the event's value of its attribute.
+  // May also set the bits of slots no live predicate holds (removed
+  // positions of a group). Writes nothing in the table.
   // REQUIRES: bits was resized to id_limit() and slot_limit(); event's
   // attributes are distinct.
   void MarkSatisfied(EventView event, PredicateBits* bits,
@@ -326,7 +257,17 @@ class PredicateTable {
   void Compact();
   uint32_t NewEqSlot();
 
-  // BeginCohort's steps.
+  // BeginCohort's steps: the first pass over the events (access hits,
+  // values by attribute, the cost model's sizes), the equality masks (the
+  // rows of the touched lists' union, for the model's second look), and
+  // each attribute's range work and rank table (ListAttributeWork).
+  void ListAccessHits(absl::Span<const EventView> events, bool lone,
+                      bool weigh, ListRows rows, CohortMasks* m,
+                      CohortCost* cost) const;
+  double SetEqualityMasks(absl::Span<const EventView> events, ListRows rows,
+                          bool weigh, double rows_present,
+                          CohortMasks* m) const;
+  void ListAttributeWork(CohortMasks* m) const;
   void AddTasks(const Group& g, uint32_t attribute_index,
                 CohortMasks* m) const;
   static void AddPieces(const Group& g, uint32_t attribute_index, bool runs,
@@ -408,44 +349,8 @@ class PredicateTable {
   }
   // The kTrue predicate, if live.
   PredicateId true_ = kFalsePredicate;
-  // Equality predicates are interned apart, each entry holding its key,
-  // so that a lookup (phase 1 does one per event attribute) reads the
-  // set's control bytes and one slot, and not the found id's Info as well
-  // (an IdEq compare: a cache miss in a table of a million predicates;
-  // 5% of fabret-1m's samples at cohort 64).
-  struct EqKey {
-    AttributeId attribute;
-    int64_t value;
-  };
-  struct EqEntry {
-    int64_t value;
-    AttributeId attribute;
-    PredicateId id;
-  };
-  struct EqHash {
-    using is_transparent = void;
-    size_t operator()(const EqKey& k) const {
-      return absl::HashOf(k.attribute, k.value);
-    }
-    size_t operator()(const EqEntry& e) const {
-      return absl::HashOf(e.attribute, e.value);
-    }
-  };
-  struct EqSame {
-    using is_transparent = void;
-    static bool Same(AttributeId a, int64_t v, const EqEntry& e) {
-      return a == e.attribute && v == e.value;
-    }
-    bool operator()(const EqEntry& a, const EqEntry& b) const {
-      return Same(a.attribute, a.value, b);
-    }
-    bool operator()(const EqEntry& a, const EqKey& b) const {
-      return Same(b.attribute, b.value, a);
-    }
-    bool operator()(const EqKey& a, const EqEntry& b) const {
-      return Same(a.attribute, a.value, b);
-    }
-  };
+  // Equality predicates are interned apart, each entry holding its key
+  // (equality_entries.h).
   // The id of the equality predicate `attribute == value`, if live.
   const PredicateId* FindEq(AttributeId attribute, int64_t value) const {
     auto it = eq_ids_.find(EqKey{attribute, value});

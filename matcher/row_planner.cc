@@ -10,12 +10,6 @@
 namespace cohort {
 namespace matcher {
 namespace internal {
-namespace {
-
-constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
-constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-
-}  // namespace
 
 // Value-frequency statistics used to estimate how likely an event satisfies
 // a predicate. Fed by the subscriptions themselves (Fabret's assumption:
@@ -48,7 +42,7 @@ class RowPlanner::Statistics {
     }
     if (delta > 0) {
       for (int64_t bound : {p.lo, p.hi}) {
-        if (bound == kMin || bound == kMax) continue;
+        if (bound == kMinValue || bound == kMaxValue) continue;
         a.min = std::min(a.min, bound);
         a.max = std::max(a.max, bound);
       }
@@ -80,8 +74,8 @@ class RowPlanner::Statistics {
   struct PerAttribute {
     int64_t entries = 0;
     int64_t eq_entries = 0;
-    int64_t min = kMax;
-    int64_t max = kMin;
+    int64_t min = kMaxValue;
+    int64_t max = kMinValue;
   };
   std::vector<PerAttribute> attributes_;
   int64_t total_ = 0;
@@ -131,20 +125,20 @@ absl::Status RowPlanner::Normalise(absl::Span<const Predicate> predicates,
         add(FromInterval(a, v, v));
         break;
       case Op::kNe:  // present, and not equal
-        add(FromInterval(a, kMin, kMax));
+        add(FromInterval(a, kMinValue, kMaxValue));
         add(FromInterval(a, v, v), /*negated=*/true);
         break;
       case Op::kLt:
-        add(v == kMin ? NormalPredicate{} : FromInterval(a, kMin, v - 1));
+        add(v == kMinValue ? NormalPredicate{} : FromInterval(a, kMinValue, v - 1));
         break;
       case Op::kLe:
-        add(FromInterval(a, kMin, v));
+        add(FromInterval(a, kMinValue, v));
         break;
       case Op::kGt:
-        add(v == kMax ? NormalPredicate{} : FromInterval(a, v + 1, kMax));
+        add(v == kMaxValue ? NormalPredicate{} : FromInterval(a, v + 1, kMaxValue));
         break;
       case Op::kGe:
-        add(FromInterval(a, v, kMax));
+        add(FromInterval(a, v, kMaxValue));
         break;
       case Op::kBetween:
         if (v > p.upper) {
@@ -167,16 +161,16 @@ absl::Status RowPlanner::Normalise(absl::Span<const Predicate> predicates,
         if (p.op == Op::kIn) {
           add(FromSet(a, set));
         } else {  // present, and in none of them
-          add(FromInterval(a, kMin, kMax));
+          add(FromInterval(a, kMinValue, kMaxValue));
           add(FromSet(a, set), /*negated=*/true);
         }
         break;
       }
       case Op::kExists:
-        add(FromInterval(a, kMin, kMax));
+        add(FromInterval(a, kMinValue, kMaxValue));
         break;
       case Op::kNotExists:
-        add(FromInterval(a, kMin, kMax), /*negated=*/true);
+        add(FromInterval(a, kMinValue, kMaxValue), /*negated=*/true);
         break;
       default:
         return absl::InvalidArgumentError(
@@ -247,7 +241,7 @@ NormalPredicate RowPlanner::ChooseAccess(const std::vector<Entry>& entries,
   while (entries[it->entry].negated) ++it;
   const NormalPredicate& leading = entries[it->entry].predicate;
   *lead = LeadRange{leading.lo, leading.hi};
-  const NormalPredicate present = FromInterval(leading.attribute, kMin, kMax);
+  const NormalPredicate present = FromInterval(leading.attribute, kMinValue, kMaxValue);
   ranked->erase(it);
   // Count "present" once: as an entry if it is one, else for itself.
   bool counted = leading == present;
@@ -336,8 +330,8 @@ absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
 std::optional<RowPlanner::SplitRange> RowPlanner::SplitIfShared(
     const Entry& e, const PredicateTable& table) {
   if (e.negated || e.predicate.kind != Kind::kRange) return std::nullopt;
-  SplitRange split{FromInterval(e.predicate.attribute, e.predicate.lo, kMax),
-                   FromInterval(e.predicate.attribute, kMin, e.predicate.hi)};
+  SplitRange split{FromInterval(e.predicate.attribute, e.predicate.lo, kMaxValue),
+                   FromInterval(e.predicate.attribute, kMinValue, e.predicate.hi)};
   if (table.References(split.low) == 0 || table.References(split.high) == 0) {
     return std::nullopt;
   }

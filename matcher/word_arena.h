@@ -8,7 +8,7 @@
 // 2 MB-aligned blocks marked MADV_HUGEPAGE, the same clusters lie on about
 // 22 pages. (glibc's malloc does as much for the whole process with
 // GLIBC_TUNABLES=glibc.malloc.hugetlb=1: fabret-1m's cohorts of 64 then
-// matched at 1.10-1.17x, bench/README.md, issue 18 step 17.) Where the
+// matched at 1.10-1.17x, bench/HISTORY.md, issue 18 step 17.) Where the
 // kernel leaves transparent huge pages off, the blocks are ordinary pages
 // and only the packing remains.
 //

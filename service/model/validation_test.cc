@@ -1,3 +1,5 @@
+// Over 800 lines: every request check's message, field by field, one suite
+// per request; they share the helpers at the top.
 #include "service/model/validation.h"
 
 #include <cstdint>

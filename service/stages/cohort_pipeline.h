@@ -1,99 +1,32 @@
-// The schedule of the partitioned layout's stages (docs/DESIGN.md section 4):
-// what each of the P partition threads does next.
+// The schedule of the partitioned layout's stages: what each of the P
+// partition threads does next. The pipeline only schedules; the engine
+// does the work and reports it back. docs/DESIGN.md section 4.3 gives the
+// reasons and the measurements behind each rule.
 //
-//   front dispatch --> predicate stage ----------> partition 0..P-1 --> reply
-//   one queue of       phase 1 of a cohort, cut     phase 2 over its own
-//   events and         into tasks that any idle     clusters, reading the
-//   changes            partition thread takes       cohort's masks
+// Contract:
+//   - PushEvents and PushUpdate queue admitted events and subscription
+//     changes in arrival order; Flush and Close stop waiting for company.
+//   - Next(p) blocks until partition thread p has work: form a cohort
+//     (kForm, by the activation rule of cohort_activation.h), run a phase-1
+//     task (kTask: one it prefers first, then another's), match a cohort
+//     against one partition's clusters or, solo, all of them (kMatch,
+//     oldest cohort first), or one step of a change (kPlanUpdate,
+//     kApplyUpdate, kFinishUpdate).
+//   - The thread reports what it did: Formed, TaskDone, MatchDone,
+//     UpdatePlanned, UpdateApplied, UpdateFinished.
+//   - A split cohort holds one of buffers() mask buffers. From
+//     kSoloFromPartitions partitions, a few queued events with other
+//     threads busy form solo cohorts, each in its former's own slot.
 //
-// The front stage pushes every admitted event, and every subscription
-// change, onto one queue, in arrival order (PushEvents, PushUpdate). A
-// cohort is formed once for the whole server: when a mask buffer is free
-// and the events at the head of the queue trip an activation threshold —
-// `cohort_max` of them, the oldest `cohort_wait_ns` old, a change queued
-// behind them, or a flush — one partition thread takes up to cohort_max of
-// them (kForm) and starts its phase 1 (PredicateTable::BeginCohort), which
-// lists the cohort's tasks, each with the partition it prefers. Partition
-// threads then take tasks (kTask): their own first — a task's preference
-// follows the part of the predicate table it walks (CohortMasks::task_part),
-// so that part stays in one core's caches from cohort to cohort — and,
-// with none of their own left, another's. Once all have run, every
-// partition matches the cohort against its own clusters (kMatch), oldest
-// cohort first. A buffer is free again once every partition has matched
-// its cohort. With two or more buffers (buffers()), phase 1 of the next
-// cohort runs while partitions still match the previous one, and a
-// partition that finishes early spends its time on the next cohort's tasks:
-// the predicate stage's work goes to whichever cores are idle. More buffers
-// let a partition that finished early run further ahead, so that the
-// partitions' uneven shares of one cohort even out over several instead of
-// each cohort waiting for its slowest partition (DefaultBuffers).
+// Thread safety: every method may be called from any thread. One mutex
+// guards the queue and the slots, but a slot's counts of tasks and matches
+// done are atomics: only a cohort's last task and last match take the lock
+// (spinning on try_lock about a microsecond first). A buffer's contents
+// belong to the thread given kForm until Formed; its tasks then write
+// disjoint masks, read-only for every thread from the cohort's last
+// TaskDone to its last MatchDone. Each task's and match's release on its
+// count is acquired by the last, which then takes the lock.
 //
-// From kSoloFromPartitions partitions on (SoloCohortsFor), when at most
-// kSoloCohort events are queued and some other partition thread is busy,
-// the oldest forms a *solo* cohort of its own, run whole by the thread
-// that forms it: its phase 1, every partition's match (one piece of work,
-// Work::all_partitions), and its reply. Splitting so little work over
-// busy cores costs more in hand-offs (a wake-up each, tens of
-// microseconds) and barriers than it saves, and
-// solo cohorts run side by side on the cores, as a threaded server's
-// requests do. A solo cohort holds no mask buffer (a lone event is matched
-// per event, without masks) but a slot of its former's own, so that every
-// core can run one at once however many split cohorts fill the buffers:
-// with two buffers shared, a 16-core server under 16 closed-loop clients
-// could match at most two events at a time (bench/reports/
-// 2026-11-26-xeon16-exp3: 14,241 events/s against threaded's 31,306).
-// Events left queued behind a solo cohort wake an idle thread, if there is
-// one. With every other thread idle the events queued are split over them,
-// even a lone event (its match then takes a fraction of the time), unless
-// it is not alone in the server (`in_server`: events admitted and not yet
-// answered): then other events are on their way, as from two or more
-// closed-loop clients, and each runs whole on a core of its own (measured
-// on 2 partitions before solo cohorts stopped applying there: 2 clients'
-// mean response 0.280 -> 0.245 ms, level with threaded).
-// Once more events queue, cohorts take them all and are split.
-// The events of a cohort of at most kSoloCohort events are finished by the
-// thread that completes them rather than handed to the reply stage
-// (kMatch's finish_now): on many cores one reply thread would not keep up.
-//
-// Below kSoloFromPartitions partitions there are no solo cohorts: every
-// cohort takes all the events queued and is split over the partitions, and
-// its events go to the reply stage, which answers them in batches while
-// the partitions go on to the next cohort. Only a cohort that holds every
-// event in the server (`in_server`: nothing else to do) is answered by the
-// thread that completes it, saving the hand-off's latency. On two cores
-// under 8 and 16 closed-loop clients this answered 5-10% sooner than solo
-// cohorts answered inline, and sooner than the threaded server
-// (bench/reports/2026-11-26-epyc2-exp1-accounting).
-//
-// A subscription change waits at the head of the queue until no cohort is
-// in flight, then is applied in three steps: one thread plans it against
-// the shared predicate table (kPlanUpdate), each partition involved applies
-// its rows (kApplyUpdate, at once on their threads), and one thread
-// finishes it (kFinishUpdate: releases predicates, answers). No cohort
-// forms meanwhile, so predicate ids are stable while a cohort is in flight,
-// and a publish admitted after a change was answered is matched against it.
-//
-// The pipeline only schedules: the engine does the work and reports it
-// (Formed, TaskDone, MatchDone, UpdatePlanned, UpdateApplied,
-// UpdateFinished).
-//
-// Thread safety: every method may be called from any thread; one mutex
-// guards all state (held for a few hundred nanoseconds per call) but a
-// slot's two counts of work done, which are atomics. Every partition
-// thread contends for the mutex: on 16 cores it is what limits the
-// pipeline (bench/reports/2026-11-27-xeon16-diagnosis: there, in 20 runs
-// of 21, 29-48% of the threads' time went to waiting in Next and 12-23% to
-// taking the lock to report work done). So the predicate stage hands its
-// tasks out in batches of about 20 us (EngineOptions::
-// phase1_batch_positions), TaskDone and MatchDone take the lock only for
-// a cohort's last task and last match, and the lock is taken by spinning
-// on try_lock for about a microsecond before blocking. Next blocks. A
-// buffer's contents belong to the thread given kForm until it calls
-// Formed; its tasks then write disjoint masks, which are read-only for
-// every thread from the cohort's last TaskDone to its last MatchDone. The
-// mutex orders those hand-offs, with the counts: each task's and match's
-// release on its count is acquired by the last, which then takes the
-// lock.
 // Invariants: cohorts are numbered in formation order; every partition
 // matches every cohort with live events exactly once (a solo cohort's on
 // its former's thread); at most buffers() split cohorts are in flight, and

@@ -1,3 +1,5 @@
+// Over 800 lines: every engine's differential, ordering, change and
+// durability tests, which share the Harness at the top.
 // Engine tests without gRPC: the staged engine (1-3 partitions, cohorts of 1
 // and 64) and the threaded baseline against an API-level oracle, the
 // Subscribe/Unsubscribe ordering guarantee under concurrency, admission under

@@ -1,0 +1,43 @@
+// Predicate ids and the entries of cluster rows that name them (phase 2,
+// cluster_store.h): the id, and two flag bits a row's check reads without
+// a lookup. Part of the index's encoding: plain constants, no state.
+#ifndef COHORT_MATCHER_CLUSTER_ENTRY_H_
+#define COHORT_MATCHER_CLUSTER_ENTRY_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cohort {
+namespace matcher {
+namespace internal {
+
+using PredicateId = uint32_t;
+
+// A cluster entry (cluster_store.h) is a predicate id below 2^30, with
+// kNegatedBit set when negated and kRangeEntryBit set when the predicate is
+// of a range kind (kLow, kHigh or kRange; "present" included), so that the
+// per-event check knows, without a lookup, where the predicate's bit lies
+// (see PredicateBits).
+inline constexpr uint32_t kNegatedBit = 1u << 31;
+inline constexpr uint32_t kRangeEntryBit = 1u << 30;
+inline constexpr uint32_t kEntryIdMask = kRangeEntryBit - 1;
+
+// Predicate id 0 never holds (its mask is always zero). It stands for
+// unsatisfiable predicates (LT INT64_MIN) and marks removed rows.
+inline constexpr PredicateId kFalsePredicate = 0;
+// Predicate ids are below this (they must fit kEntryIdMask).
+inline constexpr size_t kMaxPredicates = size_t{kEntryIdMask} + 1;
+
+// The cohort mask of cluster entry `e`: its predicate's mask (read through
+// the slot table), complemented, without a branch, for a negated entry.
+inline uint64_t EntryMask(uint32_t e, const uint32_t* slots,
+                          const uint64_t* words) {
+  const uint64_t flip = -static_cast<uint64_t>(e >> 31);
+  return words[slots[e & kEntryIdMask]] ^ flip;
+}
+
+}  // namespace internal
+}  // namespace matcher
+}  // namespace cohort
+
+#endif  // COHORT_MATCHER_CLUSTER_ENTRY_H_

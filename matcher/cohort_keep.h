@@ -1,0 +1,108 @@
+// How phase 1 keeps a cohort (PredicateTable::BeginCohort): per event, as a
+// bit vector of each event's satisfied predicates, or in masks, a 64-bit
+// word per predicate for the whole cohort; and the cost model that chooses
+// between them (CohortKeep::kCheaper, what the indexes use). The model's
+// constants are fitted on the matcher presets; CohortCost adds up one
+// cohort's sizes and prices each way.
+//
+// Thread safety: constants and a plain value; any thread.
+#ifndef COHORT_MATCHER_COHORT_KEEP_H_
+#define COHORT_MATCHER_COHORT_KEEP_H_
+
+#include <algorithm>
+#include <cstddef>
+
+namespace cohort {
+namespace matcher {
+namespace internal {
+
+// How BeginCohort keeps a cohort: per event or in masks, or whichever its
+// cost model expects to be cheaper (kCheaper, what the indexes use; the
+// others are for tests and for measuring the crossover).
+enum class CohortKeep { kCheaper, kPerEvent, kMasks };
+
+// The cost model of CohortKeep::kCheaper, in about nanoseconds on the
+// development machine. Kept per event, each event checks the rows of its
+// own access lists (rows_sum) against a bit vector that stays in cache,
+// and marks its attributes' range predicates a word of 64 at a time (or a
+// bit at a time within kRange runs): positions_sum over all events. In
+// masks, each access list the cohort touches is checked once for all its
+// events (rows_union), reading a 64-bit mask per entry through the slot
+// table, and every range position of the cohort's attributes is written
+// once (positions_all) and cleared by the next cohort. A lone event is
+// always kept per event: the masks share nothing then.
+// (The constants were fitted with matcher_bench --keep=per_event and
+// --keep=masks at cohorts of 2 to 64 on fabret-1m, selective-1m and
+// ranges-1m; bench/HISTORY.md, issue 18 step 3; refitted in step 12, after
+// steps 7-11 had made both ways faster: per event 0.075 -> 0.06 a
+// position, in masks 8 -> 20 a row. With the old constants fabret-1m's
+// cohorts of 16 and selective-1m's of 32 went to masks at 0.93x and 0.85x
+// of per event; the refit chooses the faster way at 4, 8, 16 and 32 events
+// on all three presets.)
+// Past kMaxCheaperPerEvent events the masks are taken without weighing:
+// at 32 events they already win on all three presets (1.1-2.6x), and the
+// weighing costs a look at every access list's size, a cache miss each
+// on a large index (a 64-event cohort on selective-1m ran at 0.84x with
+// it, in one run against the build without).
+inline constexpr size_t kMaxCheaperPerEvent = 32;
+inline constexpr double kPerEventRowCost = 4.0;
+// A row of a "present" list (lead ranges, cluster_store.h) costs an event
+// less where the slot table is too large for the cache (more than
+// kCachedSlots slots): its range entries' slots are then cache misses, and
+// the per-event check fetches a block's slots together so that the misses
+// overlap (ClusterStore::MatchBlockForEvent), while the masks pay a miss
+// for the slot and another for its mask word. Fitted on ranges-1m (5.9M
+// slots) after that prefetch: per event beats masks up to 16 events, masks
+// win from 32; ranges-1m's first 100,000 subscriptions (about 630,000
+// slots) chose masks at 8 events with the old cost, at 0.68x of MatchEvent,
+// and go per event with this one. Below the threshold (fabret-1m: 271,000
+// slots) a lead row costs kPerEventRowCost, as fitted before.
+inline constexpr double kPerEventLeadRowCostUncached = 1.0;
+inline constexpr size_t kCachedSlots = size_t{1} << 19;
+// Whether a slot table of `slot_limit` slots is past kCachedSlots: the one
+// test both the cost model and the per-event prefetch make.
+inline bool SlotTableUncached(size_t slot_limit) {
+  return slot_limit > kCachedSlots;
+}
+inline constexpr double kPerEventPositionCost = 0.06;
+inline constexpr double kMaskRowCost = 20.0;
+inline constexpr double kMaskPositionCost = 1.5;
+
+// The sizes one cohort's first pass adds up (PredicateTable::BeginCohort),
+// and the two ways' prices by the constants above. Accumulate each sum in
+// the cohort's event order: the comparisons are of doubles.
+struct CohortCost {
+  double rows_sum = 0;       // every event's access lists' rows, all events
+  double lead_rows_sum = 0;  // every event's "present" lists' rows
+  double rows_present = 0;   // "present" rows, once per attribute
+  double positions_sum = 0;  // range positions of every event's attributes
+  double positions_all = 0;  // range positions, once per attribute
+
+  // Kept per event: every event checks its own lists and marks its own
+  // positions; a lead row costs less where the slot table is uncached.
+  double PerEvent(size_t slot_limit) const {
+    return kPerEventRowCost * rows_sum +
+           (SlotTableUncached(slot_limit) ? kPerEventLeadRowCostUncached
+                                          : kPerEventRowCost) *
+               lead_rows_sum +
+           kPerEventPositionCost * positions_sum;
+  }
+  // In masks, the least it can cost before the lists' union is known: each
+  // list is checked once, so at least the rows of an average event's lists
+  // (and every "present" row).
+  double MaskFloor(size_t events) const {
+    return kMaskPositionCost * positions_all +
+           kMaskRowCost *
+               std::max(rows_present, (rows_sum + lead_rows_sum) / events);
+  }
+  // In masks, once the union of the lists' rows (`rows_union`) is known.
+  double Masks(double rows_union) const {
+    return kMaskPositionCost * positions_all + kMaskRowCost * rows_union;
+  }
+};
+
+}  // namespace internal
+}  // namespace matcher
+}  // namespace cohort
+
+#endif  // COHORT_MATCHER_COHORT_KEEP_H_

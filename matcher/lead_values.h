@@ -1,0 +1,150 @@
+// Lead ranges and a cohort's values of an attribute: how a row without an
+// equality (under a "present" access predicate) keeps its most selective
+// range in the row (LeadRange), and how phase 2 finds the events of a
+// cohort within it (LeadValues, LeadMask, the rank table), without a
+// predicate of its own.
+//
+// Thread safety: plain values and pure functions; the arrays a LeadValues
+// points to are a cohort's (cohort_masks.h), read-only once phase 1 is done.
+#ifndef COHORT_MATCHER_LEAD_VALUES_H_
+#define COHORT_MATCHER_LEAD_VALUES_H_
+
+#include <cstdint>
+
+namespace cohort {
+namespace matcher {
+namespace internal {
+
+// The lead range of a row under a "present" access predicate: the row's
+// most selective range entry, kept in the row (cluster_store.h) instead of
+// being interned as a predicate: lo <= x <= hi. Nearly every range of a
+// range-heavy workload is distinct, and a predicate of its own costs a
+// table entry, a mask slot and a phase-1 write per cohort, where two
+// bounds in the row cost 16 bytes and a comparison against the event's
+// value.
+struct LeadRange {
+  int64_t lo = 0;
+  int64_t hi = 0;
+};
+
+// A cohort's values of one attribute, sorted (count of them), with
+// prefix[j] the OR of the event bits of the first j values (count + 1
+// words). Each event carries an attribute once, so the events whose value
+// lies in [lo, hi] are prefix[values <= hi] & ~prefix[values < lo].
+// Where the values span at most kMaxRankTable integers, rank[x - values[0]]
+// is the count of values below x, for x within the span, so that a lead's
+// events are two table reads instead of two searches (rank is null
+// otherwise).
+struct LeadValues {
+  const int64_t* values;
+  const uint64_t* prefix;
+  uint32_t count;
+  uint32_t rank_size;
+  const uint8_t* rank;
+};
+
+// The largest span of a cohort's values of an attribute for which phase 1
+// builds the rank table of its "present" list: 4 KiB, about as many writes
+// as the table saves in searches once some hundred lead rows are checked
+// (fabret-1m's 1,000-value domain fits; a million-value domain does not).
+inline constexpr uint64_t kMaxRankTable = 4096;
+
+namespace lead_internal {
+
+// The number of the n sorted values below x (strictly, or at most x), by a
+// binary search without branches: n is at most 64, so six steps.
+template <bool kOrEqual>
+inline uint32_t CountUpTo(const int64_t* v, uint32_t n, int64_t x) {
+  uint32_t count = 0;
+  for (uint32_t step = n == 0 ? 0 : 1u << (31 - __builtin_clz(n)); step != 0;
+       step >>= 1) {
+    const uint32_t next = count + step;
+    const bool below = next <= n && (kOrEqual ? v[next - 1] <= x
+                                             : v[next - 1] < x);
+    count = below ? next : count;
+  }
+  return count;
+}
+
+
+// LeadMask for the rows of a sorted part, in order: lo never decreases, so
+// the count of values below it only grows. The count up to hi needs no
+// search for an unbounded hi, grows along the leading rows whose lo is
+// INT64_MIN (in order of hi) and within runs of equal lo, and is searched
+// for, from the count below lo, when hi drops.
+class SortedLeadMasks {
+ public:
+  explicit SortedLeadMasks(const LeadValues& v) : v_(v) {}
+  uint64_t Next(int64_t lo, int64_t hi) {
+    while (below_ < v_.count && v_.values[below_] < lo) ++below_;
+    uint32_t upto = v_.count;
+    if (hi != INT64_MAX) {
+      if (hi < hi_) {
+        upto_ = below_ + CountUpTo<true>(v_.values + below_,
+                                         v_.count - below_, hi);
+      } else {
+        if (upto_ < below_) upto_ = below_;
+        while (upto_ < v_.count && v_.values[upto_] <= hi) ++upto_;
+      }
+      hi_ = hi;
+      upto = upto_;
+    }
+    return upto <= below_ ? 0 : v_.prefix[upto] & ~v_.prefix[below_];
+  }
+
+ private:
+  const LeadValues v_;
+  uint32_t below_ = 0;
+  uint32_t upto_ = 0;
+  int64_t hi_ = INT64_MIN;
+};
+
+}  // namespace lead_internal
+
+// LeadMask through the rank table. REQUIRES: v.rank. No branches: lead
+// rows are checked in a loop where the bounds' cases (below the cohort's
+// values, within, past them) mix unpredictably, and as branches they were
+// half of phase 2's mispredictions on fabret-1m at cohort 64 (callgrind's
+// branch simulation).
+inline uint64_t RankedLeadMask(const LeadValues& v, int64_t lo, int64_t hi) {
+  // Offsets from the smallest value, wrapping below it: a bound below the
+  // smallest value, or past the largest, lies outside [0, rank_size).
+  // rank[rank_size] is count, so an offset past the table is clamped to
+  // it; a bound below the smallest value reads rank[0], which is 0.
+  const uint64_t span = v.rank_size;
+  const uint64_t l = static_cast<uint64_t>(lo) -
+                     static_cast<uint64_t>(v.values[0]);
+  const uint64_t h = static_cast<uint64_t>(hi) -
+                     static_cast<uint64_t>(v.values[0]);
+  const uint64_t below_at =
+      (l < span ? l : span) & -static_cast<uint64_t>(lo > v.values[0]);
+  const uint64_t upto_at = ((h < span - 1 ? h : span - 1) + 1) &
+                           -static_cast<uint64_t>(hi >= v.values[0]);
+  // prefix only grows, so upto <= below gives 0 here too.
+  return v.prefix[v.rank[upto_at]] & ~v.prefix[v.rank[below_at]];
+}
+
+// The events of a cohort whose value of the attribute lies in [lo, hi]
+// (INT64_MIN, INT64_MAX: unbounded): a row's lead range
+// (cluster_store.h), or a range predicate of a group's unsorted tail
+// (PredicateTable::RunTask).
+inline uint64_t LeadMask(const LeadValues& v, int64_t lo, int64_t hi) {
+  if (v.rank != nullptr) return RankedLeadMask(v, lo, hi);
+  // Unbounded sides (kLow and kHigh leads) need no search.
+  const uint32_t upto =
+      hi == INT64_MAX ? v.count
+                      : lead_internal::CountUpTo<true>(v.values, v.count, hi);
+  const uint32_t below =
+      lo == INT64_MIN ? 0
+                      : lead_internal::CountUpTo<false>(v.values, v.count, lo);
+  return upto <= below ? 0 : v.prefix[upto] & ~v.prefix[below];
+}
+
+// No lead values: the access predicate is an equality.
+inline constexpr uint32_t kNoLead = UINT32_MAX;
+
+}  // namespace internal
+}  // namespace matcher
+}  // namespace cohort
+
+#endif  // COHORT_MATCHER_LEAD_VALUES_H_

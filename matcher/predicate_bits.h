@@ -1,0 +1,112 @@
+// The per-event path's phase-1 output (PredicateBits): one event's
+// satisfied predicates as a bit vector, for a cohort kept per event
+// (cohort_keep.h) and for Index::MatchEvent. Phase 2 reads it through
+// cluster entries (cluster_entry.h).
+#ifndef COHORT_MATCHER_PREDICATE_BITS_H_
+#define COHORT_MATCHER_PREDICATE_BITS_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "matcher/cluster_entry.h"
+#include "matcher/cohort_keep.h"
+
+namespace cohort {
+namespace matcher {
+namespace internal {
+
+// The predicates one event satisfies, for the per-event path, as two bit
+// vectors in one array: equalities by predicate id, then range predicates
+// by mask slot (PredicateTable::slots()). A range group's satisfied
+// predicates are one run of consecutive slots (a suffix for kLow, a prefix
+// for kHigh), so phase 1 sets them a word at a time: a word per 64
+// satisfied range predicates instead of a bit write each. Equalities stay
+// by id, so checking an equality entry (most entries, on most workloads)
+// reads one bit of a small vector with no slot lookup; a range entry's bit
+// is read through its slot, as the cohort masks are. Remembers which words
+// it set, so `Clear` touches only those (the vector is cleared lazily, not
+// zeroed whole per event).
+// Thread safety: none; each thread owns its own.
+// Invariants: words_[w] != 0 implies w lies in a range listed in dirty_;
+// the slot part starts at word id_words_.
+class PredicateBits {
+ public:
+  // Makes room for equality ids below `id_limit` and slots below
+  // `slot_limit`. REQUIRES: no bit is set.
+  void Resize(size_t id_limit, size_t slot_limit) {
+    large_slot_table_ = SlotTableUncached(slot_limit);
+    id_words_ =
+        std::max(id_words_, static_cast<uint32_t>((id_limit + 63) / 64));
+    const size_t words = id_words_ + (slot_limit + 63) / 64;
+    if (words > words_.size()) words_.resize(words, 0);
+  }
+  // Sets the bit of equality `id`. REQUIRES: id < the id_limit of Resize.
+  void SetId(uint32_t id) { Or(id >> 6, uint64_t{1} << (id & 63)); }
+  // ORs `bits` into word `w` of the slot part (slots [64 w, 64 w + 64)).
+  void OrSlots(uint32_t w, uint64_t bits) {
+    if (bits != 0) Or(id_words_ + w, bits);
+  }
+  // Sets slots [begin, end). REQUIRES: end is at most the slot_limit of
+  // Resize.
+  void SetSlotRun(uint32_t begin, uint32_t end) {
+    if (begin >= end) return;
+    const uint32_t first = id_words_ + (begin >> 6);
+    const uint32_t last = id_words_ + ((end - 1) >> 6);
+    const uint64_t head = ~uint64_t{0} << (begin & 63);
+    const uint64_t tail = ~uint64_t{0} >> (63 - ((end - 1) & 63));
+    dirty_.push_back({first, last + 1});
+    if (first == last) {
+      words_[first] |= head & tail;
+      return;
+    }
+    words_[first] |= head;
+    for (uint32_t w = first + 1; w < last; ++w) words_[w] = ~uint64_t{0};
+    words_[last] |= tail;
+  }
+  // 1 if cluster entry `e` holds: its predicate's bit (by id for an
+  // equality, by slots[id] for a range kind), flipped when negated.
+  uint32_t Holds(uint32_t e, const uint32_t* slots) const {
+    const uint32_t id = e & kEntryIdMask;
+    const uint32_t bit = (e & kRangeEntryBit) ? id_words_ * 64 + slots[id] : id;
+    return static_cast<uint32_t>(
+        ((words_[bit >> 6] >> (bit & 63)) ^ (e >> 31)) & 1);
+  }
+  // SlotTableUncached of the last Resize's slot_limit: range entries' slot
+  // lookups are then cache misses worth fetching ahead.
+  bool large_slot_table() const { return large_slot_table_; }
+  // Clears every bit set since the last call.
+  void Clear() {
+    for (const WordRange& r : dirty_) {
+      std::fill(words_.begin() + r.begin, words_.begin() + r.end, 0);
+    }
+    dirty_.clear();
+  }
+  size_t MemoryBytes() const {
+    return words_.capacity() * sizeof(uint64_t) +
+           dirty_.capacity() * sizeof(WordRange);
+  }
+
+ private:
+  struct WordRange {
+    uint32_t begin;
+    uint32_t end;
+  };
+  void Or(uint32_t w, uint64_t bits) {
+    uint64_t& word = words_[w];
+    if (word == 0) dirty_.push_back({w, w + 1});
+    word |= bits;
+  }
+
+  std::vector<uint64_t> words_;
+  uint32_t id_words_ = 0;         // words of the equality part
+  bool large_slot_table_ = false;
+  std::vector<WordRange> dirty_;  // ranges of words that may be non-zero
+};
+
+}  // namespace internal
+}  // namespace matcher
+}  // namespace cohort
+
+#endif  // COHORT_MATCHER_PREDICATE_BITS_H_

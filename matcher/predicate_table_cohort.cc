@@ -1,0 +1,632 @@
+// Phase 1 of a cohort (PredicateTable::BeginCohort, RunTask): how the
+// cohort is kept (the cost model, cohort_keep.h), its equality masks and
+// access predicates, and the range groups' walks cut into tasks.
+//
+// `BeginCohort` gathers the cohort's values per attribute and sorts them,
+// does the equality lookups, and cuts the range groups' work into tasks of
+// at most kTaskPositions positions; `RunTask` runs one. A task fills its
+// positions with merge walks of the group's bounds against the sorted
+// values: every position is written once per cohort, not once per event
+// satisfying it. A kLow or kHigh mask is a prefix or suffix of the sorted
+// values' bits; a kRange mask is (values >= lo) & (values <= hi), the first
+// from a walk in lo order, the second from a walk in hi order within each
+// block of kRangeBlock positions (each block keeps its own hi order, so
+// blocks are independent tasks). When a kRange group's values are few, the
+// per-value runs are cheaper and are used instead. Tasks of one cohort write
+// disjoint slots, so threads may run them at once: this is how the staged
+// server splits phase 1 of a cohort over its cores.
+#include "matcher/predicate_table.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <limits>
+
+#include "matcher/growth.h"
+#include "matcher/simd.h"
+
+namespace cohort {
+namespace matcher {
+namespace internal {
+
+namespace {
+
+
+// How many sets ahead phase 1 asks for a set's mask word (and twice that
+// for its slot) when it sets the masks of the sets holding a value.
+constexpr size_t kSetPrefetch = 16;
+
+// kLow (x <= key): position i holds for the values <= key[i], a prefix of
+// the sorted values, so its mask is prefix[count of values <= key[i]]; the
+// count only grows along the sorted part. REQUIRES: key[begin] >= values[0].
+void WalkLow(const int64_t* key, uint32_t begin, uint32_t end,
+             absl::Span<const int64_t> values, const uint64_t* prefix,
+             uint64_t* words) {
+  const size_t k = values.size();
+  uint32_t i = begin;
+  for (size_t j = 0; i < end && j < k; ++i) {
+    while (j < k && values[j] <= key[i]) ++j;
+    words[i] = prefix[j];
+  }
+  for (; i < end; ++i) words[i] = prefix[k];
+}
+
+// kHigh (x >= key): position i holds for the values >= key[i], a suffix of
+// the sorted values: all bits but prefix[count of values < key[i]].
+// REQUIRES: key[end - 1] <= values.back().
+void WalkHigh(const int64_t* key, uint32_t begin, uint32_t end,
+              absl::Span<const int64_t> values, const uint64_t* prefix,
+              uint64_t* words) {
+  const uint64_t all = prefix[values.size()];
+  for (uint32_t i = begin, j = 0; i < end; ++i) {
+    while (values[j] < key[i]) ++j;  // stops at the largest value at least
+    words[i] = all ^ prefix[j];
+  }
+}
+
+// kRange (lo <= x <= hi), one block of n sorted positions starting at s:
+// position i holds for the values in [lo, hi], so its mask is
+// prefix[count <= hi] & ~prefix[count < lo]. The first walk goes through the
+// block in hi order (counts grow) and stores the hi half in the masks of
+// positions some value can reach (hi >= smallest value, lo <= largest); the
+// second walks in lo order over positions with lo <= largest value and
+// clears the bits of values below lo. Positions the first walk skipped stay
+// zero (the buffer was cleared).
+void WalkRangeBlock(const int64_t* key, const uint16_t* by_hi,
+                    const int64_t* hi_sorted, uint32_t s, uint32_t n,
+                    absl::Span<const int64_t> values, const uint64_t* prefix,
+                    uint64_t* words) {
+  const size_t k = values.size();
+  const int64_t largest = values.back();
+  const int64_t* hs = hi_sorted + s;
+  const uint16_t* order = by_hi + s;
+  uint32_t q =
+      static_cast<uint32_t>(std::lower_bound(hs, hs + n, values[0]) - hs);
+  for (size_t j = 0; q < n; ++q) {
+    while (j < k && values[j] <= hs[q]) ++j;
+    const uint32_t i = s + order[q];
+    // Without a branch: in hi order, whether lo passes the largest value is
+    // a coin toss (fabret-1m: a quarter of phase 1's time went to that
+    // branch). Writing 0 where it does leaves the cleared word as it was.
+    words[i] = prefix[j] & -static_cast<uint64_t>(key[i] <= largest);
+  }
+  const uint64_t all = prefix[k];
+  const uint32_t end =
+      static_cast<uint32_t>(std::upper_bound(key + s, key + s + n, largest) -
+                            key);
+  for (uint32_t i = s, j = 0; i < end; ++i) {
+    while (values[j] < key[i]) ++j;
+    words[i] &= all ^ prefix[j];
+  }
+}
+
+}  // namespace
+
+// Every word a cohort sets lies in a range it recorded (its tasks' pieces
+// and tails, its equality slots), so clearing those ranges leaves the whole
+// buffer zero: recorded slots are indexes into the buffer, valid whatever
+// the table did since.
+void PredicateTable::ClearPrevious(CohortMasks* m) {
+  uint64_t* words = m->words_.data();
+  // Set in both ways of keeping a cohort (BeginCohort may set them and then
+  // keep the cohort per event after all).
+  for (uint32_t slot : m->dirty_eq_slots_) words[slot] = 0;
+  if (m->per_event_) {
+    for (PredicateBits& bits : m->event_bits_) bits.Clear();
+  } else {
+    for (const CohortMasks::Task& t : m->tasks_) {
+      std::memset(words + t.slot_base + t.begin, 0,
+                  (t.end - t.begin) * sizeof(uint64_t));
+      std::memset(words + t.tail_slot, 0, t.tail_size * sizeof(uint64_t));
+    }
+  }
+  m->event_views_.clear();
+  m->dirty_eq_slots_.clear();
+  m->tasks_.clear();
+  m->total_positions_ = 0;
+  m->attributes_.clear();
+  m->values_.clear();
+  m->prefix_.clear();
+  m->ranks_.clear();
+  m->runs_.clear();
+  m->touched_access_.clear();
+}
+
+void PredicateTable::BeginCohort(absl::Span<const EventView> events,
+                                 CohortMasks* m, ListRows rows,
+                                 CohortKeep keep) const {
+  assert(!events.empty() && events.size() <= kMaxCohortChunk);
+  ClearPrevious(m);
+  m->slot_limit_ = slot_limit_;
+  m->events_ = events.size();
+  if (m->by_attribute_.size() < attributes_.size()) {
+    m->by_attribute_.resize(attributes_.size());
+  }
+  // A lone event is kept per event (unless told otherwise) and needs no
+  // values by attribute: the masks would share nothing.
+  const bool lone = events.size() == 1 && keep != CohortKeep::kMasks;
+  // Whether the model weighs the rows (else the masks are taken).
+  const bool weigh =
+      keep == CohortKeep::kCheaper && events.size() <= kMaxCheaperPerEvent;
+  CohortCost cost;
+  ListAccessHits(events, lone, weigh, rows, m, &cost);
+  const double per_event_cost = cost.PerEvent(slot_limit_);
+  m->per_event_ =
+      keep == CohortKeep::kPerEvent ||
+      (keep == CohortKeep::kCheaper &&
+       (lone || (weigh && per_event_cost <= cost.MaskFloor(events.size()))));
+  if (m->per_event_) {
+    KeepPerEvent(events, m);
+    return;
+  }
+  const double rows_union =
+      SetEqualityMasks(events, rows, weigh, cost.rows_present, m);
+  if (weigh && per_event_cost <= cost.Masks(rows_union)) {
+    m->per_event_ = true;  // its equality words go with the next cohort
+    KeepPerEvent(events, m);
+    return;
+  }
+  const uint64_t* words = m->words_.data();
+  for (TouchedAccess& t : m->touched_access_) t.mask = words[slot_of_[t.id]];
+  ListAttributeWork(m);
+}
+
+// A first pass over the events: each event's access hits (one FindEq per
+// attribute, for either way of keeping the cohort), the cohort's values by
+// attribute (unless `lone`), and, where the model weighs them (`weigh`),
+// the sizes it prices (cohort_keep.h).
+void PredicateTable::ListAccessHits(absl::Span<const EventView> events,
+                                    bool lone, bool weigh, ListRows rows,
+                                    CohortMasks* m, CohortCost* cost) const {
+  m->event_access_.clear();
+  m->event_hits_begin_.clear();
+  // The equality lookups below are each a few cache misses in a large
+  // table (its control bytes, then its slot): ask for them all first, so
+  // that they overlap instead of following one another.
+  if (!lone) {
+    for (const EventView& event : events) {
+      for (const AttributeValue& av : event) {
+        eq_ids_.prefetch(EqKey{av.attribute, av.value});
+      }
+    }
+  }
+  for (size_t e = 0; e < events.size(); ++e) {
+    m->event_hits_begin_.push_back(
+        static_cast<uint32_t>(m->event_access_.size()));
+    const uint64_t bit = uint64_t{1} << e;
+    if (true_ != kFalsePredicate) {
+      m->event_access_.push_back({true_, 0});
+      if (weigh) cost->rows_sum += rows(true_);
+    }
+    for (const AttributeValue& av : events[e]) {
+      if (av.attribute >= attributes_.size()) continue;  // no predicates on it
+      const AttributeGroups& groups = attributes_[av.attribute];
+      const double positions =
+          groups.low.size() + groups.high.size() + groups.range.size();
+      cost->positions_sum += positions;
+      // Never finds the false predicate: its kind is kFalse, not kEq.
+      if (const PredicateId* id = FindEq(av.attribute, av.value)) {
+        m->event_access_.push_back({*id, av.value});
+        if (weigh) cost->rows_sum += rows(*id);
+      }
+      ForEachAccessSet(av.attribute, av.value, [&](PredicateId id) {
+        m->event_access_.push_back({id, av.value});
+        if (weigh) cost->rows_sum += rows(id);
+      });
+      const double present = !weigh || groups.present == kFalsePredicate
+                                  ? 0
+                                  : rows(groups.present);
+      if (groups.present != kFalsePredicate) {
+        m->event_access_.push_back({groups.present, av.value});
+        cost->lead_rows_sum += present;
+      }
+      if (lone) continue;
+      std::vector<CohortMasks::ValueBit>& values =
+          m->by_attribute_[av.attribute];
+      if (values.empty()) {
+        m->present_attributes_.push_back(av.attribute);
+        cost->positions_all += positions;
+        cost->rows_present += present;
+      }
+      values.push_back({av.value, bit});
+    }
+  }
+  m->event_hits_begin_.push_back(
+      static_cast<uint32_t>(m->event_access_.size()));
+}
+
+// The equality masks, and the access predicates touched. Returns the rows
+// of the touched lists' union, starting from `rows_present` (counted only
+// where `weigh`: the second look of the cost model).
+double PredicateTable::SetEqualityMasks(absl::Span<const EventView> events,
+                                        ListRows rows, bool weigh,
+                                        double rows_present,
+                                        CohortMasks* m) const {
+  if (m->words_.size() < slot_limit_) m->words_.resize(slot_limit_, 0);
+  uint64_t* words = m->words_.data();
+  double rows_union = rows_present;
+  for (size_t e = 0; e < events.size(); ++e) {
+    const uint64_t bit = uint64_t{1} << e;
+    for (uint32_t h = m->event_hits_begin_[e]; h < m->event_hits_begin_[e + 1];
+         ++h) {
+      const PredicateId id = m->event_access_[h].id;
+      if (!EqualityLike(info_[id].kind)) continue;  // "present", below
+      const uint32_t slot = slot_of_[id];
+      if (words[slot] == 0) {
+        m->dirty_eq_slots_.push_back(slot);
+        m->touched_access_.push_back({id, kNoLead, 0});
+        if (weigh) rows_union += rows(id);
+      }
+      words[slot] |= bit;
+    }
+  }
+  return rows_union;
+}
+
+// Per attribute the cohort carries, in attribute order so that the tasks
+// are listed in the same order in every cohort (CohortMasks::task_part):
+// its values sorted, the masks of its sets that are only columns, and for
+// its range groups the values with their prefix bits, the "present" list's
+// lead values and rank table, and the tasks.
+void PredicateTable::ListAttributeWork(CohortMasks* m) const {
+  std::sort(m->present_attributes_.begin(), m->present_attributes_.end());
+  for (AttributeId attribute : m->present_attributes_) {
+    std::vector<CohortMasks::ValueBit>& values = m->by_attribute_[attribute];
+    const AttributeGroups& groups = attributes_[attribute];
+    const bool ranges =
+        groups.low.size() + groups.high.size() + groups.range.size() > 0;
+    if (ranges || groups.sets > 0) {
+      std::sort(values.begin(), values.end(),
+                [](const CohortMasks::ValueBit& a,
+                   const CohortMasks::ValueBit& b) {
+                  return a.value < b.value;
+                });
+    }
+    if (groups.sets > 0) SetColumnMasks(attribute, values, m);
+    if (ranges) {
+      const uint32_t index = static_cast<uint32_t>(m->attributes_.size());
+      m->attributes_.push_back(
+          {attribute, static_cast<uint32_t>(m->values_.size()),
+           static_cast<uint32_t>(values.size()),
+           static_cast<uint32_t>(m->prefix_.size()), 0});
+      m->prefix_.push_back(0);
+      for (const CohortMasks::ValueBit& vb : values) {
+        m->values_.push_back(vb.value);
+        m->prefix_.push_back(m->prefix_.back() | vb.bit);
+      }
+      if (groups.present != kFalsePredicate) {
+        m->touched_access_.push_back(
+            {groups.present, index, m->prefix_.back()});
+        AddRankTable(index, m);
+      }
+      for (const Group* g : {&groups.low, &groups.high, &groups.range}) {
+        if (g->size() > 0) AddTasks(*g, index, m);
+      }
+    }
+    values.clear();
+  }
+  m->present_attributes_.clear();
+}
+
+// The sets that are only columns get a mask each and no access hit, set
+// once per distinct value of the cohort (events share popular values, and
+// each set's mask word is a cache miss in a large table).
+void PredicateTable::SetColumnMasks(
+    AttributeId attribute, absl::Span<const CohortMasks::ValueBit> values,
+    CohortMasks* m) const {
+  uint64_t* words = m->words_.data();
+  for (size_t i = 0; i < values.size();) {
+    uint64_t mask = 0;
+    size_t j = i;
+    for (; j < values.size() && values[j].value == values[i].value; ++j) {
+      mask |= values[j].bit;
+    }
+    if (const SetHolders* h = HoldersOf(attribute, values[i].value)) {
+      // A popular value is in thousands of sets, each mask word a cache
+      // miss: ask for the slots and the words a few sets ahead, so that
+      // the misses overlap.
+      const PredicateId* ids = h->ids.data();
+      const size_t n = h->ids.size();
+      for (size_t k = h->accesses; k < n; ++k) {
+        if (k + 2 * kSetPrefetch < n) {
+          __builtin_prefetch(&slot_of_[ids[k + 2 * kSetPrefetch]]);
+        }
+        if (k + kSetPrefetch < n) {
+          __builtin_prefetch(&words[slot_of_[ids[k + kSetPrefetch]]], 1);
+        }
+        const uint32_t slot = slot_of_[ids[k]];
+        if (words[slot] == 0) m->dirty_eq_slots_.push_back(slot);
+        words[slot] |= mask;
+      }
+    }
+    i = j;
+  }
+}
+
+// Any equality words BeginCohort set stay until the next cohort's
+// ClearPrevious (dirty_eq_slots_); the cohort's values by attribute are
+// dropped, and each event's hits become its touched entries (and, in its
+// task, its bits).
+void PredicateTable::KeepPerEvent(absl::Span<const EventView> events,
+                                  CohortMasks* m) const {
+  for (AttributeId attribute : m->present_attributes_) {
+    m->by_attribute_[attribute].clear();
+  }
+  m->present_attributes_.clear();
+  m->touched_access_.clear();
+  // Each event's sets that are only columns, for its bits.
+  m->event_sets_.clear();
+  m->event_sets_begin_.clear();
+  for (const EventView& event : events) {
+    m->event_sets_begin_.push_back(
+        static_cast<uint32_t>(m->event_sets_.size()));
+    for (const AttributeValue& av : event) {
+      if (av.attribute >= attributes_.size()) continue;
+      ForEachColumnSet(av.attribute, av.value,
+                       [&](PredicateId id) { m->event_sets_.push_back(id); });
+    }
+  }
+  m->event_sets_begin_.push_back(static_cast<uint32_t>(m->event_sets_.size()));
+  const size_t vectors = m->serial_ ? 1 : events.size();
+  if (m->event_bits_.size() < vectors) m->event_bits_.resize(vectors);
+  for (size_t b = 0; b < vectors; ++b) {
+    m->event_bits_[b].Resize(id_limit(), slot_limit_);
+  }
+  m->event_views_.assign(events.begin(), events.end());
+  for (size_t e = 0; e < events.size(); ++e) {
+    const uint64_t bit = uint64_t{1} << e;
+    for (uint32_t h = m->event_hits_begin_[e]; h < m->event_hits_begin_[e + 1];
+         ++h) {
+      const AccessHit& hit = m->event_access_[h];
+      uint32_t lead = kNoLead;
+      if (!EqualityLike(info_[hit.id].kind)) {
+        // "present": its rows' leads are checked against one value
+        lead = static_cast<uint32_t>(m->attributes_.size());
+        m->attributes_.push_back({info_[hit.id].attribute,
+                                  static_cast<uint32_t>(m->values_.size()), 1,
+                                  static_cast<uint32_t>(m->prefix_.size()),
+                                  0});
+        m->values_.push_back(hit.value);
+        m->prefix_.push_back(0);
+        m->prefix_.push_back(bit);
+      }
+      m->touched_access_.push_back({hit.id, lead, bit});
+    }
+    // Each event's bits are a task: its equalities (from its hits) and its
+    // range groups.
+    m->tasks_.push_back({static_cast<uint32_t>(e), 0, false, 0, 0, 0, 0, 0});
+  }
+}
+
+void PredicateTable::AddRankTable(uint32_t index, CohortMasks* m) {
+  CohortMasks::AttributeValues& a = m->attributes_[index];
+  const int64_t* values = m->values_.data() + a.first;
+  // The largest offset; checked before adding 1, which wraps to 0 when
+  // the values span all of int64.
+  const uint64_t last = static_cast<uint64_t>(values[a.count - 1]) -
+                        static_cast<uint64_t>(values[0]);
+  if (last >= kMaxRankTable) return;
+  const uint64_t span = last + 1;
+  a.rank_first = static_cast<uint32_t>(m->ranks_.size());
+  a.rank_size = static_cast<uint32_t>(span);
+  m->ranks_.resize(m->ranks_.size() + span + 1);
+  uint8_t* rank = m->ranks_.data() + a.rank_first;
+  // rank[x] is the number of values below values[0] + x: i over the
+  // offsets x in (offset of value i - 1, offset of value i], written a run
+  // at a time (a byte a position, one loop step a value).
+  uint64_t x = 0;
+  for (uint32_t i = 0; i < a.count; ++i) {
+    const uint64_t offset = static_cast<uint64_t>(values[i]) -
+                            static_cast<uint64_t>(values[0]);
+    if (offset < x) continue;  // a repeated value
+    std::memset(rank + x, static_cast<int>(i), offset + 1 - x);
+    x = offset + 1;
+  }
+  rank[span] = static_cast<uint8_t>(a.count);  // RankedLeadMask's clamp
+}
+
+void PredicateTable::AddTasks(const Group& g, uint32_t index,
+                              CohortMasks* m) const {
+  const CohortMasks::AttributeValues& av = m->attributes_[index];
+  const absl::Span<const int64_t> values(m->values_.data() + av.first,
+                                         av.count);
+  const int64_t* key = g.key.data();
+  switch (g.kind) {
+    case Kind::kLow: {  // positions with key >= the smallest value
+      const uint32_t begin = static_cast<uint32_t>(
+          std::lower_bound(key, key + g.sorted, values.front()) - key);
+      AddPieces(g, index, false, begin, g.sorted, 1, m);
+      break;
+    }
+    case Kind::kHigh: {  // positions with key <= the largest value
+      const uint32_t end = static_cast<uint32_t>(
+          std::upper_bound(key, key + g.sorted, values.back()) - key);
+      AddPieces(g, index, false, 0, end, 1, m);
+      break;
+    }
+    default: {
+      const Run span = RangeWalkSpan(g, values);
+      std::vector<Run> runs;
+      if (RangeWalkPays(g, values, span, &runs)) {
+        AddPieces(g, index, false, span.begin, span.end, kRangeBlock, m);
+        break;
+      }
+      m->attributes_[index].runs_first =
+          static_cast<uint32_t>(m->runs_.size());
+      Run all{g.sorted, 0};
+      for (const Run& r : runs) {
+        m->runs_.push_back(r);
+        if (r.begin < r.end) {
+          all.begin = std::min(all.begin, r.begin);
+          all.end = std::max(all.end, r.end);
+        }
+      }
+      if (all.begin > all.end) all = Run{g.sorted, g.sorted};
+      AddPieces(g, index, true, all.begin, all.end, 1, m);
+      break;
+    }
+  }
+}
+
+void PredicateTable::AddPieces(const Group& g, uint32_t index, bool runs,
+                               uint32_t begin, uint32_t end, uint32_t align,
+                               CohortMasks* m) {
+  if (align > 1 && begin < end) {
+    begin -= begin % align;
+    end = std::min(g.sorted, (end + align - 1) / align * align);
+  }
+  if (begin >= end) begin = end = g.sorted;
+  const uint32_t tail = g.size() - g.sorted;
+  if (begin == end && tail == 0) return;
+  // Pieces end at multiples of kTaskPositions, so piece j of a group covers
+  // the same positions in every cohort.
+  uint32_t s = begin;
+  do {
+    const uint32_t e = std::min(end, (s / kTaskPositions + 1) * kTaskPositions);
+    const uint32_t t = e == end ? tail : 0;
+    m->tasks_.push_back({index, static_cast<uint8_t>(g.kind), runs, s, e, t,
+                         g.base, g.base + g.sorted, m->total_positions_});
+    m->total_positions_ += (e - s) + t;
+    s = e;
+  } while (s < end);
+}
+
+PredicateTable::Run PredicateTable::RangeWalkSpan(
+    const Group& g, absl::Span<const int64_t> values) {
+  const int64_t* key = g.key.data();
+  Run span{0, 0};
+  const uint64_t reach =
+      static_cast<uint64_t>(values.front()) - static_cast<uint64_t>(kMinValue);
+  if (reach > g.max_width) {
+    const int64_t from = static_cast<int64_t>(
+        static_cast<uint64_t>(values.front()) - g.max_width);
+    span.begin = static_cast<uint32_t>(
+        std::lower_bound(key, key + g.sorted, from) - key);
+  }
+  span.end = static_cast<uint32_t>(
+      std::upper_bound(key + span.begin, key + g.sorted, values.back()) - key);
+  return span;
+}
+
+// The walk visits each position of its span about twice (once in hi order,
+// once in lo order); the per-value runs visit, for each value v, the
+// positions with lo in [v - max_width, v]. Few or clustered values make the
+// runs cheaper. A walk step costs about half a run step (BM_Phase1 with the
+// walk always or never taken: at 16 events the walk won where weighing
+// steps equally chose runs).
+bool PredicateTable::RangeWalkPays(const Group& g,
+                                   absl::Span<const int64_t> values, Run walk,
+                                   std::vector<Run>* runs) {
+  runs->clear();
+  const uint64_t walk_steps = 2 * uint64_t{walk.end - walk.begin};
+  uint64_t run_steps = 0;
+  for (int64_t v : values) {
+    runs->push_back(SortedRun(g, v));
+    run_steps += runs->back().end - runs->back().begin;
+    if (2 * run_steps > walk_steps) return true;
+  }
+  return false;
+}
+
+void PredicateTable::RunTask(size_t task, CohortMasks* m) const {
+  if (m->per_event_) {
+    PredicateBits& bits = m->event_bits_[m->serial_ ? 0 : task];
+    if (m->serial_) bits.Clear();  // the previous event's
+    for (uint32_t h = m->event_hits_begin_[task];
+         h < m->event_hits_begin_[task + 1]; ++h) {
+      const AccessHit& hit = m->event_access_[h];
+      if (EqualityLike(info_[hit.id].kind)) bits.SetId(hit.id);
+    }
+    for (uint32_t h = m->event_sets_begin_[task];
+         h < m->event_sets_begin_[task + 1]; ++h) {
+      bits.SetId(m->event_sets_[h]);
+    }
+    MarkRanges(m->event_views_[task], &bits);
+    return;
+  }
+  const CohortMasks::Task& t = m->tasks_[task];
+  const CohortMasks::AttributeValues& av = m->attributes_[t.attribute_index];
+  const Group& g = GroupOf(static_cast<Kind>(t.kind), av.attribute);
+  const absl::Span<const int64_t> values(m->values_.data() + av.first,
+                                         av.count);
+  const uint64_t* prefix = m->prefix_.data() + av.prefix_first;
+  uint64_t* words = m->words_.data() + t.slot_base;
+  const int64_t* key = g.key.data();
+  const int64_t* hi = g.hi.data();
+  const uint32_t tail_end = g.sorted + t.tail_size;
+  // The unsorted tail's masks, position by position: through the rank
+  // table where the cohort has one for the attribute, else by a binary
+  // search without branches (LeadMask; at cohort 64 on fabret-1m, 6% of
+  // the samples were std::lower_bound and std::upper_bound here).
+  const LeadValues lead = m->lead_values(t.attribute_index);
+  switch (g.kind) {
+    case Kind::kLow:
+      WalkLow(key, t.begin, t.end, values, prefix, words);
+      for (uint32_t i = g.sorted; i < tail_end; ++i) {
+        words[i] = LeadMask(lead, kMinValue, key[i]);
+      }
+      break;
+    case Kind::kHigh:
+      WalkHigh(key, t.begin, t.end, values, prefix, words);
+      for (uint32_t i = g.sorted; i < tail_end; ++i) {
+        words[i] = LeadMask(lead, key[i], kMaxValue);
+      }
+      break;
+    default:
+      if (t.runs) {
+        const CohortMasks::Run* runs = m->runs_.data() + av.runs_first;
+        for (uint32_t v = 0; v < av.count; ++v) {
+          const uint64_t bit = prefix[v + 1] ^ prefix[v];
+          const int64_t x = values[v];
+          const uint32_t end = std::min(runs[v].end, t.end);
+          for (uint32_t i = std::max(runs[v].begin, t.begin); i < end; ++i) {
+            words[i] |= hi[i] >= x ? bit : 0;
+          }
+        }
+      } else {
+        for (uint32_t s = t.begin; s < t.end; s += kRangeBlock) {
+          WalkRangeBlock(key, g.by_hi.data(), g.hi_sorted.data(), s,
+                         std::min(s + kRangeBlock, g.sorted) - s, values,
+                         prefix, words);
+        }
+      }
+      for (uint32_t i = g.sorted; i < tail_end; ++i) {
+        words[i] = LeadMask(lead, key[i], hi[i]);
+      }
+      break;
+  }
+}
+
+void PredicateTable::ComputeCohort(absl::Span<const EventView> events,
+                                   CohortMasks* masks, ListRows rows,
+                                   CohortKeep keep) const {
+  BeginCohort(events, masks, rows, keep);
+  for (size_t t = 0; t < masks->tasks(); ++t) RunTask(t, masks);
+}
+
+size_t CohortMasks::MemoryBytes() const {
+  size_t bytes = words_.capacity() * sizeof(uint64_t) +
+                 tasks_.capacity() * sizeof(Task) +
+                 attributes_.capacity() * sizeof(AttributeValues) +
+                 values_.capacity() * sizeof(int64_t) +
+                 prefix_.capacity() * sizeof(uint64_t) + ranks_.capacity() +
+                 runs_.capacity() * sizeof(Run) +
+                 dirty_eq_slots_.capacity() * sizeof(uint32_t) +
+                 touched_access_.capacity() * sizeof(TouchedAccess) +
+                 event_sets_.capacity() * sizeof(PredicateId) +
+                 present_attributes_.capacity() * sizeof(AttributeId);
+  bytes += visits_.capacity() * sizeof(std::vector<AccessVisit>);
+  for (const auto& v : visits_) bytes += v.capacity() * sizeof(AccessVisit);
+  bytes += by_attribute_.capacity() * sizeof(std::vector<ValueBit>) +
+           event_access_.capacity() * sizeof(AccessHit) +
+           event_views_.capacity() * sizeof(EventView);
+  for (const PredicateBits& b : event_bits_) bytes += b.MemoryBytes();
+  for (const auto& v : by_attribute_) bytes += v.capacity() * sizeof(ValueBit);
+  return bytes;
+}
+
+}  // namespace internal
+}  // namespace matcher
+}  // namespace cohort

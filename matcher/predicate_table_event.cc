@@ -1,0 +1,214 @@
+// Phase 1 of the per-event path, for Index::MatchEvent and for cohorts kept
+// per event (predicate_bits.h).
+//
+// The per-event path (`MarkSatisfied`) is the classic Fabret phase 1: it
+// sets the bits of the satisfied predicates in a caller-owned PredicateBits
+// and writes nothing in the table. Range predicates' bits are indexed by
+// mask slot, like the masks, so a range group's satisfied run is set a word
+// at a time.
+#include "matcher/predicate_table.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <limits>
+
+#include "matcher/growth.h"
+#include "matcher/simd.h"
+
+namespace cohort {
+namespace matcher {
+namespace internal {
+
+PredicateTable::Run PredicateTable::SortedRun(const Group& g, int64_t v) {
+  const int64_t* key = g.key.data();
+  const uint32_t sorted = g.sorted;
+  Run run{0, sorted};
+  switch (g.kind) {
+    case Kind::kLow:  // v <= hi: the suffix with key >= v
+      run.begin =
+          static_cast<uint32_t>(std::lower_bound(key, key + sorted, v) - key);
+      break;
+    case Kind::kHigh:  // lo <= v: the prefix with key <= v
+      run.end =
+          static_cast<uint32_t>(std::upper_bound(key, key + sorted, v) - key);
+      break;
+    default: {  // lo <= v, and lo >= v - max_width (hi >= v is left to check)
+      const uint64_t span =
+          static_cast<uint64_t>(v) - static_cast<uint64_t>(kMinValue);
+      if (span > g.max_width) {
+        const int64_t from =
+            static_cast<int64_t>(static_cast<uint64_t>(v) - g.max_width);
+        run.begin = static_cast<uint32_t>(
+            std::lower_bound(key, key + sorted, from) - key);
+      }
+      run.end = static_cast<uint32_t>(
+          std::upper_bound(key + run.begin, key + sorted, v) - key);
+      break;
+    }
+  }
+  return run;
+}
+
+void PredicateTable::MarkSatisfied(EventView event, PredicateBits* bits,
+                                   std::vector<AccessHit>* access) const {
+  MarkEqualities(event, bits, access);
+  MarkRanges(event, bits);
+}
+
+void PredicateTable::MarkEqualities(EventView event, PredicateBits* bits,
+                                    std::vector<AccessHit>* access) const {
+  if (true_ != kFalsePredicate) {
+    bits->SetId(true_);
+    access->push_back({true_, 0});
+  }
+  for (const AttributeValue& av : event) {
+    if (av.attribute >= attributes_.size()) continue;  // no predicates on it
+    // Never finds the false predicate: its kind is kFalse, not kEq.
+    if (const PredicateId* id = FindEq(av.attribute, av.value)) {
+      bits->SetId(*id);
+      access->push_back({*id, av.value});
+    }
+    if (const SetHolders* h = HoldersOf(av.attribute, av.value)) {
+      for (size_t i = 0; i < h->ids.size(); ++i) {
+        bits->SetId(h->ids[i]);
+        if (i < h->accesses) access->push_back({h->ids[i], av.value});
+      }
+    }
+    const PredicateId present = attributes_[av.attribute].present;
+    if (present != kFalsePredicate) access->push_back({present, av.value});
+  }
+}
+
+namespace {
+
+// Calls word_of(i, stop, shift) for each run [i, stop) of [begin, end) whose
+// slots (base + i on) lie in one 64-bit word, slot base + i at bit `shift`,
+// and ORs the word it returns into `bits`.
+template <typename WordOf>
+void ForEachSlotWord(uint32_t base, uint32_t begin, uint32_t end,
+                     WordOf&& word_of, PredicateBits* bits) {
+  for (uint32_t i = begin; i < end;) {
+    const uint32_t slot = base + i;
+    const uint32_t shift = slot & 63;
+    const uint32_t stop = std::min(end, i + (64 - shift));
+    bits->OrSlots(slot >> 6, word_of(i, stop, shift));
+    i = stop;
+  }
+}
+
+// The bits, from bit `shift` on, of the positions k in [i, stop) for which
+// lo[k] <= v <= hi[k] (kLo: lo is checked, else taken as INT64_MIN; kHi
+// likewise for hi), one position at a time, without a branch.
+template <bool kLo, bool kHi>
+uint64_t BetweenWord(const int64_t* lo, const int64_t* hi, uint32_t i,
+                     uint32_t stop, uint32_t shift, int64_t v) {
+  uint64_t word = 0;
+  for (uint32_t k = i; k < stop; ++k) {
+    const bool holds = (!kLo || lo[k] <= v) & (!kHi || hi[k] >= v);
+    word |= static_cast<uint64_t>(holds) << (k - i + shift);
+  }
+  return word;
+}
+
+// BetweenWord four positions an instruction. The per-event path
+// tests range groups' unsorted tails and kRange windows position by
+// position, and on an index loaded one subscription at a time those tests
+// were most of MarkRanges (issue 18 step 11).
+template <bool kLo, bool kHi>
+__attribute__((target("avx2"))) uint64_t BetweenWordAvx2(
+    const int64_t* lo, const int64_t* hi, uint32_t i, uint32_t stop,
+    uint32_t shift, int64_t v) {
+  const __m256i value = _mm256_set1_epi64x(v);
+  uint64_t word = 0;
+  uint32_t k = i;
+  for (; k + 4 <= stop; k += 4) {
+    __m256i holds = _mm256_set1_epi64x(-1);
+    if (kLo) {  // not lo > v
+      const __m256i l =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lo + k));
+      holds = _mm256_andnot_si256(_mm256_cmpgt_epi64(l, value), holds);
+    }
+    if (kHi) {  // not v > hi
+      const __m256i h =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(hi + k));
+      holds = _mm256_andnot_si256(_mm256_cmpgt_epi64(value, h), holds);
+    }
+    const uint64_t four = static_cast<uint32_t>(
+        _mm256_movemask_pd(_mm256_castsi256_pd(holds)));
+    word |= four << (k - i + shift);
+  }
+  return word | BetweenWord<kLo, kHi>(lo, hi, k, stop, shift + (k - i), v);
+}
+
+// Sets bit base + i of `bits` for each position i in [begin, end) where
+// lo[i] <= v <= hi[i] (see BetweenWord), a word of bits at a time: with
+// AVX2 where the CPU has it.
+template <bool kLo, bool kHi>
+void SetBetween(uint32_t base, uint32_t begin, uint32_t end,
+                const int64_t* lo, const int64_t* hi, int64_t v,
+                PredicateBits* bits) {
+  if (UseAvx2()) {
+    ForEachSlotWord(
+        base, begin, end,
+        [&](uint32_t i, uint32_t stop, uint32_t shift) {
+          return BetweenWordAvx2<kLo, kHi>(lo, hi, i, stop, shift, v);
+        },
+        bits);
+    return;
+  }
+  ForEachSlotWord(
+      base, begin, end,
+      [&](uint32_t i, uint32_t stop, uint32_t shift) {
+        return BetweenWord<kLo, kHi>(lo, hi, i, stop, shift, v);
+      },
+      bits);
+}
+
+}  // namespace
+
+// A group's positions have the consecutive slots [base, base + size), so
+// the sorted part's satisfied run of a kLow or kHigh group is one run of
+// slots, set a word at a time. A removed position keeps its place (and its
+// slot) until Rebuild; no live predicate has that slot, so setting its bit
+// is harmless, as in the cohort masks. The false predicate (whose bit must
+// stay clear: it marks tombstoned rows) is read by id, in the equality
+// part, which this never writes.
+void PredicateTable::MarkRanges(EventView event, PredicateBits* bits) const {
+  for (const AttributeValue& av : event) {
+    if (av.attribute >= attributes_.size()) continue;  // no predicates on it
+    const AttributeGroups& groups = attributes_[av.attribute];
+    const int64_t v = av.value;
+    for (const Group* g : {&groups.low, &groups.high, &groups.range}) {
+      if (g->size() == 0) continue;
+      const int64_t* key = g->key.data();
+      const Run run = SortedRun(*g, v);
+      switch (g->kind) {
+        case Kind::kLow:  // key is hi
+          bits->SetSlotRun(g->base + run.begin, g->base + run.end);
+          SetBetween<false, true>(g->base, g->sorted, g->size(), nullptr,
+                                  key, v, bits);
+          break;
+        case Kind::kHigh:  // key is lo
+          bits->SetSlotRun(g->base + run.begin, g->base + run.end);
+          SetBetween<true, false>(g->base, g->sorted, g->size(), key,
+                                  nullptr, v, bits);
+          break;
+        default: {  // key is lo; the sorted run's lo are at most v
+          const int64_t* hi = g->hi.data();
+          SetBetween<false, true>(g->base, run.begin, run.end, nullptr, hi,
+                                  v, bits);
+          SetBetween<true, true>(g->base, g->sorted, g->size(), key, hi, v,
+                                 bits);
+          break;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace internal
+}  // namespace matcher
+}  // namespace cohort
