@@ -76,6 +76,14 @@ def markdown_files(root):
     return sorted(result)
 
 
+def closes_fence(line, fence):
+    """True if `line` closes the fenced code block opened by `fence`: the
+    same character, at least as many times, and nothing else."""
+    stripped = line.strip()
+    return (stripped.startswith(fence[0]) and set(stripped) == {fence[0]}
+            and len(stripped) >= len(fence))
+
+
 def prose_lines(text):
     """Yields (line number, line) for the lines outside code blocks, with
     inline code spans and HTML comments blanked out."""
@@ -86,9 +94,7 @@ def prose_lines(text):
     in_list = False       # the last paragraph was a list item or its continuation
     for number, line in enumerate(text.split("\n"), 1):
         if fence:
-            stripped = line.strip()
-            if stripped.startswith(fence[0]) and set(stripped) == {fence[0]} \
-                    and len(stripped) >= len(fence):
+            if closes_fence(line, fence):
                 fence = None
             continue
         m = FENCE.match(line)
@@ -153,9 +159,7 @@ def anchors_of(text):
     lines = text.split("\n")
     for i, line in enumerate(lines):
         if fence:
-            stripped = line.strip()
-            if stripped.startswith(fence[0]) and set(stripped) == {fence[0]} \
-                    and len(stripped) >= len(fence):
+            if closes_fence(line, fence):
                 fence = None
             continue
         m = FENCE.match(line)
