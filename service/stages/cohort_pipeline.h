@@ -76,9 +76,8 @@ class CohortPipeline {
   // 1.26x (8 buffers there: 1.03x over 4). At 16 partitions 6 buffers
   // served experiment 3's stream 1.21x faster than 4 and level with 8
   // (bench/reports/2026-11-26-xeon16-buffers); the work model counts
-  // the index with them at 1.11x one partition's with its 2 (bench/
-  // reports/2026-11-26-xeon2-issue18-step15-split-ranges; 1.16x before
-  // that step halved a buffer).
+  // the index with them at 1.11x one partition's with its 2 (issue 18
+  // step 15 in bench/HISTORY.md; 1.16x before that step halved a buffer).
   static uint32_t DefaultBuffers(uint32_t partitions);
   // `cohorts_in_flight` (--cohorts_in_flight) if set, else the default.
   static uint32_t BuffersFor(uint32_t partitions, uint32_t cohorts_in_flight);
