@@ -66,10 +66,12 @@ void ShardedEngine::RouteChange(Change* change) {
   // its shard, or to every replica.
   const bool replicated = options_.index_layout == IndexLayout::kReplicated;
   change->batches.resize(partitions_list_.size());
+  const uint32_t p_count = static_cast<uint32_t>(change->batches.size());
   for (size_t i = 0; i < change->ids.size(); ++i) {
     const Placement place = directory_.Place(change->ids[i]);
-    for (uint32_t p = 0; p < change->batches.size(); ++p) {
-      if (!replicated && p != place.partition) continue;
+    const uint32_t first = replicated ? 0 : place.partition;
+    const uint32_t end = replicated ? p_count : place.partition + 1;
+    for (uint32_t p = first; p < end; ++p) {
       UpdateBatch& batch = change->batches[p];
       if (change->adds()) {
         batch.adds.push_back({place.local_id, &change->inputs[i]});
