@@ -1,17 +1,25 @@
 #include "client/client.h"
 
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -33,6 +41,9 @@ constexpr int kIdempotentAttempts = 3;
 // Pause before the first retry, doubled for the next: short, since Stats is
 // interactive (the CLI) and the whole call stays within the deadline.
 constexpr absl::Duration kIdempotentBackoff = absl::Milliseconds(50);
+// Attempts of a change (or a refused Publish) against a cluster: enough to
+// get past a node going down, within the call's deadline.
+constexpr int kClusterAttempts = 6;
 
 // The longest token the server accepts (service/api/auth.h CheckToken).
 constexpr size_t kMaxTokenBytes = 4096;
@@ -115,9 +126,11 @@ class StreamPublisher final
     : public Client::Publisher,
       public grpc::ClientBidiReactor<v1::PublishRequest, v1::PublishResponse> {
  public:
-  StreamPublisher(std::shared_ptr<grpc::Channel> channel, int max_in_flight)
+  StreamPublisher(std::shared_ptr<grpc::Channel> channel, int max_in_flight,
+                  std::shared_ptr<std::atomic<uint64_t>> log_position)
       : channel_(std::move(channel)),
-        max_in_flight_(static_cast<size_t>(max_in_flight)) {}
+        max_in_flight_(static_cast<size_t>(max_in_flight)),
+        log_position_(std::move(log_position)) {}
   ~StreamPublisher() override;
 
   // Start() opens the stream; called once, before anything else.
@@ -148,6 +161,7 @@ class StreamPublisher final
   // Keeps the channel referenced at least as long as the call's context.
   const std::shared_ptr<grpc::Channel> channel_;
   const size_t max_in_flight_;
+  const std::shared_ptr<std::atomic<uint64_t>> log_position_;
   grpc::ClientContext context_;
   // The outstanding write; set under mu_ when writing_ becomes true, then
   // read by gRPC until OnWriteDone.
@@ -258,6 +272,11 @@ absl::Status StreamPublisher::Publish(v1::PublishRequest request,
     }
     ended = broken_;
     if (!ended) {
+      // Read your writes: the client's highest log position.
+      const uint64_t position = log_position_->load();
+      if (position > request.min_log_position()) {
+        request.set_min_log_position(position);
+      }
       unsent_.push_back(std::move(request));
       unanswered_.push_back(std::move(done));
       op = NextOpLocked();
@@ -460,11 +479,12 @@ void AddToken(const ClientSecurity& security, grpc::ClientContext* context) {
 namespace {
 
 // Runs `call` (one attempt, on the context it is given) until it succeeds,
-// fails with anything but UNAVAILABLE, or kIdempotentAttempts attempts or
-// options.deadline are used up; returns the last attempt's status. Only for
-// calls that change nothing.
-template <typename Call>
-absl::Status CallIdempotent(const ClientOptions& options, Call call) {
+// fails with a status `retryable` refuses, or `attempts` attempts or
+// options.deadline are used up; returns the last attempt's status. The
+// backoff doubles from kIdempotentBackoff up to 500 ms.
+template <typename Call, typename Retryable>
+absl::Status CallWithRetries(const ClientOptions& options, int attempts,
+                             Call call, Retryable retryable) {
   const absl::Time deadline = absl::Now() + options.deadline;
   absl::Duration backoff = kIdempotentBackoff;
   for (int attempt = 1;; ++attempt) {
@@ -472,27 +492,114 @@ absl::Status CallIdempotent(const ClientOptions& options, Call call) {
     SetDeadline(deadline, &context);
     AddToken(options.security, &context);
     const absl::Status status = call(&context);
-    if (status.ok() || status.code() != absl::StatusCode::kUnavailable ||
-        attempt == kIdempotentAttempts || absl::Now() + backoff >= deadline) {
+    if (status.ok() || !retryable(status) || attempt >= attempts ||
+        absl::Now() + backoff >= deadline) {
       return status;
     }
     absl::SleepFor(backoff);
-    backoff *= 2;
+    backoff = std::min(backoff * 2, absl::Milliseconds(500));
+  }
+}
+
+bool IsUnavailableStatus(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kUnavailable;
+}
+
+// For calls that change nothing: retried on UNAVAILABLE.
+template <typename Call>
+absl::Status CallIdempotent(const ClientOptions& options, Call call) {
+  return CallWithRetries(options, kIdempotentAttempts, call, IsUnavailableStatus);
+}
+
+bool IsClusterTarget(const std::string& target) {
+  return absl::StrContains(target, ',') || absl::StartsWith(target, "dns:");
+}
+
+// A fresh request_id: 128 random bits in hex.
+std::string NewRequestId() {
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  return absl::StrCat(absl::Hex(random(), absl::kZeroPad16),
+                      absl::Hex(random(), absl::kZeroPad16));
+}
+
+// A call against a cluster (`retry`) is retried while `retryable` says so
+// (the same request, so a change keeps its request_id); otherwise it is
+// tried once.
+template <typename Call, typename Retryable>
+absl::Status CallCluster(const ClientOptions& options, bool retry, Call call,
+                         Retryable retryable) {
+  return CallWithRetries(options, retry ? kClusterAttempts : 1, call,
+                         retryable);
+}
+
+// Subscribe and Unsubscribe carry a request_id: any UNAVAILABLE may be
+// retried, the log applies the request once.
+bool ChangeRetryable(const absl::Status& status) {
+  return IsUnavailableStatus(status);
+}
+
+// A Publish may be retried only if the node refused it before matching: a
+// retry after a lost answer would deliver the events twice.
+bool PublishRetryable(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kUnavailable &&
+         absl::StartsWith(status.message(), "not serving");
+}
+
+void NoteLogPosition(std::atomic<uint64_t>* seen, uint64_t position) {
+  uint64_t old = seen->load();
+  while (position > old && !seen->compare_exchange_weak(old, position)) {
   }
 }
 
 }  // namespace
+
+absl::StatusOr<std::string> Client::ChannelTarget(const std::string& target) {
+  if (!absl::StrContains(target, ',')) return target;
+  std::vector<std::string> parts = absl::StrSplit(target, ',');
+  bool v4 = true, v6 = true;
+  for (const std::string& part : parts) {
+    const size_t colon = part.rfind(':');
+    std::string host = colon == std::string::npos ? "" : part.substr(0, colon);
+    unsigned char buf[16];
+    const bool is_v6 = host.size() > 2 && host.front() == '[' &&
+                       host.back() == ']' &&
+                       inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(),
+                                 buf) == 1;
+    const bool is_v4 = inet_pton(AF_INET, host.c_str(), buf) == 1;
+    v4 = v4 && is_v4;
+    v6 = v6 && is_v6;
+    if (!is_v4 && !is_v6) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "target: '", part,
+          "' in a list of several targets must be an IP address and port; "
+          "for host names use dns:///NAME:PORT"));
+    }
+  }
+  if (!v4 && !v6) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("target: '", target, "' mixes IPv4 and IPv6 addresses"));
+  }
+  return absl::StrCat(v4 ? "ipv4:" : "ipv6:", absl::StrJoin(parts, ","));
+}
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
     const ClientOptions& options) {
   if (absl::Status status = CheckOptions(options); !status.ok()) {
     return status;
   }
+  absl::StatusOr<std::string> target = ChannelTarget(options.target);
+  if (!target.ok()) return target.status();
   grpc::ChannelArguments args;
   // Responses with return_ids can exceed gRPC's 4 MiB default.
   args.SetMaxReceiveMessageSize(-1);
+  if (IsClusterTarget(options.target)) {
+    // Every node, round robin, skipping those whose health is NOT_SERVING.
+    args.SetServiceConfigJSON(
+        R"({"loadBalancingConfig": [{"round_robin": {}}],)"
+        R"( "healthCheckConfig": {"serviceName": "cohort.v1.PubSub"}})");
+  }
   std::shared_ptr<grpc::Channel> channel =
-      NewSecureChannel(options.target, options.security, args);
+      NewSecureChannel(*target, options.security, args);
   if (absl::Status status =
           WaitForReady(channel.get(), options.target, options.security.tls,
                        options.deadline);
@@ -505,6 +612,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
 Client::Client(const ClientOptions& options,
                std::shared_ptr<grpc::Channel> channel)
     : options_(options),
+      cluster_(IsClusterTarget(options.target)),
       channel_(std::move(channel)),
       stub_(v1::PubSub::NewStub(channel_)) {}
 
@@ -524,12 +632,16 @@ absl::StatusOr<std::vector<uint64_t>> Client::Subscribe(
     for (const v1::SubscriptionSpec& spec : part) {
       *request.add_subscriptions() = spec;
     }
+    if (cluster_) request.set_request_id(NewRequestId());
     v1::SubscribeResponse response;
-    grpc::ClientContext context;
-    SetDeadline(absl::Now() + options_.deadline, &context);
-    AddToken(options_.security, &context);
-    absl::Status status =
-        FromGrpc(stub_->Subscribe(&context, request, &response));
+    absl::Status status = CallCluster(
+        options_, cluster_,
+        [&](grpc::ClientContext* context) {
+          response.Clear();
+          return FromGrpc(stub_->Subscribe(context, request, &response));
+        },
+        ChangeRetryable);
+    if (status.ok()) NoteLogPosition(log_position_.get(), response.log_position());
     if (status.ok() &&
         static_cast<size_t>(response.subscription_ids_size()) != part.size()) {
       status = absl::InternalError(
@@ -557,12 +669,16 @@ absl::Status Client::Unsubscribe(absl::Span<const uint64_t> ids) {
     const absl::Span<const uint64_t> part = ids.subspan(i * batch, batch);
     v1::UnsubscribeRequest request;
     request.mutable_subscription_ids()->Add(part.begin(), part.end());
+    if (cluster_) request.set_request_id(NewRequestId());
     v1::UnsubscribeResponse response;
-    grpc::ClientContext context;
-    SetDeadline(absl::Now() + options_.deadline, &context);
-    AddToken(options_.security, &context);
-    const absl::Status status =
-        FromGrpc(stub_->Unsubscribe(&context, request, &response));
+    const absl::Status status = CallCluster(
+        options_, cluster_,
+        [&](grpc::ClientContext* context) {
+          response.Clear();
+          return FromGrpc(stub_->Unsubscribe(context, request, &response));
+        },
+        ChangeRetryable);
+    if (status.ok()) NoteLogPosition(log_position_.get(), response.log_position());
     if (!status.ok()) {
       if (count == 1) return status;
       return BatchError(
@@ -578,12 +694,23 @@ absl::Status Client::Unsubscribe(absl::Span<const uint64_t> ids) {
 
 absl::StatusOr<v1::PublishResponse> Client::Publish(
     const v1::PublishRequest& request) {
-  grpc::ClientContext context;
-  SetDeadline(absl::Now() + options_.deadline, &context);
-  AddToken(options_.security, &context);
+  const uint64_t position = log_position_->load();
+  v1::PublishRequest positioned;
+  const v1::PublishRequest* sent = &request;
+  if (position > request.min_log_position()) {
+    positioned = request;
+    positioned.set_min_log_position(position);
+    sent = &positioned;
+  }
   v1::PublishResponse response;
-  const grpc::Status status = stub_->Publish(&context, request, &response);
-  if (!status.ok()) return FromGrpc(status);
+  const absl::Status status = CallCluster(
+      options_, cluster_,
+      [&](grpc::ClientContext* context) {
+        response.Clear();
+        return FromGrpc(stub_->Publish(context, *sent, &response));
+      },
+      PublishRetryable);
+  if (!status.ok()) return status;
   return response;
 }
 
@@ -616,7 +743,8 @@ absl::StatusOr<std::vector<v1::Predicate>> Client::ParseFilter(
 
 std::unique_ptr<Client::Publisher> Client::OpenPublisher() {
   auto publisher =
-      std::make_unique<StreamPublisher>(channel_, options_.max_in_flight);
+      std::make_unique<StreamPublisher>(channel_, options_.max_in_flight,
+                                        log_position_);
   publisher->Start(stub_.get(), options_.security);
   return publisher;
 }

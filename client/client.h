@@ -16,10 +16,21 @@
 // loopback.
 //
 // Deadlines and retries: every blocking call carries ClientOptions::deadline.
-// Only Stats and ParseFilter, which change nothing, are retried (on
-// UNAVAILABLE, a few times with a short backoff); Subscribe, Unsubscribe and
-// Publish are never retried, since a call that timed out may still have
-// been applied.
+// Stats and ParseFilter, which change nothing, are retried (on UNAVAILABLE,
+// a few times with a short backoff). Against a single node, Subscribe,
+// Unsubscribe and Publish are never retried, since a call that timed out may
+// still have been applied.
+//
+// Clusters (docs/DESIGN.md section 11): a target of several addresses
+// ("127.0.0.1:50051,127.0.0.1:50052") or a DNS name ("dns:///cohort:50051")
+// spreads calls over the nodes with gRPC's round_robin policy, skipping
+// nodes whose health is NOT_SERVING. With such a target, Subscribe and
+// Unsubscribe carry a request_id and are retried on UNAVAILABLE (on another
+// node): the log applies a retried request once. Publish is retried only
+// when a node refused it before matching anything (UNAVAILABLE "not
+// serving"). The client remembers the highest log position its Subscribes
+// and Unsubscribes were answered with and sends it with every Publish
+// (min_log_position), so it reads its own writes on any node.
 //
 //   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect({});
 //   if (!client.ok()) return client.status();
@@ -43,6 +54,7 @@
 #ifndef COHORT_CLIENT_CLIENT_H_
 #define COHORT_CLIENT_CLIENT_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -100,7 +112,8 @@ std::shared_ptr<grpc::Channel> NewSecureChannel(const std::string& target,
 void AddToken(const ClientSecurity& security, grpc::ClientContext* context);
 
 struct ClientOptions {
-  // The server's address, host:port (any gRPC target string).
+  // The server's address, host:port (any gRPC target string), or a cluster:
+  // several IP host:port addresses, comma separated, or dns:///NAME:PORT.
   std::string target = "127.0.0.1:50051";
   // Deadline of each blocking call, and how long Connect waits. > 0.
   absl::Duration deadline = absl::Seconds(10);
@@ -225,6 +238,13 @@ class Client {
       std::function<void(const v1::Delivery&)> on_delivery);
 
   const ClientOptions& options() const { return options_; }
+  // The highest subscription log position this client's changes were
+  // answered with (0 from a single node), which its publishes wait for.
+  uint64_t log_position() const { return log_position_->load(); }
+  // The gRPC target `target` names: a comma list of IP addresses becomes
+  // gRPC's ipv4: (or ipv6:) form; anything else is unchanged.
+  // INVALID_ARGUMENT for a list with a host name (use dns:///NAME:PORT).
+  static absl::StatusOr<std::string> ChannelTarget(const std::string& target);
   // The generated stub on this Client's channel, for calls not wrapped
   // here (give their contexts the token with AddToken). Valid while the
   // Client lives.
@@ -234,6 +254,12 @@ class Client {
   Client(const ClientOptions& options, std::shared_ptr<grpc::Channel> channel);
 
   const ClientOptions options_;
+  // A cluster target (several addresses or dns:): changes are retried.
+  const bool cluster_;
+  // The highest log position a change was answered with (0: none).
+  // Shared with the Publishers this client opens.
+  const std::shared_ptr<std::atomic<uint64_t>> log_position_ =
+      std::make_shared<std::atomic<uint64_t>>(0);
   // Kept here for as long as the Client lives: Publishers and Listenings
   // rely on it so that no channel is released on a gRPC callback thread.
   const std::shared_ptr<grpc::Channel> channel_;

@@ -73,8 +73,12 @@ const PinnedField kPinnedFields[] = {
      "cohort.v1.Predicate"},
     {"SubscribeRequest", "subscriptions", 1, kMessage, true,
      "cohort.v1.SubscriptionSpec"},
+    {"SubscribeRequest", "request_id", 2, kString, false, ""},
     {"SubscribeResponse", "subscription_ids", 1, kUint64, true, ""},
+    {"SubscribeResponse", "log_position", 2, kUint64, false, ""},
     {"UnsubscribeRequest", "subscription_ids", 1, kUint64, true, ""},
+    {"UnsubscribeRequest", "request_id", 2, kString, false, ""},
+    {"UnsubscribeResponse", "log_position", 1, kUint64, false, ""},
     {"Attribute", "name", 1, kString, false, ""},
     {"Attribute", "value", 2, kInt64, false, ""},
     {"Attribute", "string_value", 3, kBytes, false, ""},
@@ -82,6 +86,7 @@ const PinnedField kPinnedFields[] = {
     {"Event", "payload", 2, kBytes, false, ""},
     {"PublishRequest", "events", 1, kMessage, true, "cohort.v1.Event"},
     {"PublishRequest", "return_ids", 2, kBool, false, ""},
+    {"PublishRequest", "min_log_position", 3, kUint64, false, ""},
     {"PublishResponse", "results", 1, kMessage, true, "cohort.v1.EventResult"},
     {"EventResult", "match_count", 1, kUint64, false, ""},
     {"EventResult", "subscription_ids", 2, kUint64, true, ""},
@@ -93,6 +98,7 @@ const PinnedField kPinnedFields[] = {
     {"Stats", "events_published", 2, kUint64, false, ""},
     {"Stats", "index_layout", 10, kString, false, ""},
     {"Stats", "attributes", 14, kMessage, true, "cohort.v1.AttributeStats"},
+    {"Stats", "cluster", 15, kMessage, false, "cohort.v1.ClusterStats"},
     {"AttributeStats", "name", 1, kString, false, ""},
     {"AttributeStats", "distinct_strings", 2, kUint64, false, ""},
     {"AttributeStats", "distinct_prefixes", 3, kUint64, false, ""},
@@ -132,7 +138,9 @@ TEST(PubSubProto, PredicateUpperIsFieldFour) {
 }
 
 TEST(PubSubProto, EmptyMessagesHaveNoFields) {
-  for (const char* name : {"UnsubscribeResponse", "GetStatsRequest"}) {
+  // UnsubscribeResponse was empty until cluster mode added log_position
+  // (field 1, pinned above); an old client skips it.
+  for (const char* name : {"GetStatsRequest"}) {
     SCOPED_TRACE(name);
     const Descriptor* message = FindMessage(name);
     ASSERT_NE(message, nullptr);

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -181,6 +182,45 @@ ABSL_FLAG(uint32_t, journal_group_wait_us, 0,
           "writes at once (groups still form while the previous one is "
           "being synced).");
 
+ABSL_FLAG(std::string, cluster_nats, "",
+          "Cluster mode: NATS server URLs, comma separated "
+          "(nats://host:4222,...), of a NATS cluster with JetStream. Every "
+          "Subscribe and Unsubscribe goes through a replicated subscription "
+          "log (a JetStream stream) that every cohortd of the cluster "
+          "applies in order: all nodes hold the same subscriptions under the "
+          "same ids (docs/DESIGN.md section 11). Not with --data_dir: the log "
+          "is the journal. Empty: one node, no NATS.");
+ABSL_FLAG(std::string, cluster_node, "",
+          "Cluster mode: this node's name, in stats and message ids. Empty: "
+          "the host name and --listen port.");
+ABSL_FLAG(std::string, cluster_stream, "COHORT_LOG",
+          "Cluster mode: the JetStream stream of the subscription log "
+          "(subject cohort.log.<stream>). Created if absent.");
+ABSL_FLAG(int32_t, cluster_replicas, 3,
+          "Cluster mode: replicas of the log stream when this node creates "
+          "it (1 to 5). 3 survives the loss of one NATS server.");
+ABSL_FLAG(int64_t, cluster_lost_timeout_ms, 5000,
+          "Cluster mode: a node whose log stream has not answered for this "
+          "long goes NOT_SERVING (health, and UNAVAILABLE to calls) rather "
+          "than answer from a stale view, and serves again once it has "
+          "caught up. At least 100.");
+ABSL_FLAG(int64_t, cluster_dedupe_window_ms, 120000,
+          "Cluster mode: the log stream's duplicate window when this node "
+          "creates it: a retried Subscribe or Unsubscribe with the same "
+          "request_id within it is applied once.");
+ABSL_FLAG(std::string, cluster_read, "applied",
+          "Cluster mode: what a Publish without min_log_position sees. "
+          "applied: every change this node had applied when it arrived. "
+          "latest: every change acknowledged to anyone before it arrived "
+          "(one stream round trip, shared by concurrent publishes, before "
+          "matching).");
+ABSL_FLAG(int64_t, max_connection_age_ms, 0,
+          "Close client connections after this many milliseconds (with a "
+          "grace of a tenth of it, at least 1 s), so that clients "
+          "re-resolve a DNS name and spread over new nodes; Listen streams "
+          "then end with UNAVAILABLE and clients reconnect. 0: never. "
+          "300000 suits a cluster.");
+
 namespace cohort {
 namespace service {
 namespace {
@@ -294,6 +334,44 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
     return absl::InvalidArgumentError(
         "--max_predicates: at most 1024 (the matcher's limit)");
   }
+  o.cluster.nats = absl::GetFlag(FLAGS_cluster_nats);
+  o.cluster.node = absl::GetFlag(FLAGS_cluster_node);
+  if (o.cluster.node.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    o.cluster.node =
+        absl::StrCat(host, ":", o.listen.substr(o.listen.rfind(':') + 1));
+  }
+  o.cluster.stream = absl::GetFlag(FLAGS_cluster_stream);
+  o.cluster.replicas = absl::GetFlag(FLAGS_cluster_replicas);
+  o.cluster.lost_timeout_ms = absl::GetFlag(FLAGS_cluster_lost_timeout_ms);
+  o.cluster.dedupe_window_ms = absl::GetFlag(FLAGS_cluster_dedupe_window_ms);
+  const std::string read = absl::GetFlag(FLAGS_cluster_read);
+  if (read != "applied" && read != "latest") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--cluster_read: \"", read, "\" is not applied or latest"));
+  }
+  o.cluster.read_latest = read == "latest";
+  if (o.cluster.replicas < 1 || o.cluster.replicas > 5) {
+    return absl::InvalidArgumentError("--cluster_replicas: 1 to 5");
+  }
+  if (o.cluster.lost_timeout_ms < 100) {
+    return absl::InvalidArgumentError(
+        "--cluster_lost_timeout_ms: at least 100");
+  }
+  if (o.cluster.dedupe_window_ms < 1000) {
+    return absl::InvalidArgumentError(
+        "--cluster_dedupe_window_ms: at least 1000");
+  }
+  if (!o.cluster.nats.empty() && !o.durability.data_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--data_dir: not with --cluster_nats (the subscription log is the "
+        "journal)");
+  }
+  o.max_connection_age_ms = absl::GetFlag(FLAGS_max_connection_age_ms);
+  if (o.max_connection_age_ms < 0) {
+    return absl::InvalidArgumentError("--max_connection_age_ms: 0 or more");
+  }
   if (o.metrics_port < -1 || o.metrics_port > 65535) {
     return absl::InvalidArgumentError("--metrics_port: -1 or 0..65535");
   }
@@ -355,6 +433,14 @@ int Main(int argc, char** argv) {
   std::printf("cohortd: serving on port %d (mode %s, %s; %s)\n",
               (*server)->port(), options->mode.c_str(), engine.c_str(),
               (*server)->security_summary().c_str());
+  if (SubscriptionLog* log = (*server)->log()) {
+    std::printf(
+        "cohortd: cluster node %s, subscription log stream %s on %s "
+        "(applied to position %llu; NOT_SERVING until caught up)\n",
+        log->options().node.c_str(), log->options().stream.c_str(),
+        log->options().nats.c_str(),
+        static_cast<unsigned long long>(log->applied()));
+  }
   if (options->mode == "staged") {
     // Where the partitions run, as their stats report it.
     v1::Stats stats;

@@ -68,12 +68,15 @@ rule "service/model sees nothing else of service/" \
 rule "workload/ sees nothing of service/ but service/model" \
   '//workload/...' \
   "(//service/... - //service/model/...) + ${ABOVE_CLIENT}"
-rule "service/observability sees nothing of api/, stages/, storage/" \
+rule "service/observability sees nothing of api/, stages/, storage/, cluster/" \
   '//service/observability/...' \
-  "//service/api/... + //service/stages/... + //service/storage/... + ${ABOVE_CLIENT}"
-rule "service/storage and service/stages see nothing of api/" \
+  "//service/api/... + //service/stages/... + //service/storage/... + //service/cluster/... + ${ABOVE_CLIENT}"
+rule "service/storage and service/stages see nothing of api/ or cluster/" \
   '//service/storage/... + //service/stages/...' \
-  '//service/api/...'
+  '//service/api/... + //service/cluster/...'
+rule "service/cluster sees nothing of api/ or storage/" \
+  '//service/cluster/...' \
+  "//service/api/... + //service/storage/... + ${ABOVE_CLIENT}"
 rule "nothing below client/ sees client/, bench/ or e2e/" \
   "${BELOW_CLIENT}" \
   "${ABOVE_CLIENT}"

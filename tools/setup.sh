@@ -30,6 +30,7 @@ readonly PACKAGES=(
   liburing-dev
   libnuma-dev
   libssl-dev          # libcrypto: token hashes, TLS file checks
+  libnats-dev         # cluster mode's NATS JetStream client (service/cluster/)
   openssl             # service/api/testdata/tls/make_certs.sh
   numactl
   clang               # bench/fuzz.sh: the libFuzzer builds (--config=fuzz)
@@ -57,15 +58,30 @@ for package in "${packages[@]}"; do
   fi
 done
 
-if ((${#missing[@]} == 0)); then
-  exit 0
-fi
-
-echo "setup: installing ${missing[*]}" >&2
 sudo=()
 if ((EUID != 0)); then
   sudo=(sudo)
 fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update
-"${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+
+if ((${#missing[@]} > 0)); then
+  echo "setup: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update
+  "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+# nats-server for cluster mode's tests and deploy/local-cluster.sh: built from
+# the Go module proxy (Debian's 2.9.10 rejects sync_interval). Needs Go 1.24
+# or later on PATH or in /usr/local/go; GOTOOLCHAIN=local keeps Go from
+# fetching another toolchain, which fails offline.
+readonly NATS_SERVER_VERSION=v2.15.2
+readonly NATS_SERVER=/usr/local/bin/nats-server
+if [[ "$("${NATS_SERVER}" --version 2>/dev/null)" != "nats-server: ${NATS_SERVER_VERSION}" ]]; then
+  go=$(command -v go || echo /usr/local/go/bin/go)
+  echo "setup: building nats-server ${NATS_SERVER_VERSION} with ${go}" >&2
+  gobin=$(mktemp -d)
+  (cd "${gobin}" && GOBIN="${gobin}" GOTOOLCHAIN=local GOFLAGS=-mod=mod \
+    "${go}" install "github.com/nats-io/nats-server/v2@${NATS_SERVER_VERSION}")
+  "${sudo[@]}" install -m 0755 "${gobin}/nats-server" "${NATS_SERVER}"
+  rm -rf "${gobin}"
+fi

@@ -8,7 +8,10 @@
 #include <utility>
 #include <vector>
 
+#include <openssl/evp.h>
+
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/arena.h"
 #include "google/protobuf/io/coded_stream.h"
@@ -49,6 +52,34 @@ class PublishReactor final : public grpc::ServerUnaryReactor {
   std::atomic<bool> cancelled_{false};
   PublishJob job_;
 };
+
+// Subscription log records: a kind byte, then the request's bytes.
+constexpr char kLogSubscribe = 1;
+constexpr char kLogUnsubscribe = 2;
+constexpr size_t kMaxRequestIdBytes = 128;
+
+absl::Status CheckRequestId(const std::string& request_id) {
+  if (request_id.size() <= kMaxRequestIdBytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("request_id: ", request_id.size(),
+                   " bytes is over the limit of ", kMaxRequestIdBytes));
+}
+
+// The log message id of a record whose request names itself: the SHA-256 of
+// the whole record (request_id included), so that a retry of the same
+// request is a duplicate and another request that happens to reuse the id
+// is not.
+std::string MessageIdOf(const std::string& request_id,
+                        const std::string& record) {
+  if (request_id.empty()) return "";
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(record.data(), record.size(), digest, &length, EVP_sha256(),
+             nullptr);
+  return absl::StrCat(
+      "r-", absl::BytesToHexString(absl::string_view(
+                reinterpret_cast<const char*>(digest), length)));
+}
 
 absl::Status NotAPublishRequest() {
   return absl::InvalidArgumentError(
@@ -107,14 +138,54 @@ void PubSubService::CloseStream() {
 void PubSubService::FillStats(
     v1::Stats* stats, std::vector<StageHistograms>* histograms) const {
   engine_->FillStats(stats, histograms);
+  if (log_ != nullptr) log_->FillStats(stats->mutable_cluster());
+  if (deliveries_ != nullptr) deliveries_->FillStats(stats->mutable_cluster());
   stats->set_open_streams(open_streams_.load(std::memory_order_relaxed));
   attributes_->FillStats(stats);
+}
+
+grpc::ServerUnaryReactor* PubSubService::AppendToLog(
+    grpc::CallbackServerContext* context, absl::Status status, char kind,
+    const google::protobuf::Message& request, bool empty,
+    std::function<void(const LogOutcome&, uint64_t)> fill) {
+  const std::string& request_id =
+      kind == kLogSubscribe
+          ? static_cast<const v1::SubscribeRequest&>(request).request_id()
+          : static_cast<const v1::UnsubscribeRequest&>(request).request_id();
+  if (status.ok()) status = CheckRequestId(request_id);
+  if (status.ok()) status = log_->Serving();
+  if (!status.ok() || empty) return FinishNow(context, status);
+  std::string record(1, kind);
+  request.AppendToString(&record);
+  std::string id = MessageIdOf(request_id, record);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  log_->Append(std::move(id), std::move(record),
+               DeadlineNanos(context->deadline()),
+               [reactor, fill = std::move(fill)](
+                   absl::StatusOr<LogOutcome> outcome, uint64_t position) {
+                 absl::Status s =
+                     outcome.ok() ? outcome->status : outcome.status();
+                 if (s.ok()) fill(*outcome, position);
+                 reactor->Finish(ToGrpc(s));
+               });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* PubSubService::Subscribe(
     grpc::CallbackServerContext* context, const v1::SubscribeRequest* request,
     v1::SubscribeResponse* response) {
   absl::Status status = ValidateSubscribe(*request, limits_);
+  if (log_ != nullptr) {
+    return AppendToLog(
+        context, status, kLogSubscribe, *request,
+        request->subscriptions().empty(),
+        [response](const LogOutcome& outcome, uint64_t position) {
+          for (uint32_t i = 0; i < outcome.count; ++i) {
+            response->add_subscription_ids(outcome.first_id + i);
+          }
+          response->set_log_position(position);
+        });
+  }
   std::vector<SubscriptionInput> inputs;
   if (status.ok()) {
     status = BuildSubscriptions(*request, attributes_, subscribers_, &inputs);
@@ -144,8 +215,15 @@ grpc::ServerUnaryReactor* PubSubService::Subscribe(
 
 grpc::ServerUnaryReactor* PubSubService::Unsubscribe(
     grpc::CallbackServerContext* context,
-    const v1::UnsubscribeRequest* request, v1::UnsubscribeResponse*) {
+    const v1::UnsubscribeRequest* request, v1::UnsubscribeResponse* response) {
   absl::Status status = ValidateUnsubscribe(*request, limits_);
+  if (log_ != nullptr) {
+    return AppendToLog(context, status, kLogUnsubscribe, *request,
+                       request->subscription_ids().empty(),
+                       [response](const LogOutcome&, uint64_t position) {
+                         response->set_log_position(position);
+                       });
+  }
   if (!status.ok()) return FinishNow(context, status);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   engine_->Unsubscribe(
@@ -185,27 +263,139 @@ grpc::ServerUnaryReactor* PubSubService::Publish(
   auto* reactor = new PublishReactor();
   grpc::ByteBuffer bytes(*request);  // shares the slices
   grpc::ProtoBufferReader stream(&bytes);
-  absl::Status status = reactor->request_->ParseFromZeroCopyStream(&stream)
-                            ? PreparePublish(*reactor->request_,
-                                             reactor->response_, &reactor->job_)
-                            : NotAPublishRequest();
-  if (!status.ok()) {
-    reactor->Finish(ToGrpc(status));
+  if (!reactor->request_->ParseFromZeroCopyStream(&stream)) {
+    reactor->Finish(ToGrpc(NotAPublishRequest()));
     return reactor;
   }
-  reactor->job_.deadline_ns = DeadlineNanos(context->deadline());
-  reactor->job_.done = [reactor, response](absl::Status s) {
-    grpc::Status answer = ToGrpc(s);
-    if (answer.ok()) {
-      bool own_buffer = false;
-      answer = grpc::SerializationTraits<v1::PublishResponse>::Serialize(
-          *reactor->response_, response, &own_buffer);
-    }
-    reactor->Finish(answer);
-  };
-  status = engine_->Publish(&reactor->job_);
-  if (!status.ok()) reactor->Finish(ToGrpc(status));
+  const int64_t deadline_ns = DeadlineNanos(context->deadline());
+  // In cluster mode the events are built only once the log position they
+  // must see is applied: a subscription applied meanwhile may add the
+  // attribute names they use.
+  WhenReadable(
+      *reactor->request_, deadline_ns,
+      [this, reactor, response, deadline_ns](absl::Status status) {
+        if (status.ok()) {
+          status = PreparePublish(*reactor->request_, reactor->response_,
+                                  &reactor->job_);
+        }
+        if (!status.ok()) {
+          reactor->Finish(ToGrpc(status));
+          return;
+        }
+        reactor->job_.deadline_ns = deadline_ns;
+        reactor->job_.done = [reactor, response](absl::Status s) {
+          grpc::Status answer = ToGrpc(s);
+          if (answer.ok()) {
+            bool own_buffer = false;
+            answer = grpc::SerializationTraits<v1::PublishResponse>::Serialize(
+                *reactor->response_, response, &own_buffer);
+          }
+          reactor->Finish(answer);
+        };
+        status = engine_->Publish(&reactor->job_);
+        if (!status.ok()) reactor->Finish(ToGrpc(status));
+      });
   return reactor;
+}
+
+void PubSubService::WhenReadable(
+    const v1::PublishRequest& request, int64_t deadline_ns,
+    std::function<void(absl::Status)> ready) const {
+  if (log_ == nullptr) {
+    ready(absl::OkStatus());
+    return;
+  }
+  if (absl::Status serving = log_->Serving(); !serving.ok()) {
+    ready(serving);
+    return;
+  }
+  if (request.min_log_position() > 0) {
+    if (log_->options().read_latest) {
+      // Both: the position asked for, then the log's last one.
+      log_->WhenApplied(
+          request.min_log_position(), deadline_ns,
+          [log = log_, deadline_ns, ready](absl::Status s) {
+            if (!s.ok()) {
+              ready(s);
+              return;
+            }
+            log->ReadBarrier(deadline_ns, ready);
+          });
+      return;
+    }
+    log_->WhenApplied(request.min_log_position(), deadline_ns,
+                      std::move(ready));
+    return;
+  }
+  log_->ReadBarrier(deadline_ns, std::move(ready));
+}
+
+void PubSubService::ApplyLogRecord(uint64_t position, absl::string_view record,
+                                   std::function<void(LogOutcome)> done) {
+  const char kind = record.empty() ? 0 : record[0];
+  const absl::string_view bytes =
+      record.empty() ? record : record.substr(1);
+  if (kind == kLogSubscribe) {
+    auto request = std::make_shared<v1::SubscribeRequest>();
+    absl::Status status =
+        request->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))
+            ? ValidateSubscribe(*request, limits_)
+            : absl::DataLossError(absl::StrCat(
+                  "log position ", position, ": not a SubscribeRequest"));
+    std::vector<SubscriptionInput> inputs;
+    if (status.ok()) {
+      status = BuildSubscriptions(*request, attributes_, subscribers_, &inputs);
+    }
+    if (!status.ok()) {
+      done(LogOutcome{status});
+      return;
+    }
+    std::vector<uint32_t> owners;
+    owners.reserve(inputs.size());
+    for (const SubscriptionInput& input : inputs) {
+      owners.push_back(input.subscriber);
+    }
+    engine_->Subscribe(
+        std::move(inputs),
+        [this, done, owners = std::move(owners)](
+            absl::StatusOr<std::vector<uint64_t>> ids) {
+          if (!ids.ok()) {
+            done(LogOutcome{ids.status()});
+            return;
+          }
+          if (observer_ != nullptr) observer_->Subscribed(*ids, owners);
+          LogOutcome outcome;
+          outcome.count = static_cast<uint32_t>(ids->size());
+          outcome.first_id = ids->empty() ? 0 : ids->front();
+          done(outcome);
+        });
+    return;
+  }
+  if (kind == kLogUnsubscribe) {
+    auto request = std::make_shared<v1::UnsubscribeRequest>();
+    absl::Status status =
+        request->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))
+            ? ValidateUnsubscribe(*request, limits_)
+            : absl::DataLossError(absl::StrCat(
+                  "log position ", position, ": not an UnsubscribeRequest"));
+    if (!status.ok()) {
+      done(LogOutcome{status});
+      return;
+    }
+    engine_->Unsubscribe(
+        std::vector<uint64_t>(request->subscription_ids().begin(),
+                              request->subscription_ids().end()),
+        [this, done, request](absl::Status s) {
+          if (s.ok() && observer_ != nullptr) {
+            observer_->Unsubscribed(request->subscription_ids());
+          }
+          done(LogOutcome{s});
+        });
+    return;
+  }
+  done(LogOutcome{absl::DataLossError(absl::StrCat(
+      "log position ", position, ": unknown record kind ",
+      static_cast<int>(kind)))});
 }
 
 grpc::ServerUnaryReactor* PubSubService::GetStats(

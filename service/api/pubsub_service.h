@@ -17,19 +17,32 @@
 //   - At most `max_streams` streams (both kinds) are open at once; more get
 //     RESOURCE_EXHAUSTED.
 //
+// Cluster mode (set_log; docs/DESIGN.md section 11): Subscribe and
+// Unsubscribe are validated here, appended to the subscription log and
+// answered once this node has applied them; ApplyLogRecord applies every
+// node's records in log order (interning, lowering, ids). Publish waits for
+// min_log_position (or, with --cluster_read=latest, the log's last position)
+// before its events are built, and every PubSub call but GetStats,
+// ParseFilter and Listen is UNAVAILABLE while the node is not serving.
+//
 // Thread safety: gRPC calls the handlers on its threads; the service's own
 // state is the atomic stream count. Reactors guard their state with a mutex.
+// ApplyLogRecord is called by the log's reader thread only.
 #ifndef COHORT_SERVICE_API_PUBSUB_SERVICE_H_
 #define COHORT_SERVICE_API_PUBSUB_SERVICE_H_
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/cohort/v1/pubsub.grpc.pb.h"
+#include "service/cluster/cluster_deliveries.h"
+#include "service/cluster/subscription_log.h"
 #include "service/model/interner.h"
 #include "service/model/validation.h"
 #include "service/stages/engine.h"
@@ -134,6 +147,21 @@ class PubSubService final : public PubSubCallbackService {
                               v1::PublishResponse* response,
                               PublishJob* job) const;
 
+  // Cluster mode: applies one subscription log record (see
+  // SubscriptionLog::Applier): validates and builds it as the front stage
+  // would, applies it to the engine, tells the observer, and reports the
+  // outcome. Deterministic given the log, so every node gets the same
+  // dictionaries, ids and NOT_FOUNDs, provided every node runs with the same
+  // limits.
+  void ApplyLogRecord(uint64_t position, absl::string_view record,
+                      std::function<void(LogOutcome)> done);
+  // Calls `ready` once `request` may be built and matched here: at once on
+  // a single node; in cluster mode once min_log_position (or with
+  // --cluster_read=latest, the log's last position) is applied, or with
+  // the error (UNAVAILABLE: not serving; DEADLINE_EXCEEDED).
+  void WhenReadable(const v1::PublishRequest& request, int64_t deadline_ns,
+                    std::function<void(absl::Status)> ready) const;
+
   Engine* engine() const { return engine_; }
   const StreamOptions& stream_options() const { return streams_; }
   // Takes a stream slot; false if max_streams are open.
@@ -142,6 +170,21 @@ class PubSubService final : public PubSubCallbackService {
   // Not owned; null (the default): nobody is told. REQUIRES: set before
   // serving.
   void set_observer(SubscriptionObserver* observer) { observer_ = observer; }
+  // Cluster mode: not owned. REQUIRES: set before serving, and before the
+  // log applies anything.
+  void set_log(SubscriptionLog* log) { log_ = log; }
+  // Cluster mode: not owned; told of every Listen stream opened and closed
+  // here. REQUIRES: set before serving.
+  void set_deliveries(ClusterDeliveries* deliveries) {
+    deliveries_ = deliveries;
+  }
+  // A Listen stream of `subscriber` was registered here, or unregistered.
+  void ListenerOpened(uint32_t subscriber) {
+    if (deliveries_ != nullptr) deliveries_->LocalListenerAdded(subscriber);
+  }
+  void ListenerClosed(uint32_t subscriber) {
+    if (deliveries_ != nullptr) deliveries_->LocalListenerRemoved(subscriber);
+  }
   // What GetStats answers: the engine's stats and the open streams. With
   // `histograms`, also the stages' histograms for /metrics
   // (Engine::FillStats).
@@ -149,6 +192,15 @@ class PubSubService final : public PubSubCallbackService {
                  std::vector<StageHistograms>* histograms = nullptr) const;
 
  private:
+  // Cluster mode's Subscribe and Unsubscribe: refuses with `status` (the
+  // validation's) if not OK, answers an `empty` request at once, else
+  // appends `request` as a record of `kind` and answers once this node has
+  // applied it, `fill` completing the response.
+  grpc::ServerUnaryReactor* AppendToLog(
+      grpc::CallbackServerContext* context, absl::Status status, char kind,
+      const google::protobuf::Message& request, bool empty,
+      std::function<void(const LogOutcome&, uint64_t)> fill);
+
   Engine* const engine_;
   TypedAttributes* const attributes_;
   Interner* const subscribers_;
@@ -156,6 +208,8 @@ class PubSubService final : public PubSubCallbackService {
   const StreamOptions streams_;
   std::atomic<uint32_t> open_streams_{0};
   SubscriptionObserver* observer_ = nullptr;
+  SubscriptionLog* log_ = nullptr;
+  ClusterDeliveries* deliveries_ = nullptr;
 };
 
 }  // namespace service

@@ -2,7 +2,11 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -62,6 +66,12 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
       server->attributes_.get(), options.max_distinct_strings);
   server->subscribers_ =
       std::make_unique<Interner>(options.engine.max_subscribers);
+  const bool cluster = !options.cluster.nats.empty();
+  if (cluster && !options.durability.data_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--data_dir: not with --cluster_nats: in cluster mode the "
+        "subscription log is the journal (docs/DESIGN.md section 11)");
+  }
   EngineOptions engine_options = options.engine;
   Recovery recovered;
   const int64_t recovery_start = MonotonicNanos();
@@ -158,11 +168,52 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
     server->auth_->owners().Subscribed(recovered_ids, recovered_owners);
   }
 
+  if (cluster) {
+    PubSubService* service = server->service_.get();
+    absl::StatusOr<std::unique_ptr<SubscriptionLog>> log =
+        SubscriptionLog::Start(
+            options.cluster,
+            [service](uint64_t position, absl::string_view record,
+                      std::function<void(LogOutcome)> done) {
+              service->ApplyLogRecord(position, record, std::move(done));
+            });
+    if (!log.ok()) {
+      server->engine_->Shutdown();
+      return log.status();
+    }
+    server->log_ = std::move(*log);
+    service->set_log(server->log_.get());
+    absl::StatusOr<std::unique_ptr<ClusterDeliveries>> deliveries =
+        ClusterDeliveries::Start(server->log_->connection(),
+                                 options.cluster.stream, options.cluster.node,
+                                 server->subscribers_.get(),
+                                 &server->engine_->listeners());
+    if (!deliveries.ok()) {
+      server->log_->Shutdown();
+      server->engine_->Shutdown();
+      return deliveries.status();
+    }
+    server->deliveries_ = std::move(*deliveries);
+    service->set_deliveries(server->deliveries_.get());
+    server->engine_->set_remote_deliveries(server->deliveries_.get());
+  }
+
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, *credentials, &server->port_);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  if (options.max_connection_age_ms > 0) {
+    builder.AddChannelArgument(
+        GRPC_ARG_MAX_CONNECTION_AGE_MS,
+        static_cast<int>(std::min<int64_t>(options.max_connection_age_ms,
+                                           INT32_MAX)));
+    builder.AddChannelArgument(
+        GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+        static_cast<int>(std::min<int64_t>(
+            std::max<int64_t>(options.max_connection_age_ms / 10, 1000),
+            INT32_MAX)));
+  }
   if (options.max_concurrent_streams > 0) {
     builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                                options.max_concurrent_streams);
@@ -181,7 +232,24 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
   }
   grpc::HealthCheckServiceInterface* health =
       server->server_->GetHealthCheckService();
-  if (health != nullptr) {
+  if (health != nullptr && server->log_ != nullptr) {
+    // NOT_SERVING until caught up with the log, and while it is lost.
+    SubscriptionLog* log = server->log_.get();
+    server->log_->SetServingObserver([health, log](bool serving) {
+      health->SetServingStatus(serving);
+      health->SetServingStatus(kServiceName, serving);
+      // For the operator (and deploy/local-cluster.sh, which waits for the
+      // first "serving" line).
+      const absl::Status why = log->Serving();
+      std::fprintf(stderr, "cohortd: cluster: %s\n",
+                   serving ? absl::StrCat("serving (log applied to position ",
+                                          log->applied(), ")")
+                                 .c_str()
+                           : absl::StrCat("NOT_SERVING: ", why.message())
+                                 .c_str());
+      std::fflush(stderr);
+    });
+  } else if (health != nullptr) {
     health->SetServingStatus(true);
     health->SetServingStatus(kServiceName, true);
   }
@@ -257,6 +325,8 @@ void CohortServer::Shutdown(int64_t grace_ms) {
   if (shut_down_) return;
   shut_down_ = true;
   if (server_ == nullptr) {  // Start failed before the server ran
+    if (deliveries_ != nullptr) deliveries_->Shutdown();
+    if (log_ != nullptr) log_->Shutdown();
     if (engine_ != nullptr) engine_->Shutdown();
     return;
   }
@@ -265,6 +335,11 @@ void CohortServer::Shutdown(int64_t grace_ms) {
     health->SetServingStatus(false);
     health->SetServingStatus(kServiceName, false);
   }
+  // Stops applying the log and answers changes still waiting for it
+  // UNAVAILABLE (they may be applied by the other nodes: a client retries
+  // them elsewhere with the same request_id).
+  if (deliveries_ != nullptr) deliveries_->Shutdown();
+  if (log_ != nullptr) log_->Shutdown();
   // Listen streams never end on their own; end them first so that the
   // server's shutdown only waits for requests that will finish.
   engine_->listeners().CloseAll(

@@ -22,6 +22,8 @@
 #include "service/api/auth_service.h"
 #include "service/api/pubsub_service.h"
 #include "service/api/tls.h"
+#include "service/cluster/cluster_deliveries.h"
+#include "service/cluster/subscription_log.h"
 #include "service/model/interner.h"
 #include "service/model/validation.h"
 #include "service/observability/metrics_http.h"
@@ -66,6 +68,15 @@ struct ServerOptions {
   ServerTlsOptions tls;
   // Token file (--auth_tokens, format in auth.h): empty = no authorization.
   std::string auth_tokens_file;
+  // Cluster mode (--cluster_*): off while cluster.nats is empty. Set, the
+  // subscriptions are the subscription log's (subscription_log.h), health
+  // is NOT_SERVING until the node has caught up with it, and durability
+  // must be off (the log is the journal).
+  ClusterOptions cluster;
+  // GRPC_ARG_MAX_CONNECTION_AGE_MS (--max_connection_age_ms): clients
+  // reconnect (and re-resolve a DNS name, finding new nodes) after this long;
+  // a grace of a tenth of it lets calls finish. 0: no limit.
+  int64_t max_connection_age_ms = 0;
 };
 
 // IsLoopbackListen()
@@ -91,6 +102,8 @@ class CohortServer {
   void Shutdown(int64_t grace_ms = 10000);
 
   Engine* engine() { return engine_.get(); }
+  // Cluster mode's log; null on a single node.
+  SubscriptionLog* log() { return log_.get(); }
   // What Start recovered, for the operator: "" without --data_dir.
   const std::string& recovery_summary() const { return recovery_summary_; }
   // "TLS off", "TLS on" or "mTLS on", then ", auth off" or ", auth on (N
@@ -119,6 +132,13 @@ class CohortServer {
   std::unique_ptr<AuthService> auth_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<MetricsHttpServer> metrics_;
+  // Cluster mode only: cross-node deliveries, on log_'s connection (which
+  // the log closes in Shutdown and frees when destroyed, after this).
+  std::unique_ptr<ClusterDeliveries> deliveries_;
+  // Cluster mode only. Last: its threads apply records to the engine and
+  // set the health service's status, so it stops before they are destroyed
+  // (Shutdown stops it first).
+  std::unique_ptr<SubscriptionLog> log_;
   int port_ = 0;
   bool shut_down_ = false;
 };

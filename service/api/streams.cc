@@ -65,6 +65,8 @@ class PublishStreamReactor final : public PublishBidi {
     absl::Status status;  // the job's, once done
   };
 
+  // The request read last may be built and matched now (or not: the error).
+  void OnReadable(const absl::Status& readable);
   void OnAdmitted(Slot* slot, const absl::Status& status);
   void OnJobDone(Slot* slot, const absl::Status& status);
   void MaybeRead() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -98,11 +100,31 @@ void PublishStreamReactor::MaybeRead() {
 }
 
 void PublishStreamReactor::OnReadDone(bool ok) {
-  Slot* slot = nullptr;
+  v1::PublishRequest* request = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
     reading_ = false;
     if (!ok || reads_done_) {  // reads_done_: an earlier job failed
+      reads_done_ = true;
+      MaybeFinish();
+      return;
+    }
+    // No further read until this request is admitted (or refused).
+    admitting_ = true;
+    request = read_buffer_.get();
+  }
+  // In cluster mode, wait for the log position the request must see.
+  service_->WhenReadable(*request, deadline_ns_,
+                         [this](absl::Status s) { OnReadable(s); });
+}
+
+void PublishStreamReactor::OnReadable(const absl::Status& readable) {
+  Slot* slot = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!readable.ok()) {
+      admitting_ = false;
+      error_ = readable;
       reads_done_ = true;
       MaybeFinish();
       return;
@@ -112,6 +134,7 @@ void PublishStreamReactor::OnReadDone(bool ok) {
     absl::Status status = service_->PreparePublish(
         *owned->request, &owned->response, &owned->job);
     if (!status.ok()) {
+      admitting_ = false;
       error_ = status;
       reads_done_ = true;
       MaybeFinish();
@@ -122,7 +145,6 @@ void PublishStreamReactor::OnReadDone(bool ok) {
     slot->job.deadline_ns = deadline_ns_;
     slot->job.cancelled = &gone_;
     slots_.push_back(std::move(owned));
-    admitting_ = true;
   }
   service_->engine()->PublishWhenAdmitted(
       &slot->job,
@@ -242,7 +264,10 @@ class ListenReactor final : public grpc::ServerWriteReactor<v1::Delivery> {
   ListenReactor(PubSubService* service, uint32_t subscriber)
       : service_(service), subscriber_(subscriber) {
     sink_ = std::make_shared<ListenSink>(this, service->stream_options());
-    if (!service_->engine()->listeners().Register(subscriber_, sink_)) {
+    registered_ = service_->engine()->listeners().Register(subscriber_, sink_);
+    if (registered_) {
+      service_->ListenerOpened(subscriber_);
+    } else {
       sink_->Close(ShuttingDownError());
     }
   }
@@ -251,6 +276,7 @@ class ListenReactor final : public grpc::ServerWriteReactor<v1::Delivery> {
   void OnDone() override {
     sink_->Detach();
     service_->engine()->listeners().Unregister(subscriber_, sink_.get());
+    if (registered_) service_->ListenerClosed(subscriber_);
     service_->CloseStream();
     delete this;
   }
@@ -259,12 +285,15 @@ class ListenReactor final : public grpc::ServerWriteReactor<v1::Delivery> {
   PubSubService* const service_;
   const uint32_t subscriber_;
   std::shared_ptr<ListenSink> sink_;
+  bool registered_ = false;
 };
 
 OfferResult ListenSink::Offer(PendingDelivery delivery) {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) return OfferResult::kClosed;
   ++sequence_;  // every delivery meant for the stream takes a number
+  // A gap marker: a delivery lost before it reached this node.
+  if (delivery.event == nullptr) return OfferResult::kDropped;
   if (queue_.size() >= options_.listener_queue_limit) {
     if (options_.slow_listener == SlowListenerPolicy::kDrop) {
       return OfferResult::kDropped;

@@ -126,6 +126,55 @@ void RenderScalars(absl::Span<const Scalar> scalars, Exposition& out) {
   }
 }
 
+// Cluster mode only (docs/DESIGN.md section 11): the node's view of the
+// subscription log and its cross-node deliveries.
+void RenderCluster(const v1::ClusterStats& cluster, Exposition& out) {
+  out.Family("cohort_cluster_info", "gauge",
+             "Constant 1, in cluster mode; the labels are this node's name "
+             "(--cluster_node) and the log stream (--cluster_stream).");
+  out.Sample("cohort_cluster_info",
+             WithLabel(Label("node", cluster.node()), "stream",
+                       cluster.stream()),
+             "1");
+  const uint64_t known =
+      std::max(cluster.known_position(), cluster.applied_position());
+  const Scalar scalars[] = {
+      {"cohort_cluster_serving", "gauge",
+       "1 while this node serves (caught up with the subscription log and "
+       "in contact with it), 0 while it is NOT_SERVING.",
+       cluster.serving() ? "1" : "0"},
+      {"cohort_cluster_log_applied_position", "gauge",
+       "The last subscription log position this node has applied.",
+       absl::StrCat(cluster.applied_position())},
+      {"cohort_cluster_log_known_position", "gauge",
+       "The log's last position as this node last learned it.",
+       absl::StrCat(known)},
+      {"cohort_cluster_log_lag", "gauge",
+       "Log records this node knows of and has not applied yet.",
+       absl::StrCat(known - cluster.applied_position())},
+      {"cohort_cluster_log_appended_total", "counter",
+       "Changes this node appended to the subscription log.",
+       absl::StrCat(cluster.appended())},
+      {"cohort_cluster_log_applied_total", "counter",
+       "Subscription log records this node applied (every node's).",
+       absl::StrCat(cluster.applied())},
+      {"cohort_cluster_log_duplicates_total", "counter",
+       "Appends answered as duplicates of an earlier request_id.",
+       absl::StrCat(cluster.duplicates())},
+      {"cohort_cluster_deliveries_sent_total", "counter",
+       "Deliveries sent through NATS to listeners on other nodes.",
+       absl::StrCat(cluster.deliveries_sent())},
+      {"cohort_cluster_deliveries_received_total", "counter",
+       "Deliveries received through NATS for this node's listeners.",
+       absl::StrCat(cluster.deliveries_received())},
+      {"cohort_cluster_delivery_gaps_total", "counter",
+       "Delivery messages from other nodes found missing; each shows as a "
+       "gap in the affected Listen streams' sequence.",
+       absl::StrCat(cluster.delivery_gaps())},
+  };
+  RenderScalars(scalars, out);
+}
+
 void RenderServiceWide(const Stats& stats, Exposition& out) {
   out.Family("cohort_info", "gauge",
              "Constant 1; the labels are the execution mode (staged or "
@@ -168,6 +217,7 @@ void RenderServiceWide(const Stats& stats, Exposition& out) {
                               kMicrosPerSecond)},
   };
   RenderScalars(scalars, out);
+  if (stats.has_cluster()) RenderCluster(stats.cluster(), out);
 }
 
 // A per-stage gauge or counter read straight from StageStats.

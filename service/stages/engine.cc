@@ -360,16 +360,22 @@ void Engine::MergeAndDeliver(PublishJob* job, size_t i,
     uint64_t queued = 0;
     uint64_t dropped = 0;
     uint64_t disconnected = 0;
+    std::vector<std::pair<uint32_t, std::vector<uint64_t>>> remote;
     for (size_t b = 0; b < deliveries.size();) {
       size_t e = b;
       std::vector<uint64_t> ids;
       while (e < deliveries.size() && deliveries[e].first == deliveries[b].first) {
         ids.push_back(deliveries[e++].second);
       }
+      if (remote_ != nullptr &&
+          listeners_.HasRemoteListeners(deliveries[b].first)) {
+        remote.emplace_back(deliveries[b].first, ids);
+      }
       listeners_.Deliver(deliveries[b].first, event, std::move(ids), &queued,
                          &dropped, &disconnected);
       b = e;
     }
+    if (!remote.empty()) remote_->Deliver(*event, remote);
     profile->AddDeliveries(queued);
     profile->AddDroppedDeliveries(dropped);
     profile->AddDisconnectedListeners(disconnected);

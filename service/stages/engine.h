@@ -122,6 +122,10 @@ class Engine {
   DurationBuckets PublishDurations() const;
 
   ListenerRegistry& listeners() { return listeners_; }
+  // Cluster mode: matches of subscribers listened to on other nodes go to
+  // `remote` too (not owned; null: none). REQUIRES: set before serving and
+  // left set until Shutdown.
+  void set_remote_deliveries(RemoteDeliveries* remote) { remote_ = remote; }
   const EngineOptions& options() const { return options_; }
   uint64_t subscriptions() const { return directory_.live(); }
 
@@ -177,6 +181,7 @@ class Engine {
   const EngineOptions options_;
   SubscriptionDirectory directory_;
   ListenerRegistry listeners_;
+  RemoteDeliveries* remote_ = nullptr;
   Admission admission_;
 
  private:

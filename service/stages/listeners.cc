@@ -26,10 +26,7 @@ std::atomic<uint32_t>* ListenerRegistry::Counter(uint32_t subscriber) const {
   return page == nullptr ? nullptr : &page[subscriber & (kPageSize - 1)];
 }
 
-bool ListenerRegistry::Register(uint32_t subscriber,
-                                std::shared_ptr<DeliverySink> sink) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (closed_) return false;
+std::atomic<uint32_t>* ListenerRegistry::CounterCreated(uint32_t subscriber) {
   std::atomic<std::atomic<uint32_t>*>& slot = pages_[subscriber >> kPageBits];
   if (slot.load(std::memory_order_relaxed) == nullptr) {
     auto* page = new std::atomic<uint32_t>[kPageSize];
@@ -38,8 +35,16 @@ bool ListenerRegistry::Register(uint32_t subscriber,
     }
     slot.store(page, std::memory_order_release);
   }
+  return Counter(subscriber);
+}
+
+bool ListenerRegistry::Register(uint32_t subscriber,
+                                std::shared_ptr<DeliverySink> sink) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) return false;
+  std::atomic<uint32_t>* counter = CounterCreated(subscriber);
   sinks_[subscriber].push_back(std::move(sink));
-  Counter(subscriber)->fetch_add(1, std::memory_order_release);
+  counter->fetch_add(1, std::memory_order_release);
   size_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -64,6 +69,38 @@ bool ListenerRegistry::HasListeners(uint32_t subscriber) const {
   const std::atomic<uint32_t>* counter = Counter(subscriber);
   return counter != nullptr &&
          counter->load(std::memory_order_acquire) != 0;
+}
+
+bool ListenerRegistry::HasRemoteListeners(uint32_t subscriber) const {
+  if (subscriber >= max_subscribers_) return false;
+  const std::atomic<uint32_t>* counter = Counter(subscriber);
+  return counter != nullptr &&
+         (counter->load(std::memory_order_acquire) & kRemote) != 0;
+}
+
+void ListenerRegistry::SetRemote(uint32_t subscriber, bool remote) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::atomic<uint32_t>* counter = CounterCreated(subscriber);
+  if (remote) {
+    if ((counter->fetch_or(kRemote, std::memory_order_release) & kRemote) ==
+        0) {
+      remote_subscribers_.fetch_add(1, std::memory_order_relaxed);
+    }
+  } else if ((counter->fetch_and(~kRemote, std::memory_order_release) &
+              kRemote) != 0) {
+    remote_subscribers_.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+void ListenerRegistry::DeliverGap(uint32_t subscriber) {
+  std::vector<std::shared_ptr<DeliverySink>> sinks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sinks_.find(subscriber);
+    if (it == sinks_.end()) return;
+    sinks = it->second;
+  }
+  for (const auto& sink : sinks) sink->Offer(PendingDelivery());
 }
 
 void ListenerRegistry::Deliver(uint32_t subscriber,

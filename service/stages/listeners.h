@@ -32,10 +32,27 @@
 namespace cohort {
 namespace service {
 
-// One delivery waiting in a listener's queue.
+// One delivery waiting in a listener's queue. A delivery with a null event
+// is a gap marker (cluster mode: a delivery from another node was lost on
+// the way): it takes a sequence number and is not written, so the stream
+// shows the loss as a gap.
 struct PendingDelivery {
   std::shared_ptr<const v1::Event> event;
   std::vector<uint64_t> subscription_ids;  // ascending, non-empty
+};
+
+// Cluster mode (service/cluster/cluster_deliveries.h): where the matches of
+// subscribers listened to on other nodes go.
+class RemoteDeliveries {
+ public:
+  virtual ~RemoteDeliveries() = default;
+  // One event's matches of such subscribers: (subscriber id, its matched
+  // ids ascending), by subscriber id. Called by the stage that finishes
+  // events; must not block.
+  virtual void Deliver(
+      const v1::Event& event,
+      const std::vector<std::pair<uint32_t, std::vector<uint64_t>>>&
+          matches) = 0;
 };
 
 // What happened to an offered delivery.
@@ -78,8 +95,18 @@ class ListenerRegistry {
   // Removes `sink`; a no-op if it is not registered.
   void Unregister(uint32_t subscriber, const DeliverySink* sink);
 
-  // Whether `subscriber` has at least one open listener. Wait-free.
+  // Whether `subscriber` has at least one open listener, here or (cluster
+  // mode, SetRemote) on another node. Wait-free.
   bool HasListeners(uint32_t subscriber) const;
+  // Cluster mode: whether another node listens to `subscriber` (as the last
+  // SetRemote said). Wait-free.
+  bool HasRemoteListeners(uint32_t subscriber) const;
+  // Cluster mode: records whether another node listens to `subscriber`.
+  // REQUIRES: subscriber < max_subscribers.
+  void SetRemote(uint32_t subscriber, bool remote);
+  // Offers a gap marker (PendingDelivery with no event) to every listener of
+  // `subscriber` here.
+  void DeliverGap(uint32_t subscriber);
 
   // Offers one delivery to every listener of `subscriber`. Counts the
   // deliveries queued to a stream, dropped, or that disconnected their
@@ -92,8 +119,14 @@ class ListenerRegistry {
   // Closes every sink with `status`; later Register calls fail (shutdown).
   void CloseAll(const absl::Status& status);
 
-  // Open listeners.
+  // Open listeners here.
   uint64_t size() const { return size_.load(std::memory_order_relaxed); }
+  // Whether any subscriber has a listener, here or on another node: when
+  // not, the partitions skip looking up the subscribers of matches.
+  bool AnyListeners() const {
+    return size_.load(std::memory_order_relaxed) != 0 ||
+           remote_subscribers_.load(std::memory_order_relaxed) != 0;
+  }
 
  private:
   // Listener counts live in pages allocated on first use, so a registry for
@@ -101,7 +134,14 @@ class ListenerRegistry {
   static constexpr uint32_t kPageBits = 12;
   static constexpr uint32_t kPageSize = 1u << kPageBits;
 
+  // A counter holds the local listener count, plus kRemote when another
+  // node listens.
+  static constexpr uint32_t kRemote = 1u << 31;
+
   std::atomic<uint32_t>* Counter(uint32_t subscriber) const;
+  // Counter(subscriber), its page created if absent. REQUIRES: mu_ held.
+  std::atomic<uint32_t>* CounterCreated(uint32_t subscriber)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint64_t PageCount() const {
     return (static_cast<uint64_t>(max_subscribers_) + kPageSize - 1) >>
            kPageBits;
@@ -112,6 +152,7 @@ class ListenerRegistry {
   // registry, so readers may load a page pointer without the lock.
   std::unique_ptr<std::atomic<std::atomic<uint32_t>*>[]> pages_;
   std::atomic<uint64_t> size_{0};
+  std::atomic<uint64_t> remote_subscribers_{0};  // with kRemote set
   mutable std::mutex mu_;
   std::unordered_map<uint32_t, std::vector<std::shared_ptr<DeliverySink>>>
       sinks_ ABSL_GUARDED_BY(mu_);

@@ -23,7 +23,7 @@ void FillPartial(const SubscriptionDirectory& directory,
   // cache miss of looking it up (thousands per event on fabret-1m). A
   // listener that registers meanwhile gets deliveries from the next event
   // on, as with the per-match test.
-  if (listeners.size() == 0) return;
+  if (!listeners.AnyListeners()) return;
   for (matcher::SubscriptionId id : *local) {
     const uint32_t subscriber = subscriber_of[id];
     if (listeners.HasListeners(subscriber)) {
@@ -39,7 +39,7 @@ void FillPartials(const SubscriptionDirectory& directory,
                   const matcher::CohortMatches& matches,
                   absl::Span<const PartialOut> outs,
                   PartialsScratch* scratch) {
-  bool lists = listeners.size() != 0;
+  bool lists = listeners.AnyListeners();
   for (const PartialOut& out : outs) lists |= out.return_ids;
   if (lists) {
     matches.ToLists(&scratch->lists);

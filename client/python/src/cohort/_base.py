@@ -3,7 +3,11 @@ and the decision whether a failed call is retried."""
 
 from __future__ import annotations
 
+import ipaddress
+import json
+import threading
 import time
+import uuid
 from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 import grpc
@@ -54,6 +58,50 @@ def retryable(error: grpc.RpcError) -> bool:
     return status_code(error) == grpc.StatusCode.UNAVAILABLE
 
 
+def refused_before_matching(error: grpc.RpcError) -> bool:
+    """Whether a cluster node refused a Publish before matching anything
+    (UNAVAILABLE "not serving"): only then may it go to another node."""
+    details = error.details() if hasattr(error, "details") else ""
+    return retryable(error) and (details or "").startswith("not serving")
+
+
+def is_cluster_target(target: str) -> bool:
+    """Several addresses, or a DNS name to resolve: a cluster."""
+    return "," in target or target.startswith("dns:")
+
+
+def channel_target(target: str) -> str:
+    """The gRPC target for `target`: a comma list of IP host:port becomes
+    gRPC's ipv4: (or ipv6:) form; anything else is unchanged."""
+    if "," not in target:
+        return target
+    parts = target.split(",")
+    families = set()
+    for part in parts:
+        host, _, port = part.rpartition(":")
+        try:
+            families.add(
+                ipaddress.ip_address(host.strip("[]")).version)
+        except ValueError:
+            raise ValueError(
+                f"target: {part!r} in a list of several targets must be an "
+                "IP address and port; for host names use "
+                "dns:///NAME:PORT") from None
+        if not port.isdigit():
+            raise ValueError(f"target: {part!r} has no port")
+    if len(families) != 1:
+        raise ValueError(f"target: {target!r} mixes IPv4 and IPv6")
+    return ("ipv4:" if families == {4} else "ipv6:") + ",".join(parts)
+
+
+# A cluster target: every node, round robin, skipping those whose health
+# is NOT_SERVING (docs/DESIGN.md section 11).
+CLUSTER_SERVICE_CONFIG = json.dumps({
+    "loadBalancingConfig": [{"round_robin": {}}],
+    "healthCheckConfig": {"serviceName": "cohort.v1.PubSub"},
+})
+
+
 class ClientBase:
     """The settings of a client; its channel is made by the subclass.
 
@@ -69,7 +117,29 @@ class ClientBase:
         self.retry = retry if retry is not None else Retry()
         self._metadata = auth_metadata(token)
         self._tls: Optional[TLS] = resolve_tls(tls)
-        self._channel_options = channel_options(self._tls, options)
+        self.cluster = is_cluster_target(target)
+        self._grpc_target = channel_target(target)
+        extra = list(options)
+        if self.cluster:
+            extra.append(("grpc.service_config", CLUSTER_SERVICE_CONFIG))
+        self._channel_options = channel_options(self._tls, extra)
+        self._position_lock = threading.Lock()
+        self._log_position = 0
+
+    @property
+    def log_position(self) -> int:
+        """The highest subscription log position this client's changes were
+        answered with (0 from a single node); publishes wait for it."""
+        return self._log_position
+
+    def _note_position(self, position: int) -> None:
+        with self._position_lock:
+            if position > self._log_position:
+                self._log_position = position
+
+    def _change_request_id(self) -> str:
+        """A request_id for a change: retried changes apply once."""
+        return uuid.uuid4().hex if self.cluster else ""
 
     def _timeout(self,
                  timeout: Optional[float],
@@ -82,13 +152,18 @@ class ClientBase:
             return timeout
         return self.timeout if default else None
 
-    def _retry_pause(self, error: grpc.RpcError, attempts: int,
-                     deadline: Deadline, idempotent: bool) -> float:
+    def _retry_pause(
+            self,
+            error: grpc.RpcError,
+            attempts: int,
+            deadline: Deadline,
+            idempotent: bool,
+            retry_if: Callable[[grpc.RpcError], bool] = retryable) -> float:
         """The pause before retrying a call that failed with `error` after
         `attempts` attempts; raises the error's CohortError if it is not
-        retried (not idempotent, not UNAVAILABLE, attempts or deadline
-        used up)."""
-        if not (idempotent and retryable(error) and
+        retried (not idempotent, not `retry_if` (UNAVAILABLE), attempts or
+        deadline used up)."""
+        if not (idempotent and retry_if(error) and
                 attempts < self.retry.max_attempts):
             raise from_rpc_error(error) from None
         pause = self.retry.backoff(attempts)

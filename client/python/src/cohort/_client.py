@@ -12,6 +12,15 @@ the call passes its own `timeout=`; None means no deadline. Streams
 Retries: see cohort.Retry. Only the idempotent stats, parse_filter and the
 connect of listen retry UNAVAILABLE, with bounded exponential backoff
 inside the call's deadline.
+
+Clusters (docs/DESIGN.md section 11): a target of several IP addresses
+("127.0.0.1:50051,127.0.0.1:50052") or a DNS name ("dns:///cohort:50051")
+spreads calls round robin over the nodes whose health is SERVING. Then
+subscribe and unsubscribe carry a request_id and retry UNAVAILABLE (the log
+applies a retried change once), publish retries only a refusal before
+matching (UNAVAILABLE "not serving"), and every publish carries the highest
+log position the client's changes were answered with, so it reads its own
+writes on any node.
 """
 
 from __future__ import annotations
@@ -28,7 +37,8 @@ from cohort import _convert
 from cohort._convert import (Delivery, EventLike, FilterLike, Payload,
                              StreamItem)
 from cohort._base import (DEFAULT_BATCH, DEFAULT_TIMEOUT, DEFAULT_WINDOW,
-                          ChannelOptions, ClientBase, Deadline, ListenerBase)
+                          ChannelOptions, ClientBase, Deadline, ListenerBase,
+                          refused_before_matching, retryable)
 from cohort._errors import error_for, from_rpc_error
 from cohort._options import TLS, Retry
 from cohort.v1 import pubsub_pb2 as pb
@@ -74,9 +84,9 @@ class Client(ClientBase):
         super().__init__(target, token, tls, timeout, retry, options)
         if self._tls is None:
             self._channel = grpc.insecure_channel(
-                target, options=self._channel_options)
+                self._grpc_target, options=self._channel_options)
         else:
-            self._channel = grpc.secure_channel(target,
+            self._channel = grpc.secure_channel(self._grpc_target,
                                                 self._tls.credentials(),
                                                 options=self._channel_options)
         self._stub = pb_grpc.PubSubStub(self._channel)
@@ -95,8 +105,14 @@ class Client(ClientBase):
 
     # Plumbing.
 
-    def _call(self, method: Callable[..., _Response], request: Any,
-              timeout: Optional[float], idempotent: bool) -> _Response:
+    def _call(
+            self,
+            method: Callable[..., _Response],
+            request: Any,
+            timeout: Optional[float],
+            idempotent: bool,
+            retry_if: Callable[[grpc.RpcError], bool] = retryable
+    ) -> _Response:
         deadline = Deadline(self._timeout(timeout))
         attempts = 0
         while True:
@@ -107,7 +123,19 @@ class Client(ClientBase):
                               metadata=self._metadata)
             except grpc.RpcError as e:
                 time.sleep(
-                    self._retry_pause(e, attempts, deadline, idempotent))
+                    self._retry_pause(e, attempts, deadline, idempotent,
+                                      retry_if))
+
+    def _change(self, method: Callable[..., _Response], request: Any,
+                timeout: Optional[float]) -> _Response:
+        """A Subscribe or Unsubscribe: against a cluster it carries a
+        request_id and is retried on UNAVAILABLE (applied once); the log
+        position it is answered with is remembered."""
+        request.request_id = self._change_request_id()
+        response: Any = self._call(method, request, timeout,
+                                   idempotent=self.cluster)
+        self._note_position(response.log_position)
+        return response
 
     def _predicates(self, filter: FilterLike,
                     timeout: Optional[float]) -> List[pb.Predicate]:
@@ -154,10 +182,8 @@ class Client(ClientBase):
         for f in (filter,) + more:
             spec = request.subscriptions.add(subscriber=subscriber)
             spec.predicates.extend(self._predicates(f, deadline.remaining()))
-        response = self._call(self._stub.Subscribe,
-                              request,
-                              deadline.remaining(),
-                              idempotent=False)
+        response = self._change(self._stub.Subscribe, request,
+                                deadline.remaining())
         return list(response.subscription_ids)
 
     def subscribe_specs(self,
@@ -166,10 +192,7 @@ class Client(ClientBase):
                         timeout: Optional[float] = None) -> List[int]:
         """Subscribe with prebuilt specs (any subscribers), all or nothing."""
         request = pb.SubscribeRequest(subscriptions=list(specs))
-        response = self._call(self._stub.Subscribe,
-                              request,
-                              timeout,
-                              idempotent=False)
+        response = self._change(self._stub.Subscribe, request, timeout)
         return list(response.subscription_ids)
 
     def unsubscribe(self,
@@ -178,7 +201,7 @@ class Client(ClientBase):
                     timeout: Optional[float] = None) -> None:
         """Removes subscriptions, all or nothing (NotFound names a dead id)."""
         request = pb.UnsubscribeRequest(subscription_ids=list(ids))
-        self._call(self._stub.Unsubscribe, request, timeout, idempotent=False)
+        self._change(self._stub.Unsubscribe, request, timeout)
 
     def publish(self,
                 events: Union[EventLike, Iterable[EventLike]],
@@ -197,10 +220,12 @@ class Client(ClientBase):
         retried.
         """
         request = _convert.publish_request(events, payload, return_ids)
+        request.min_log_position = self._log_position
         response = self._call(self._stub.Publish,
                               request,
                               timeout,
-                              idempotent=False)
+                              idempotent=self.cluster,
+                              retry_if=refused_before_matching)
         return list(response.results)
 
     def publish_stream(
@@ -229,6 +254,8 @@ class Client(ClientBase):
         if window < 1:
             raise ValueError("window: at least 1 request in flight")
         requests = _convert.batch_requests(items, batch, return_ids, payload)
+        if self._log_position > 0:
+            requests = _at_position(requests, self._log_position)
         return _publish_stream(self._stub.PublishStream, requests, window,
                                self._timeout(timeout, default=False),
                                self._metadata)
@@ -376,3 +403,17 @@ def _publish_stream(
     finally:
         outbox.put(_END_OF_REQUESTS)
         call.cancel()
+
+
+def _at_position(requests: Iterable[pb.PublishRequest],
+                 position: int) -> Iterator[pb.PublishRequest]:
+    """Copies of `requests` that wait for log `position` (read your
+    writes); the caller's messages are left as they are."""
+    for request in requests:
+        if request.min_log_position >= position:
+            yield request
+            continue
+        copy = pb.PublishRequest()
+        copy.CopyFrom(request)
+        copy.min_log_position = position
+        yield copy

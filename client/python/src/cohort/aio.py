@@ -26,7 +26,8 @@ import grpc.aio
 
 from cohort import _convert
 from cohort._base import (DEFAULT_BATCH, DEFAULT_TIMEOUT, DEFAULT_WINDOW,
-                          ChannelOptions, ClientBase, Deadline, ListenerBase)
+                          ChannelOptions, ClientBase, Deadline, ListenerBase,
+                          refused_before_matching, retryable)
 from cohort._convert import (Delivery, EventLike, FilterLike, Payload,
                              StreamItem)
 from cohort._errors import from_rpc_error
@@ -59,10 +60,11 @@ class Client(ClientBase):
         super().__init__(target, token, tls, timeout, retry, options)
         if self._tls is None:
             self._channel = grpc.aio.insecure_channel(
-                target, options=self._channel_options)
+                self._grpc_target, options=self._channel_options)
         else:
             self._channel = grpc.aio.secure_channel(
-                target, self._tls.credentials(), options=self._channel_options)
+                self._grpc_target, self._tls.credentials(),
+                options=self._channel_options)
         self._stub = pb_grpc.PubSubStub(self._channel)
 
     async def close(self) -> None:
@@ -75,9 +77,14 @@ class Client(ClientBase):
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _call(self, method: Callable[...,
-                                           Awaitable[_Response]], request: Any,
-                    timeout: Optional[float], idempotent: bool) -> _Response:
+    async def _call(
+            self,
+            method: Callable[..., Awaitable[_Response]],
+            request: Any,
+            timeout: Optional[float],
+            idempotent: bool,
+            retry_if: Callable[[grpc.RpcError], bool] = retryable
+    ) -> _Response:
         deadline = Deadline(self._timeout(timeout))
         attempts = 0
         while True:
@@ -88,7 +95,17 @@ class Client(ClientBase):
                                     metadata=self._metadata)
             except grpc.RpcError as e:
                 await asyncio.sleep(
-                    self._retry_pause(e, attempts, deadline, idempotent))
+                    self._retry_pause(e, attempts, deadline, idempotent,
+                                      retry_if))
+
+    async def _change(self, method: Callable[..., Awaitable[_Response]],
+                      request: Any, timeout: Optional[float]) -> _Response:
+        """See cohort.Client._change."""
+        request.request_id = self._change_request_id()
+        response: Any = await self._call(method, request, timeout,
+                                         idempotent=self.cluster)
+        self._note_position(response.log_position)
+        return response
 
     async def _predicates(self, filter: FilterLike,
                           timeout: Optional[float]) -> List[pb.Predicate]:
@@ -124,10 +141,8 @@ class Client(ClientBase):
             spec = request.subscriptions.add(subscriber=subscriber)
             spec.predicates.extend(await
                                    self._predicates(f, deadline.remaining()))
-        response = await self._call(self._stub.Subscribe,
-                                    request,
-                                    deadline.remaining(),
-                                    idempotent=False)
+        response = await self._change(self._stub.Subscribe, request,
+                                      deadline.remaining())
         return list(response.subscription_ids)
 
     async def subscribe_specs(self,
@@ -136,10 +151,8 @@ class Client(ClientBase):
                               timeout: Optional[float] = None) -> List[int]:
         """See cohort.Client.subscribe_specs."""
         request = pb.SubscribeRequest(subscriptions=list(specs))
-        response = await self._call(self._stub.Subscribe,
-                                    request,
-                                    timeout,
-                                    idempotent=False)
+        response = await self._change(self._stub.Subscribe, request,
+                                      timeout)
         return list(response.subscription_ids)
 
     async def unsubscribe(self,
@@ -148,10 +161,7 @@ class Client(ClientBase):
                           timeout: Optional[float] = None) -> None:
         """See cohort.Client.unsubscribe."""
         request = pb.UnsubscribeRequest(subscription_ids=list(ids))
-        await self._call(self._stub.Unsubscribe,
-                         request,
-                         timeout,
-                         idempotent=False)
+        await self._change(self._stub.Unsubscribe, request, timeout)
 
     async def publish(self,
                       events: Union[EventLike, Iterable[EventLike]],
@@ -161,10 +171,12 @@ class Client(ClientBase):
                       timeout: Optional[float] = None) -> List[pb.EventResult]:
         """See cohort.Client.publish."""
         request = _convert.publish_request(events, payload, return_ids)
+        request.min_log_position = self._log_position
         response = await self._call(self._stub.Publish,
                                     request,
                                     timeout,
-                                    idempotent=False)
+                                    idempotent=self.cluster,
+                                    retry_if=refused_before_matching)
         return list(response.results)
 
     def publish_stream(

@@ -1,0 +1,505 @@
+"""Cluster mode against real processes: three cohortd over a three-server
+NATS JetStream cluster, started by deploy/local-cluster.sh
+(docs/DESIGN.md section 11).
+
+Properties:
+  - agreement: randomized subscribes, unsubscribes and publishes spread
+    over the nodes (a cluster client, round robin); every publish answer
+    equals the brute-force reference over the log's state, and at the end
+    every node holds the same subscriptions and answers alike;
+  - read your writes across nodes, and the wait for a position bounded by
+    the deadline;
+  - a retried change (same request_id) is applied once;
+  - faults, nothing acknowledged lost: kill -9 of a cohortd (it rejoins and
+    agrees), kill -9 of one nats-server, a node cut off from NATS while the
+    others carry on (it reaches NATS only through a TCP proxy that the test
+    turns into a black hole: connections stay open, no byte passes; it goes
+    NOT_SERVING within the lost timeout, refuses calls while cut off, and
+    agrees again once reconnected), and every NATS server stopped (nodes go
+    NOT_SERVING, then recover).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import random
+import select
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Dict, Iterator, List
+
+import grpc
+import pytest
+
+import cohort
+from cohort import F, Filter
+from cohort.v1 import pubsub_pb2 as pb
+from cohort.v1 import pubsub_pb2_grpc as pb_grpc
+from helpers import REPO_ROOT, Server, cohortd_path
+from test_differential import random_event, random_filter
+
+SCRIPT = REPO_ROOT / "deploy" / "local-cluster.sh"
+LOST_TIMEOUT_MS = 1000
+
+
+class Cluster:
+    """deploy/local-cluster.sh up 3, in a directory of its own."""
+
+    def __init__(self, directory: Path) -> None:
+        self.env = dict(os.environ,
+                        COHORT_CLUSTER_DIR=str(directory),
+                        COHORTD=str(cohortd_path()))
+        self.dir = directory
+        out = self._run("up", "3", "--partitions=1",
+                        f"--cluster_lost_timeout_ms={LOST_TIMEOUT_MS}")
+        self.addresses: List[str] = out.split()
+        assert len(self.addresses) == 3, out
+
+    def _run(self, *args: str) -> str:
+        done = subprocess.run([str(SCRIPT), *args],
+                              env=self.env,
+                              stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE,
+                              text=True,
+                              timeout=120,
+                              check=False)
+        assert done.returncode == 0, (args, done.stderr[-3000:])
+        return done.stdout
+
+    def kill(self, kind: str, i: int, signal: str = "KILL") -> None:
+        self._run("kill", kind, str(i), signal)
+
+    def start(self, kind: str, i: int) -> None:
+        """Starts process i again, on the same ports."""
+        out = self._run("start", kind, str(i))
+        if kind == "cohortd":
+            assert out.split()[-1] == self.addresses[i - 1], out
+
+    @property
+    def target(self) -> str:
+        return ",".join(self.addresses)
+
+    def down(self) -> None:
+        self._run("down")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = Cluster(tmp_path_factory.mktemp("cluster"))
+    yield c
+    c.down()
+
+
+def stats(address: str) -> pb.Stats:
+    with cohort.Client(address) as c:
+        return c.stats()
+
+
+def wait_until(predicate, seconds: float, what: str) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"not within {seconds} s: {what}")
+
+
+def node_client(address: str, position: int) -> cohort.Client:
+    """A client of one node that reads at least up to `position`."""
+    c = cohort.Client(address)
+    c._note_position(position)  # pylint: disable=protected-access
+    return c
+
+
+def expected_ids(live: Dict[int, Filter], event) -> List[int]:
+    return sorted(i for i, f in live.items() if cohort.matches(f, event))
+
+
+def check_publish(client: cohort.Client, live: Dict[int, Filter],
+                  events) -> int:
+    """Publishes `events`; asserts every answer; returns the decisions
+    checked (events x live subscriptions)."""
+    results = client.publish(events, return_ids=True)
+    assert len(results) == len(events)
+    for event, result in zip(events, results):
+        want = expected_ids(live, event)
+        assert list(result.subscription_ids) == want, (
+            f"{client.target}: event {event}")
+    return len(events) * max(1, len(live))
+
+
+def test_agreement_with_the_reference(cluster: Cluster) -> None:
+    rng = random.Random(42)
+    live: Dict[int, Filter] = {}
+    seen_ids: set = set()
+    decisions = 0
+    events_checked = 0
+    with cohort.Client(cluster.target) as client:
+        assert client.cluster
+        for round_ in range(60):
+            filters = [random_filter(rng) for _ in range(rng.randint(5, 30))]
+            ids = client.subscribe(f"s{round_ % 7}", *filters)
+            assert len(ids) == len(filters)
+            assert not seen_ids & set(ids), "an id was reused"
+            assert all(i > 0 for i in ids)
+            seen_ids.update(ids)
+            live.update(zip(ids, filters))
+            if live and rng.random() < 0.6:
+                gone = rng.sample(sorted(live), min(len(live),
+                                                    rng.randint(1, 10)))
+                client.unsubscribe(gone)
+                for i in gone:
+                    del live[i]
+                # Decided in log order, on whichever node answers.
+                with pytest.raises(cohort.NotFound):
+                    client.unsubscribe([gone[0]])
+            events = [random_event(rng) for _ in range(100)]
+            decisions += check_publish(client, live, events)
+            events_checked += len(events)
+        position = client.log_position
+    assert position > 0
+    # Every node: the same subscriptions, the same answers.
+    events = [random_event(random.Random(7)) for _ in range(300)]
+    for address in cluster.addresses:
+        with node_client(address, position) as c:
+            decisions += check_publish(c, live, events)
+            events_checked += len(events)
+        s = stats(address)
+        assert s.subscriptions == len(live)
+        assert s.cluster.applied_position >= position
+        assert s.cluster.serving
+        assert s.cluster.appended > 0, f"{address} answered no change"
+    assert events_checked >= 6900
+    assert decisions >= 100_000, decisions
+    print(f"agreement: {events_checked} events, {decisions} decisions")
+
+
+def test_read_your_writes_across_nodes(cluster: Cluster) -> None:
+    a = cluster.addresses
+    for i in range(30):
+        with cohort.Client(a[i % 3]) as writer:
+            [sid] = writer.subscribe(f"ryw{i}", f"ryw = {i}")
+            position = writer.log_position
+        with node_client(a[(i + 1) % 3], position) as reader:
+            [result] = reader.publish({"ryw": i}, return_ids=True)
+            assert sid in result.subscription_ids
+    # A position the log has not reached: the wait ends at the deadline.
+    channel = grpc.insecure_channel(a[0])
+    stub = pb_grpc.PubSubStub(channel)
+    request = pb.PublishRequest(min_log_position=10**12)
+    request.events.add().attributes.add(name="ryw", value=1)
+    with pytest.raises(grpc.RpcError) as info:
+        stub.Publish(request, timeout=0.5)
+    assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    channel.close()
+
+
+def test_a_retried_change_is_applied_once(cluster: Cluster) -> None:
+    request = pb.SubscribeRequest(request_id="retry-test-1")
+    spec = request.subscriptions.add(subscriber="retry")
+    spec.predicates.add(attribute="retry", op=pb.OP_EQ, value=1)
+    answers = []
+    for address in cluster.addresses:
+        with grpc.insecure_channel(address) as channel:
+            answers.append(
+                pb_grpc.PubSubStub(channel).Subscribe(request, timeout=10))
+    assert len({tuple(r.subscription_ids) for r in answers}) == 1
+    assert len({r.log_position for r in answers}) == 1
+    total = sum(stats(a).cluster.duplicates for a in cluster.addresses)
+    assert total >= 2
+    with cohort.Client(cluster.target) as c:
+        c._note_position(answers[0].log_position)  # pylint: disable=protected-access
+        [result] = c.publish({"retry": 1}, return_ids=True)
+    # Earlier tests' subscriptions (NOT_EXISTS, NE) may match too, but only
+    # with smaller ids: a second application would add a larger one.
+    [sid] = answers[0].subscription_ids
+    assert [i for i in result.subscription_ids if i >= sid] == [sid]
+
+
+def collect(listener, into: "queue.Queue[cohort.Delivery]") -> threading.Thread:
+    def read() -> None:
+        try:
+            for d in listener:
+                into.put(d)
+        except cohort.CohortError:
+            pass
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    return t
+
+
+def wait_for_interest(publisher: cohort.Client, tag: str,
+                      received: "queue.Queue[cohort.Delivery]") -> None:
+    """Publishes markers until the listener elsewhere gets one (the
+    announcement of its interest has reached the publisher's node)."""
+    for _ in range(100):
+        publisher.publish({tag: -1, "o": -1})
+        try:
+            d = received.get(timeout=0.1)
+        except queue.Empty:
+            continue
+        while True:  # drain the other markers
+            try:
+                received.get(timeout=0.3)
+            except queue.Empty:
+                return d
+    raise AssertionError("the listener's interest never reached the node")
+
+
+def test_deliveries_cross_nodes(cluster: Cluster) -> None:
+    a = cluster.addresses
+    with cohort.Client(a[0]) as c:
+        [sid] = c.subscribe("dl", F("dl").exists())
+        position = c.log_position
+    clients = [node_client(x, position) for x in a]
+    received: "queue.Queue[cohort.Delivery]" = queue.Queue()
+    listener = clients[1].listen("dl")
+    reader = collect(listener, received)
+    for origin in (0, 2):
+        wait_for_interest(clients[origin], "dl", received)
+    first = listener.last_sequence
+    per_origin = 150
+    for origin in (0, 1, 2):
+        for start in range(0, per_origin, 50):
+            clients[origin].publish(
+                [{"dl": n, "o": origin} for n in range(start, start + 50)])
+    got: List[cohort.Delivery] = []
+    while len(got) < 3 * per_origin:
+        got.append(received.get(timeout=10))
+    assert all(list(d.subscription_ids) == [sid] for d in got)
+    assert all(d.gap == 0 for d in got)
+    sequences = [d.sequence for d in got]
+    assert sequences == list(range(first + 1, first + 1 + len(got)))
+    for origin in (0, 1, 2):  # in order per publishing node
+        ns = [d.event.attributes[0].value for d in got
+              if d.event.attributes[1].value == origin]
+        assert ns == list(range(per_origin)), origin
+    assert stats(a[0]).cluster.deliveries_sent >= per_origin
+    assert stats(a[2]).cluster.deliveries_sent >= per_origin
+    assert stats(a[1]).cluster.deliveries_received >= 2 * per_origin
+    # The listener moves to another node and keeps receiving.
+    listener.cancel()
+    reader.join(timeout=10)
+    moved: "queue.Queue[cohort.Delivery]" = queue.Queue()
+    listener = clients[2].listen("dl")
+    reader = collect(listener, moved)
+    wait_for_interest(clients[0], "dl", moved)
+    clients[0].publish({"dl": 7, "o": 0})
+    d = moved.get(timeout=10)
+    assert d.event.attributes[0].value == 7
+    listener.cancel()
+    reader.join(timeout=10)
+    for c in clients:
+        c.close()
+
+
+class Load:
+    """A thread that subscribes through the cluster client and counts what
+    was acknowledged."""
+
+    def __init__(self, target: str, tag: str) -> None:
+        self.target = target
+        self.tag = tag
+        self.acked: List[int] = []
+        self.failed = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run)
+        self.thread.start()
+
+    def _run(self) -> None:
+        with cohort.Client(self.target, timeout=20) as c:
+            n = 0
+            while not self.stop.is_set():
+                n += 1
+                try:
+                    self.acked.extend(
+                        c.subscribe(self.tag, f"{self.tag} = {n}"))
+                except cohort.CohortError:
+                    self.failed += 1
+                    time.sleep(0.05)
+
+    def finish(self) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def check_all_acked(cluster: Cluster, load: Load) -> None:
+    """Every node holds every acknowledged subscription of `load`."""
+    with cohort.Client(cluster.target) as c:
+        position = max(c.stats().cluster.known_position
+                       for _ in range(3))
+    for address in cluster.addresses:
+        with node_client(address, position) as c:
+            acked = set(load.acked)
+            for start in range(0, len(load.acked), 500):
+                n_values = range(start + 1, start + 501)
+                results = c.publish([{load.tag: n} for n in n_values],
+                                    return_ids=True)
+                for r in results:
+                    acked -= set(r.subscription_ids)
+            assert not acked, f"{address} lost {len(acked)} acknowledged"
+
+
+def test_kill_cohortd_nothing_acknowledged_lost(cluster: Cluster) -> None:
+    load = Load(cluster.target, "k")
+    try:
+        for cycle in range(5):
+            time.sleep(0.5)
+            node = cycle % 3 + 1
+            cluster.kill("cohortd", node)
+            before = len(load.acked)
+            time.sleep(0.5)
+            # The other nodes carry on.
+            wait_until(lambda: len(load.acked) > before + 5, 20,
+                       "subscribes go on while a node is down")
+            cluster.start("cohortd", node)
+    finally:
+        load.finish()
+    assert len(load.acked) > 50
+    assert len(set(load.acked)) == len(load.acked)
+    check_all_acked(cluster, load)
+
+
+def test_kill_one_nats_server_nothing_acknowledged_lost(
+        cluster: Cluster) -> None:
+    load = Load(cluster.target, "n")
+    try:
+        time.sleep(0.5)
+        cluster.kill("nats", 1)
+        before = len(load.acked)
+        # A new stream leader within JetStream's election time.
+        wait_until(lambda: len(load.acked) > before + 20, 30,
+                   "subscribes go on with one NATS server down")
+        cluster.start("nats", 1)
+        time.sleep(0.5)
+    finally:
+        load.finish()
+    check_all_acked(cluster, load)
+
+
+class BlackHoleProxy:
+    """A TCP proxy to one NATS server whose forwarding can be stopped: while
+    `blocked`, connections stay open and every byte is held back (as a cut
+    network does), and new connections are accepted and starved."""
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        self.blocked = threading.Event()
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.port = self.listener.getsockname()[1]
+        self.stopped = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.stopped:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(
+                    ("127.0.0.1", self.upstream_port))
+            except OSError:
+                client.close()
+                continue
+            threading.Thread(target=self._pump, args=(client, server),
+                             daemon=True).start()
+
+    def _pump(self, a: socket.socket, b: socket.socket) -> None:
+        peers = {a: b, b: a}
+        try:
+            while not self.stopped:
+                if self.blocked.is_set():
+                    time.sleep(0.05)  # hold everything back
+                    continue
+                ready, _, _ = select.select([a, b], [], [], 0.05)
+                for s in ready:
+                    data = s.recv(65536)
+                    if not data:
+                        return
+                    peers[s].sendall(data)
+        except OSError:
+            pass
+        finally:
+            a.close()
+            b.close()
+
+    def close(self) -> None:
+        self.stopped = True
+        self.listener.close()
+
+
+def test_node_cut_off_from_nats(cluster: Cluster) -> None:
+    port = int((cluster.dir / "nats-2.client_port").read_text())
+    proxy = BlackHoleProxy(port)
+    node = Server("--partitions=1",
+                  f"--cluster_nats=nats://127.0.0.1:{proxy.port}",
+                  "--cluster_node=cut-off",
+                  f"--cluster_lost_timeout_ms={LOST_TIMEOUT_MS}")
+    try:
+        wait_until(lambda: stats(node.target).cluster.serving, 30,
+                   "the proxied node serves")
+        proxy.blocked.set()
+        cut_at = time.monotonic()
+        wait_until(lambda: not stats(node.target).cluster.serving,
+                   LOST_TIMEOUT_MS / 1000 + 5, "NOT_SERVING once cut off")
+        went = time.monotonic() - cut_at
+        assert went < LOST_TIMEOUT_MS / 1000 + 3, went
+        # The rest of the cluster carries on ...
+        with cohort.Client(cluster.target) as c:
+            [sid] = c.subscribe("cut", "cut = 1")
+            position = c.log_position
+        # ... and the cut-off node never answers from its stale view.
+        with cohort.Client(node.target) as c:
+            for _ in range(5):
+                with pytest.raises(cohort.Unavailable) as info:
+                    c.publish({"cut": 1}, return_ids=True)
+                assert "not serving" in str(info.value)
+                with pytest.raises(cohort.Unavailable):
+                    c.subscribe("cut", "cut = 2")
+                time.sleep(0.2)
+        proxy.blocked.clear()
+        wait_until(lambda: stats(node.target).cluster.serving, 60,
+                   "serves again once reconnected")
+        with node_client(node.target, position) as c:
+            [result] = c.publish({"cut": 1}, return_ids=True)
+            assert sid in result.subscription_ids
+        assert stats(node.target).subscriptions == stats(
+            cluster.addresses[0]).subscriptions
+    finally:
+        node.stop()
+        proxy.close()
+
+
+def test_all_nats_stopped_then_restarted(cluster: Cluster) -> None:
+    load = Load(cluster.target, "a")
+    try:
+        time.sleep(0.5)
+        for i in (1, 2, 3):
+            cluster.kill("nats", i, "TERM")
+        # Every node stops serving within the lost timeout (and a margin).
+        for address in cluster.addresses:
+            wait_until(lambda a=address: not stats(a).cluster.serving,
+                       LOST_TIMEOUT_MS / 1000 + 5,
+                       f"{address} goes NOT_SERVING")
+        with cohort.Client(cluster.addresses[0]) as c:
+            with pytest.raises(cohort.Unavailable) as info:
+                c.publish({"a": 1})
+            assert "not serving" in str(info.value)
+        for i in (1, 2, 3):
+            cluster.start("nats", i)
+        for address in cluster.addresses:
+            wait_until(lambda a=address: stats(a).cluster.serving, 60,
+                       f"{address} serves again")
+        before = len(load.acked)
+        wait_until(lambda: len(load.acked) > before + 5, 30,
+                   "subscribes go on after the restart")
+    finally:
+        load.finish()
+    check_all_acked(cluster, load)
