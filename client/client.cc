@@ -511,9 +511,6 @@ absl::Status CallIdempotent(const ClientOptions& options, Call call) {
   return CallWithRetries(options, kIdempotentAttempts, call, IsUnavailableStatus);
 }
 
-bool IsClusterTarget(const std::string& target) {
-  return absl::StrContains(target, ',') || absl::StartsWith(target, "dns:");
-}
 
 // A fresh request_id: 128 random bits in hex.
 std::string NewRequestId() {
@@ -552,6 +549,16 @@ void NoteLogPosition(std::atomic<uint64_t>* seen, uint64_t position) {
 }
 
 }  // namespace
+
+bool Client::IsClusterTarget(const std::string& target) {
+  return absl::StrContains(target, ',') || absl::StartsWith(target, "dns:");
+}
+
+void Client::AddClusterArguments(grpc::ChannelArguments* args) {
+  args->SetServiceConfigJSON(
+      R"({"loadBalancingConfig": [{"round_robin": {}}],)"
+      R"( "healthCheckConfig": {"serviceName": "cohort.v1.PubSub"}})");
+}
 
 absl::StatusOr<std::string> Client::ChannelTarget(const std::string& target) {
   if (!absl::StrContains(target, ',')) return target;
@@ -592,12 +599,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
   grpc::ChannelArguments args;
   // Responses with return_ids can exceed gRPC's 4 MiB default.
   args.SetMaxReceiveMessageSize(-1);
-  if (IsClusterTarget(options.target)) {
-    // Every node, round robin, skipping those whose health is NOT_SERVING.
-    args.SetServiceConfigJSON(
-        R"({"loadBalancingConfig": [{"round_robin": {}}],)"
-        R"( "healthCheckConfig": {"serviceName": "cohort.v1.PubSub"}})");
-  }
+  if (IsClusterTarget(options.target)) AddClusterArguments(&args);
   std::shared_ptr<grpc::Channel> channel =
       NewSecureChannel(*target, options.security, args);
   if (absl::Status status =

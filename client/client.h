@@ -245,6 +245,11 @@ class Client {
   // gRPC's ipv4: (or ipv6:) form; anything else is unchanged.
   // INVALID_ARGUMENT for a list with a host name (use dns:///NAME:PORT).
   static absl::StatusOr<std::string> ChannelTarget(const std::string& target);
+  // Whether `target` names a cluster (several addresses, or dns:), and the
+  // channel arguments such a target gets: round_robin over the nodes with
+  // client-side health checking (NOT_SERVING nodes are skipped).
+  static bool IsClusterTarget(const std::string& target);
+  static void AddClusterArguments(grpc::ChannelArguments* args);
   // The generated stub on this Client's channel, for calls not wrapped
   // here (give their contexts the token with AddToken). Valid while the
   // Client lives.

@@ -52,8 +52,12 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& target,
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   // Responses with return_ids can exceed gRPC's 4 MiB default.
   args.SetMaxReceiveMessageSize(-1);
-  std::shared_ptr<grpc::Channel> channel =
-      NewSecureChannel(target, security, args);
+  // A cluster target (several addresses, dns:): every node, round robin,
+  // skipping those that are NOT_SERVING, as Client::Connect does.
+  absl::StatusOr<std::string> channel_target = Client::ChannelTarget(target);
+  if (Client::IsClusterTarget(target)) Client::AddClusterArguments(&args);
+  std::shared_ptr<grpc::Channel> channel = NewSecureChannel(
+      channel_target.ok() ? *channel_target : target, security, args);
   // A callback-API call's context holds a channel reference and is destroyed
   // on gRPC's callback thread; if that were the last reference, gRPC would
   // tear down its callback completion queue from that very thread and crash

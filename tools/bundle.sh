@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Packs cohortd, cohort and locality_probe (built -c opt), and numactl if it
-# is installed, with every shared library they load, the dynamic loader
+# Packs cohortd, cohort and locality_probe (built -c opt), nats-server (a
+# static Go binary, for cluster mode: bench/cluster_scale.sh), and numactl if
+# it is installed, with every shared library they load, the dynamic loader
 # included, into a self-contained folder for a machine without Bazel or the
 # Debian packages:
 #
@@ -34,6 +35,10 @@ exec "\${here}/lib/ld-linux-x86-64.so.2" --library-path "\${here}/lib" \\
 WRAPPER
   chmod +x "${DIR}/bin/${name}" "${DIR}/libexec/${name}"
 done
+# nats-server, which tools/setup.sh installs: static, copied as it is.
+if command -v nats-server >/dev/null; then
+  cp "$(command -v nats-server)" "${DIR}/bin/nats-server"
+fi
 # numactl, when installed, so the other machine's NUMA layout can be read
 # (`numactl --hardware`) without its packages.
 if command -v numactl >/dev/null; then

@@ -164,6 +164,13 @@ grpc::ServerUnaryReactor* AuthService::Unsubscribe(
   // Validated first (the engine validates again): it bounds the ids looked
   // up under the owners' lock to --max_batch.
   absl::Status status = ValidateUnsubscribe(*request, limits_);
+  if (inner_->in_cluster()) {
+    // This node may not have applied the ids' Subscribe yet: ownership is
+    // checked in log order, when the record is applied (alike everywhere).
+    if (!status.ok()) return FinishNow(context, status);
+    return inner_->UnsubscribeAs(context, request, response,
+                                 (*principal)->name);
+  }
   if (status.ok()) {
     status = owners_.Check(request->subscription_ids(),
                            subscribers_->Find((*principal)->name));

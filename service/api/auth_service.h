@@ -69,6 +69,10 @@ class SubscriptionOwners final : public SubscriptionObserver {
   void Subscribed(absl::Span<const uint64_t> ids,
                   absl::Span<const uint32_t> subscribers) override;
   void Unsubscribed(absl::Span<const uint64_t> ids) override;
+  absl::Status MayUnsubscribe(absl::Span<const uint64_t> ids,
+                              std::optional<uint32_t> subscriber) override {
+    return Check(ids, subscriber);
+  }
 
   // Check()
   //

@@ -56,6 +56,9 @@ class PublishReactor final : public grpc::ServerUnaryReactor {
 // Subscription log records: a kind byte, then the request's bytes.
 constexpr char kLogSubscribe = 1;
 constexpr char kLogUnsubscribe = 2;
+// An Unsubscribe made as a subscriber (--auth_tokens): a uint32 length and
+// the subscriber name, then the request's bytes.
+constexpr char kLogUnsubscribeAs = 3;
 constexpr size_t kMaxRequestIdBytes = 128;
 
 absl::Status CheckRequestId(const std::string& request_id) {
@@ -147,7 +150,8 @@ void PubSubService::FillStats(
 grpc::ServerUnaryReactor* PubSubService::AppendToLog(
     grpc::CallbackServerContext* context, absl::Status status, char kind,
     const google::protobuf::Message& request, bool empty,
-    std::function<void(const LogOutcome&, uint64_t)> fill) {
+    std::function<void(const LogOutcome&, uint64_t)> fill,
+    absl::string_view owner) {
   const std::string& request_id =
       kind == kLogSubscribe
           ? static_cast<const v1::SubscribeRequest&>(request).request_id()
@@ -156,6 +160,11 @@ grpc::ServerUnaryReactor* PubSubService::AppendToLog(
   if (status.ok()) status = log_->Serving();
   if (!status.ok() || empty) return FinishNow(context, status);
   std::string record(1, kind);
+  if (kind == kLogUnsubscribeAs) {
+    const uint32_t n = static_cast<uint32_t>(owner.size());
+    for (int i = 0; i < 4; ++i) record.push_back(static_cast<char>(n >> (8 * i)));
+    record.append(owner.data(), owner.size());
+  }
   request.AppendToString(&record);
   std::string id = MessageIdOf(request_id, record);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
@@ -169,6 +178,19 @@ grpc::ServerUnaryReactor* PubSubService::AppendToLog(
                  reactor->Finish(ToGrpc(s));
                });
   return reactor;
+}
+
+grpc::ServerUnaryReactor* PubSubService::UnsubscribeAs(
+    grpc::CallbackServerContext* context,
+    const v1::UnsubscribeRequest* request, v1::UnsubscribeResponse* response,
+    const std::string& subscriber) {
+  return AppendToLog(
+      context, ValidateUnsubscribe(*request, limits_), kLogUnsubscribeAs,
+      *request, request->subscription_ids().empty(),
+      [response](const LogOutcome&, uint64_t position) {
+        response->set_log_position(position);
+      },
+      subscriber);
 }
 
 grpc::ServerUnaryReactor* PubSubService::Subscribe(
@@ -371,13 +393,33 @@ void PubSubService::ApplyLogRecord(uint64_t position, absl::string_view record,
         });
     return;
   }
-  if (kind == kLogUnsubscribe) {
+  if (kind == kLogUnsubscribe || kind == kLogUnsubscribeAs) {
+    absl::string_view body = bytes;
+    std::optional<std::string> owner;
+    if (kind == kLogUnsubscribeAs) {
+      uint32_t n = 0;
+      for (int i = 0; i < 4 && i < static_cast<int>(body.size()); ++i) {
+        n |= static_cast<uint32_t>(static_cast<unsigned char>(body[i]))
+             << (8 * i);
+      }
+      if (body.size() < 4 || body.size() - 4 < n) {
+        done(LogOutcome{absl::DataLossError(absl::StrCat(
+            "log position ", position, ": a cut Unsubscribe record"))});
+        return;
+      }
+      owner = std::string(body.substr(4, n));
+      body.remove_prefix(4 + n);
+    }
     auto request = std::make_shared<v1::UnsubscribeRequest>();
     absl::Status status =
-        request->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))
+        request->ParseFromArray(body.data(), static_cast<int>(body.size()))
             ? ValidateUnsubscribe(*request, limits_)
             : absl::DataLossError(absl::StrCat(
                   "log position ", position, ": not an UnsubscribeRequest"));
+    if (status.ok() && owner.has_value() && observer_ != nullptr) {
+      status = observer_->MayUnsubscribe(request->subscription_ids(),
+                                         subscribers_->Find(*owner));
+    }
     if (!status.ok()) {
       done(LogOutcome{status});
       return;

@@ -96,6 +96,14 @@ class SubscriptionObserver {
                           absl::Span<const uint32_t> subscribers) = 0;
   // `ids` were removed.
   virtual void Unsubscribed(absl::Span<const uint64_t> ids) = 0;
+  // Cluster mode, when a log record of an Unsubscribe made as `subscriber`
+  // (its id here; nullopt if never named) is applied: OK if it may remove
+  // `ids`, else the error it is answered with (decided in log order, so
+  // alike on every node). Called on the log's reader thread.
+  virtual absl::Status MayUnsubscribe(absl::Span<const uint64_t> ids,
+                                      std::optional<uint32_t> subscriber) {
+    return absl::OkStatus();
+  }
 };
 
 // cohort.v1.PubSub on the callback API, with unary Publish on the request's
@@ -117,6 +125,15 @@ class PubSubService final : public PubSubCallbackService {
       grpc::CallbackServerContext* context,
       const v1::UnsubscribeRequest* request,
       v1::UnsubscribeResponse* response) override;
+  // Cluster mode, with --auth_tokens: an Unsubscribe made as `subscriber`,
+  // whose ownership of the ids is checked when the log record is applied
+  // (SubscriptionObserver::MayUnsubscribe), not against this node's view
+  // when it arrives. REQUIRES: in_cluster().
+  grpc::ServerUnaryReactor* UnsubscribeAs(
+      grpc::CallbackServerContext* context,
+      const v1::UnsubscribeRequest* request,
+      v1::UnsubscribeResponse* response, const std::string& subscriber);
+  bool in_cluster() const { return log_ != nullptr; }
   // Publish takes the request as bytes, so that admission refuses before
   // parsing: a request is hundreds of small messages (events, attributes,
   // names), and under overload most requests are refused, so a refusal must
@@ -194,12 +211,14 @@ class PubSubService final : public PubSubCallbackService {
  private:
   // Cluster mode's Subscribe and Unsubscribe: refuses with `status` (the
   // validation's) if not OK, answers an `empty` request at once, else
-  // appends `request` as a record of `kind` and answers once this node has
+  // appends `request` as a record of `kind` (after `owner`, the acting
+  // subscriber, for kLogUnsubscribeAs) and answers once this node has
   // applied it, `fill` completing the response.
   grpc::ServerUnaryReactor* AppendToLog(
       grpc::CallbackServerContext* context, absl::Status status, char kind,
       const google::protobuf::Message& request, bool empty,
-      std::function<void(const LogOutcome&, uint64_t)> fill);
+      std::function<void(const LogOutcome&, uint64_t)> fill,
+      absl::string_view owner = "");
 
   Engine* const engine_;
   TypedAttributes* const attributes_;

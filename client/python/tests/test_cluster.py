@@ -21,6 +21,7 @@ Properties:
 
 from __future__ import annotations
 
+import hashlib
 import os
 import queue
 import random
@@ -379,6 +380,44 @@ def test_kill_one_nats_server_nothing_acknowledged_lost(
     finally:
         load.finish()
     check_all_acked(cluster, load)
+
+
+def test_auth_ownership_decided_in_log_order(cluster: Cluster,
+                                             tmp_path: Path) -> None:
+    """With --auth_tokens, an Unsubscribe's ownership check happens when its
+    record is applied, so a node that has not applied the Subscribe yet does
+    not answer NOT_FOUND. Two nodes of their own log stream."""
+    tokens = {"alice": "alice-token", "bob": "bob-token"}
+    path = tmp_path / "tokens"
+    path.write_text("".join(
+        f"subscriber {name} {hashlib.sha256(t.encode()).hexdigest()}\n"
+        for name, t in tokens.items()))
+    urls = (cluster.dir / "nats_urls").read_text().strip()
+    nodes = [
+        Server("--partitions=1", f"--auth_tokens={path}",
+               f"--cluster_nats={urls}", "--cluster_stream=AUTH_LOG",
+               f"--cluster_node=auth-{i}") for i in (1, 2)
+    ]
+    try:
+        for n in nodes:
+            wait_until(lambda n=n: stats(n.target).cluster.serving, 30,
+                       "the auth node serves")
+        a, b = (n.target for n in nodes)
+        for round_ in range(20):
+            with cohort.Client(a, token=tokens["alice"]) as alice:
+                [sid] = alice.subscribe("alice", f"auth = {round_}")
+            with cohort.Client(b, token=tokens["bob"]) as bob:
+                with pytest.raises(cohort.PermissionDenied):
+                    bob.unsubscribe([sid])
+            with cohort.Client(b, token=tokens["alice"]) as alice:
+                alice.unsubscribe([sid])  # B may not have applied it yet
+                with pytest.raises(cohort.NotFound):
+                    alice.unsubscribe([sid])
+        for n in nodes:
+            assert stats(n.target).subscriptions == 0
+    finally:
+        for n in nodes:
+            n.stop()
 
 
 class BlackHoleProxy:

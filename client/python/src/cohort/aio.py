@@ -201,7 +201,8 @@ class Client(ClientBase):
         def start() -> Any:  # when iteration starts
             return self._stub.PublishStream(timeout=deadline, metadata=metadata)
 
-        return _publish_stream(start, items, batcher, window)
+        return _publish_stream(start, items, batcher, window,
+                               self._log_position)
 
     def listen(self,
                subscriber: str,
@@ -244,18 +245,26 @@ async def _publish_stream(start: Callable[[], Any],
                           items: Union[Iterable[StreamItem],
                                        AsyncIterable[StreamItem]],
                           batcher: _convert.Batcher,
-                          window: int) -> AsyncIterator[pb.EventResult]:
+                          window: int,
+                          position: int = 0) -> AsyncIterator[pb.EventResult]:
     """Writes requests (at most `window` unanswered) while reading answers.
 
     A task writes: it reads the items, builds the requests and waits for a
     slot before each write; this generator reads the answers and frees a
-    slot per answer. A bad item is raised here, not in the task.
+    slot per answer. A bad item is raised here, not in the task. Requests
+    below log `position` are sent as copies that wait for it (read your
+    writes in a cluster).
     """
     call = start()
     slots = asyncio.Semaphore(window)
     item_error: List[BaseException] = []
 
     async def send(request: pb.PublishRequest) -> bool:
+        if position > request.min_log_position:
+            copy = pb.PublishRequest()
+            copy.CopyFrom(request)
+            copy.min_log_position = position
+            request = copy
         await slots.acquire()
         try:
             await call.write(request)
