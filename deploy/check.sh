@@ -18,12 +18,22 @@
 #                    a Key=value syntax check of the unit.
 #   k8s schema       kubernetes-validate --strict (PyPI; it bundles the
 #                    Kubernetes OpenAPI schemas, so validation itself is
-#                    offline) against KUBE_VERSIONS. The package is installed
+#                    offline) against KUBE_VERSIONS, on deploy/k8s/*.yaml
+#                    and deploy/k8s/cluster/*.yaml. The package is installed
 #                    once into a venv at ${DEPLOY_CHECK_VENV}; skipped if
 #                    that install fails (no network) or DEPLOY_CHECK_OFFLINE=1.
-#   dockerfile, systemd fields, k8s fields, data dir
+#   dockerfile, systemd fields, k8s fields, data dir, k8s cluster fields,
+#   compose cluster
 #                    deploy/check_fields.py: the files agree with each other
-#                    and with the server's flags and health service name.
+#                    and with the server's flags and health service name;
+#                    the cluster files (deploy/k8s/cluster/,
+#                    deploy/compose/cluster.yml) run cohortd with
+#                    --cluster_nats naming every NATS server, and every
+#                    NATS configuration has sync_interval: always.
+#   nats config (nats-server -t)
+#                    nats-server -t on the NATS configurations of
+#                    deploy/k8s/cluster/nats.yaml and deploy/compose/;
+#                    skipped without nats-server (tools/setup.sh builds it).
 #   compose, prometheus config, alert rules, grafana dashboard,
 #   grafana provisioning
 #                    deploy/check_fields.py on deploy/observability/: the
@@ -40,11 +50,13 @@
 #                    scrape testdata/cohortd-metrics.prom, which follows the
 #                    naming conventions; promtool parses the dashboard's
 #                    expressions.
-#   compose config   docker compose config -q (the Compose schema, offline):
-#                    the docker plugin if installed, else Compose v2 built
-#                    once from the Go module proxy into a cache (2 to 3
-#                    minutes); skipped if neither works or
-#                    DEPLOY_CHECK_OFFLINE=1.
+#   compose config, compose cluster config
+#                    docker compose config -q (the Compose schema, offline)
+#                    on deploy/observability/compose.yaml and
+#                    deploy/compose/cluster.yml: the docker plugin if
+#                    installed, else Compose v2 built once from the Go
+#                    module proxy into a cache (2 to 3 minutes); skipped if
+#                    neither works or DEPLOY_CHECK_OFFLINE=1.
 # After the first run (about 20 s for the venv) it takes about a second.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -55,7 +67,8 @@ readonly KUBE_VERSIONS=(1.27.0 1.30.0)
 # Pinned so that a run validates against the same schemas every time; it
 # ships schemas for Kubernetes 1.25 to 1.37.
 readonly KUBERNETES_VALIDATE=kubernetes-validate==1.37.0
-# Docker Compose v2, for `config -q` on deploy/observability/compose.yaml.
+# Docker Compose v2, for `config -q` on deploy/observability/compose.yaml
+# and deploy/compose/cluster.yml.
 readonly COMPOSE_VERSION=v2.31.0
 readonly COMPOSE_BIN=${DEPLOY_CHECK_COMPOSE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/cohort/compose-${COMPOSE_VERSION}/docker-compose}
 readonly VENV=${DEPLOY_CHECK_VENV:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/cohort/deploy-check-venv}
@@ -128,7 +141,7 @@ else
   schema_errors=""
   for version in "${KUBE_VERSIONS[@]}"; do
     if ! out=$("${venv_python}" -m kubernetes_validate --strict --quiet \
-      -k "${version}" deploy/k8s/*.yaml 2>&1); then
+      -k "${version}" deploy/k8s/*.yaml deploy/k8s/cluster/*.yaml 2>&1); then
       schema_errors+="${version}: $(echo "${out}" | grep -v '^$' | head -3 | tr '\n' ' ')"
     fi
   done
@@ -151,6 +164,25 @@ if [[ -z "${python}" ]]; then
   failed "fields" "no python3 with PyYAML (apt-get install python3-yaml)"
 else
   "${python}" deploy/check_fields.py || status=1
+fi
+
+# --- nats config: nats-server parses the cluster's NATS configurations (in
+# both, the server name comes from the environment)
+if ! command -v nats-server >/dev/null; then
+  skipped "nats config (nats-server -t)" "nats-server not installed (tools/setup.sh builds it)"
+elif [[ -z "${python}" ]]; then
+  skipped "nats config (nats-server -t)" "no python3 with PyYAML to read the ConfigMap"
+elif ! "${python}" -c 'import sys, yaml
+for d in yaml.safe_load_all(open("deploy/k8s/cluster/nats.yaml")):
+    if d and d.get("kind") == "ConfigMap":
+        open(sys.argv[1], "w").write(d["data"]["nats.conf"])' "${tmp}/k8s-nats.conf" 2>/dev/null ||
+  [[ ! -s "${tmp}/k8s-nats.conf" ]]; then
+  failed "nats config (nats-server -t)" "no ConfigMap with nats.conf in deploy/k8s/cluster/nats.yaml"
+elif out=$(POD_NAME=nats-0 nats-server -t -c "${tmp}/k8s-nats.conf" 2>&1 &&
+  SERVER_NAME=nats-1 nats-server -t -c deploy/compose/nats.conf 2>&1); then
+  ok "nats config (nats-server -t)"
+else
+  failed "nats config (nats-server -t)" "$(echo "${out}" | grep -v 'is valid' | head -3 | tr '\n' ' ')"
 fi
 
 # --- observability: promtool, the PromQL checker, docker compose
@@ -217,8 +249,9 @@ if ((${#compose_cmd[@]} > 0)); then
   # offline; the password only has to be set.
   run_check "compose config" env GRAFANA_ADMIN_PASSWORD=check \
     "${compose_cmd[@]}" -f "${OBS}/compose.yaml" config -q
+  run_check "compose cluster config" "${compose_cmd[@]}" -f deploy/compose/cluster.yml config -q
 else
-  skipped "compose config" "no docker compose, and cannot build Compose ${COMPOSE_VERSION} from the Go module proxy (offline, or no go): $(tail -1 "${tmp}/compose.log" 2>/dev/null)"
+  skipped "compose config, compose cluster config" "no docker compose, and cannot build Compose ${COMPOSE_VERSION} from the Go module proxy (offline, or no go): $(tail -1 "${tmp}/compose.log" 2>/dev/null)"
 fi
 
 exit "${status}"

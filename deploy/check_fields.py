@@ -25,6 +25,27 @@ compare:
     ReadWritePaths=; non-root User= that cohortd.sysusers creates; SIGTERM,
     Restart=on-failure, a stop timeout for the snapshot, LimitNOFILE.
   - same data dir in all three.
+  - k8s cluster fields (deploy/k8s/cluster/): kinds and apiVersions; the
+    NATS StatefulSet started in parallel, an odd number >= 3 of replicas, a
+    pinned nats image, its config a mounted ConfigMap file (nats.conf:
+    sync_interval: always, server_name from an env of the pod's name,
+    max_payload, the store on a volumeClaimTemplate, routes to every pod
+    through the governing Service on the cluster port, ports as the
+    container's, /healthz probes); cohortd with --cluster_nats naming
+    every NATS pod on the client port, --cluster_node=$(POD_NAME),
+    --max_connection_age_ms, --cluster_replicas at most the NATS servers,
+    no --data_dir and no volume, known flags, readiness on the health
+    service and startup/liveness not on it (tcpSocket on the gRPC port),
+    Guaranteed QoS, the image's uid; governing Services headless with
+    publishNotReadyAddresses, a headless client Service of ready pods only;
+    PodDisruptionBudgets; no selector shared with deploy/k8s/*.yaml.
+  - compose cluster (deploy/compose/cluster.yml): every cohortd service
+    (image cohortd, built from deploy/Dockerfile) has --cluster_nats naming
+    every NATS service on its client port, no --data_dir, its own
+    --cluster_node and known flags; every NATS service's bind-mounted
+    config has sync_interval: always, a server_name from its environment
+    (distinct per service) and routes to every NATS service; ports are
+    published on 127.0.0.1.
   - observability/ (deploy/observability/README.md), checked with PyYAML
     alone; deploy/check.sh adds promtool and `docker compose config` where
     they are installed:
@@ -389,6 +410,405 @@ def check_k8s(flags_known, image_uid):
     return {"flags": flags}
 
 
+# ------------------------------------------------------------------- cluster
+#
+# deploy/k8s/cluster/ and deploy/compose/cluster.yml: cohortd in cluster mode
+# (--cluster_nats) on a NATS cluster with JetStream.
+
+K8S_CLUSTER = Path("deploy/k8s/cluster")
+COMPOSE_CLUSTER = Path("deploy/compose/cluster.yml")
+CLUSTER_KINDS = {"StatefulSet": "apps/v1", "Service": "v1", "ConfigMap": "v1",
+                 "PodDisruptionBudget": "policy/v1"}
+DRAIN_SECONDS = 10  # cohortd waits this long for calls in progress at SIGTERM
+
+
+def nats_block(text, name):
+    """The inside of a top-level `name { ... }` block of a nats.conf, or None."""
+    match = re.search(rf"^{name}\s*[:=]?\s*\{{(.*?)^\}}", text, re.M | re.S)
+    return match.group(1) if match else None
+
+
+def nats_port(text, key):
+    match = re.search(rf"^\s*{key}\s*[:=]\s*\"?[\w.\[\]:]*?:(\d+)\"?\s*$", text, re.M)
+    return int(match.group(1)) if match else None
+
+
+def nats_config(text, where):
+    """What the checks need of a nats.conf (the subset these files use:
+    `key: value` lines and `name { ... }` blocks), and its problems."""
+    problems = []
+    text = "\n".join(line.split("#", 1)[0].rstrip() for line in text.splitlines())
+    jetstream, cluster = nats_block(text, "jetstream"), nats_block(text, "cluster")
+    top = text
+    for block in (jetstream, cluster):
+        top = top.replace(block or "\0", "")
+    found = {"client_port": nats_port(top, "listen"), "monitor_port": nats_port(top, "http"),
+             "cluster_port": nats_port(cluster or "", "listen"), "routes": [],
+             "store_dir": None, "name_variable": None}
+    name = re.search(r"^server_name\s*[:=]\s*(\S+)", top, re.M)
+    if not name:
+        problems.append(f"{where}: no server_name")
+    elif re.fullmatch(r"\$\w+", name.group(1)):
+        found["name_variable"] = name.group(1)[1:]
+    else:
+        problems.append(f"{where}: server_name {name.group(1)} is one name for every "
+                        "server: take it from an environment variable ($NAME)")
+    if not re.search(r"^max_payload\s*[:=]\s*\S+", top, re.M):
+        problems.append(f"{where}: no max_payload (bounds the largest Subscribe request)")
+    for key in ("client_port", "monitor_port"):
+        if found[key] is None:
+            problems.append(f"{where}: no {'listen' if key == 'client_port' else 'http'} "
+                            "host:port")
+    if jetstream is None:
+        problems.append(f"{where}: no jetstream block")
+    else:
+        if not re.search(r"^\s*sync_interval\s*[:=]\s*\"?always\"?\s*$", jetstream, re.M):
+            problems.append(f"{where}: jetstream sync_interval is not always (an acknowledged "
+                            "subscription must survive losing power on every machine)")
+        store = re.search(r"^\s*store_dir\s*[:=]\s*\"?([^\"\s]+)", jetstream, re.M)
+        found["store_dir"] = store.group(1) if store else None
+        if not store:
+            problems.append(f"{where}: jetstream has no store_dir")
+        if not re.search(r"^\s*max_file_store\s*[:=]", jetstream, re.M):
+            problems.append(f"{where}: jetstream has no max_file_store")
+    if cluster is None:
+        problems.append(f"{where}: no cluster block")
+    else:
+        if not re.search(r"^\s*name\s*[:=]\s*\S+", cluster, re.M):
+            problems.append(f"{where}: the cluster block has no name")
+        if found["cluster_port"] is None:
+            problems.append(f"{where}: the cluster block has no listen host:port")
+        found["routes"] = re.findall(r"nats-route://([\w.-]+):(\d+)", cluster)
+        if not found["routes"]:
+            problems.append(f"{where}: the cluster block has no nats-route:// routes")
+    return found, problems
+
+
+def route_problems(routes, hosts, port, where):
+    """Routes (host, port) must name every server in hosts, on the route port."""
+    problems = []
+    named = {host for host, _ in routes}
+    if named != set(hosts):
+        problems.append(f"{where}: routes {sorted(named)}, want every server {sorted(hosts)}")
+    for host, route_port in routes:
+        if port is not None and int(route_port) != port:
+            problems.append(f"{where}: route {host}:{route_port} is not the cluster port {port}")
+    return problems
+
+
+def nats_urls(value):
+    """--cluster_nats=nats://h:p,... -> [(host, port or None)]; None if malformed."""
+    urls = []
+    for url in (value or "").split(","):
+        match = re.fullmatch(r"nats://([^:/,]+):(\d+)", url.strip())
+        if not match:
+            return None
+        urls.append((match.group(1), int(match.group(2))))
+    return urls
+
+
+def container_port(container, name_or_number):
+    ports = {p.get("name"): p.get("containerPort") for p in container.get("ports", [])}
+    return ports.get(name_or_number) if isinstance(name_or_number, str) else name_or_number
+
+
+def selects(selector, labels):
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def env_from_field(container, name, field):
+    for env in container.get("env") or []:
+        if env.get("name") == name:
+            ref = ((env.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+            return ref == field
+    return False
+
+
+def check_k8s_cluster(flags_known, image_uid):
+    problems = []
+    docs = []
+    for path in sorted(K8S_CLUSTER.glob("*.yaml")):
+        docs += [(path.name, d) for d in yaml.safe_load_all(path.read_text()) if d]
+    for name, d in docs:
+        want = CLUSTER_KINDS.get(d.get("kind"))
+        if want is None:
+            problems.append(f"{name}: unexpected kind {d.get('kind')}")
+        elif d.get("apiVersion") != want:
+            problems.append(f"{name}: {d.get('kind')} apiVersion {d.get('apiVersion')}, "
+                            f"want {want}")
+    of_kind = lambda kind: [d for _, d in docs if d.get("kind") == kind]  # noqa: E731
+    services, maps = of_kind("Service"), of_kind("ConfigMap")
+
+    def with_container(name):
+        found = [(s, c) for s in of_kind("StatefulSet")
+                 for c in s["spec"]["template"]["spec"]["containers"] if c.get("name") == name]
+        return found[0] if len(found) == 1 else (None, None)
+    cohort_set, c = with_container("cohortd")
+    nats_set, n = with_container("nats")
+    if cohort_set is None or nats_set is None:
+        report("k8s cluster fields", problems + [
+            "want one StatefulSet with a container cohortd and one with a container nats"])
+        return
+    for kind_set in (cohort_set, nats_set):
+        spec, who = kind_set["spec"], kind_set["metadata"]["name"]
+        labels = spec["template"]["metadata"].get("labels", {})
+        if spec["selector"].get("matchLabels") != labels:
+            problems.append(f"StatefulSet {who}: selector does not match the pod labels")
+        governing = [s for s in services if s["metadata"]["name"] == spec.get("serviceName")]
+        if not governing or governing[0]["spec"].get("clusterIP") != "None" or \
+                governing[0]["spec"].get("publishNotReadyAddresses") is not True:
+            problems.append(f"StatefulSet {who}: serviceName {spec.get('serviceName')} is not a "
+                            "headless Service with publishNotReadyAddresses: true")
+        security = spec["template"]["spec"].get("securityContext", {})
+        if security.get("runAsNonRoot") is not True:
+            problems.append(f"StatefulSet {who}: securityContext.runAsNonRoot is not true")
+        if not any(selects((p["spec"].get("selector") or {}).get("matchLabels"), labels)
+                   for p in of_kind("PodDisruptionBudget")):
+            problems.append(f"StatefulSet {who}: no PodDisruptionBudget selects its pods")
+    for s in services:
+        name = s["metadata"]["name"]
+        pods = [x for x in (cohort_set, nats_set)
+                if selects(s["spec"].get("selector"), x["spec"]["template"]["metadata"]["labels"])]
+        if len(pods) != 1:
+            problems.append(f"Service {name}: selects {len(pods)} of the StatefulSets, want one")
+            continue
+        container = c if pods[0] is cohort_set else n
+        for p in s["spec"].get("ports", []):
+            if container_port(container, p.get("targetPort")) is None:
+                problems.append(f"Service {name}: targetPort {p.get('targetPort')} is not a "
+                                "container port")
+    cohort_labels = cohort_set["spec"]["template"]["metadata"]["labels"]
+    for name, d in load_k8s():  # the single-node manifests of deploy/k8s/
+        if d.get("kind") == "Service" and selects(d["spec"].get("selector"), cohort_labels):
+            problems.append(f"{name}: single-node Service {d['metadata']['name']} selects the "
+                            "cluster's pods")
+        if d.get("kind") == "StatefulSet" and any(
+                selects(s["spec"].get("selector"), d["spec"]["template"]["metadata"]["labels"])
+                for s in services):
+            problems.append(f"a cluster Service selects the pods of {name}")
+
+    # NATS: its configuration, mounted from the ConfigMap.
+    nats_spec = nats_set["spec"]
+    nats_name, nats_peers = nats_set["metadata"]["name"], nats_spec.get("serviceName")
+    nats_replicas = nats_spec.get("replicas", 1)
+    if nats_spec.get("podManagementPolicy") != "Parallel":
+        problems.append("StatefulSet nats: podManagementPolicy is not Parallel (JetStream needs "
+                        "a majority up before any server is ready)")
+    if nats_replicas < 3 or nats_replicas % 2 == 0:
+        problems.append(f"StatefulSet nats: {nats_replicas} replicas, want an odd number >= 3")
+    if not (n.get("image") or "").startswith("nats:") or not pinned(n.get("image")):
+        problems.append(f"nats image {n.get('image')!r} is not nats: pinned to a version")
+    command = list(n.get("command") or []) + list(n.get("args") or [])
+    config_path = next((command[i + 1] for i, a in enumerate(command[:-1])
+                        if a in ("--config", "-c")), None)
+    pod_volumes = {v.get("name"): v for v in nats_spec["template"]["spec"].get("volumes", [])}
+    text = None
+    for mount in n.get("volumeMounts", []):
+        folder = mount.get("mountPath", "").rstrip("/") + "/"
+        source = (pod_volumes.get(mount.get("name")) or {}).get("configMap")
+        if config_path and source and config_path.startswith(folder):
+            cm = [m for m in maps if m["metadata"]["name"] == source.get("name")]
+            text = ((cm[0].get("data") or {}) if cm else {}).get(config_path[len(folder):])
+    if text is None:
+        problems.append(f"nats --config {config_path} is not a file of a mounted ConfigMap")
+        report("k8s cluster fields", problems)
+        return
+    conf, conf_problems = nats_config(text, "nats.conf")
+    problems += conf_problems
+    if conf["name_variable"] and not env_from_field(n, conf["name_variable"], "metadata.name"):
+        problems.append(f"nats.conf server_name ${conf['name_variable']}: the nats container "
+                        "has no such env from metadata.name")
+    problems += route_problems(conf["routes"],
+                               [f"{nats_name}-{i}.{nats_peers}" for i in range(nats_replicas)],
+                               conf["cluster_port"], "nats.conf")
+    for key, port_name in (("client_port", "client"), ("cluster_port", "cluster"),
+                           ("monitor_port", "monitor")):
+        if conf[key] is not None and container_port(n, port_name) != conf[key]:
+            problems.append(f"nats containerPort {port_name} {container_port(n, port_name)} != "
+                            f"nats.conf's {conf[key]}")
+    claims = {t["metadata"]["name"] for t in nats_spec.get("volumeClaimTemplates", [])}
+    if not any(m.get("name") in claims and conf["store_dir"] and
+               (conf["store_dir"] + "/").startswith(m.get("mountPath", "").rstrip("/") + "/")
+               for m in n.get("volumeMounts", [])):
+        problems.append(f"jetstream store_dir {conf['store_dir']} is not on a volumeClaimTemplate")
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        get = (n.get(probe) or {}).get("httpGet") or {}
+        if not get.get("path", "").startswith("/healthz") or \
+                container_port(n, get.get("port")) != conf["monitor_port"]:
+            problems.append(f"nats {probe}: want httpGet /healthz on the monitoring port")
+
+    # cohortd in cluster mode.
+    spec, pod = cohort_set["spec"], cohort_set["spec"]["template"]["spec"]
+    flags = parse_flags(c.get("args", []))
+    unknown = sorted(set(flags) - flags_known)
+    if unknown:
+        problems.append(f"cohortd args: unknown cohortd flags {unknown}")
+    port = listen_port(flags, "cohortd args", problems)
+    if "data_dir" in flags:
+        problems.append("cohortd args: --data_dir with --cluster_nats (cohortd refuses it)")
+    if spec.get("volumeClaimTemplates") or c.get("volumeMounts"):
+        problems.append("cohortd: volumes or claims, but cluster mode has no data dir")
+    if spec.get("replicas", 1) < 2:
+        problems.append(f"StatefulSet {cohort_set['metadata']['name']}: {spec.get('replicas', 1)} "
+                        "replica: a cluster wants several")
+    defined = {e.get("name") for e in c.get("env") or []}
+    used = {var for arg in c.get("args", []) for var in re.findall(r"\$\((\w+)\)", arg)}
+    for var in sorted(used - defined):
+        problems.append(f"cohortd args: $({var}) is not an env of the container")
+    if flags.get("cluster_node") != "$(POD_NAME)" or \
+            not env_from_field(c, "POD_NAME", "metadata.name"):
+        problems.append("cohortd: want --cluster_node=$(POD_NAME) with POD_NAME from "
+                        "metadata.name (a name of its own for each node)")
+    age = flags.get("max_connection_age_ms") or "0"
+    if not age.isdigit() or int(age) <= 0:
+        problems.append("cohortd: no --max_connection_age_ms (clients never find new nodes)")
+    replicas = flags.get("cluster_replicas") or "3"
+    if not replicas.isdigit() or not 1 <= int(replicas) <= nats_replicas:
+        problems.append(f"--cluster_replicas={replicas}: want 1 to the {nats_replicas} "
+                        "NATS servers")
+    urls = nats_urls(re.sub(r"\$\((\w+)\)", r"\1", flags.get("cluster_nats") or ""))
+    if not flags.get("cluster_nats") or urls is None:
+        problems.append(f"--cluster_nats={flags.get('cluster_nats')}: want nats://host:port,...")
+    else:
+        wanted = {f"{nats_name}-{i}.{nats_peers}" for i in range(nats_replicas)}
+        named = set()
+        for host, url_port in urls:
+            pod_name = ".".join(host.split(".")[:2])
+            if pod_name not in wanted:
+                problems.append(f"--cluster_nats: {host} is not a NATS pod ({sorted(wanted)})")
+            named.add(pod_name)
+            if url_port != conf["client_port"]:
+                problems.append(f"--cluster_nats: {host}:{url_port} is not the NATS client "
+                                f"port {conf['client_port']}")
+        if named != wanted:
+            problems.append(f"--cluster_nats misses NATS pods {sorted(wanted - named)}")
+    ports = {p.get("name"): p.get("containerPort") for p in c.get("ports", [])}
+    if ports.get("grpc") != port:
+        problems.append(f"cohortd containerPort grpc {ports.get('grpc')} != --listen port {port}")
+    metrics = flags.get("metrics_port")
+    if metrics is None or str(ports.get("metrics")) != metrics or \
+            flags.get("metrics_host") != "0.0.0.0":
+        problems.append("cohortd: want --metrics_port as containerPort metrics and "
+                        "--metrics_host=0.0.0.0")
+    annotations = spec["template"]["metadata"].get("annotations") or {}
+    if annotations.get("prometheus.io/port") != metrics:
+        problems.append(f"annotation prometheus.io/port {annotations.get('prometheus.io/port')} "
+                        f"!= --metrics_port {metrics}")
+    readiness = (c.get("readinessProbe") or {}).get("grpc") or {}
+    service_name = health_service_name()
+    if readiness.get("port") != port or readiness.get("service") != service_name:
+        problems.append(f"cohortd readinessProbe: want grpc on port {port}, service "
+                        f"{service_name!r} (NOT_SERVING until caught up with the log)")
+    for probe in ("startupProbe", "livenessProbe"):
+        spec_probe = c.get(probe) or {}
+        if "grpc" in spec_probe:
+            problems.append(f"cohortd {probe}: the gRPC health check is NOT_SERVING while the "
+                            "log is unreachable, so a NATS outage would restart every node "
+                            "(use tcpSocket)")
+        elif container_port(c, (spec_probe.get("tcpSocket") or {}).get("port")) != port:
+            problems.append(f"cohortd {probe}: want tcpSocket on the gRPC port {port}")
+    resources = c.get("resources", {})
+    requests, limits = resources.get("requests", {}), resources.get("limits", {})
+    if not requests or requests != limits:
+        problems.append(f"cohortd resources: requests {requests} != limits {limits} "
+                        "(not Guaranteed QoS)")
+    cpu = str(limits.get("cpu", ""))
+    if not cpu.isdigit():
+        problems.append(f"cohortd limits.cpu {cpu!r}: want an integer (exclusive cores)")
+    elif flags.get("partitions", "0").isdigit() and int(flags.get("partitions", "0")) > int(cpu):
+        problems.append(f"--partitions={flags['partitions']} exceeds cpu {cpu}")
+    security = pod.get("securityContext", {})
+    if image_uid is not None and security.get("runAsUser") != image_uid:
+        problems.append(f"cohortd runAsUser {security.get('runAsUser')} != Dockerfile USER "
+                        f"{image_uid}")
+    if pod.get("terminationGracePeriodSeconds", 30) < DRAIN_SECONDS + 5:
+        problems.append("cohortd terminationGracePeriodSeconds: want >= "
+                        f"{DRAIN_SECONDS + 5} for the drain")
+    mine = [s for s in services if selects(s["spec"].get("selector"), cohort_labels)]
+    clients = [s for s in mine if s["spec"].get("clusterIP") == "None" and
+               not s["spec"].get("publishNotReadyAddresses")]
+    if not clients:
+        problems.append("no headless Service of ready cohortd pods only (for clients' "
+                        "dns:/// round_robin)")
+    for s in mine:
+        grpc = [p for p in s["spec"].get("ports", []) if p.get("name") == "grpc"]
+        if not grpc or grpc[0].get("port") != port or \
+                container_port(c, grpc[0].get("targetPort")) != port:
+            problems.append(f"Service {s['metadata']['name']}: want port grpc {port}")
+    report("k8s cluster fields", problems)
+
+
+def check_compose_cluster(flags_known):
+    problems = []
+    compose = yaml.safe_load(COMPOSE_CLUSTER.read_text()) or {}
+    services = compose.get("services") or {}
+    base = COMPOSE_CLUSTER.parent
+    cohortd = {name: s for name, s in services.items() if s.get("image") == "cohortd"}
+    nats = {name: s for name, s in services.items()
+            if str(s.get("image", "")).startswith("nats:")}
+    if len(cohortd) < 2 or len(nats) < 3:
+        problems.append(f"{len(cohortd)} cohortd and {len(nats)} nats services: want a cluster")
+    configs = {}
+    for name, service in nats.items():
+        if not pinned(service.get("image")):
+            problems.append(f"{name}: image {service.get('image')!r} is not pinned")
+        command = compose_list(service.get("command"))
+        path = next((command[i + 1] for i, a in enumerate(command[:-1])
+                     if a in ("--config", "-c")), None)
+        host = host_path(mounts(service, base), path or "")
+        if host is None or not host.is_file():
+            problems.append(f"{name}: --config {path} is not a bind-mounted file")
+            continue
+        conf, conf_problems = nats_config(host.read_text(), f"{name} {host.name}")
+        problems += conf_problems
+        configs[name] = conf
+        variable = conf["name_variable"]
+        if variable and not (service.get("environment") or {}).get(variable):
+            problems.append(f"{name}: server_name ${variable} is not in its environment")
+        problems += route_problems(conf["routes"], list(nats), conf["cluster_port"],
+                                   f"{name} {host.name}")
+    names = [(s.get("environment") or {}).get((configs.get(n) or {}).get("name_variable"))
+             for n, s in nats.items()]
+    if len(set(names)) != len(names):
+        problems.append(f"NATS server names {names} are not distinct")
+    nodes = []
+    for name, service in cohortd.items():
+        build = service.get("build") or {}
+        if (base / str(build.get("context", "."))).resolve() != Path(".").resolve() or \
+                build.get("dockerfile") != "deploy/Dockerfile":
+            problems.append(f"{name}: not built from the repository root with deploy/Dockerfile")
+        flags = parse_flags(compose_list(service.get("command")))
+        unknown = sorted(set(flags) - flags_known)
+        if unknown:
+            problems.append(f"{name}: unknown cohortd flags {unknown}")
+        listen_port(flags, name, problems)
+        if "data_dir" in flags:
+            problems.append(f"{name}: --data_dir with --cluster_nats (cohortd refuses it)")
+        urls = nats_urls(flags.get("cluster_nats"))
+        if not flags.get("cluster_nats") or urls is None:
+            problems.append(f"{name}: --cluster_nats={flags.get('cluster_nats')}: want "
+                            "nats://host:port,... (cluster mode)")
+        else:
+            for host, port in urls:
+                if host not in configs or port != configs[host]["client_port"]:
+                    problems.append(f"{name}: --cluster_nats {host}:{port} is not a NATS "
+                                    "service's client port")
+            if {host for host, _ in urls} != set(nats):
+                problems.append(f"{name}: --cluster_nats does not name every NATS service")
+        nodes.append(flags.get("cluster_node"))
+        grace = duration_seconds(service.get("stop_grace_period") or "10s")
+        if grace is None or grace < DRAIN_SECONDS + 5:
+            problems.append(f"{name}: stop_grace_period {service.get('stop_grace_period')}: "
+                            f"want >= {DRAIN_SECONDS + 5}s for the drain")
+    if None in nodes or len(set(nodes)) != len(nodes):
+        problems.append(f"--cluster_node {nodes}: want one name of its own per cohortd")
+    for name, service in services.items():
+        for published in service.get("ports") or []:
+            if not str(published).startswith("127.0.0.1:"):
+                problems.append(f"{name}: port {published} is published beyond 127.0.0.1")
+    report("compose cluster", problems)
+
+
 # ------------------------------------------------------------ observability
 
 OBS = Path("deploy/observability")
@@ -577,8 +997,10 @@ def check_dashboard():
     report("grafana dashboard", problems)
 
 
-def mounts(service):
-    """{container path: host path} of a compose service's bind mounts (short syntax)."""
+def mounts(service, base=None):
+    """{container path: host path} of a compose service's bind mounts (short
+    syntax); relative sources are relative to base (default observability/)."""
+    base = OBS if base is None else base
     found = {}
     for volume in service.get("volumes") or []:
         if isinstance(volume, dict):
@@ -586,7 +1008,7 @@ def mounts(service):
         else:
             source, target = (str(volume).split(":") + [""])[:2]
         if source.startswith((".", "/")):
-            found[target] = (OBS / source).resolve() if source.startswith(".") else Path(source)
+            found[target] = (base / source).resolve() if source.startswith(".") else Path(source)
         else:
             found[target] = None  # a named volume
     return found
@@ -743,6 +1165,8 @@ def main():
     report("data dir", [f"{where}: --data_dir={d}, want {DATA_DIR}"
                         for where, d in dirs.items()
                         if d != DATA_DIR and (where == "Dockerfile" or d is not None)])
+    guarded("k8s cluster fields", check_k8s_cluster, flags_known, docker.get("uid"))
+    guarded("compose cluster", check_compose_cluster, flags_known)
     check_observability(flags_known, docker)
     return 1 if failed else 0
 

@@ -3,8 +3,8 @@
 
     check_promql.py --exposition FILE|URL [--dashboard cohort.json]...
                     [--rules alerts.yml]... [--expect-families FILE]
-                    [--emit-rules OUT.yml] [--variable NAME=VALUE]...
-                    [--prometheus http://HOST:PORT]
+                    [--mode-families FILE] [--emit-rules OUT.yml]
+                    [--variable NAME=VALUE]... [--prometheus http://HOST:PORT]
 
 Reads a Prometheus text exposition (a file, `-` for stdin, or an http://
 URL), checks that it follows the naming conventions, then takes every PromQL
@@ -40,6 +40,15 @@ __rate_interval=5s). --prometheus also evaluates every expression that
 passed on that Prometheus server (instant queries at the current time): a
 rule's must evaluate without error, a dashboard's must return series too.
 
+Some families exist only in one mode of cohortd (MODE_FAMILIES: the
+cohort_cluster_* families, in cluster mode). A scrape that has none of a
+mode's families is of a server in another mode: --expect-families does not
+count them as missing, the expressions over them are checked against the
+samples of those families in --mode-families (default: the
+--expect-families file, else testdata/cohortd-metrics.prom beside this
+script; '' for none), and on --prometheus a dashboard expression over them
+may return no series.
+
 Prints one line per expression and per exposition check,
 
     ok   <where>: <expression>
@@ -51,6 +60,7 @@ and exits 1 if any failed, 2 on a usage error. Needs PyYAML for rule files.
 import argparse
 import json
 import math
+import os
 import re
 import sys
 import urllib.error
@@ -66,6 +76,12 @@ SYNTHETIC_METRICS = {
     for name in ("up", "scrape_duration_seconds", "scrape_samples_scraped",
                  "scrape_samples_post_metric_relabeling", "scrape_series_added")
 }
+# Families cohortd exports only in one mode, by name prefix, and the mode.
+MODE_FAMILIES = {"cohort_cluster_": "cluster mode (--cluster_nats)"}
+# Where they come from for a scrape of a server in another mode, by default:
+# the example scrape, which has every mode's families.
+DEFAULT_MODE_FAMILIES = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                     "testdata", "cohortd-metrics.prom")
 # Values used for Grafana's built-in variables; any valid value would do.
 GRAFANA_BUILTINS = {
     "__rate_interval": "1m", "__interval": "15s", "__range": "1h",
@@ -537,6 +553,7 @@ class Checker:
 
     def __init__(self, expo, recorded):
         self.expo, self.recorded, self.problems = expo, recorded, []
+        self.metrics = set()  # the metric names the expression selects
 
     def problem(self, text):
         if text not in self.problems:
@@ -554,6 +571,10 @@ class Checker:
         family = self.expo.types.get(name)
         if family in ("histogram", "summary"):
             self.problem(f"{name} is a {family}: select {name}_bucket, _sum or _count")
+        elif mode_of(name):
+            self.problem(f"unknown metric {name} (a {mode_of(name)} metric: check against a "
+                         "scrape of a server in that mode, or give --mode-families an "
+                         "exposition that has it)")
         else:
             self.problem(f"unknown metric {name}")
         return None
@@ -592,6 +613,7 @@ class Checker:
         if name is None:
             self.problem("a selector without a metric name")
             return Value("vector", None)
+        self.metrics.add(name)
         labels = self.labels_of(name)
         for label, op, value in matchers:
             if label == "__name__" or labels is None:
@@ -864,6 +886,7 @@ def check_expression(expression, expo, recorded):
             return [f"unknown Grafana variable ${u}" for u in unknown], None
     expression.substituted = text
     checker = Checker(expo, recorded)
+    expression.metrics = checker.metrics
     value = None
     if text.strip():
         try:
@@ -921,10 +944,43 @@ def one_line(text, limit=160):
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def family_differences(expo, expected):
-    """Sample names and label names of the expected exposition vs this one."""
+def mode_of(sample):
+    """The mode (MODE_FAMILIES) a sample name belongs to, or None."""
+    return next((mode for prefix, mode in MODE_FAMILIES.items() if sample.startswith(prefix)),
+                None)
+
+
+def absent_modes(expo, expected):
+    """The modes whose families the expected exposition has and expo has none of."""
+    return ({mode_of(name) for name in expected.labels} -
+            {mode_of(name) for name in expo.labels} - {None})
+
+
+def borrow_families(expo, expected, modes):
+    """Adds the expected exposition's families of these modes to expo; returns
+    their sample names."""
+    names = {name for name in expected.labels if mode_of(name) in modes}
+    for family, kind in expected.types.items():
+        if mode_of(family) in modes:
+            expo.types[family] = kind
+            if family in expected.helps:
+                expo.helps.add(family)
+    for name in names:
+        expo.labels[name] = set(expected.labels[name])
+    for (name, label), values in expected.values.items():
+        if name in names:
+            expo.values[(name, label)] = set(values)
+    expo.samples += [sample for sample in expected.samples if sample[0] in names]
+    return names
+
+
+def family_differences(expo, expected, absent=frozenset()):
+    """Sample names and label names of the expected exposition vs this one;
+    the families of the absent modes are not missing."""
     problems = []
     for name in sorted(set(expected.labels) - set(expo.labels)):
+        if mode_of(name) in absent:
+            continue
         problems.append(f"{name} is missing")
     for name in sorted(set(expo.labels) - set(expected.labels)):
         problems.append(f"{name} is new")
@@ -943,6 +999,10 @@ def main(argv):
     parser.add_argument("--rules", action="append", default=[])
     parser.add_argument("--expect-families", metavar="FILE",
                         help="an exposition whose sample and label names this one must have")
+    parser.add_argument("--mode-families", metavar="FILE",
+                        help="an exposition with the families of every mode (MODE_FAMILIES), "
+                        "for a scrape of a server in another mode (default: --expect-families, "
+                        "else testdata/cohortd-metrics.prom beside this script; '' for none)")
     parser.add_argument("--emit-rules", metavar="OUT",
                         help="write the substituted dashboard expressions as a rule file")
     parser.add_argument("--variable", action="append", default=[], metavar="NAME=VALUE",
@@ -970,11 +1030,36 @@ def main(argv):
         mine = [p for c, p in problems if c == check]
         line(not mine, f"exposition {check}", "; ".join(mine) if mine else what.format(
             families=len(expo.types), samples=len(expo.samples)))
+    expected = None
     if args.expect_families:
         expected, _ = parse_exposition(read_exposition(args.expect_families))
-        differences = family_differences(expo, expected)
-        line(not differences, f"exposition vs {args.expect_families}",
-             "; ".join(differences) if differences else "same sample and label names")
+        absent = absent_modes(expo, expected)
+        differences = family_differences(expo, expected, absent)
+        text = "; ".join(differences) if differences else "same sample and label names"
+        if absent and not differences:
+            text += f" but for the {', '.join(sorted(absent))} families"
+        line(not differences, f"exposition vs {args.expect_families}", text)
+    # A scrape of a server in another mode: that mode's families from an
+    # exposition that has them.
+    borrowed = set()
+    source = args.mode_families
+    if source is None:
+        source = args.expect_families or (
+            DEFAULT_MODE_FAMILIES if os.path.isfile(DEFAULT_MODE_FAMILIES) else "")
+    if source:
+        try:
+            modal = expected if source == args.expect_families else \
+                parse_exposition(read_exposition(source))[0]
+        except (OSError, ValueError) as error:
+            line(False, "modes", f"cannot read {source}: {error}")
+            return 1
+        absent = absent_modes(expo, modal)
+        if absent:
+            borrowed = borrow_families(expo, modal, absent)
+            line(True, f"modes vs {source}",
+                 f"this scrape has none of the {', '.join(sorted(absent))} families (a server "
+                 f"in another mode): expressions over them are checked against {source}"
+                 + (" and may return no series" if args.prometheus else ""))
 
     expressions = []
     try:
@@ -1001,15 +1086,20 @@ def main(argv):
         if expression.grafana is not None:
             expression.grafana = {**expression.grafana, **overrides}
         problems, _ = check_expression(expression, expo, recorded)
+        note = ""
         if args.prometheus and not problems and expression.substituted.strip():
             try:
                 series = evaluate(args.prometheus, expression.substituted)
                 if series == 0 and expression.grafana is not None:
-                    problems.append("Prometheus returned no series")
+                    modes = sorted({mode_of(m) for m in expression.metrics & borrowed})
+                    if modes:
+                        note = f"no series ({', '.join(modes)} only) | "
+                    else:
+                        problems.append("Prometheus returned no series")
             except CheckError as error:
                 problems.append(str(error))
         line(not problems, expression.where,
-             ("; ".join(problems) + " | " if problems else "") + one_line(expression.original))
+             ("; ".join(problems) + " | " if problems else note) + one_line(expression.original))
         if expression.grafana is not None and expression.text.strip() and not problems:
             emitted.append(expression.substituted)
     if args.emit_rules:

@@ -5,8 +5,12 @@ the correct forms of the same expressions pass. Run by deploy/check.sh:
     python3 deploy/observability/check_promql_test.py
 """
 
+import contextlib
+import io
+import json
 import os
 import sys
+import tempfile
 import unittest
 
 sys.dont_write_bytecode = True  # no __pycache__ in the checkout
@@ -187,6 +191,91 @@ class ExpositionTest(unittest.TestCase):
             problems = self.problems(text)
             self.assertTrue(any(fragment in p for p in problems),
                             f"{text!r}: want {fragment!r}, got {problems}")
+
+
+CLUSTER_FAMILIES = """\
+# HELP cohort_cluster_info Info.
+# TYPE cohort_cluster_info gauge
+cohort_cluster_info{node="n1",stream="COHORT_LOG"} 1
+# HELP cohort_cluster_log_lag Lag.
+# TYPE cohort_cluster_log_lag gauge
+cohort_cluster_log_lag 0
+# HELP cohort_cluster_log_applied_total Applied.
+# TYPE cohort_cluster_log_applied_total counter
+cohort_cluster_log_applied_total 4
+"""
+
+
+class ModeFamiliesTest(unittest.TestCase):
+    """A single-node scrape against an expected exposition with the cluster
+    mode's families (check_promql.MODE_FAMILIES)."""
+
+    def run_main(self, exposition, expected, expressions, extra=()):
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = {}
+            for name, text in (("scrape.prom", exposition), ("expected.prom", expected or "")):
+                paths[name] = os.path.join(tmp, name)
+                with open(paths[name], "w") as f:
+                    f.write(text)
+            dashboard = os.path.join(tmp, "dashboard.json")
+            with open(dashboard, "w") as f:
+                json.dump({"panels": [{"id": i, "targets": [{"refId": "A", "expr": e}]}
+                                      for i, e in enumerate(expressions)]}, f)
+            args = ["--exposition", paths["scrape.prom"], "--dashboard", dashboard]
+            if expected is not None:
+                args += ["--expect-families", paths["expected.prom"]]
+            args += list(extra)
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                status = check_promql.main(args)
+            return status, out.getvalue()
+
+    def test_absent_mode_is_not_missing_and_its_expressions_are_checked(self):
+        status, out = self.run_main(EXPOSITION, EXPOSITION + CLUSTER_FAMILIES, [
+            "max by (instance) (cohort_cluster_log_lag)",
+            "sum by (instance) (rate(cohort_cluster_log_applied_total[1m]))",
+            "cohort_cluster_info"])
+        self.assertEqual(status, 0, out)
+        self.assertIn("same sample and label names but for the cluster mode", out)
+        self.assertIn("this scrape has none of the cluster mode (--cluster_nats) families", out)
+
+    def test_mistakes_in_mode_expressions_are_caught(self):
+        for expression, fragment in (
+                ("cohort_cluster_log_lagg", "unknown metric cohort_cluster_log_lagg"),
+                ("sum by (node) (cohort_cluster_log_lag)", "not a label"),
+                ("rate(cohort_cluster_log_lag[1m])", "want a counter"),
+                ('cohort_cluster_info{stream="LOG"}', "selects no series")):
+            status, out = self.run_main(EXPOSITION, EXPOSITION + CLUSTER_FAMILIES, [expression])
+            self.assertEqual(status, 1, out)
+            self.assertIn(fragment, out)
+
+    def test_a_partial_mode_is_missing_families(self):
+        partial = EXPOSITION + CLUSTER_FAMILIES.split("# HELP cohort_cluster_log_applied")[0]
+        status, out = self.run_main(partial, EXPOSITION + CLUSTER_FAMILIES, [
+            "cohort_subscriptions"])
+        self.assertEqual(status, 1, out)
+        self.assertIn("cohort_cluster_log_applied_total is missing", out)
+
+    def test_mode_families_default_to_the_example_scrape(self):
+        status, out = self.run_main(EXPOSITION, None, ["cohort_cluster_log_lag"])
+        self.assertEqual(status, 0, out)
+        self.assertIn("cohortd-metrics.prom", out)
+        status, out = self.run_main(EXPOSITION, None, ["cohort_cluster_log_lagg"])
+        self.assertEqual(status, 1, out)
+
+    def test_without_mode_families_mode_metrics_are_unknown(self):
+        status, out = self.run_main(EXPOSITION, None, ["cohort_cluster_log_lag"],
+                                    extra=["--mode-families", ""])
+        self.assertEqual(status, 1, out)
+        self.assertIn("a cluster mode (--cluster_nats) metric", out)
+
+    def test_a_scrape_with_the_mode_borrows_nothing(self):
+        status, out = self.run_main(EXPOSITION + CLUSTER_FAMILIES, EXPOSITION, [
+            "cohort_cluster_log_lag", "cohort_cluster_log_applied_positionn"])
+        self.assertEqual(status, 1, out)
+        self.assertIn("cohort_cluster_info is new", out)
+        self.assertNotIn("modes vs", out)
+        self.assertIn("unknown metric cohort_cluster_log_applied_positionn", out)
 
 
 if __name__ == "__main__":
