@@ -31,7 +31,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Dict, Iterator, List
+from typing import Callable, Dict, Iterable, Iterator, List, Set
 
 import grpc
 import pytest
@@ -43,6 +43,7 @@ from cohort.v1 import pubsub_pb2_grpc as pb_grpc
 from helpers import REPO_ROOT, Server, cohortd_path
 from test_differential import random_event, random_filter
 
+Event = Dict[str, cohort.AttributeValue]
 SCRIPT = REPO_ROOT / "deploy" / "local-cluster.sh"
 LOST_TIMEOUT_MS = 1000
 
@@ -100,7 +101,8 @@ def stats(address: str) -> pb.Stats:
         return c.stats()
 
 
-def wait_until(predicate, seconds: float, what: str) -> None:
+def wait_until(predicate: Callable[[], bool], seconds: float,
+               what: str) -> None:
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         if predicate():
@@ -116,12 +118,12 @@ def node_client(address: str, position: int) -> cohort.Client:
     return c
 
 
-def expected_ids(live: Dict[int, Filter], event) -> List[int]:
+def expected_ids(live: Dict[int, Filter], event: Event) -> List[int]:
     return sorted(i for i, f in live.items() if cohort.matches(f, event))
 
 
 def check_publish(client: cohort.Client, live: Dict[int, Filter],
-                  events) -> int:
+                  events: List[Event]) -> int:
     """Publishes `events`; asserts every answer; returns the decisions
     checked (events x live subscriptions)."""
     results = client.publish(events, return_ids=True)
@@ -136,7 +138,7 @@ def check_publish(client: cohort.Client, live: Dict[int, Filter],
 def test_agreement_with_the_reference(cluster: Cluster) -> None:
     rng = random.Random(42)
     live: Dict[int, Filter] = {}
-    seen_ids: set = set()
+    seen_ids: Set[int] = set()
     decisions = 0
     events_checked = 0
     with cohort.Client(cluster.target) as client:
@@ -221,7 +223,8 @@ def test_a_retried_change_is_applied_once(cluster: Cluster) -> None:
     assert [i for i in result.subscription_ids if i >= sid] == [sid]
 
 
-def collect(listener, into: "queue.Queue[cohort.Delivery]") -> threading.Thread:
+def collect(listener: Iterable[cohort.Delivery],
+            into: "queue.Queue[cohort.Delivery]") -> threading.Thread:
     def read() -> None:
         try:
             for d in listener:
@@ -234,7 +237,8 @@ def collect(listener, into: "queue.Queue[cohort.Delivery]") -> threading.Thread:
 
 
 def wait_for_interest(publisher: cohort.Client, tag: str,
-                      received: "queue.Queue[cohort.Delivery]") -> None:
+                      received: "queue.Queue[cohort.Delivery]"
+                      ) -> cohort.Delivery:
     """Publishes markers until the listener elsewhere gets one (the
     announcement of its interest has reached the publisher's node)."""
     for _ in range(100):
@@ -400,7 +404,7 @@ def test_auth_ownership_decided_in_log_order(cluster: Cluster,
     ]
     try:
         for n in nodes:
-            wait_until(lambda n=n: stats(n.target).cluster.serving, 30,
+            wait_until(lambda: stats(n.target).cluster.serving, 30,
                        "the auth node serves")
         a, b = (n.target for n in nodes)
         for round_ in range(20):
@@ -524,7 +528,7 @@ def test_all_nats_stopped_then_restarted(cluster: Cluster) -> None:
             cluster.kill("nats", i, "TERM")
         # Every node stops serving within the lost timeout (and a margin).
         for address in cluster.addresses:
-            wait_until(lambda a=address: not stats(a).cluster.serving,
+            wait_until(lambda: not stats(address).cluster.serving,
                        LOST_TIMEOUT_MS / 1000 + 5,
                        f"{address} goes NOT_SERVING")
         with cohort.Client(cluster.addresses[0]) as c:
@@ -534,7 +538,7 @@ def test_all_nats_stopped_then_restarted(cluster: Cluster) -> None:
         for i in (1, 2, 3):
             cluster.start("nats", i)
         for address in cluster.addresses:
-            wait_until(lambda a=address: stats(a).cluster.serving, 60,
+            wait_until(lambda: stats(address).cluster.serving, 60,
                        f"{address} serves again")
         before = len(load.acked)
         wait_until(lambda: len(load.acked) > before + 5, 30,

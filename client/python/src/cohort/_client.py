@@ -132,9 +132,10 @@ class Client(ClientBase):
         request_id and is retried on UNAVAILABLE (applied once); the log
         position it is answered with is remembered."""
         request.request_id = self._change_request_id()
-        response: Any = self._call(method, request, timeout,
-                                   idempotent=self.cluster)
-        self._note_position(response.log_position)
+        response = self._call(method, request, timeout,
+                              idempotent=self.cluster)
+        # Subscribe- and UnsubscribeResponse both have it.
+        self._note_position(getattr(response, "log_position"))
         return response
 
     def _predicates(self, filter: FilterLike,

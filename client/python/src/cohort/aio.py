@@ -102,9 +102,10 @@ class Client(ClientBase):
                       request: Any, timeout: Optional[float]) -> _Response:
         """See cohort.Client._change."""
         request.request_id = self._change_request_id()
-        response: Any = await self._call(method, request, timeout,
-                                         idempotent=self.cluster)
-        self._note_position(response.log_position)
+        response = await self._call(method, request, timeout,
+                                    idempotent=self.cluster)
+        # Subscribe- and UnsubscribeResponse both have it.
+        self._note_position(getattr(response, "log_position"))
         return response
 
     async def _predicates(self, filter: FilterLike,
