@@ -508,9 +508,9 @@ bool IsUnavailableStatus(const absl::Status& status) {
 // For calls that change nothing: retried on UNAVAILABLE.
 template <typename Call>
 absl::Status CallIdempotent(const ClientOptions& options, Call call) {
-  return CallWithRetries(options, kIdempotentAttempts, call, IsUnavailableStatus);
+  return CallWithRetries(options, kIdempotentAttempts, call,
+                         IsUnavailableStatus);
 }
-
 
 // A fresh request_id: 128 random bits in hex.
 std::string NewRequestId() {
@@ -527,12 +527,6 @@ absl::Status CallCluster(const ClientOptions& options, bool retry, Call call,
                          Retryable retryable) {
   return CallWithRetries(options, retry ? kClusterAttempts : 1, call,
                          retryable);
-}
-
-// Subscribe and Unsubscribe carry a request_id: any UNAVAILABLE may be
-// retried, the log applies the request once.
-bool ChangeRetryable(const absl::Status& status) {
-  return IsUnavailableStatus(status);
 }
 
 // A Publish may be retried only if the node refused it before matching: a
@@ -642,7 +636,9 @@ absl::StatusOr<std::vector<uint64_t>> Client::Subscribe(
           response.Clear();
           return FromGrpc(stub_->Subscribe(context, request, &response));
         },
-        ChangeRetryable);
+        // A request_id: any UNAVAILABLE may be retried, the log applies
+        // the request once.
+        IsUnavailableStatus);
     if (status.ok()) NoteLogPosition(log_position_.get(), response.log_position());
     if (status.ok() &&
         static_cast<size_t>(response.subscription_ids_size()) != part.size()) {
@@ -679,7 +675,9 @@ absl::Status Client::Unsubscribe(absl::Span<const uint64_t> ids) {
           response.Clear();
           return FromGrpc(stub_->Unsubscribe(context, request, &response));
         },
-        ChangeRetryable);
+        // A request_id: any UNAVAILABLE may be retried, the log applies
+        // the request once.
+        IsUnavailableStatus);
     if (status.ok()) NoteLogPosition(log_position_.get(), response.log_position());
     if (!status.ok()) {
       if (count == 1) return status;

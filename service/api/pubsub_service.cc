@@ -18,6 +18,7 @@
 #include "google/protobuf/wire_format_lite.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "service/stages/listeners.h"
+#include "service/storage/journal_frame.h"
 
 namespace cohort {
 namespace service {
@@ -149,20 +150,15 @@ void PubSubService::FillStats(
 
 grpc::ServerUnaryReactor* PubSubService::AppendToLog(
     grpc::CallbackServerContext* context, absl::Status status, char kind,
-    const google::protobuf::Message& request, bool empty,
-    std::function<void(const LogOutcome&, uint64_t)> fill,
+    const google::protobuf::Message& request, const std::string& request_id,
+    bool empty, std::function<void(const LogOutcome&, uint64_t)> fill,
     absl::string_view owner) {
-  const std::string& request_id =
-      kind == kLogSubscribe
-          ? static_cast<const v1::SubscribeRequest&>(request).request_id()
-          : static_cast<const v1::UnsubscribeRequest&>(request).request_id();
   if (status.ok()) status = CheckRequestId(request_id);
   if (status.ok()) status = log_->Serving();
   if (!status.ok() || empty) return FinishNow(context, status);
   std::string record(1, kind);
   if (kind == kLogUnsubscribeAs) {
-    const uint32_t n = static_cast<uint32_t>(owner.size());
-    for (int i = 0; i < 4; ++i) record.push_back(static_cast<char>(n >> (8 * i)));
+    PutFixed32(static_cast<uint32_t>(owner.size()), &record);
     record.append(owner.data(), owner.size());
   }
   request.AppendToString(&record);
@@ -186,7 +182,7 @@ grpc::ServerUnaryReactor* PubSubService::UnsubscribeAs(
     const std::string& subscriber) {
   return AppendToLog(
       context, ValidateUnsubscribe(*request, limits_), kLogUnsubscribeAs,
-      *request, request->subscription_ids().empty(),
+      *request, request->request_id(), request->subscription_ids().empty(),
       [response](const LogOutcome&, uint64_t position) {
         response->set_log_position(position);
       },
@@ -199,7 +195,7 @@ grpc::ServerUnaryReactor* PubSubService::Subscribe(
   absl::Status status = ValidateSubscribe(*request, limits_);
   if (log_ != nullptr) {
     return AppendToLog(
-        context, status, kLogSubscribe, *request,
+        context, status, kLogSubscribe, *request, request->request_id(),
         request->subscriptions().empty(),
         [response](const LogOutcome& outcome, uint64_t position) {
           for (uint32_t i = 0; i < outcome.count; ++i) {
@@ -213,6 +209,22 @@ grpc::ServerUnaryReactor* PubSubService::Subscribe(
     status = BuildSubscriptions(*request, attributes_, subscribers_, &inputs);
   }
   if (!status.ok()) return FinishNow(context, status);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  SubscribeInEngine(std::move(inputs),
+                    [reactor, response](absl::StatusOr<std::vector<uint64_t>> ids) {
+                      if (!ids.ok()) {
+                        reactor->Finish(ToGrpc(ids.status()));
+                        return;
+                      }
+                      response->mutable_subscription_ids()->Add(ids->begin(),
+                                                                ids->end());
+                      reactor->Finish(grpc::Status::OK);
+                    });
+  return reactor;
+}
+
+void PubSubService::SubscribeInEngine(std::vector<SubscriptionInput> inputs,
+                                      SubscribeCallback done) {
   std::vector<uint32_t> owners;
   if (observer_ != nullptr) {
     owners.reserve(inputs.size());
@@ -220,19 +232,27 @@ grpc::ServerUnaryReactor* PubSubService::Subscribe(
       owners.push_back(input.subscriber);
     }
   }
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   engine_->Subscribe(
-      std::move(inputs), [this, reactor, response, owners = std::move(owners)](
+      std::move(inputs), [this, done = std::move(done), owners = std::move(owners)](
                              absl::StatusOr<std::vector<uint64_t>> ids) {
-        if (!ids.ok()) {
-          reactor->Finish(ToGrpc(ids.status()));
-          return;
+        if (ids.ok() && observer_ != nullptr) {
+          observer_->Subscribed(*ids, owners);
         }
-        if (observer_ != nullptr) observer_->Subscribed(*ids, owners);
-        response->mutable_subscription_ids()->Add(ids->begin(), ids->end());
-        reactor->Finish(grpc::Status::OK);
+        done(std::move(ids));
       });
-  return reactor;
+}
+
+void PubSubService::UnsubscribeInEngine(const v1::UnsubscribeRequest& request,
+                                        StatusCallback done) {
+  engine_->Unsubscribe(
+      std::vector<uint64_t>(request.subscription_ids().begin(),
+                            request.subscription_ids().end()),
+      [this, &request, done = std::move(done)](absl::Status s) {
+        if (s.ok() && observer_ != nullptr) {
+          observer_->Unsubscribed(request.subscription_ids());
+        }
+        done(s);
+      });
 }
 
 grpc::ServerUnaryReactor* PubSubService::Unsubscribe(
@@ -241,6 +261,7 @@ grpc::ServerUnaryReactor* PubSubService::Unsubscribe(
   absl::Status status = ValidateUnsubscribe(*request, limits_);
   if (log_ != nullptr) {
     return AppendToLog(context, status, kLogUnsubscribe, *request,
+                       request->request_id(),
                        request->subscription_ids().empty(),
                        [response](const LogOutcome&, uint64_t position) {
                          response->set_log_position(position);
@@ -248,16 +269,9 @@ grpc::ServerUnaryReactor* PubSubService::Unsubscribe(
   }
   if (!status.ok()) return FinishNow(context, status);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  engine_->Unsubscribe(
-      std::vector<uint64_t>(request->subscription_ids().begin(),
-                            request->subscription_ids().end()),
-      [this, reactor, request](absl::Status s) {
-        // The request lives until the call is finished.
-        if (s.ok() && observer_ != nullptr) {
-          observer_->Unsubscribed(request->subscription_ids());
-        }
-        reactor->Finish(ToGrpc(s));
-      });
+  // The request lives until the call is finished.
+  UnsubscribeInEngine(*request,
+                      [reactor](absl::Status s) { reactor->Finish(ToGrpc(s)); });
   return reactor;
 }
 
@@ -372,20 +386,13 @@ void PubSubService::ApplyLogRecord(uint64_t position, absl::string_view record,
       done(LogOutcome{status});
       return;
     }
-    std::vector<uint32_t> owners;
-    owners.reserve(inputs.size());
-    for (const SubscriptionInput& input : inputs) {
-      owners.push_back(input.subscriber);
-    }
-    engine_->Subscribe(
+    SubscribeInEngine(
         std::move(inputs),
-        [this, done, owners = std::move(owners)](
-            absl::StatusOr<std::vector<uint64_t>> ids) {
+        [done](absl::StatusOr<std::vector<uint64_t>> ids) {
           if (!ids.ok()) {
             done(LogOutcome{ids.status()});
             return;
           }
-          if (observer_ != nullptr) observer_->Subscribed(*ids, owners);
           LogOutcome outcome;
           outcome.count = static_cast<uint32_t>(ids->size());
           outcome.first_id = ids->empty() ? 0 : ids->front();
@@ -397,11 +404,7 @@ void PubSubService::ApplyLogRecord(uint64_t position, absl::string_view record,
     absl::string_view body = bytes;
     std::optional<std::string> owner;
     if (kind == kLogUnsubscribeAs) {
-      uint32_t n = 0;
-      for (int i = 0; i < 4 && i < static_cast<int>(body.size()); ++i) {
-        n |= static_cast<uint32_t>(static_cast<unsigned char>(body[i]))
-             << (8 * i);
-      }
+      const uint64_t n = body.size() < 4 ? 0 : LoadFixed(body.data(), 4);
       if (body.size() < 4 || body.size() - 4 < n) {
         done(LogOutcome{absl::DataLossError(absl::StrCat(
             "log position ", position, ": a cut Unsubscribe record"))});
@@ -424,15 +427,10 @@ void PubSubService::ApplyLogRecord(uint64_t position, absl::string_view record,
       done(LogOutcome{status});
       return;
     }
-    engine_->Unsubscribe(
-        std::vector<uint64_t>(request->subscription_ids().begin(),
-                              request->subscription_ids().end()),
-        [this, done, request](absl::Status s) {
-          if (s.ok() && observer_ != nullptr) {
-            observer_->Unsubscribed(request->subscription_ids());
-          }
-          done(LogOutcome{s});
-        });
+    // `request` lives in the callback until the change is answered.
+    UnsubscribeInEngine(*request, [done, request](absl::Status s) {
+      done(LogOutcome{s});
+    });
     return;
   }
   done(LogOutcome{absl::DataLossError(absl::StrCat(

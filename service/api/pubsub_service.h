@@ -211,14 +211,22 @@ class PubSubService final : public PubSubCallbackService {
  private:
   // Cluster mode's Subscribe and Unsubscribe: refuses with `status` (the
   // validation's) if not OK, answers an `empty` request at once, else
-  // appends `request` as a record of `kind` (after `owner`, the acting
+  // appends `request` (which names itself `request_id`) as a record of
+  // `kind` (after `owner`, the acting
   // subscriber, for kLogUnsubscribeAs) and answers once this node has
   // applied it, `fill` completing the response.
   grpc::ServerUnaryReactor* AppendToLog(
       grpc::CallbackServerContext* context, absl::Status status, char kind,
-      const google::protobuf::Message& request, bool empty,
-      std::function<void(const LogOutcome&, uint64_t)> fill,
+      const google::protobuf::Message& request, const std::string& request_id,
+      bool empty, std::function<void(const LogOutcome&, uint64_t)> fill,
       absl::string_view owner = "");
+  // Applies built subscriptions (or an Unsubscribe) to the engine and tells
+  // the observer before `done`: the single node's path and the log's.
+  // `request` must live until `done` is called.
+  void SubscribeInEngine(std::vector<SubscriptionInput> inputs,
+                         SubscribeCallback done);
+  void UnsubscribeInEngine(const v1::UnsubscribeRequest& request,
+                           StatusCallback done);
 
   Engine* const engine_;
   TypedAttributes* const attributes_;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "service/observability/stage_profile.h"
+#include "service/storage/journal_frame.h"
 
 namespace cohort {
 namespace service {
@@ -18,45 +19,20 @@ constexpr int64_t kPeerTimeoutNs = 2'000'000'000;
 
 natsConnection* Nc(void* p) { return static_cast<natsConnection*>(p); }
 
-void PutU32(std::string* out, uint32_t v) {
-  char b[4];
-  for (int i = 0; i < 4; ++i) b[i] = static_cast<char>(v >> (8 * i));
-  out->append(b, 4);
-}
-void PutU64(std::string* out, uint64_t v) {
-  char b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>(v >> (8 * i));
-  out->append(b, 8);
-}
+// Messages use the journal's integer encoding (little-endian fixed width,
+// service/storage/journal_frame.h); a string is a uint32 length and bytes.
 void PutString(std::string* out, absl::string_view s) {
-  PutU32(out, static_cast<uint32_t>(s.size()));
+  PutFixed32(static_cast<uint32_t>(s.size()), out);
   out->append(s.data(), s.size());
 }
 
-// Reads what Put* wrote; ok() turns false at the first short read.
+// Reads what PutFixed* and PutString wrote; ok() turns false at the first
+// short read.
 class Reader {
  public:
   explicit Reader(absl::string_view data) : data_(data) {}
-  uint32_t U32() {
-    uint32_t v = 0;
-    if (!Need(4)) return 0;
-    for (int i = 0; i < 4; ++i) {
-      v |= static_cast<uint32_t>(static_cast<unsigned char>(data_[i]))
-           << (8 * i);
-    }
-    data_.remove_prefix(4);
-    return v;
-  }
-  uint64_t U64() {
-    uint64_t v = 0;
-    if (!Need(8)) return 0;
-    for (int i = 0; i < 8; ++i) {
-      v |= static_cast<uint64_t>(static_cast<unsigned char>(data_[i]))
-           << (8 * i);
-    }
-    data_.remove_prefix(8);
-    return v;
-  }
+  uint32_t U32() { return static_cast<uint32_t>(Fixed(4)); }
+  uint64_t U64() { return Fixed(8); }
   absl::string_view String() {
     const uint32_t n = U32();
     if (!Need(n)) return {};
@@ -67,6 +43,12 @@ class Reader {
   bool ok() const { return ok_; }
 
  private:
+  uint64_t Fixed(int bytes) {
+    if (!Need(bytes)) return 0;
+    const uint64_t v = LoadFixed(data_.data(), bytes);
+    data_.remove_prefix(bytes);
+    return v;
+  }
   bool Need(size_t n) {
     if (!ok_ || data_.size() < n) ok_ = false;
     return ok_;
@@ -215,7 +197,7 @@ void ClusterDeliveries::Announce() {
     ids.reserve(local_.size());
     for (const auto& [id, count] : local_) ids.push_back(id);
   }
-  PutU32(&message, static_cast<uint32_t>(ids.size()));
+  PutFixed32(static_cast<uint32_t>(ids.size()), &message);
   for (uint32_t id : ids) PutString(&message, subscribers_->Name(id));
   const std::string subject = absl::StrCat(prefix_, "listeners");
   natsConnection_Publish(Nc(connection_), subject.c_str(), message.data(),
@@ -292,13 +274,13 @@ void ClusterDeliveries::Deliver(
   for (const auto& [bucket, members] : buckets) {
     std::string message;
     PutString(&message, self_);
-    PutU64(&message, ++sent_seq_[bucket]);
+    PutFixed64(++sent_seq_[bucket], &message);
     PutString(&message, event_bytes);
-    PutU32(&message, static_cast<uint32_t>(members.size()));
+    PutFixed32(static_cast<uint32_t>(members.size()), &message);
     for (size_t i : members) {
       PutString(&message, names[i]);
-      PutU32(&message, static_cast<uint32_t>(matches[i].second.size()));
-      for (uint64_t id : matches[i].second) PutU64(&message, id);
+      PutFixed32(static_cast<uint32_t>(matches[i].second.size()), &message);
+      for (uint64_t id : matches[i].second) PutFixed64(id, &message);
     }
     const std::string subject = absl::StrCat(prefix_, "deliver.", bucket);
     if (natsConnection_Publish(Nc(connection_), subject.c_str(),

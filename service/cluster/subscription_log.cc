@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/notification.h"
 #include "service/observability/stage_profile.h"
 
 namespace cohort {
@@ -426,20 +427,15 @@ void SubscriptionLog::ReadLoop() {
     }
     const absl::string_view record(natsMsg_GetData(msg),
                                    natsMsg_GetDataLength(msg));
-    std::mutex done_mu;
-    std::condition_variable done_cv;
-    bool applied_here = false;
+    // Written before Notify, read after the wait: the notification orders
+    // them.
     LogOutcome outcome;
+    absl::Notification applied_here;
     applier_(position, record, [&](LogOutcome o) {
-      std::lock_guard<std::mutex> lock(done_mu);
       outcome = std::move(o);
-      applied_here = true;
-      done_cv.notify_all();
+      applied_here.Notify();
     });
-    {
-      std::unique_lock<std::mutex> lock(done_mu);
-      done_cv.wait(lock, [&] { return applied_here; });
-    }
+    applied_here.WaitForNotification();
     natsMsg_Destroy(msg);
     std::vector<std::pair<StatusCallback, absl::Status>> due;
     {
@@ -520,17 +516,19 @@ void SubscriptionLog::WhenApplied(uint64_t position, int64_t deadline_ns,
 }
 
 void SubscriptionLog::ReadBarrier(int64_t deadline_ns, StatusCallback ready) {
+  if (!options_.read_latest) {  // --cluster_read=applied: nothing to learn
+    ready(absl::OkStatus());
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!stopping_ && options_.read_latest) {
+    if (!stopping_) {
       barrier_waiters_.push_back(Waiter{deadline_ns, std::move(ready)});
       cv_.notify_all();
       return;
     }
   }
-  ready(options_.read_latest
-            ? absl::UnavailableError("cohortd is shutting down")
-            : absl::OkStatus());
+  ready(absl::UnavailableError("cohortd is shutting down"));
 }
 
 void SubscriptionLog::Append(std::string message_id, std::string record,
