@@ -11,7 +11,8 @@
 #   deploy/local-cluster.sh status
 #       prints each process with its pid and whether it runs
 #   deploy/local-cluster.sh kill nats|cohortd I [SIGNAL]
-#       sends SIGNAL (default KILL) to process I (1..N), for fault tests
+#       sends SIGNAL (default KILL) to process I (1..N), for fault tests;
+#       for KILL, TERM and INT waits until it has exited (60 s at most)
 #   deploy/local-cluster.sh start nats|cohortd I
 #       starts process I again with its first configuration and ports
 #       (cohortd: waits until it serves and prints its address)
@@ -25,7 +26,8 @@
 #   NATS_SERVER          the nats-server binary (default: nats-server on
 #                        PATH, which tools/setup.sh installs)
 #
-# Files in COHORT_CLUSTER_DIR: nats-I.conf, nats-I.log, cohortd-I.log, *.pid,
+# Files in COHORT_CLUSTER_DIR: nats-I.conf, nats-I.log, cohortd-I.log,
+# cohortd-I-data/ (node I's --data_dir: its local copy of the log), *.pid,
 # addresses (the gRPC addresses), nats_urls (the NATS client URLs, comma
 # separated), nats-I.client_port, nats-I.route_port, cohortd-I.port: every
 # process keeps its ports across restarts, as a machine keeps its address.
@@ -83,7 +85,7 @@ stop_all() {
   done
   for pid in "${pids[@]}"; do kill -KILL "${pid}" 2>/dev/null || true; done
   rm -f "${DIR}"/*.pid "${DIR}/addresses"
-  rm -rf "${DIR}"/jetstream-*
+  rm -rf "${DIR}"/jetstream-* "${DIR}"/cohortd-*-data
 }
 
 up() {
@@ -108,7 +110,7 @@ up() {
     cohortd=.bazel/out/k8-opt/bin/service/cohortd
   fi
   mkdir -p "${DIR}"
-  rm -rf "${DIR}"/jetstream-* "${DIR}"/*.log
+  rm -rf "${DIR}"/jetstream-* "${DIR}"/cohortd-*-data "${DIR}"/*.log
   local i routes="" urls=""
   for ((i = 1; i <= n; i++)); do
     free_port >"${DIR}/nats-${i}.client_port"
@@ -174,7 +176,8 @@ launch_cohortd() {  # launch_cohortd I: starts it with the saved arguments
   rm -f "${DIR}/cohortd-$1.log"
   local port
   port=$(cat "${DIR}/cohortd-$1.port")
-  "${args[0]}" --listen="127.0.0.1:${port}" --cluster_node="node-$1" "${args[@]:1}" \
+  "${args[0]}" --listen="127.0.0.1:${port}" --cluster_node="node-$1" \
+    --data_dir="${DIR}/cohortd-$1-data" "${args[@]:1}" \
     >"${DIR}/cohortd-$1.log" 2>&1 &
   echo $! >"${DIR}/cohortd-$1.pid"
 }
@@ -233,7 +236,13 @@ case "${1:-}" in
   kill)
     [[ $# -ge 3 ]] || usage
     check_process "$2" "$3"
-    kill -"${4:-KILL}" "$(cat "${DIR}/$2-$3.pid")"
+    pid=$(cat "${DIR}/$2-$3.pid")
+    kill -"${4:-KILL}" "${pid}"
+    case "${4:-KILL}" in
+      KILL | TERM | INT | 9 | 15 | 2)  # wait until it has exited (60 s at most)
+        for _ in $(seq 600); do alive "${pid}" || break; sleep 0.1; done
+        ;;
+    esac
     ;;
   start)
     [[ $# -eq 3 ]] || usage

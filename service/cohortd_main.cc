@@ -163,9 +163,13 @@ ABSL_FLAG(std::string, data_dir, "",
           "Directory for the journal and snapshots (created if absent; its "
           "parent must exist). Set: subscriptions survive restarts, and "
           "Subscribe/Unsubscribe answer only once their record is durable. "
-          "Empty: nothing is stored.");
+          "Empty: nothing is stored. With --cluster_nats: a local copy of "
+          "the subscription log up to a position (snapshots plus a journal, "
+          "never synced: the log is the durable copy), so that a restart "
+          "reads only the log after it (docs/DESIGN.md section 11.8).");
 ABSL_FLAG(std::string, fsync, "always",
-          "With --data_dir: always (fdatasync each journal group before "
+          "With --data_dir, one node (a cluster node's local copy is never "
+          "synced): always (fdatasync each journal group before "
           "answering) or none (answer once the kernel has the bytes: UNSAFE, "
           "a machine crash loses acknowledged changes; a process crash does "
           "not).");
@@ -188,8 +192,7 @@ ABSL_FLAG(std::string, cluster_nats, "",
           "Subscribe and Unsubscribe goes through a replicated subscription "
           "log (a JetStream stream) that every cohortd of the cluster "
           "applies in order: all nodes hold the same subscriptions under the "
-          "same ids (docs/DESIGN.md section 11). Not with --data_dir: the log "
-          "is the journal. Empty: one node, no NATS.");
+          "same ids (docs/DESIGN.md section 11). Empty: one node, no NATS.");
 ABSL_FLAG(std::string, cluster_node, "",
           "Cluster mode: this node's name, in stats and message ids. Empty: "
           "the host name and --listen port.");
@@ -362,11 +365,6 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   if (o.cluster.dedupe_window_ms < 1000) {
     return absl::InvalidArgumentError(
         "--cluster_dedupe_window_ms: at least 1000");
-  }
-  if (!o.cluster.nats.empty() && !o.durability.data_dir.empty()) {
-    return absl::InvalidArgumentError(
-        "--data_dir: not with --cluster_nats (the subscription log is the "
-        "journal)");
   }
   o.max_connection_age_ms = absl::GetFlag(FLAGS_max_connection_age_ms);
   if (o.max_connection_age_ms < 0) {

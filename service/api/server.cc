@@ -67,21 +67,40 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
   server->subscribers_ =
       std::make_unique<Interner>(options.engine.max_subscribers);
   const bool cluster = !options.cluster.nats.empty();
-  if (cluster && !options.durability.data_dir.empty()) {
-    return absl::InvalidArgumentError(
-        "--data_dir: not with --cluster_nats: in cluster mode the "
-        "subscription log is the journal (docs/DESIGN.md section 11)");
-  }
   EngineOptions engine_options = options.engine;
   Recovery recovered;
+  uint64_t start_position = 0;  // cluster mode: of the recovered state
   const int64_t recovery_start = MonotonicNanos();
   if (!options.durability.data_dir.empty()) {
+    DurabilityOptions durability_options = options.durability;
+    // Cluster mode: the files are a local copy of the log up to a position
+    // (docs/DESIGN.md section 11.8).
+    durability_options.log_positions = cluster;
+    // The log is the durable copy; a local copy cut short by a machine
+    // crash is read on from the log (the snapshots are still synced, and
+    // whole or absent).
+    if (cluster) durability_options.fsync = false;
     absl::StatusOr<std::unique_ptr<Durability>> durability =
-        Durability::Open(options.durability, &recovered);
+        Durability::Open(durability_options, &recovered);
     if (!durability.ok()) {
       return absl::Status(durability.status().code(),
                           absl::StrCat("--data_dir: ",
                                        durability.status().message()));
+    }
+    if (cluster && recovered.state.log_position == 0 &&
+        recovered.state.next_id > 1) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--data_dir: ", options.durability.data_dir,
+          " holds a single-node cohortd's subscriptions, not a copy of the "
+          "subscription log; give a cluster node its own (empty) directory"));
+    }
+    if (!cluster && recovered.state.log_position > 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--data_dir: ", options.durability.data_dir,
+          " holds a cluster node's copy of the subscription log (position ",
+          recovered.state.log_position,
+          "); start it with --cluster_nats, or give a single node its own "
+          "directory"));
     }
     server->durability_ = std::move(*durability);
     // Names first, in id order, so that they get their old ids; only then
@@ -145,6 +164,14 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
         recovered.snapshot_generation, recovered.records_replayed,
         recovered.tail, recovered.bytes_discarded,
         server->durability_->backend());
+    if (cluster) {
+      absl::StrAppendFormat(
+          &server->recovery_summary_,
+          "; subscription log applied to position %d, %d unfinished records "
+          "(%d bytes) left to the log",
+          recovered.state.log_position, recovered.unmarked_records,
+          recovered.unmarked_bytes);
+    }
     if (tokens->has_value()) {
       recovered_ids.reserve(recovered.state.live.size());
       recovered_owners.reserve(recovered.state.live.size());
@@ -155,6 +182,7 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
     }
     // The recovered state (a few hundred bytes per subscription, more than
     // the index) is garbage now; hand its pages back to the kernel.
+    start_position = recovered.state.log_position;
     recovered = Recovery();
     malloc_trim(0);
   }
@@ -170,12 +198,19 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
 
   if (cluster) {
     PubSubService* service = server->service_.get();
+    Durability* local = server->durability_.get();
     absl::StatusOr<std::unique_ptr<SubscriptionLog>> log =
         SubscriptionLog::Start(
             options.cluster,
             [service](uint64_t position, absl::string_view record,
                       std::function<void(LogOutcome)> done) {
               service->ApplyLogRecord(position, record, std::move(done));
+            },
+            start_position,
+            // On the reader thread, once the record's changes are
+            // journaled and applied: mark where they end.
+            [local](uint64_t position) {
+              if (local != nullptr) local->LogPosition(position);
             });
     if (!log.ok()) {
       server->engine_->Shutdown();

@@ -46,16 +46,22 @@ void SleepMs(int64_t ms) {
 
 }  // namespace
 
-SubscriptionLog::SubscriptionLog(const ClusterOptions& options, Applier applier)
+SubscriptionLog::SubscriptionLog(const ClusterOptions& options, Applier applier,
+                                 uint64_t start_position,
+                                 AppliedHook applied_hook)
     : options_(options),
       applier_(std::move(applier)),
+      applied_hook_(std::move(applied_hook)),
       subject_(absl::StrCat("cohort.log.", options.stream)) {
+  applied_ = start_position;
+  known_ = start_position;
   std::random_device random;
   incarnation_ = absl::StrCat(options.node, "-", random(), random());
 }
 
 absl::StatusOr<std::unique_ptr<SubscriptionLog>> SubscriptionLog::Start(
-    const ClusterOptions& options, Applier applier) {
+    const ClusterOptions& options, Applier applier, uint64_t start_position,
+    AppliedHook applied_hook) {
   if (options.nats.empty()) {
     return absl::InvalidArgumentError("--cluster_nats: no NATS URL");
   }
@@ -75,7 +81,8 @@ absl::StatusOr<std::unique_ptr<SubscriptionLog>> SubscriptionLog::Start(
         "' must be a non-empty name without spaces, '.', '*' or '>'"));
   }
   std::unique_ptr<SubscriptionLog> log(
-      new SubscriptionLog(options, std::move(applier)));
+      new SubscriptionLog(options, std::move(applier), start_position,
+                          std::move(applied_hook)));
   if (absl::Status s = log->Connect(); !s.ok()) {
     log->Shutdown();
     return s;
@@ -173,17 +180,27 @@ absl::Status SubscriptionLog::Connect() {
     s = js_GetStreamInfo(&info, js, options_.stream.c_str(), nullptr, &jerr);
     if (s == NATS_OK) {
       std::lock_guard<std::mutex> lock(mu_);
-      known_ = info->State.LastSeq;
-      catch_up_target_ = info->State.LastSeq;
-      last_contact_ns_ = MonotonicNanos();
-      if (info->State.FirstSeq > 1 && info->State.Msgs > 0) {
-        jsStreamInfo_Destroy(info);
-        return absl::FailedPreconditionError(absl::StrCat(
-            "stream ", options_.stream,
-            " no longer starts at position 1 and this build has no "
-            "snapshots to start from"));
-      }
+      const uint64_t first = info->State.FirstSeq;
+      const uint64_t last = info->State.LastSeq;
       jsStreamInfo_Destroy(info);
+      if (last < applied_) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "stream ", options_.stream, " ends at position ", last,
+            " but this node's state (--data_dir) reflects the log up to "
+            "position ",
+            applied_,
+            ": it is not the stream that state came from; empty --data_dir "
+            "to rebuild the node from the log"));
+      }
+      if (first > applied_ + 1) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "stream ", options_.stream, " starts at position ", first,
+            " but this node has applied the log only up to position ",
+            applied_, " and has no snapshot to continue from"));
+      }
+      known_ = std::max(known_, last);
+      catch_up_target_ = last;
+      last_contact_ns_ = MonotonicNanos();
       break;
     }
     if (s == NATS_NOT_FOUND) {
@@ -437,6 +454,7 @@ void SubscriptionLog::ReadLoop() {
     });
     applied_here.WaitForNotification();
     natsMsg_Destroy(msg);
+    if (applied_hook_) applied_hook_(position);
     std::vector<std::pair<StatusCallback, absl::Status>> due;
     {
       std::lock_guard<std::mutex> lock(mu_);

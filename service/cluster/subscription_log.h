@@ -99,12 +99,20 @@ class SubscriptionLog {
                                             uint64_t position)>;
   using StatusCallback = std::function<void(absl::Status)>;
 
+  // Called on the reader thread after each record is applied (its
+  // `done` called), before the next is read.
+  using AppliedHook = std::function<void(uint64_t position)>;
+
   // Connects to NATS, creates the stream if it is absent, learns the last
-  // position, and starts the reader (from position 1) and the watchdog.
+  // position, and starts the reader (from start_position + 1: the node's
+  // state already reflects the log up to start_position) and the watchdog.
   // UNAVAILABLE naming the URLs if NATS or JetStream cannot be reached;
-  // INVALID_ARGUMENT for a bad option.
+  // INVALID_ARGUMENT for a bad option; FAILED_PRECONDITION if the stream
+  // does not continue start_position (it ends before it, or no longer holds
+  // the records after it).
   static absl::StatusOr<std::unique_ptr<SubscriptionLog>> Start(
-      const ClusterOptions& options, Applier applier);
+      const ClusterOptions& options, Applier applier,
+      uint64_t start_position = 0, AppliedHook applied_hook = nullptr);
   ~SubscriptionLog();
   SubscriptionLog(const SubscriptionLog&) = delete;
   SubscriptionLog& operator=(const SubscriptionLog&) = delete;
@@ -149,7 +157,8 @@ class SubscriptionLog {
   void* connection() const { return connection_; }
 
  private:
-  explicit SubscriptionLog(const ClusterOptions& options, Applier applier);
+  SubscriptionLog(const ClusterOptions& options, Applier applier,
+                  uint64_t start_position, AppliedHook applied_hook);
 
   struct Waiter {
     int64_t deadline_ns;
@@ -179,6 +188,7 @@ class SubscriptionLog {
 
   const ClusterOptions options_;
   const Applier applier_;
+  const AppliedHook applied_hook_;
   const std::string subject_;
 
   // libnats objects (natsConnection*, jsCtx*, natsOptions*), opaque here so

@@ -23,7 +23,8 @@ absl::StatusOr<std::unique_ptr<Durability>> Durability::Open(
     return ErrnoStatus(errno, absl::StrCat("cannot create ",
                                            options.data_dir));
   }
-  absl::StatusOr<Recovery> r = Recover(options.data_dir);
+  absl::StatusOr<Recovery> r =
+      Recover(options.data_dir, UINT64_MAX, options.log_positions);
   if (!r.ok()) return r.status();
   for (const std::string& path : r->obsolete) unlink(path.c_str());
   JournalOptions journal_options;
@@ -77,11 +78,17 @@ void Durability::LogUnsubscribe(absl::Span<const uint64_t> ids,
   Log(kUnsubscribe, EncodeUnsubscribe(ids), ids.size(), std::move(done));
 }
 
+void Durability::LogPosition(uint64_t position) {
+  Log(kLogPosition, EncodeLogPosition(position), 0, [](absl::Status) {});
+}
+
 void Durability::Log(uint8_t type, std::string payload, uint64_t changes,
                      Journal::Done done) {
   std::lock_guard<std::mutex> lock(log_mu_);
   journal_->Append(type, std::move(payload), std::move(done));
   changes_since_rotation_ += changes;
+  // With log positions, a journal ends right after a kLogPosition record.
+  if (options_.log_positions && type != kLogPosition) return;
   if (options_.snapshot_every == 0 ||
       changes_since_rotation_ < options_.snapshot_every) {
     return;
@@ -109,7 +116,7 @@ void Durability::RunFolds() {
       fold_to_ = 0;
     }
     absl::StatusOr<uint64_t> folded =
-        TakeSnapshot(options_.data_dir, generation);
+        TakeSnapshot(options_.data_dir, generation, options_.log_positions);
     // A fold holds every live subscription in memory for a moment (several
     // times the index's size); glibc keeps freed memory in this thread's
     // arena, so without this the process grows by the largest fold so far.
@@ -140,7 +147,7 @@ absl::Status Durability::Close() {
     generation = generation_;
   }
   absl::StatusOr<uint64_t> folded =
-      TakeSnapshot(options_.data_dir, generation + 1);
+      TakeSnapshot(options_.data_dir, generation + 1, options_.log_positions);
   if (folded.ok()) {
     ++snapshots_taken_;
   } else {

@@ -53,6 +53,12 @@ struct DurabilityOptions {
   uint32_t group_max = 1024;   // JournalOptions
   int64_t group_wait_us = 0;   // JournalOptions
   bool use_io_uring = true;    // JournalOptions
+  // Cluster mode (docs/DESIGN.md section 11.8): the caller logs a
+  // kLogPosition record after each log record's changes; the journal
+  // rotates only right after one, and recovery drops what follows the last
+  // one (store.h Recover), so the files always hold the state at a log
+  // position.
+  bool log_positions = false;
 };
 
 class Durability {
@@ -80,6 +86,9 @@ class Durability {
                     absl::Span<const SubscriptionInput> subscriptions,
                     Journal::Done done);
   void LogUnsubscribe(absl::Span<const uint64_t> ids, Journal::Done done);
+  // With log_positions: every record logged so far belongs to the
+  // subscription log up to `position` (increasing). Needs no callback.
+  void LogPosition(uint64_t position);
 
   // Writes what was logged, stops the journal, waits for a fold in
   // progress, and folds every generation into one snapshot. Idempotent;

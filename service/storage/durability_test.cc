@@ -228,6 +228,58 @@ TEST(DurabilityTest, RecoversFromJournalsWithoutAClose) {
   EXPECT_GT(recovered.records_replayed, 0u);
 }
 
+// Cluster mode: rotations (and so snapshots) happen only right after a
+// log position, and a copy taken between a change and its position recovers
+// the state at the position before it.
+TEST(DurabilityTest, LogPositionsKeepTheFilesAtALogPosition) {
+  const std::string dir = FreshDir("positions");
+  DurabilityOptions options;
+  options.data_dir = dir;
+  options.fsync = false;
+  options.log_positions = true;
+  options.snapshot_every = 3;  // many rotations, all at positions
+  std::map<uint64_t, SubscriptionInput> at_position;
+  {
+    Recovery recovered;
+    auto d = Durability::Open(options, &recovered);
+    ASSERT_TRUE(d.ok()) << d.status();
+    (*d)->LogName(kAttributeName, 0, "a");
+    (*d)->LogName(kSubscriberName, 0, "s");
+    Driver driver(d->get());
+    for (uint64_t position = 1; position <= 40; ++position) {
+      driver.Subscribe(0, 0, 2);  // 2 changes: would rotate mid-record
+      driver.Sync();
+      (*d)->LogPosition(position);
+    }
+    at_position = driver.acked();
+    driver.Subscribe(0, 0, 5);  // applied, but its position never logged
+    driver.Sync();
+    ASSERT_EQ(std::system(absl::StrCat("rm -rf '", dir, ".copy'; cp -r '",
+                                       dir, "' '", dir, ".copy'")
+                              .c_str()),
+              0);
+  }
+  // The clean close folded everything (the unmarked record too is gone:
+  // its position was never reached).
+  for (const std::string& d : {dir + ".copy", dir}) {
+    DurabilityOptions reopen = options;
+    reopen.data_dir = d;
+    Recovery recovered;
+    auto again = Durability::Open(reopen, &recovered);
+    ASSERT_TRUE(again.ok()) << d << " " << again.status();
+    EXPECT_EQ(recovered.state.log_position, 40u) << d;
+    ExpectLive(recovered.state.live, at_position);
+    EXPECT_EQ(recovered.state.next_id, 81u) << d;
+  }
+  // The clean close left one snapshot, which holds everything.
+  const std::vector<std::string> files = Files(dir);
+  EXPECT_EQ(std::count_if(files.begin(), files.end(),
+                          [](const std::string& f) {
+                            return absl::StartsWith(f, "snapshot-");
+                          }),
+            1);
+}
+
 TEST(DurabilityTest, BadDataDirectoriesAreClearErrors) {
   Recovery recovered;
   DurabilityOptions options;

@@ -71,8 +71,25 @@ std::string RecordTypeName(uint8_t type) {
       return "unsubscribe";
     case kStringValue:
       return "string value";
+    case kLogPosition:
+      return "log position";
   }
   return absl::StrCat("unknown record type ", type);
+}
+
+std::string EncodeLogPosition(uint64_t position) {
+  std::string out;
+  PutFixed64(position, &out);
+  return out;
+}
+
+absl::Status DecodeLogPosition(absl::string_view payload, uint64_t* out) {
+  if (payload.size() != 8) {
+    return Bad(kLogPosition, absl::StrCat("payload of ", payload.size(),
+                                          " bytes, not 8"));
+  }
+  *out = LoadFixed(payload.data(), 8);
+  return absl::OkStatus();
 }
 
 std::string EncodeName(uint32_t id, absl::string_view name) {

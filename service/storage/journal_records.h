@@ -13,6 +13,9 @@
 //   kUnsubscribe     uint32 n, then n uint64 ids
 //   kStringValue     uint32 attribute id, int64 code, uint32 length, bytes:
 //                    TypedAttributes added a string with that code
+//   kLogPosition     uint64 position: cluster mode only (docs/DESIGN.md
+//                    section 11.8): every record before it reflects the
+//                    subscription log up to and including that position
 //
 // Format versions: version 1 (before issue 19) had ops 1 to 7 only and no
 // kStringValue records; version 2 adds ops 8, 9, 11 and 12 (the matcher's
@@ -52,6 +55,7 @@ enum RecordType : uint8_t {
   kSubscribe = 3,
   kUnsubscribe = 4,
   kStringValue = 5,
+  kLogPosition = 6,
 };
 
 // "attribute name", "subscriber name", "subscribe", "unsubscribe", "string
@@ -80,6 +84,7 @@ std::string EncodeSubscribe(uint64_t first_id,
 std::string EncodeUnsubscribe(absl::Span<const uint64_t> ids);
 std::string EncodeString(uint32_t attribute, int64_t code,
                          absl::string_view bytes);
+std::string EncodeLogPosition(uint64_t position);
 
 // `type` is kAttributeName or kSubscriberName (for the message).
 absl::Status DecodeName(uint8_t type, absl::string_view payload,
@@ -88,6 +93,7 @@ absl::Status DecodeSubscribe(absl::string_view payload, SubscribeRecord* out);
 absl::Status DecodeUnsubscribe(absl::string_view payload,
                                std::vector<uint64_t>* out);
 absl::Status DecodeString(absl::string_view payload, StringRecord* out);
+absl::Status DecodeLogPosition(absl::string_view payload, uint64_t* out);
 
 }  // namespace service
 }  // namespace cohort

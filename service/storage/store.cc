@@ -133,6 +133,19 @@ absl::Status StoreState::Apply(const Frame& frame) {
       strings.push_back(std::move(record));
       return absl::OkStatus();
     }
+    case kLogPosition: {
+      uint64_t position = 0;
+      if (absl::Status s = DecodeLogPosition(frame.payload, &position);
+          !s.ok()) {
+        return s;
+      }
+      if (position <= log_position) {
+        return Lost(absl::StrCat("journal log position record: position ",
+                                 position, " after position ", log_position));
+      }
+      log_position = position;
+      return absl::OkStatus();
+    }
     case kUnsubscribe: {
       std::vector<uint64_t> ids;
       if (absl::Status s = DecodeUnsubscribe(frame.payload, &ids); !s.ok()) {
@@ -158,6 +171,10 @@ std::string EncodeSnapshot(const StoreState& state) {
   PutFixed32(kSnapshotVersion, &header);
   PutFixed64(state.next_id, &header);
   AppendFrame(kSnapshotHeader, header, &out);
+  if (state.log_position > 0) {
+    AppendFrame(kSnapshotLogPosition, EncodeLogPosition(state.log_position),
+                &out);
+  }
   for (size_t id = 0; id < state.attributes.size(); ++id) {
     AppendFrame(kAttributeName,
                 EncodeName(static_cast<uint32_t>(id), state.attributes[id]),
@@ -231,6 +248,13 @@ absl::Status DecodeSnapshot(absl::string_view data, StoreState* state) {
         }
         break;
       }
+      case kSnapshotLogPosition:
+        if (frame.payload.size() != 8 || state->log_position != 0 ||
+            !state->attributes.empty() || !state->live.empty()) {
+          return Lost("snapshot: a log position frame out of place");
+        }
+        state->log_position = LoadFixed(frame.payload.data(), 8);
+        break;
       case kSnapshotEnd:
         if (frame.payload.size() != 8 ||
             LoadFixed(frame.payload.data(), 8) != state->live.size()) {
@@ -308,7 +332,8 @@ std::string JournalName(uint64_t generation) {
   return absl::StrCat("journal-", generation);
 }
 
-absl::StatusOr<Recovery> Recover(const std::string& dir, uint64_t below) {
+absl::StatusOr<Recovery> Recover(const std::string& dir, uint64_t below,
+                                 bool log_positions) {
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) {
     return ErrnoStatus(errno, absl::StrCat("cannot read directory ", dir));
@@ -378,19 +403,38 @@ absl::StatusOr<Recovery> Recover(const std::string& dir, uint64_t below) {
       replay.empty() ? std::max<uint64_t>(r.snapshot_generation, 1)
                      : replay.back();
   r.tail = "end";
+  // With log positions, the records since the last kLogPosition record wait
+  // here (views into `data`, which the loop keeps) until the next one.
+  std::vector<Frame> unmarked;
   for (size_t i = 0; i < replay.size(); ++i) {
     const std::string path = absl::StrCat(dir, "/", JournalName(replay[i]));
     absl::StatusOr<std::string> data = ReadWholeFile(path);
     if (!data.ok()) return data.status();
-    FrameReader reader(*data);
-    Frame frame;
-    while (reader.Next(&frame)) {
+    auto apply = [&](const Frame& frame) -> absl::Status {
       if (absl::Status s = r.state.Apply(frame); !s.ok()) {
         return absl::DataLossError(absl::StrCat(path, " at byte ",
                                                 frame.offset, ": ",
                                                 s.message()));
       }
       ++r.records_replayed;
+      return absl::OkStatus();
+    };
+    FrameReader reader(*data);
+    Frame frame;
+    while (reader.Next(&frame)) {
+      if (!log_positions) {
+        if (absl::Status s = apply(frame); !s.ok()) return s;
+        continue;
+      }
+      if (frame.type != kLogPosition) {
+        unmarked.push_back(frame);
+        continue;
+      }
+      for (const Frame& waiting : unmarked) {
+        if (absl::Status s = apply(waiting); !s.ok()) return s;
+      }
+      unmarked.clear();
+      if (absl::Status s = apply(frame); !s.ok()) return s;
     }
     const bool newest = i + 1 == replay.size();
     if (reader.stop() != FrameReader::Stop::kEnd && !newest) {
@@ -398,18 +442,30 @@ absl::StatusOr<Recovery> Recover(const std::string& dir, uint64_t below) {
           path, ": ", StopName(reader.stop()), " frame at byte ",
           reader.valid_bytes(), " in a journal that is not the newest"));
     }
+    if (!newest && !unmarked.empty()) {
+      // Durability rotates only right after a kLogPosition record.
+      return absl::DataLossError(absl::StrCat(
+          path, ": ends with ", unmarked.size(),
+          " records after its last log position record"));
+    }
     if (newest) {
       r.journal_bytes = reader.valid_bytes();
       r.bytes_discarded = reader.discarded_bytes();
       r.tail = StopName(reader.stop());
+      if (!unmarked.empty()) {
+        r.unmarked_records = unmarked.size();
+        r.unmarked_bytes = r.journal_bytes - unmarked.front().offset;
+        r.journal_bytes = unmarked.front().offset;
+      }
     }
   }
   return r;
 }
 
 absl::StatusOr<uint64_t> TakeSnapshot(const std::string& dir,
-                                      uint64_t generation) {
-  absl::StatusOr<Recovery> folded = Recover(dir, generation);
+                                      uint64_t generation,
+                                      bool log_positions) {
+  absl::StatusOr<Recovery> folded = Recover(dir, generation, log_positions);
   if (!folded.ok()) return folded.status();
   if (folded->bytes_discarded > 0) {
     // A journal that is no longer appended to ends in a damaged frame: keep

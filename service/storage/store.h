@@ -49,6 +49,9 @@ enum SnapshotRecordType : uint8_t {
   kSnapshotHeader = 10,
   kSnapshotSubscriptions = 11,
   kSnapshotEnd = 12,
+  // Cluster mode: uint64, the subscription log position the snapshot
+  // reflects; right after the header, absent when 0.
+  kSnapshotLogPosition = 13,
 };
 
 struct StoreState {
@@ -58,6 +61,9 @@ struct StoreState {
   std::vector<StringRecord> strings;
   uint64_t next_id = 1;                  // the next subscription id to assign
   std::map<uint64_t, SubscriptionInput> live;  // by subscription id
+  // Cluster mode: the subscription log position this state reflects (0:
+  // none; single-node directories never have one).
+  uint64_t log_position = 0;
 
   // Applies one journal record (a frame of journal-<g>). DATA_LOSS naming
   // the record kind if it does not decode or does not fit the state.
@@ -90,6 +96,11 @@ struct Recovery {
   uint64_t records_replayed = 0;
   uint64_t bytes_discarded = 0;  // a torn or corrupt tail of the newest
   std::string tail;              // "end", "torn" or "corrupt" (newest)
+  // With log positions: the newest journal's whole records after its last
+  // kLogPosition record, not applied (the change they began was not
+  // finished; the log has it), and cut off like a torn tail.
+  uint64_t unmarked_records = 0;
+  uint64_t unmarked_bytes = 0;
   // Files of older generations, safe to delete.
   std::vector<std::string> obsolete;
 };
@@ -97,10 +108,13 @@ struct Recovery {
 // Reads `dir` (which must exist): the newest snapshot, then the journals
 // from its generation on, up to but excluding generation `below` (for
 // folding journals that are no longer appended to while a newer one is).
-// NOT_FOUND if `dir` is missing, PERMISSION_DENIED if unreadable, DATA_LOSS
-// as described above.
+// With `log_positions` (cluster mode), the records after the last
+// kLogPosition record are not applied (Recovery::unmarked_*): a node's state
+// is always exactly the log up to a position. NOT_FOUND if `dir` is
+// missing, PERMISSION_DENIED if unreadable, DATA_LOSS as described above.
 absl::StatusOr<Recovery> Recover(const std::string& dir,
-                                 uint64_t below = UINT64_MAX);
+                                 uint64_t below = UINT64_MAX,
+                                 bool log_positions = false);
 
 // Folds the newest snapshot and the journals before `generation` into
 // snapshot-<generation> (written atomically), then deletes the snapshots
@@ -108,7 +122,8 @@ absl::StatusOr<Recovery> Recover(const std::string& dir,
 // older than `generation` any more (Journal::Rotate has completed).
 // Returns the number of live subscriptions written.
 absl::StatusOr<uint64_t> TakeSnapshot(const std::string& dir,
-                                      uint64_t generation);
+                                      uint64_t generation,
+                                      bool log_positions = false);
 
 }  // namespace service
 }  // namespace cohort

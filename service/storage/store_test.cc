@@ -235,6 +235,131 @@ TEST(RecoverTest, SnapshotPlusJournalsPlusTornTailGiveTheState) {
   }
 }
 
+// Cluster mode: a kLogPosition record closes each log record's changes.
+// Property: whatever a journal holds after its last position record (a log
+// record applied halfway when the process died) is neither applied nor
+// kept, and the state is exactly the history up to the last position.
+TEST(RecoverTest, LogPositionsDropWhatFollowsTheLastMarker) {
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    const History h = RandomHistory(seed, 120);
+    std::mt19937_64 rng(seed * 7);
+    const std::string dir = NewDir(absl::StrCat("positions", seed));
+    // Markers after random frames; the state and the bytes at each marker.
+    std::vector<std::string> frames;  // with the markers
+    std::vector<size_t> marker_at;    // index in `frames` of each marker
+    StoreState at_marker, running;
+    uint64_t position = 0;
+    for (const std::string& frame : h.frames) {
+      frames.push_back(frame);
+      FrameReader reader(frame);
+      Frame f;
+      ASSERT_TRUE(reader.Next(&f));
+      ASSERT_TRUE(running.Apply(f).ok());
+      if (rng() % 3 == 0) {
+        position += 1 + rng() % 4;  // rejected log records mark nothing
+        std::string marker;
+        AppendFrame(kLogPosition, EncodeLogPosition(position), &marker);
+        frames.push_back(marker);
+        marker_at.push_back(frames.size() - 1);
+        running.log_position = position;
+        at_marker = running;
+      }
+    }
+    ASSERT_GE(marker_at.size(), 3u) << seed;
+    // snapshot-3 at the first marker, journal-3 up to a middle marker,
+    // journal-4 the rest (ending unmarked unless the last frame was one).
+    const size_t snap = marker_at[0] + 1;
+    const size_t mid = marker_at[marker_at.size() / 2] + 1;
+    StoreState prefix;
+    for (size_t i = 0; i < snap; ++i) {
+      FrameReader reader(frames[i]);
+      Frame f;
+      ASSERT_TRUE(reader.Next(&f));
+      ASSERT_TRUE(prefix.Apply(f).ok());
+    }
+    ASSERT_TRUE(
+        WriteFileAtomically(dir, SnapshotName(3), EncodeSnapshot(prefix))
+            .ok());
+    std::string j3, j4;
+    for (size_t i = snap; i < mid; ++i) j3 += frames[i];
+    size_t unmarked_from = 0;
+    for (size_t i = mid; i < frames.size(); ++i) {
+      if (i == marker_at.back() + 1) unmarked_from = j4.size();
+      j4 += frames[i];
+    }
+    if (marker_at.back() + 1 == frames.size()) unmarked_from = j4.size();
+    WriteFile(dir + "/" + JournalName(3), j3);
+    WriteFile(dir + "/" + JournalName(4), j4);
+
+    absl::StatusOr<Recovery> r = Recover(dir, UINT64_MAX, true);
+    ASSERT_TRUE(r.ok()) << seed << " " << r.status();
+    ExpectSameState(r->state, at_marker);
+    EXPECT_EQ(r->state.log_position, at_marker.log_position);
+    EXPECT_EQ(r->journal_bytes, unmarked_from);
+    EXPECT_EQ(r->unmarked_bytes, j4.size() - unmarked_from);
+    EXPECT_EQ(r->unmarked_records, frames.size() - marker_at.back() - 1);
+    EXPECT_EQ(r->bytes_discarded, 0u);
+    // Without log positions (single node) every record counts.
+    absl::StatusOr<Recovery> all = Recover(dir);
+    ASSERT_TRUE(all.ok()) << all.status();
+    ExpectSameState(all->state, h.state);
+
+    // A journal that is not the newest never ends unmarked.
+    if (marker_at.back() + 1 < frames.size()) {
+      WriteFile(dir + "/" + JournalName(5), "");
+      absl::StatusOr<Recovery> bad = Recover(dir, UINT64_MAX, true);
+      ASSERT_TRUE(absl::IsDataLoss(bad.status())) << bad.status();
+      EXPECT_THAT(bad.status().message(),
+                  HasSubstr("records after its last log position record"));
+    }
+  }
+}
+
+TEST(StoreStateTest, LogPositionsOnlyIncrease) {
+  StoreState state;
+  auto apply = [&](uint64_t position) {
+    std::string bytes;
+    AppendFrame(kLogPosition, EncodeLogPosition(position), &bytes);
+    FrameReader reader(bytes);
+    Frame f;
+    EXPECT_TRUE(reader.Next(&f));
+    return state.Apply(f);
+  };
+  ASSERT_TRUE(apply(5).ok());
+  EXPECT_EQ(state.log_position, 5u);
+  EXPECT_THAT(apply(5).message(), HasSubstr("position 5 after position 5"));
+  EXPECT_TRUE(apply(9).ok());
+  EXPECT_EQ(state.log_position, 9u);
+}
+
+TEST(SnapshotTest, CarriesTheLogPosition) {
+  StoreState state = RandomHistory(3, 50).state;
+  state.log_position = 12345;
+  StoreState back;
+  const std::string data = EncodeSnapshot(state);
+  ASSERT_TRUE(DecodeSnapshot(data, &back).ok());
+  ExpectSameState(back, state);
+  EXPECT_EQ(back.log_position, 12345u);
+  // A single node's snapshot has no position frame at all: the same bytes
+  // as before cluster mode.
+  state.log_position = 0;
+  const std::string single = EncodeSnapshot(state);
+  EXPECT_LT(single.size(), data.size());
+  ASSERT_TRUE(DecodeSnapshot(single, &back).ok());
+  EXPECT_EQ(back.log_position, 0u);
+  // A position frame anywhere but after the header is damage.
+  std::string frame;
+  AppendFrame(kSnapshotLogPosition, EncodeLogPosition(7), &frame);
+  FrameReader reader(single);
+  Frame f;
+  ASSERT_TRUE(reader.Next(&f));  // the header
+  ASSERT_TRUE(reader.Next(&f));  // the first name
+  const size_t after_first = reader.valid_bytes();
+  const std::string misplaced = single.substr(0, after_first) + frame + single.substr(after_first);
+  EXPECT_THAT(DecodeSnapshot(misplaced, &back).message(),
+              HasSubstr("log position frame out of place"));
+}
+
 TEST(RecoverTest, DamageIsAClearError) {
   const History h = RandomHistory(9, 80);
   std::string all;
