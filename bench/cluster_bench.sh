@@ -10,8 +10,12 @@
 #    NATS cluster (R3, sync_interval: always) while it is the only cohortd
 #    (so the figure is the log's cost plus one node's apply, as on a machine
 #    per node), and to a plain single-node cohortd for comparison.
-# 2. Catch-up: cohortd 2 and 3 start and replay the whole log (N
-#    subscriptions); the time from start to health SERVING.
+# 2. Catch-up: cohortd 2 and 3 (each with a local copy at log position 1)
+#    start and replay the rest of the log (N subscriptions); the time from
+#    start to health SERVING. Then join: once a shared snapshot of the N
+#    subscriptions is published, cohortd 3 loses its data directory
+#    (kill -9, rm -rf) and starts again, from the shared snapshot: the
+#    time from start to SERVING.
 # 3. Publish: fabret-1m events by PublishStream (2 clients, batches of 64,
 #    window 4) against the single node and against cluster node 1, R
 #    repetitions interleaved, events/s and latency p50/p99: matching stays
@@ -21,6 +25,10 @@
 #    deliveries per event give the cost of a local and of a cross-node
 #    delivery (the listeners are `cohort listen` processes on this machine,
 #    so their own cost is in both).
+# 5. --cluster_read=latest: node 1 restarted with --cluster_read=applied
+#    and with latest in turn, R times, the publish run of 3 each time: what
+#    a publish pays to see every change acknowledged before it (one
+#    stream-info round trip shared by the requests waiting for one).
 #
 # On this 2-core machine the three nodes, three NATS servers and the load
 # share the cores: figures are per node, not a cluster's capacity
@@ -45,7 +53,7 @@ for arg in "$@"; do
     --partitions=*) partitions=${arg#*=} ;;
     --bin=*) bin=${arg#*=} ;;
     --out=*) out=${arg#*=} ;;
-    *) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    *) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
 done
 cohort_binaries "${bin}"
@@ -96,20 +104,42 @@ single_subscribe=$(subscribe single "${single}")
 
 echo "cluster_bench: 3-node cluster" >&2
 deploy/local-cluster.sh up 3 --partitions="${partitions}" --pin_cores=false \
+  --snapshot_every="${subscriptions}" \
   >"${out}/addresses" 2>"${out}/cluster-up.log"
 mapfile -t nodes <"${out}/addresses"
+# One record every node applies: nodes 2 and 3 then restart from their
+# local copy (position 1) and replay the log, not the shared snapshot.
+"${COHORT_BIN}" --server="${nodes[0]}" subscribe --subscriber=bench 'bench = 1' >/dev/null
+sleep 1
 deploy/local-cluster.sh kill cohortd 2 TERM
 deploy/local-cluster.sh kill cohortd 3 TERM
-sleep 1
 log_subscribe=$(subscribe log "${nodes[0]}")
 
+cluster_stat() {  # cluster_stat ADDRESS FIELD: a ClusterStats number
+  "${COHORT_BIN}" --server="$1" stats --json | python3 -c 'import json,sys; print(int(json.load(sys.stdin).get("cluster",{}).get(sys.argv[1],0)))' "$2"
+}
+elapsed() {  # elapsed COMMAND...: runs it, prints its seconds
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$@" >/dev/null
+  t1=$(date +%s.%N)
+  python3 -c "print(f'{$t1 - $t0:.2f}')"
+}
 catch_up=()
 for i in 2 3; do
-  t0=$(date +%s.%N)
-  deploy/local-cluster.sh start cohortd "${i}" >/dev/null
-  t1=$(date +%s.%N)
-  catch_up+=("$(python3 -c "print(f'{$t1 - $t0:.2f}')")")
+  catch_up+=("$(elapsed deploy/local-cluster.sh start cohortd "${i}")")
 done
+echo "cluster_bench: join from the shared snapshot" >&2
+for _ in $(seq 600); do
+  (($(cluster_stat "${nodes[0]}" snapshotPosition) > 0)) && break
+  sleep 0.5
+done
+snapshot_position=$(cluster_stat "${nodes[0]}" snapshotPosition)
+deploy/local-cluster.sh kill cohortd 3
+rm -rf "${COHORT_CLUSTER_DIR}/cohortd-3-data"
+join=$(elapsed deploy/local-cluster.sh start cohortd 3)
+join_line=$(sed -n 's/.*\(started from the shared snapshot.*\)/\1/p' "${COHORT_CLUSTER_DIR}/cohortd-3.log")
+cp "${COHORT_CLUSTER_DIR}/cohortd-3.log" "${out}/join-cohortd-3.log"
 
 echo "cluster_bench: publish, ${reps} repetitions interleaved" >&2
 single_runs=()
@@ -151,11 +181,23 @@ print(sum(int(st.get("deliveries", 0)) for st in s.get("stages", [])),
   stop_listeners
 done
 
+echo "cluster_bench: --cluster_read, ${reps} repetitions interleaved" >&2
+read_runs=()
+for ((r = 1; r <= reps; r++)); do
+  for mode in applied latest; do
+    deploy/local-cluster.sh kill cohortd 1 TERM
+    deploy/local-cluster.sh start cohortd 1 --cluster_read="${mode}" >/dev/null
+    read_runs+=("${mode} $(publish "read-${mode}-${r}" "${nodes[0]}")")
+  done
+done
+
 python3 - "${out}" "${subscriptions}" "${single_subscribe}" "${log_subscribe}" \
   "${catch_up[*]}" "${single_runs[*]}" "${cluster_runs[*]}" \
-  "$(printf '%s;' "${delivery_runs[@]}")" <<'EOF' | tee "${out}/results.md"
+  "$(printf '%s;' "${delivery_runs[@]}")" "${join}" "${snapshot_position}" \
+  "${join_line}" "$(printf '%s;' "${read_runs[@]}")" <<'EOF' | tee "${out}/results.md"
 import statistics, sys
-out, n, single_sub, log_sub, catch_up, single, cluster, deliveries = sys.argv[1:]
+(out, n, single_sub, log_sub, catch_up, single, cluster, deliveries, join,
+ snapshot_position, join_line, reads) = sys.argv[1:]
 def runs(text):
     v = [float(x) for x in text.split()]
     return [v[i:i + 3] for i in range(0, len(v), 3)]
@@ -171,6 +213,8 @@ print("|---|---|")
 print(f"| Subscribe, single node (batches of 1,000) | {int(single_sub):,} subscriptions/s |")
 print(f"| Subscribe through the R3 log, one applying node | {int(log_sub):,} subscriptions/s |")
 print(f"| Catch-up of a restarted node from the log (nodes 2, 3) | {catch_up} s |")
+print(f"| Join of a node without data from the shared snapshot (log position {snapshot_position}), start to SERVING | {join} s |")
+print(f"\nThe joining node: {join_line}\n")
 print()
 print("| publish (PublishStream, 2 clients, batches of 64) | events/s median (range) | p50 us | p99 us |")
 print("|---|---|---|---|")
@@ -197,5 +241,16 @@ if {"none", "local", "remote"} <= rows.keys():
         per = (s if where == "remote" else d) / e if e else 0
         if per:
             print(f"\n{where} delivery: {(1e6 / eps - base) / per:.2f} us of publishing node time per delivery")
+by_mode = {"applied": [], "latest": []}
+for line in filter(None, reads.split(";")):
+    mode, eps, p50, p99 = line.split()
+    by_mode[mode].append((float(eps), float(p50), float(p99)))
+if by_mode["applied"] and by_mode["latest"]:
+    print("\n| node 1, --cluster_read | events/s median (range) | p50 us | p99 us |")
+    print("|---|---|---|---|")
+    for mode, rows in by_mode.items():
+        print(f"| {mode} | {med(rows, 0):.0f} ({spread(rows, 0)}) | {med(rows, 1):.0f} | {med(rows, 2):.0f} |")
+    pairs = [l[0] / a[0] for a, l in zip(by_mode["applied"], by_mode["latest"])]
+    print(f"\nlatest / applied, per interleaved pair: {', '.join(f'{r:.3f}' for r in pairs)}; median {statistics.median(pairs):.3f}")
 EOF
 echo "cluster_bench: report in ${out}" >&2

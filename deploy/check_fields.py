@@ -34,14 +34,15 @@ compare:
     container's, /healthz probes); cohortd with --cluster_nats naming
     every NATS pod on the client port, --cluster_node=$(POD_NAME),
     --max_connection_age_ms, --cluster_replicas at most the NATS servers,
-    no --data_dir and no volume, known flags, readiness on the health
+    --data_dir mounted from a volumeClaimTemplate, known flags, readiness on the health
     service and startup/liveness not on it (tcpSocket on the gRPC port),
     Guaranteed QoS, the image's uid; governing Services headless with
     publishNotReadyAddresses, a headless client Service of ready pods only;
     PodDisruptionBudgets; no selector shared with deploy/k8s/*.yaml.
   - compose cluster (deploy/compose/cluster.yml): every cohortd service
     (image cohortd, built from deploy/Dockerfile) has --cluster_nats naming
-    every NATS service on its client port, no --data_dir, its own
+    every NATS service on its client port, --data_dir on a volume of its
+    own, its own
     --cluster_node and known flags; every NATS service's bind-mounted
     config has sync_interval: always, a server_name from its environment
     (distinct per service) and routes to every NATS service; ports are
@@ -644,10 +645,13 @@ def check_k8s_cluster(flags_known, image_uid):
     if unknown:
         problems.append(f"cohortd args: unknown cohortd flags {unknown}")
     port = listen_port(flags, "cohortd args", problems)
-    if "data_dir" in flags:
-        problems.append("cohortd args: --data_dir with --cluster_nats (cohortd refuses it)")
-    if spec.get("volumeClaimTemplates") or c.get("volumeMounts"):
-        problems.append("cohortd: volumes or claims, but cluster mode has no data dir")
+    # The local copy of the log (docs/DESIGN.md section 11.8): on the pod's
+    # own claim, so that a restart reads only the log after it.
+    claims = {t["metadata"]["name"] for t in spec.get("volumeClaimTemplates", [])}
+    mounts = {m.get("mountPath"): m.get("name") for m in c.get("volumeMounts", [])}
+    if mounts.get(flags.get("data_dir")) not in claims:
+        problems.append(f"cohortd: --data_dir={flags.get('data_dir')} is not mounted from a "
+                        f"volumeClaimTemplate {sorted(claims)}")
     if spec.get("replicas", 1) < 2:
         problems.append(f"StatefulSet {cohort_set['metadata']['name']}: {spec.get('replicas', 1)} "
                         "replica: a cluster wants several")
@@ -772,6 +776,7 @@ def check_compose_cluster(flags_known):
     if len(set(names)) != len(names):
         problems.append(f"NATS server names {names} are not distinct")
     nodes = []
+    data_volumes: set = set()
     for name, service in cohortd.items():
         build = service.get("build") or {}
         if (base / str(build.get("context", "."))).resolve() != Path(".").resolve() or \
@@ -782,8 +787,13 @@ def check_compose_cluster(flags_known):
         if unknown:
             problems.append(f"{name}: unknown cohortd flags {unknown}")
         listen_port(flags, name, problems)
-        if "data_dir" in flags:
-            problems.append(f"{name}: --data_dir with --cluster_nats (cohortd refuses it)")
+        volumes = {str(v).split(":")[1] if ":" in str(v) else None: str(v).split(":")[0]
+                   for v in service.get("volumes") or []}
+        source = volumes.get(flags.get("data_dir"))
+        if source is None or source in data_volumes:
+            problems.append(f"{name}: --data_dir={flags.get('data_dir')} is not on a volume "
+                            "of its own")
+        data_volumes.add(source)
         urls = nats_urls(flags.get("cluster_nats"))
         if not flags.get("cluster_nats") or urls is None:
             problems.append(f"{name}: --cluster_nats={flags.get('cluster_nats')}: want "

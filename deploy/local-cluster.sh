@@ -13,9 +13,10 @@
 #   deploy/local-cluster.sh kill nats|cohortd I [SIGNAL]
 #       sends SIGNAL (default KILL) to process I (1..N), for fault tests;
 #       for KILL, TERM and INT waits until it has exited (60 s at most)
-#   deploy/local-cluster.sh start nats|cohortd I
+#   deploy/local-cluster.sh start nats|cohortd I [FLAG...]
 #       starts process I again with its first configuration and ports
-#       (cohortd: waits until it serves and prints its address)
+#       (cohortd: waits until it serves and prints its address; FLAGs are
+#       added to its flags for this start only)
 #
 # Environment:
 #   COHORT_CLUSTER_DIR   state: configs, pids, logs, JetStream data
@@ -41,7 +42,7 @@ cd "$(dirname "$0")/.."
 readonly DIR="${COHORT_CLUSTER_DIR:-/tmp/cohort-cluster-${UID}}"
 
 usage() {
-  sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -168,18 +169,19 @@ start_nats() {  # start_nats I
   echo $! >"${DIR}/nats-$1.pid"
 }
 
-launch_cohortd() {  # launch_cohortd I: starts it with the saved arguments
-  local args=()
+launch_cohortd() {  # launch_cohortd I [FLAG...]: the saved arguments, then FLAGs
+  local args=() i=$1
+  shift
   mapfile -t args <"${DIR}/cohortd.args"
   # Removed here: the job's own redirection truncates it only after the
   # fork, and wait_serving must not read an earlier run's port meanwhile.
-  rm -f "${DIR}/cohortd-$1.log"
+  rm -f "${DIR}/cohortd-${i}.log"
   local port
-  port=$(cat "${DIR}/cohortd-$1.port")
-  "${args[0]}" --listen="127.0.0.1:${port}" --cluster_node="node-$1" \
-    --data_dir="${DIR}/cohortd-$1-data" "${args[@]:1}" \
-    >"${DIR}/cohortd-$1.log" 2>&1 &
-  echo $! >"${DIR}/cohortd-$1.pid"
+  port=$(cat "${DIR}/cohortd-${i}.port")
+  "${args[0]}" --listen="127.0.0.1:${port}" --cluster_node="node-${i}" \
+    --data_dir="${DIR}/cohortd-${i}-data" "${args[@]:1}" "$@" \
+    >"${DIR}/cohortd-${i}.log" 2>&1 &
+  echo $! >"${DIR}/cohortd-${i}.pid"
 }
 
 wait_serving() {  # wait_serving I: prints 127.0.0.1:PORT once cohortd I serves
@@ -245,7 +247,8 @@ case "${1:-}" in
     esac
     ;;
   start)
-    [[ $# -eq 3 ]] || usage
+    [[ $# -ge 3 ]] || usage
+    [[ $# -eq 3 || "$2" == cohortd ]] || usage
     check_process "$2" "$3"
     if alive "$(cat "${DIR}/$2-$3.pid")"; then
       echo "local-cluster.sh: $2 $3 is running" >&2
@@ -254,7 +257,7 @@ case "${1:-}" in
     if [[ "$2" == nats ]]; then
       start_nats "$3"
     else
-      launch_cohortd "$3"
+      launch_cohortd "$3" "${@:4}"
       wait_serving "$3"
     fi
     ;;

@@ -143,6 +143,7 @@ void PubSubService::FillStats(
     v1::Stats* stats, std::vector<StageHistograms>* histograms) const {
   engine_->FillStats(stats, histograms);
   if (log_ != nullptr) log_->FillStats(stats->mutable_cluster());
+  if (snapshots_ != nullptr) snapshots_->FillStats(stats->mutable_cluster());
   if (deliveries_ != nullptr) deliveries_->FillStats(stats->mutable_cluster());
   stats->set_open_streams(open_streams_.load(std::memory_order_relaxed));
   attributes_->FillStats(stats);

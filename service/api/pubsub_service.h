@@ -42,6 +42,7 @@
 #include "grpcpp/grpcpp.h"
 #include "proto/cohort/v1/pubsub.grpc.pb.h"
 #include "service/cluster/cluster_deliveries.h"
+#include "service/cluster/snapshot_exchange.h"
 #include "service/cluster/subscription_log.h"
 #include "service/model/interner.h"
 #include "service/model/validation.h"
@@ -190,6 +191,8 @@ class PubSubService final : public PubSubCallbackService {
   // Cluster mode: not owned. REQUIRES: set before serving, and before the
   // log applies anything.
   void set_log(SubscriptionLog* log) { log_ = log; }
+  // Cluster mode: not owned; for stats. REQUIRES: set before serving.
+  void set_snapshots(SnapshotExchange* snapshots) { snapshots_ = snapshots; }
   // Cluster mode: not owned; told of every Listen stream opened and closed
   // here. REQUIRES: set before serving.
   void set_deliveries(ClusterDeliveries* deliveries) {
@@ -237,6 +240,7 @@ class PubSubService final : public PubSubCallbackService {
   SubscriptionObserver* observer_ = nullptr;
   SubscriptionLog* log_ = nullptr;
   ClusterDeliveries* deliveries_ = nullptr;
+  SnapshotExchange* snapshots_ = nullptr;
 };
 
 }  // namespace service

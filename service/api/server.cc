@@ -1,11 +1,14 @@
 #include "service/api/server.h"
 
 #include <malloc.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdint>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <tuple>
@@ -21,6 +24,7 @@
 #include "grpc/grpc.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "service/errno_status.h"
 #include "service/observability/prometheus.h"
 #include "service/stages/admission.h"
 #include "service/stages/create_engine.h"
@@ -28,6 +32,52 @@
 namespace cohort {
 namespace service {
 namespace {
+
+// The file that marks a --data_dir as a cluster node's copy of the log, and
+// names the log's stream.
+constexpr char kClusterMarker[] = "CLUSTER";
+
+// A cluster node's copy of the log and a single node's state must never be
+// mistaken for each other (docs/DESIGN.md section 11.8): `stream` empty is a
+// single node, which refuses a directory with the marker; a cluster node
+// refuses one that holds state without the marker, or the marker of
+// another stream, and marks an empty one. FAILED_PRECONDITION naming the
+// directory.
+absl::Status ClaimDataDir(const std::string& dir, const std::string& stream) {
+  const std::string marker = absl::StrCat(dir, "/", kClusterMarker);
+  std::string found;
+  {
+    std::ifstream in(marker);
+    if (in) std::getline(in, found);
+  }
+  const bool marked = !found.empty();
+  if (stream.empty()) {
+    if (!marked) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--data_dir: ", dir,
+        " holds a cluster node's copy of the subscription log (", found,
+        "); start it with --cluster_nats, or give a single node its own "
+        "directory"));
+  }
+  const std::string want = absl::StrCat("stream ", stream);
+  if (marked) {
+    if (found == want) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--data_dir: ", dir, " holds a copy of the subscription log of ",
+        found, ", not of ", want, "; empty it to start this node from ",
+        want));
+  }
+  if (HoldsState(dir)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--data_dir: ", dir,
+        " holds a single-node cohortd's subscriptions, not a copy of the "
+        "subscription log; give a cluster node its own (empty) directory"));
+  }
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return ErrnoStatus(errno, absl::StrCat("--data_dir: cannot create ", dir));
+  }
+  return WriteFileAtomically(dir, kClusterMarker, want + "\n");
+}
 
 // The health service name clients may ask for besides "" (the whole server).
 constexpr char kServiceName[] = "cohort.v1.PubSub";
@@ -69,92 +119,55 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
   const bool cluster = !options.cluster.nats.empty();
   EngineOptions engine_options = options.engine;
   Recovery recovered;
-  uint64_t start_position = 0;  // cluster mode: of the recovered state
+  // Where `recovered` came from, for errors.
+  std::string source = absl::StrCat("--data_dir ", options.durability.data_dir);
   const int64_t recovery_start = MonotonicNanos();
+  if (cluster) {
+    // The log first: where this node's state comes from depends on where
+    // the log starts now.
+    absl::StatusOr<std::unique_ptr<SubscriptionLog>> log =
+        SubscriptionLog::Connect(options.cluster);
+    if (!log.ok()) return log.status();
+    server->log_ = std::move(*log);
+    absl::StatusOr<std::unique_ptr<SnapshotExchange>> exchange =
+        SnapshotExchange::Open(server->log_.get());
+    if (!exchange.ok()) {
+      server->log_->Shutdown();
+      return exchange.status();
+    }
+    server->snapshots_ = std::move(*exchange);
+  }
   if (!options.durability.data_dir.empty()) {
     DurabilityOptions durability_options = options.durability;
-    // Cluster mode: the files are a local copy of the log up to a position
-    // (docs/DESIGN.md section 11.8).
-    durability_options.log_positions = cluster;
-    // The log is the durable copy; a local copy cut short by a machine
-    // crash is read on from the log (the snapshots are still synced, and
-    // whole or absent).
-    if (cluster) durability_options.fsync = false;
+    if (cluster) {
+      // A local copy of the log up to a position (docs/DESIGN.md section
+      // 11.8). The log is the durable copy: a local copy cut short by a
+      // machine crash is read on from the log (the snapshots are still
+      // synced, and whole or absent).
+      durability_options.log_positions = true;
+      durability_options.fsync = false;
+      SnapshotExchange* exchange = server->snapshots_.get();
+      durability_options.on_snapshot = [exchange](uint64_t position,
+                                                  std::string snapshot) {
+        exchange->Offer(position, std::move(snapshot));
+      };
+    }
+    // Which mode's directory it is, before recovery changes anything in it.
+    if (absl::Status s = ClaimDataDir(options.durability.data_dir,
+                                      cluster ? options.cluster.stream : "");
+        !s.ok()) {
+      server->Shutdown(0);
+      return s;
+    }
     absl::StatusOr<std::unique_ptr<Durability>> durability =
         Durability::Open(durability_options, &recovered);
     if (!durability.ok()) {
+      server->Shutdown(0);
       return absl::Status(durability.status().code(),
                           absl::StrCat("--data_dir: ",
                                        durability.status().message()));
     }
-    if (cluster && recovered.state.log_position == 0 &&
-        recovered.state.next_id > 1) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "--data_dir: ", options.durability.data_dir,
-          " holds a single-node cohortd's subscriptions, not a copy of the "
-          "subscription log; give a cluster node its own (empty) directory"));
-    }
-    if (!cluster && recovered.state.log_position > 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "--data_dir: ", options.durability.data_dir,
-          " holds a cluster node's copy of the subscription log (position ",
-          recovered.state.log_position,
-          "); start it with --cluster_nats, or give a single node its own "
-          "directory"));
-    }
     server->durability_ = std::move(*durability);
-    // Names first, in id order, so that they get their old ids; only then
-    // are new names journaled.
-    for (const auto& [names, dictionary, what] :
-         {std::make_tuple(&recovered.state.attributes,
-                          server->attributes_.get(), "attribute"),
-          std::make_tuple(&recovered.state.subscribers,
-                          server->subscribers_.get(), "subscriber")}) {
-      for (size_t id = 0; id < names->size(); ++id) {
-        absl::StatusOr<uint32_t> got = dictionary->Intern((*names)[id]);
-        if (!got.ok() || *got != id) {
-          return absl::DataLossError(absl::StrCat(
-              "--data_dir: ", what, " name \"", (*names)[id], "\" (id ", id,
-              ") cannot be restored: ",
-              got.ok() ? absl::StrCat("it became id ", *got)
-                       : std::string(got.status().message())));
-        }
-      }
-    }
-    server->typed_->RestoreNames();
-    for (const StringRecord& s : recovered.state.strings) {
-      if (absl::Status status =
-              server->typed_->RestoreString(s.attribute, s.code, s.bytes);
-          !status.ok()) {
-        return absl::DataLossError(absl::StrCat(
-            "--data_dir: cannot restore a string value: ", status.message()));
-      }
-    }
-    Durability* log = server->durability_.get();
-    server->typed_->SetOnNewString(
-        [log](uint32_t attribute, int64_t code, absl::string_view bytes) {
-          log->LogString(attribute, code, bytes);
-        });
-    server->attributes_->SetOnNewName(
-        [log](uint32_t id, absl::string_view name) {
-          log->LogName(kAttributeName, id, name);
-        });
-    server->subscribers_->SetOnNewName(
-        [log](uint32_t id, absl::string_view name) {
-          log->LogName(kSubscriberName, id, name);
-        });
-    engine_options.durability = log;
-  }
-  absl::StatusOr<std::unique_ptr<Engine>> engine =
-      CreateEngine(options.mode, engine_options);
-  if (!engine.ok()) return engine.status();
-  server->engine_ = std::move(*engine);
-  if (server->durability_ != nullptr) {
-    if (absl::Status s = server->engine_->Restore(recovered.state); !s.ok()) {
-      server->engine_->Shutdown();
-      return absl::DataLossError(
-          absl::StrCat("--data_dir: cannot restore: ", s.message()));
-    }
     server->recovery_summary_ = absl::StrFormat(
         "recovered %d subscriptions from %s in %.2f s (snapshot-%d, %d "
         "journal records replayed, journal tail %s, %d bytes discarded; "
@@ -172,6 +185,126 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
           recovered.state.log_position, recovered.unmarked_records,
           recovered.unmarked_bytes);
     }
+  }
+  if (cluster) {
+    // A log trimmed past this node's state: start from the shared snapshot.
+    absl::StatusOr<uint64_t> first = server->log_->FirstPosition();
+    if (!first.ok()) {
+      server->Shutdown(0);
+      return first.status();
+    }
+    // A node with nothing (new, or its disk lost) starts from the shared
+    // snapshot too, when there is one: loading it is cheaper than
+    // replaying the log up to it.
+    const bool must = *first > recovered.state.log_position + 1;
+    bool want = false;
+    if (!must && recovered.state.log_position == 0) {
+      absl::StatusOr<uint64_t> newest = server->snapshots_->NewestPosition();
+      want = newest.ok() && *newest > 0;
+    }
+    if (must || want) {
+      const int64_t fetch_start = MonotonicNanos();
+      absl::StatusOr<SnapshotExchange::Fetched> fetched =
+          server->snapshots_->Fetch(*first - 1);
+      absl::Status s = fetched.status();
+      Recovery from_snapshot;
+      if (s.ok()) s = DecodeSnapshot(fetched->bytes, &from_snapshot.state);
+      if (!s.ok() && !must) {
+        // The log still holds everything: read it from the start.
+        absl::StrAppend(&server->recovery_summary_,
+                        server->recovery_summary_.empty() ? "" : "; ",
+                        "the shared snapshot could not be used (",
+                        s.message(), "); reading the log from position 1");
+      } else {
+        if (s.ok() && server->durability_ != nullptr) {
+          s = server->durability_->InstallSnapshot(fetched->bytes);
+        }
+        if (!s.ok()) {
+          server->Shutdown(0);
+          return absl::Status(
+              s.code(),
+              absl::StrCat("the subscription log starts at position ", *first,
+                           ", after this node's state (position ",
+                           recovered.state.log_position,
+                           "), and the shared snapshot cannot be used: ",
+                           s.message()));
+        }
+        recovered = std::move(from_snapshot);
+        source = absl::StrCat("the shared snapshot at log position ",
+                              fetched->position);
+        absl::StrAppendFormat(
+            &server->recovery_summary_,
+            "%sstarted from the shared snapshot at log position %d (%d "
+            "subscriptions, %d bytes, published by %s) in %.2f s",
+            server->recovery_summary_.empty() ? "" : "; ",
+            fetched->position, recovered.state.live.size(),
+            fetched->bytes.size(), fetched->node,
+            (MonotonicNanos() - fetch_start) / 1e9);
+      }
+    }
+  }
+  const bool restoring =
+      recovered.state.next_id > 1 || !recovered.state.attributes.empty() ||
+      !recovered.state.subscribers.empty();
+  // Names first, in id order, so that they get their old ids; only then
+  // are new names journaled.
+  for (const auto& [names, dictionary, what] :
+       {std::make_tuple(&recovered.state.attributes, server->attributes_.get(),
+                        "attribute"),
+        std::make_tuple(&recovered.state.subscribers,
+                        server->subscribers_.get(), "subscriber")}) {
+    for (size_t id = 0; id < names->size(); ++id) {
+      absl::StatusOr<uint32_t> got = dictionary->Intern((*names)[id]);
+      if (!got.ok() || *got != id) {
+        server->Shutdown(0);
+        return absl::DataLossError(absl::StrCat(
+            source, ": ", what, " name \"", (*names)[id], "\" (id ", id,
+            ") cannot be restored: ",
+            got.ok() ? absl::StrCat("it became id ", *got)
+                     : std::string(got.status().message())));
+      }
+    }
+  }
+  if (restoring) server->typed_->RestoreNames();
+  for (const StringRecord& s : recovered.state.strings) {
+    if (absl::Status status =
+            server->typed_->RestoreString(s.attribute, s.code, s.bytes);
+        !status.ok()) {
+      server->Shutdown(0);
+      return absl::DataLossError(absl::StrCat(
+          source, ": cannot restore a string value: ", status.message()));
+    }
+  }
+  if (server->durability_ != nullptr) {
+    Durability* log = server->durability_.get();
+    server->typed_->SetOnNewString(
+        [log](uint32_t attribute, int64_t code, absl::string_view bytes) {
+          log->LogString(attribute, code, bytes);
+        });
+    server->attributes_->SetOnNewName(
+        [log](uint32_t id, absl::string_view name) {
+          log->LogName(kAttributeName, id, name);
+        });
+    server->subscribers_->SetOnNewName(
+        [log](uint32_t id, absl::string_view name) {
+          log->LogName(kSubscriberName, id, name);
+        });
+    engine_options.durability = log;
+  }
+  absl::StatusOr<std::unique_ptr<Engine>> engine =
+      CreateEngine(options.mode, engine_options);
+  if (!engine.ok()) {
+    server->Shutdown(0);
+    return engine.status();
+  }
+  server->engine_ = std::move(*engine);
+  const uint64_t start_position = recovered.state.log_position;
+  if (restoring) {
+    if (absl::Status s = server->engine_->Restore(recovered.state); !s.ok()) {
+      server->Shutdown(0);
+      return absl::DataLossError(
+          absl::StrCat(source, ": cannot restore: ", s.message()));
+    }
     if (tokens->has_value()) {
       recovered_ids.reserve(recovered.state.live.size());
       recovered_owners.reserve(recovered.state.live.size());
@@ -182,7 +315,6 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
     }
     // The recovered state (a few hundred bytes per subscription, more than
     // the index) is garbage now; hand its pages back to the kernel.
-    start_position = recovered.state.log_position;
     recovered = Recovery();
     malloc_trim(0);
   }
@@ -199,33 +331,30 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
   if (cluster) {
     PubSubService* service = server->service_.get();
     Durability* local = server->durability_.get();
-    absl::StatusOr<std::unique_ptr<SubscriptionLog>> log =
-        SubscriptionLog::Start(
-            options.cluster,
-            [service](uint64_t position, absl::string_view record,
-                      std::function<void(LogOutcome)> done) {
-              service->ApplyLogRecord(position, record, std::move(done));
-            },
-            start_position,
-            // On the reader thread, once the record's changes are
-            // journaled and applied: mark where they end.
-            [local](uint64_t position) {
-              if (local != nullptr) local->LogPosition(position);
-            });
-    if (!log.ok()) {
-      server->engine_->Shutdown();
-      return log.status();
+    absl::Status running = server->log_->Run(
+        [service](uint64_t position, absl::string_view record,
+                  std::function<void(LogOutcome)> done) {
+          service->ApplyLogRecord(position, record, std::move(done));
+        },
+        start_position,
+        // On the reader thread, once the record's changes are journaled
+        // and applied: mark where they end.
+        [local](uint64_t position) {
+          if (local != nullptr) local->LogPosition(position);
+        });
+    if (!running.ok()) {
+      server->Shutdown(0);
+      return running;
     }
-    server->log_ = std::move(*log);
     service->set_log(server->log_.get());
+    service->set_snapshots(server->snapshots_.get());
     absl::StatusOr<std::unique_ptr<ClusterDeliveries>> deliveries =
         ClusterDeliveries::Start(server->log_->connection(),
                                  options.cluster.stream, options.cluster.node,
                                  server->subscribers_.get(),
                                  &server->engine_->listeners());
     if (!deliveries.ok()) {
-      server->log_->Shutdown();
-      server->engine_->Shutdown();
+      server->Shutdown(0);
       return deliveries.status();
     }
     server->deliveries_ = std::move(*deliveries);
@@ -361,6 +490,7 @@ void CohortServer::Shutdown(int64_t grace_ms) {
   shut_down_ = true;
   if (server_ == nullptr) {  // Start failed before the server ran
     if (deliveries_ != nullptr) deliveries_->Shutdown();
+    if (snapshots_ != nullptr) snapshots_->Shutdown();
     if (log_ != nullptr) log_->Shutdown();
     if (engine_ != nullptr) engine_->Shutdown();
     return;
@@ -374,6 +504,7 @@ void CohortServer::Shutdown(int64_t grace_ms) {
   // UNAVAILABLE (they may be applied by the other nodes: a client retries
   // them elsewhere with the same request_id).
   if (deliveries_ != nullptr) deliveries_->Shutdown();
+  if (snapshots_ != nullptr) snapshots_->Shutdown();
   if (log_ != nullptr) log_->Shutdown();
   // Listen streams never end on their own; end them first so that the
   // server's shutdown only waits for requests that will finish.

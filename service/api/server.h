@@ -23,6 +23,7 @@
 #include "service/api/pubsub_service.h"
 #include "service/api/tls.h"
 #include "service/cluster/cluster_deliveries.h"
+#include "service/cluster/snapshot_exchange.h"
 #include "service/cluster/subscription_log.h"
 #include "service/model/interner.h"
 #include "service/model/validation.h"
@@ -139,6 +140,10 @@ class CohortServer {
   // set the health service's status, so it stops before they are destroyed
   // (Shutdown stops it first).
   std::unique_ptr<SubscriptionLog> log_;
+  // Cluster mode only: shared snapshots, on log_'s connection (so destroyed
+  // before it); offered snapshots by durability_'s folds until the engine
+  // closes it (Shutdown stops both first).
+  std::unique_ptr<SnapshotExchange> snapshots_;
   int port_ = 0;
   bool shut_down_ = false;
 };

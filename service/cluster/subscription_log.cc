@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <utility>
@@ -46,15 +47,9 @@ void SleepMs(int64_t ms) {
 
 }  // namespace
 
-SubscriptionLog::SubscriptionLog(const ClusterOptions& options, Applier applier,
-                                 uint64_t start_position,
-                                 AppliedHook applied_hook)
+SubscriptionLog::SubscriptionLog(const ClusterOptions& options)
     : options_(options),
-      applier_(std::move(applier)),
-      applied_hook_(std::move(applied_hook)),
       subject_(absl::StrCat("cohort.log.", options.stream)) {
-  applied_ = start_position;
-  known_ = start_position;
   std::random_device random;
   incarnation_ = absl::StrCat(options.node, "-", random(), random());
 }
@@ -62,6 +57,19 @@ SubscriptionLog::SubscriptionLog(const ClusterOptions& options, Applier applier,
 absl::StatusOr<std::unique_ptr<SubscriptionLog>> SubscriptionLog::Start(
     const ClusterOptions& options, Applier applier, uint64_t start_position,
     AppliedHook applied_hook) {
+  absl::StatusOr<std::unique_ptr<SubscriptionLog>> log = Connect(options);
+  if (!log.ok()) return log.status();
+  if (absl::Status s = (*log)->Run(std::move(applier), start_position,
+                                   std::move(applied_hook));
+      !s.ok()) {
+    (*log)->Shutdown();
+    return s;
+  }
+  return log;
+}
+
+absl::StatusOr<std::unique_ptr<SubscriptionLog>> SubscriptionLog::Connect(
+    const ClusterOptions& options) {
   if (options.nats.empty()) {
     return absl::InvalidArgumentError("--cluster_nats: no NATS URL");
   }
@@ -80,20 +88,81 @@ absl::StatusOr<std::unique_ptr<SubscriptionLog>> SubscriptionLog::Start(
         "--cluster_stream: '", options.stream,
         "' must be a non-empty name without spaces, '.', '*' or '>'"));
   }
-  std::unique_ptr<SubscriptionLog> log(
-      new SubscriptionLog(options, std::move(applier), start_position,
-                          std::move(applied_hook)));
-  if (absl::Status s = log->Connect(); !s.ok()) {
+  std::unique_ptr<SubscriptionLog> log(new SubscriptionLog(options));
+  if (absl::Status s = log->ConnectToStream(); !s.ok()) {
     log->Shutdown();
     return s;
   }
-  log->reader_ = std::thread([p = log.get()] { p->ReadLoop(); });
-  log->watchdog_ = std::thread([p = log.get()] { p->WatchLoop(); });
-  for (int i = 0; i < kAppendThreads; ++i) {
-    log->appenders_.emplace_back([p = log.get()] { p->AppendLoop(); });
+  return log;
+}
+
+absl::StatusOr<SubscriptionLog::Bounds> SubscriptionLog::StreamBounds(
+    int64_t wait_ms) {
+  jsStreamInfo* info = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  jsOptions o;
+  jsOptions_Init(&o);
+  if (wait_ms > 0) o.Wait = wait_ms;
+  natsStatus s =
+      js_GetStreamInfo(&info, Js(js_), options_.stream.c_str(), &o, &jerr);
+  if (s != NATS_OK) {
+    return NatsError(absl::StrCat("stream ", options_.stream), s, jerr);
   }
-  if (options.read_latest) {
-    log->barrier_ = std::thread([p = log.get()] {
+  // An empty stream (never written, or trimmed to its end) starts after
+  // its last position.
+  Bounds b{info->State.Msgs > 0 ? info->State.FirstSeq
+                                : info->State.LastSeq + 1,
+           info->State.LastSeq};
+  jsStreamInfo_Destroy(info);
+  return b;
+}
+
+absl::StatusOr<uint64_t> SubscriptionLog::FirstPosition() {
+  absl::StatusOr<Bounds> bounds = StreamBounds(0);
+  if (!bounds.ok()) return bounds.status();
+  return bounds->first;
+}
+
+absl::Status SubscriptionLog::Run(Applier applier, uint64_t start_position,
+                                  AppliedHook applied_hook) {
+  applier_ = std::move(applier);
+  applied_hook_ = std::move(applied_hook);
+  absl::StatusOr<Bounds> bounds = StreamBounds(0);
+  if (!bounds.ok()) return bounds.status();
+  const uint64_t first = bounds->first;
+  const uint64_t last = bounds->last;
+  if (last < start_position) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "stream ", options_.stream, " ends at position ", last,
+        " but this node's state (--data_dir) reflects the log up to "
+        "position ",
+        start_position,
+        ": it is not the stream that state came from; empty --data_dir "
+        "to rebuild the node from the log"));
+  }
+  if (first > start_position + 1) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "stream ", options_.stream, " starts at position ", first,
+        " but this node has applied the log only up to position ",
+        start_position, " and has no snapshot to continue from"));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    applied_ = start_position;
+    started_from_ = start_position;
+    first_position_ = first;
+    known_ = std::max(start_position, last);
+    catch_up_target_ = last;
+    last_contact_ns_ = MonotonicNanos();
+  }
+  UpdateServing();
+  reader_ = std::thread([this] { ReadLoop(); });
+  watchdog_ = std::thread([this] { WatchLoop(); });
+  for (int i = 0; i < kAppendThreads; ++i) {
+    appenders_.emplace_back([this] { AppendLoop(); });
+  }
+  if (options_.read_latest) {
+    barrier_ = std::thread([p = this] {
       for (;;) {
         std::vector<Waiter> batch;
         {
@@ -115,10 +184,10 @@ absl::StatusOr<std::unique_ptr<SubscriptionLog>> SubscriptionLog::Start(
       }
     });
   }
-  return log;
+  return absl::OkStatus();
 }
 
-absl::Status SubscriptionLog::Connect() {
+absl::Status SubscriptionLog::ConnectToStream() {
   natsOptions* opts = nullptr;
   if (natsOptions_Create(&opts) != NATS_OK) {
     return absl::InternalError("natsOptions_Create failed");
@@ -179,28 +248,7 @@ absl::Status SubscriptionLog::Connect() {
     jsErrCode jerr = static_cast<jsErrCode>(0);
     s = js_GetStreamInfo(&info, js, options_.stream.c_str(), nullptr, &jerr);
     if (s == NATS_OK) {
-      std::lock_guard<std::mutex> lock(mu_);
-      const uint64_t first = info->State.FirstSeq;
-      const uint64_t last = info->State.LastSeq;
       jsStreamInfo_Destroy(info);
-      if (last < applied_) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "stream ", options_.stream, " ends at position ", last,
-            " but this node's state (--data_dir) reflects the log up to "
-            "position ",
-            applied_,
-            ": it is not the stream that state came from; empty --data_dir "
-            "to rebuild the node from the log"));
-      }
-      if (first > applied_ + 1) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "stream ", options_.stream, " starts at position ", first,
-            " but this node has applied the log only up to position ",
-            applied_, " and has no snapshot to continue from"));
-      }
-      known_ = std::max(known_, last);
-      catch_up_target_ = last;
-      last_contact_ns_ = MonotonicNanos();
       break;
     }
     if (s == NATS_NOT_FOUND) {
@@ -224,7 +272,6 @@ absl::Status SubscriptionLog::Connect() {
     }
     SleepMs(250);
   }
-  UpdateServing();
   return absl::OkStatus();
 }
 
@@ -281,6 +328,13 @@ absl::Status SubscriptionLog::Serving() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (serving_) return absl::OkStatus();
   if (stopping_) return absl::UnavailableError("cohortd is shutting down");
+  if (fell_behind_ > 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "not serving: the subscription log now starts at position ",
+        fell_behind_, ", after this node's position ", applied_,
+        " (trimmed behind a shared snapshot while this node was not "
+        "reading); restart the node; try another node"));
+  }
   if (lost_) {
     return absl::UnavailableError(absl::StrCat(
         "not serving: the subscription log (stream ", options_.stream,
@@ -309,6 +363,8 @@ void SubscriptionLog::FillStats(v1::ClusterStats* stats) const {
   stats->set_appended(appended_);
   stats->set_applied(applied_records_);
   stats->set_duplicates(duplicates_);
+  stats->set_started_from_position(started_from_);
+  stats->set_log_first_position(first_position_);
 }
 
 void SubscriptionLog::UpdateServing() {
@@ -324,7 +380,7 @@ void SubscriptionLog::UpdateServing() {
     if (!caught_up_ && !lost_ && applied_ >= catch_up_target_) {
       caught_up_ = true;
     }
-    serving = caught_up_ && !lost_ && !stopping_;
+    serving = caught_up_ && !lost_ && !stopping_ && fell_behind_ == 0;
     if (serving == serving_) return;
     serving_ = serving;
     observer = serving_observer_;
@@ -333,22 +389,18 @@ void SubscriptionLog::UpdateServing() {
 }
 
 absl::StatusOr<uint64_t> SubscriptionLog::Probe() {
-  jsStreamInfo* info = nullptr;
-  jsErrCode jerr = static_cast<jsErrCode>(0);
-  jsOptions o;
-  jsOptions_Init(&o);
-  o.Wait = std::max<int64_t>(100, options_.lost_timeout_ms / 4);
-  natsStatus s =
-      js_GetStreamInfo(&info, Js(js_), options_.stream.c_str(), &o, &jerr);
-  if (s != NATS_OK) {
+  absl::StatusOr<Bounds> bounds =
+      StreamBounds(std::max<int64_t>(100, options_.lost_timeout_ms / 4));
+  if (!bounds.ok()) {
     UpdateServing();
-    return NatsError(absl::StrCat("stream ", options_.stream), s, jerr);
+    return bounds.status();
   }
-  const uint64_t last = info->State.LastSeq;
-  jsStreamInfo_Destroy(info);
+  const uint64_t first = bounds->first;
+  const uint64_t last = bounds->last;
   {
     std::lock_guard<std::mutex> lock(mu_);
     known_ = std::max(known_, last);
+    first_position_ = first;
     last_contact_ns_ = MonotonicNanos();
     // Back from an outage (or never caught up): catch up with what the
     // stream holds now before serving again.
@@ -435,8 +487,33 @@ void SubscriptionLog::ReadLoop() {
     if (position != expected) {
       natsMsg_Destroy(msg);
       if (position > expected) {
-        // The ordered consumer should never skip; start over from the
-        // first position not applied.
+        // The ordered consumer never skips a record the stream holds: the
+        // log was trimmed past this node (it was not reading when a
+        // snapshot was published). Its state cannot go on; it stops serving
+        // until restarted from the shared snapshot.
+        absl::StatusOr<uint64_t> first = FirstPosition();
+        if (first.ok() && *first > expected) {
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            fell_behind_ = *first;
+          }
+          UpdateServing();
+          std::fprintf(stderr,
+                       "cohortd: cluster: the log now starts at position "
+                       "%llu, after this node's position %llu: restart it "
+                       "(it starts from the shared snapshot)\n",
+                       static_cast<unsigned long long>(*first),
+                       static_cast<unsigned long long>(expected - 1));
+          std::fflush(stderr);
+          natsSubscription_Destroy(sub);
+          sub = nullptr;
+          std::unique_lock<std::mutex> lock(mu_);
+          cv_.wait(lock, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            return stopping_;
+          });
+          break;
+        }
+        // Else start over from the first position not applied.
         natsSubscription_Destroy(sub);
         sub = nullptr;
       }

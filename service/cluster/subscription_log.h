@@ -28,7 +28,10 @@
 //     answered this node for longer than lost_timeout_ms (a NATS outage, a
 //     node cut off, a stream without quorum), and true once it answers again
 //     and the node has caught up with the last position it reports. A
-//     watchdog thread probes the stream every lost_timeout_ms / 4.
+//     watchdog thread probes the stream every lost_timeout_ms / 4. False
+//     for good if the log was trimmed past what the node has applied
+//     (snapshot_exchange.h; it was not reading at the time): restarted, the
+//     node starts from the shared snapshot.
 //
 // Thread safety: every public method may be called from any thread. The
 // applier is called on the reader thread only, one record at a time; its
@@ -105,14 +108,25 @@ class SubscriptionLog {
 
   // Connects to NATS, creates the stream if it is absent, learns the last
   // position, and starts the reader (from start_position + 1: the node's
-  // state already reflects the log up to start_position) and the watchdog.
-  // UNAVAILABLE naming the URLs if NATS or JetStream cannot be reached;
-  // INVALID_ARGUMENT for a bad option; FAILED_PRECONDITION if the stream
-  // does not continue start_position (it ends before it, or no longer holds
-  // the records after it).
+  // state already reflects the log up to start_position) and the watchdog:
+  // Connect, then Run.
   static absl::StatusOr<std::unique_ptr<SubscriptionLog>> Start(
       const ClusterOptions& options, Applier applier,
       uint64_t start_position = 0, AppliedHook applied_hook = nullptr);
+  // The first half of Start: connects and creates the stream if absent.
+  // UNAVAILABLE naming the URLs if NATS or JetStream cannot be reached;
+  // INVALID_ARGUMENT for a bad option.
+  static absl::StatusOr<std::unique_ptr<SubscriptionLog>> Connect(
+      const ClusterOptions& options);
+  // The stream's first position now (what a node must have applied up to,
+  // less one, to read on from the log): 1 for a stream never trimmed.
+  // UNAVAILABLE if the stream does not answer.
+  absl::StatusOr<uint64_t> FirstPosition();
+  // The second half: starts reading after start_position. FAILED_PRECONDITION
+  // if the stream does not continue start_position (it ends before it, or
+  // no longer holds the records after it). Once only.
+  absl::Status Run(Applier applier, uint64_t start_position,
+                   AppliedHook applied_hook = nullptr);
   ~SubscriptionLog();
   SubscriptionLog(const SubscriptionLog&) = delete;
   SubscriptionLog& operator=(const SubscriptionLog&) = delete;
@@ -157,8 +171,7 @@ class SubscriptionLog {
   void* connection() const { return connection_; }
 
  private:
-  SubscriptionLog(const ClusterOptions& options, Applier applier,
-                  uint64_t start_position, AppliedHook applied_hook);
+  explicit SubscriptionLog(const ClusterOptions& options);
 
   struct Waiter {
     int64_t deadline_ns;
@@ -171,10 +184,16 @@ class SubscriptionLog {
     AppendCallback done;
   };
 
-  absl::Status Connect();
+  absl::Status ConnectToStream();
   void ReadLoop();
   void WatchLoop();
   void AppendLoop();
+  struct Bounds {
+    uint64_t first;  // the first position the stream holds
+    uint64_t last;
+  };
+  // The stream's positions now (wait_ms > 0: the answer's timeout).
+  absl::StatusOr<Bounds> StreamBounds(int64_t wait_ms);
   // Asks the stream for its last position; records the answer.
   absl::StatusOr<uint64_t> Probe();
   // Recomputes serving_ and tells the observer on a change.
@@ -187,8 +206,9 @@ class SubscriptionLog {
   void PruneOutcomes(int64_t now_ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ClusterOptions options_;
-  const Applier applier_;
-  const AppliedHook applied_hook_;
+  // Set by Run before its threads start.
+  Applier applier_;
+  AppliedHook applied_hook_;
   const std::string subject_;
 
   // libnats objects (natsConnection*, jsCtx*, natsOptions*), opaque here so
@@ -211,6 +231,9 @@ class SubscriptionLog {
   // acknowledgement, a record read).
   int64_t last_contact_ns_ ABSL_GUARDED_BY(mu_) = 0;
   bool lost_ ABSL_GUARDED_BY(mu_) = false;
+  // Non-zero: the log was trimmed to start here, past what this node has
+  // applied; it never serves again (until restarted).
+  uint64_t fell_behind_ ABSL_GUARDED_BY(mu_) = 0;
   bool serving_ ABSL_GUARDED_BY(mu_) = false;
   std::function<void(bool)> serving_observer_ ABSL_GUARDED_BY(mu_);
   std::multimap<uint64_t, Waiter> waiters_ ABSL_GUARDED_BY(mu_);
@@ -227,6 +250,9 @@ class SubscriptionLog {
   uint64_t message_counter_ ABSL_GUARDED_BY(mu_) = 0;
   std::string incarnation_;  // random, per process: fresh message ids
 
+  uint64_t started_from_ ABSL_GUARDED_BY(mu_) = 0;
+  // The stream's first position as the last probe saw it.
+  uint64_t first_position_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t appended_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t applied_records_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t duplicates_ ABSL_GUARDED_BY(mu_) = 0;

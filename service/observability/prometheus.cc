@@ -171,6 +171,21 @@ void RenderCluster(const v1::ClusterStats& cluster, Exposition& out) {
        "Delivery messages from other nodes found missing; each shows as a "
        "gap in the affected Listen streams' sequence.",
        absl::StrCat(cluster.delivery_gaps())},
+      {"cohort_cluster_log_first_position", "gauge",
+       "The log's first position as this node last saw it (1: never "
+       "trimmed); the log is trimmed behind shared snapshots.",
+       absl::StrCat(std::max<uint64_t>(1, cluster.log_first_position()))},
+      {"cohort_cluster_snapshot_position", "gauge",
+       "Log position of the newest shared snapshot this node published or "
+       "saw published (0: none).",
+       absl::StrCat(cluster.snapshot_position())},
+      {"cohort_cluster_snapshots_published_total", "counter",
+       "Shared snapshots this node published (nodes with --data_dir).",
+       absl::StrCat(cluster.snapshots_published())},
+      {"cohort_cluster_snapshot_failures_total", "counter",
+       "Shared snapshot publications (or the log trims after them) of this "
+       "node that failed; each is reported on stderr.",
+       absl::StrCat(cluster.snapshot_failures())},
   };
   RenderScalars(scalars, out);
 }

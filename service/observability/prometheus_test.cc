@@ -309,6 +309,28 @@ TEST(RenderPrometheus, HistogramsAreCumulativeAndEndInTheirCount) {
   }
 }
 
+TEST(RenderPrometheus, ClusterSnapshotsAndTrimming) {
+  MetricsSnapshot snapshot = FilledSnapshot();
+  EXPECT_THAT(RenderPrometheus(snapshot),
+              ::testing::Not(HasSubstr("cohort_cluster_")));
+  v1::ClusterStats* cluster = snapshot.stats.mutable_cluster();
+  cluster->set_node("node-1");
+  cluster->set_snapshot_position(4000);
+  cluster->set_snapshots_published(3);
+  cluster->set_snapshot_failures(1);
+  cluster->set_log_first_position(2001);
+  const std::string text = RenderPrometheus(snapshot);
+  EXPECT_THAT(text, HasSubstr("# TYPE cohort_cluster_snapshot_position gauge\n"
+                              "cohort_cluster_snapshot_position 4000\n"));
+  EXPECT_THAT(text, HasSubstr("\ncohort_cluster_snapshots_published_total 3\n"));
+  EXPECT_THAT(text, HasSubstr("\ncohort_cluster_snapshot_failures_total 1\n"));
+  EXPECT_THAT(text, HasSubstr("\ncohort_cluster_log_first_position 2001\n"));
+  // Never trimmed (or an older node that does not say): 1.
+  cluster->set_log_first_position(0);
+  EXPECT_THAT(RenderPrometheus(snapshot),
+              HasSubstr("\ncohort_cluster_log_first_position 1\n"));
+}
+
 TEST(RenderPrometheus, ServiceWideMetrics) {
   const std::string text = RenderPrometheus(FilledSnapshot());
   EXPECT_THAT(text, HasSubstr("# TYPE cohort_subscriptions gauge\n"

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <future>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -78,6 +79,26 @@ void Durability::LogUnsubscribe(absl::Span<const uint64_t> ids,
   Log(kUnsubscribe, EncodeUnsubscribe(ids), ids.size(), std::move(done));
 }
 
+absl::Status Durability::InstallSnapshot(absl::string_view snapshot) {
+  uint64_t next;
+  std::promise<absl::Status> rotated;
+  {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    next = ++generation_;
+    changes_since_rotation_ = 0;
+    journal_->Rotate(absl::StrCat(options_.data_dir, "/", JournalName(next)),
+                     [&rotated](absl::Status s) { rotated.set_value(s); });
+  }
+  if (absl::Status s = rotated.get_future().get(); !s.ok()) return s;
+  if (absl::Status s =
+          WriteFileAtomically(options_.data_dir, SnapshotName(next), snapshot);
+      !s.ok()) {
+    return s;
+  }
+  RemoveGenerationsBefore(options_.data_dir, next);
+  return absl::OkStatus();
+}
+
 void Durability::LogPosition(uint64_t position) {
   Log(kLogPosition, EncodeLogPosition(position), 0, [](absl::Status) {});
 }
@@ -115,8 +136,15 @@ void Durability::RunFolds() {
       generation = fold_to_;
       fold_to_ = 0;
     }
+    std::string written;
+    uint64_t log_position = 0;
     absl::StatusOr<uint64_t> folded =
-        TakeSnapshot(options_.data_dir, generation, options_.log_positions);
+        TakeSnapshot(options_.data_dir, generation, options_.log_positions,
+                     options_.on_snapshot ? &written : nullptr,
+                     &log_position);
+    if (folded.ok() && options_.on_snapshot && !written.empty()) {
+      options_.on_snapshot(log_position, std::move(written));
+    }
     // A fold holds every live subscription in memory for a moment (several
     // times the index's size); glibc keeps freed memory in this thread's
     // arena, so without this the process grows by the largest fold so far.

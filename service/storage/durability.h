@@ -26,6 +26,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -59,6 +60,12 @@ struct DurabilityOptions {
   // one (store.h Recover), so the files always hold the state at a log
   // position.
   bool log_positions = false;
+  // Called on the folding thread with each snapshot a background fold
+  // writes (not the one Close writes) and the log position it reflects
+  // (cluster mode publishes it: service/cluster/snapshot_exchange.h). Must
+  // not call back into this Durability.
+  std::function<void(uint64_t log_position, std::string snapshot)>
+      on_snapshot;
 };
 
 class Durability {
@@ -86,6 +93,12 @@ class Durability {
                     absl::Span<const SubscriptionInput> subscriptions,
                     Journal::Done done);
   void LogUnsubscribe(absl::Span<const uint64_t> ids, Journal::Done done);
+  // Replaces everything the directory holds by `snapshot` (a store.h
+  // snapshot, e.g. a cluster's shared one): appends go to a new generation,
+  // the snapshot is written as its snapshot, and older files are deleted. A
+  // crash at any step leaves the old state or the new one. REQUIRES:
+  // nothing logged since Open.
+  absl::Status InstallSnapshot(absl::string_view snapshot);
   // With log_positions: every record logged so far belongs to the
   // subscription log up to `position` (increasing). Needs no callback.
   void LogPosition(uint64_t position);

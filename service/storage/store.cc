@@ -464,7 +464,9 @@ absl::StatusOr<Recovery> Recover(const std::string& dir, uint64_t below,
 
 absl::StatusOr<uint64_t> TakeSnapshot(const std::string& dir,
                                       uint64_t generation,
-                                      bool log_positions) {
+                                      bool log_positions,
+                                      std::string* written,
+                                      uint64_t* log_position) {
   absl::StatusOr<Recovery> folded = Recover(dir, generation, log_positions);
   if (!folded.ok()) return folded.status();
   if (folded->bytes_discarded > 0) {
@@ -476,12 +478,15 @@ absl::StatusOr<uint64_t> TakeSnapshot(const std::string& dir,
         "; not folding it into ", SnapshotName(generation)));
   }
   if (folded->snapshot_generation != generation) {
-    if (absl::Status s = WriteFileAtomically(dir, SnapshotName(generation),
-                                             EncodeSnapshot(folded->state));
+    std::string snapshot = EncodeSnapshot(folded->state);
+    if (absl::Status s =
+            WriteFileAtomically(dir, SnapshotName(generation), snapshot);
         !s.ok()) {
       return s;
     }
+    if (written != nullptr) *written = std::move(snapshot);
   }
+  if (log_position != nullptr) *log_position = folded->state.log_position;
   // Everything older is now redundant: the snapshot just written holds it.
   for (const std::string& path : folded->obsolete) unlink(path.c_str());
   if (folded->snapshot_generation > 0 &&
@@ -494,6 +499,40 @@ absl::StatusOr<uint64_t> TakeSnapshot(const std::string& dir,
     unlink(absl::StrCat(dir, "/", JournalName(g)).c_str());
   }
   return folded->state.live.size();
+}
+
+bool HoldsState(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return false;
+  bool holds = false;
+  while (dirent* entry = readdir(d)) {
+    const absl::string_view name = entry->d_name;
+    if (Generation(name, "snapshot-") > 0) {
+      holds = true;
+    } else if (Generation(name, "journal-") > 0) {
+      struct stat st;
+      const std::string path = absl::StrCat(dir, "/", name);
+      if (stat(path.c_str(), &st) == 0 && st.st_size > 0) holds = true;
+    }
+  }
+  closedir(d);
+  return holds;
+}
+
+void RemoveGenerationsBefore(const std::string& dir, uint64_t generation) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> doomed;
+  while (dirent* entry = readdir(d)) {
+    const absl::string_view name = entry->d_name;
+    const uint64_t g = std::max(Generation(name, "snapshot-"),
+                                Generation(name, "journal-"));
+    if ((g > 0 && g < generation) || absl::EndsWith(name, ".tmp")) {
+      doomed.push_back(absl::StrCat(dir, "/", name));
+    }
+  }
+  closedir(d);
+  for (const std::string& path : doomed) unlink(path.c_str());
 }
 
 }  // namespace service

@@ -121,9 +121,23 @@ absl::StatusOr<Recovery> Recover(const std::string& dir,
 // and journals of older generations. REQUIRES: nothing appends to a journal
 // older than `generation` any more (Journal::Rotate has completed).
 // Returns the number of live subscriptions written.
+// With `written`, also returns the snapshot written (empty if the newest
+// snapshot already was snapshot-<generation>) and in *log_position the log
+// position it reflects.
 absl::StatusOr<uint64_t> TakeSnapshot(const std::string& dir,
                                       uint64_t generation,
-                                      bool log_positions = false);
+                                      bool log_positions = false,
+                                      std::string* written = nullptr,
+                                      uint64_t* log_position = nullptr);
+
+// Whether `dir` holds a snapshot or a non-empty journal (false if it is
+// missing or unreadable: Recover reports those).
+bool HoldsState(const std::string& dir);
+
+// Deletes the snapshots and journals of generations below `generation`
+// (and leftover .tmp files). Best effort: a file that cannot be deleted is
+// deleted by a later recovery.
+void RemoveGenerationsBefore(const std::string& dir, uint64_t generation);
 
 }  // namespace service
 }  // namespace cohort

@@ -27,6 +27,7 @@ import queue
 import random
 import re
 import select
+import shutil
 import socket
 import subprocess
 import threading
@@ -47,6 +48,15 @@ from test_differential import random_event, random_filter
 Event = Dict[str, cohort.AttributeValue]
 SCRIPT = REPO_ROOT / "deploy" / "local-cluster.sh"
 LOST_TIMEOUT_MS = 1000
+# --snapshot_every of the test cluster's nodes.
+SNAPSHOT_EVERY = 300
+# COHORT_CLUSTER_LONG=1 (bench/cluster_faults.sh): the long variants, over
+# 100k whole-event checks against the reference and 20 kill -9 cycles.
+LONG = os.environ.get("COHORT_CLUSTER_LONG") == "1"
+AGREEMENT_ROUNDS = 1000 if LONG else 60
+KILL_CYCLES = 20 if LONG else 5
+# Unsubscribe more once this many are live (the reference is brute force).
+LIVE_CAP = 1500
 
 
 class Cluster:
@@ -57,8 +67,11 @@ class Cluster:
                         COHORT_CLUSTER_DIR=str(directory),
                         COHORTD=str(cohortd_path()))
         self.dir = directory
+        # Small folds: every test runs with shared snapshots being
+        # published and the log being trimmed behind them.
         out = self._run("up", "3", "--partitions=1",
-                        f"--cluster_lost_timeout_ms={LOST_TIMEOUT_MS}")
+                        f"--cluster_lost_timeout_ms={LOST_TIMEOUT_MS}",
+                        f"--snapshot_every={SNAPSHOT_EVERY}")
         self.addresses: List[str] = out.split()
         assert len(self.addresses) == 3, out
 
@@ -144,7 +157,7 @@ def test_agreement_with_the_reference(cluster: Cluster) -> None:
     events_checked = 0
     with cohort.Client(cluster.target) as client:
         assert client.cluster
-        for round_ in range(60):
+        for round_ in range(AGREEMENT_ROUNDS):
             filters = [random_filter(rng) for _ in range(rng.randint(5, 30))]
             ids = client.subscribe(f"s{round_ % 7}", *filters)
             assert len(ids) == len(filters)
@@ -153,8 +166,9 @@ def test_agreement_with_the_reference(cluster: Cluster) -> None:
             seen_ids.update(ids)
             live.update(zip(ids, filters))
             if live and rng.random() < 0.6:
-                gone = rng.sample(sorted(live), min(len(live),
-                                                    rng.randint(1, 10)))
+                k = (rng.randint(1, 10) if len(live) < LIVE_CAP else
+                     rng.randint(20, 40))
+                gone = rng.sample(sorted(live), min(len(live), k))
                 client.unsubscribe(gone)
                 for i in gone:
                     del live[i]
@@ -177,7 +191,7 @@ def test_agreement_with_the_reference(cluster: Cluster) -> None:
         assert s.cluster.applied_position >= position
         assert s.cluster.serving
         assert s.cluster.appended > 0, f"{address} answered no change"
-    assert events_checked >= 6900
+    assert events_checked >= AGREEMENT_ROUNDS * 100 + 900
     assert decisions >= 100_000, decisions
     print(f"agreement: {events_checked} events, {decisions} decisions")
 
@@ -307,11 +321,14 @@ class Load:
     """A thread that subscribes through the cluster client and counts what
     was acknowledged."""
 
-    def __init__(self, target: str, tag: str) -> None:
+    def __init__(self, target: str, tag: str, publish: bool = False) -> None:
         self.target = target
         self.tag = tag
+        self.publish = publish
         self.acked: List[int] = []
         self.failed = 0
+        self.published = 0
+        self.publish_failed = 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run)
         self.thread.start()
@@ -327,6 +344,12 @@ class Load:
                 except cohort.CohortError:
                     self.failed += 1
                     time.sleep(0.05)
+                if self.publish:
+                    try:
+                        c.publish({self.tag: n})
+                        self.published += 1
+                    except cohort.CohortError:
+                        self.publish_failed += 1
 
     def finish(self) -> None:
         self.stop.set()
@@ -351,23 +374,30 @@ def check_all_acked(cluster: Cluster, load: Load) -> None:
 
 
 def test_kill_cohortd_nothing_acknowledged_lost(cluster: Cluster) -> None:
-    load = Load(cluster.target, "k")
+    load = Load(cluster.target, "k", publish=True)
     try:
-        for cycle in range(5):
+        for cycle in range(KILL_CYCLES):
             time.sleep(0.5)
             node = cycle % 3 + 1
             cluster.kill("cohortd", node)
             before = len(load.acked)
+            published = load.published
             time.sleep(0.5)
             # The other nodes carry on.
             wait_until(lambda: len(load.acked) > before + 5, 20,
                        "subscribes go on while a node is down")
+            wait_until(lambda: load.published > published + 5, 20,
+                       "publishes go on while a node is down")
             cluster.start("cohortd", node)
     finally:
         load.finish()
     assert len(load.acked) > 50
     assert len(set(load.acked)) == len(load.acked)
     check_all_acked(cluster, load)
+    print(f"kill -9 x{KILL_CYCLES}: {len(load.acked)} subscriptions "
+          f"acknowledged, 0 lost; {load.failed} subscribe calls failed; "
+          f"{load.published} publishes answered, {load.publish_failed} "
+          f"failed")
 
 
 def recovered_position(cluster: Cluster, i: int) -> int:
@@ -400,6 +430,69 @@ def test_restart_reads_only_the_log_after_its_local_copy(
         with cohort.Client(cluster.target) as c:
             c.subscribe("restart", "r = 100")
             known = c.stats().cluster.known_position
+
+
+def test_a_new_node_joins_from_the_shared_snapshot(cluster: Cluster) -> None:
+    """Node 3 loses its disk; meanwhile the others publish snapshots and trim
+    the log. It comes back from the shared snapshot plus the log after it,
+    and holds every acknowledged subscription."""
+    cluster.kill("cohortd", 3)
+    shutil.rmtree(cluster.dir / "cohortd-3-data")
+    load = Load(",".join(cluster.addresses[:2]), "join")
+    try:
+        def trimmed() -> bool:
+            return any(stats(a).cluster.log_first_position > 1
+                       for a in cluster.addresses[:2])
+        wait_until(trimmed, 60, "the log trimmed behind a shared snapshot")
+    finally:
+        load.finish()
+    s1 = stats(cluster.addresses[0]).cluster
+    assert s1.snapshot_position > 0
+    # Concurrent claims of one position are not failures.
+    assert s1.snapshot_failures == 0
+    cluster.start("cohortd", 3)
+    s3 = stats(cluster.addresses[2])
+    assert s3.cluster.started_from_position >= s1.snapshot_position > 0
+    log = (cluster.dir / "cohortd-3.log").read_text()
+    assert "started from the shared snapshot at log position" in log, log
+    assert s3.cluster.applied < s3.cluster.known_position
+    check_all_acked(cluster, load)
+
+
+def test_data_dirs_of_the_other_mode_are_refused(cluster: Cluster,
+                                                 tmp_path: Path) -> None:
+    """A single node's --data_dir is not a copy of the log, and a cluster
+    node's copy is not a single node's state: both starts fail, naming the
+    directory."""
+    single = tmp_path / "single"
+    server = Server(f"--data_dir={single}")
+    try:
+        with cohort.Client(server.target) as c:
+            c.subscribe("alone", "a = 1")
+    finally:
+        server.stop()
+    nats = (cluster.dir / "nats_urls").read_text().strip()
+    copy = tmp_path / "copy"
+    shutil.copytree(cluster.dir / "cohortd-1-data", copy)
+    assert (copy / "CLUSTER").read_text() == "stream COHORT_LOG\n"
+    other = tmp_path / "other"
+    shutil.copytree(copy, other)
+    (other / "CLUSTER").write_text("stream ELSEWHERE\n")
+    for flags, says in (
+        ([f"--data_dir={single}", f"--cluster_nats={nats}"],
+         "holds a single-node cohortd's subscriptions"),
+        ([f"--data_dir={copy}"],
+         "holds a cluster node's copy of the subscription log"),
+        ([f"--data_dir={other}", f"--cluster_nats={nats}"],
+         "of stream ELSEWHERE, not of stream COHORT_LOG"),
+    ):
+        done = subprocess.run(
+            [str(cohortd_path()), "--listen=127.0.0.1:0", "--pin_cores=false",
+             *flags],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            timeout=60, check=False)
+        assert done.returncode == 1, (flags, done.stdout[-2000:])
+        assert says in done.stdout, done.stdout[-2000:]
 
 
 def test_kill_one_nats_server_nothing_acknowledged_lost(
