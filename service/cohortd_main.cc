@@ -211,6 +211,12 @@ ABSL_FLAG(int64_t, cluster_dedupe_window_ms, 120000,
           "Cluster mode: the log stream's duplicate window when this node "
           "creates it: a retried Subscribe or Unsubscribe with the same "
           "request_id within it is applied once.");
+ABSL_FLAG(int64_t, cluster_trim_grace_ms, 600000,
+          "Cluster mode: the log is trimmed behind shared snapshots only "
+          "where its records are older than this, so that a node cut off "
+          "or stopped for less keeps reading the log where it left off (one "
+          "away for longer starts from the shared snapshot when restarted). "
+          "At least 1000.");
 ABSL_FLAG(std::string, cluster_read, "applied",
           "Cluster mode: what a Publish without min_log_position sees. "
           "applied: every change this node had applied when it arrived. "
@@ -349,6 +355,7 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   o.cluster.replicas = absl::GetFlag(FLAGS_cluster_replicas);
   o.cluster.lost_timeout_ms = absl::GetFlag(FLAGS_cluster_lost_timeout_ms);
   o.cluster.dedupe_window_ms = absl::GetFlag(FLAGS_cluster_dedupe_window_ms);
+  o.cluster.trim_grace_ms = absl::GetFlag(FLAGS_cluster_trim_grace_ms);
   const std::string read = absl::GetFlag(FLAGS_cluster_read);
   if (read != "applied" && read != "latest") {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -365,6 +372,9 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   if (o.cluster.dedupe_window_ms < 1000) {
     return absl::InvalidArgumentError(
         "--cluster_dedupe_window_ms: at least 1000");
+  }
+  if (o.cluster.trim_grace_ms < 1000) {
+    return absl::InvalidArgumentError("--cluster_trim_grace_ms: at least 1000");
   }
   o.max_connection_age_ms = absl::GetFlag(FLAGS_max_connection_age_ms);
   if (o.max_connection_age_ms < 0) {

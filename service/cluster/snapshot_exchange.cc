@@ -374,7 +374,14 @@ absl::Status SnapshotExchange::Trim(uint64_t position) {
   if (s != NATS_OK && s != NATS_NOT_FOUND) {
     return NatsError("listing the log's readers", s, jerr);
   }
-  uint64_t upto = position;
+  // Only records older than the grace period: a node away for less (cut
+  // off, stopped, its reader being recreated) reads on where it left off.
+  const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  uint64_t upto = std::min(
+      position,
+      log_->AppliedBefore(now_ns - log_->options().trim_grace_ms * 1'000'000));
   if (consumers != nullptr) {
     for (int i = 0; i < consumers->Count; ++i) {
       // A running node reads the log with one consumer; never trim what it

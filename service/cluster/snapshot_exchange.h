@@ -4,9 +4,11 @@
 // this class publishes it to a second JetStream stream, where a node that
 // cannot read the log from where its own state ends (a new node, or one
 // down longer than the log reaches back) fetches it. Once a snapshot is
-// published, the log is trimmed up to the one before it, and never past a
-// record that a running node has not read yet, so the log holds about two
-// snapshot intervals of records, not the whole history.
+// published, the log is trimmed up to the one before it, never past a
+// record younger than --cluster_trim_grace_ms (a node away for less reads
+// on where it left off) and never past a record that a running node has
+// not been sent, so the log holds about two snapshot intervals of records
+// (or the grace period's), not the whole history.
 //
 // The stream <stream>_SNAPSHOTS (created if absent, with the log's replica
 // count and one message per subject) holds, on subjects under

@@ -348,6 +348,16 @@ absl::Status SubscriptionLog::Serving() const {
       applied_, " of ", catch_up_target_, "); try another node"));
 }
 
+uint64_t SubscriptionLog::AppliedBefore(int64_t time_ns) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t found = 0;
+  for (const auto& [position, stored_ns] : applied_times_) {
+    if (stored_ns > time_ns) break;
+    found = position;
+  }
+  return found;
+}
+
 uint64_t SubscriptionLog::applied() const {
   std::lock_guard<std::mutex> lock(mu_);
   return applied_;
@@ -540,6 +550,16 @@ void SubscriptionLog::ReadLoop() {
       ++applied_records_;
       last_contact_ns_ = MonotonicNanos();
       outcomes_[position] = KeptOutcome{std::move(outcome), log_time_ns};
+      if (applied_times_.empty() ||
+          log_time_ns - applied_times_.back().second >= 100'000'000) {
+        applied_times_.emplace_back(position, log_time_ns);
+        const int64_t keep_after =
+            log_time_ns - 2 * options_.trim_grace_ms * 1'000'000;
+        while (applied_times_.size() > 1 &&
+               applied_times_[1].second < keep_after) {
+          applied_times_.pop_front();
+        }
+      }
       due = TakeDueWaiters(MonotonicNanos());
     }
     RunDue(std::move(due));

@@ -76,6 +76,8 @@ struct ClusterOptions {
   int64_t lost_timeout_ms = 5000;
   // The stream's duplicate window when this node creates it.
   int64_t dedupe_window_ms = 120000;
+  // Trimming keeps the records younger than this (snapshot_exchange.h).
+  int64_t trim_grace_ms = 600000;
   // How long an append waits for JetStream's acknowledgement.
   int64_t append_timeout_ms = 5000;
   // true: ReadBarrier is in use (--cluster_read=latest).
@@ -160,6 +162,10 @@ class SubscriptionLog {
   void SetServingObserver(std::function<void(bool)> observer);
 
   uint64_t applied() const;
+  // The highest position this node has applied whose record the stream
+  // stored at or before `time_ns` (system clock, ns since the epoch), to
+  // within 100 ms; 0 if none (kept for twice trim_grace_ms).
+  uint64_t AppliedBefore(int64_t time_ns) const;
   const ClusterOptions& options() const { return options_; }
   void FillStats(v1::ClusterStats* stats) const;
 
@@ -251,6 +257,10 @@ class SubscriptionLog {
   std::string incarnation_;  // random, per process: fresh message ids
 
   uint64_t started_from_ ABSL_GUARDED_BY(mu_) = 0;
+  // (position, the stream's timestamp of its record), at most one per
+  // 100 ms, for AppliedBefore.
+  std::deque<std::pair<uint64_t, int64_t>> applied_times_
+      ABSL_GUARDED_BY(mu_);
   // The stream's first position as the last probe saw it.
   uint64_t first_position_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t appended_ ABSL_GUARDED_BY(mu_) = 0;

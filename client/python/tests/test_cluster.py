@@ -50,6 +50,9 @@ SCRIPT = REPO_ROOT / "deploy" / "local-cluster.sh"
 LOST_TIMEOUT_MS = 1000
 # --snapshot_every of the test cluster's nodes.
 SNAPSHOT_EVERY = 300
+# --cluster_trim_grace_ms: longer than any outage the tests cause, short
+# enough for test_a_new_node_joins_from_the_shared_snapshot to see a trim.
+TRIM_GRACE_MS = 15000
 # COHORT_CLUSTER_LONG=1 (bench/cluster_faults.sh): the long variants, over
 # 100k whole-event checks against the reference and 20 kill -9 cycles.
 LONG = os.environ.get("COHORT_CLUSTER_LONG") == "1"
@@ -71,7 +74,8 @@ class Cluster:
         # published and the log being trimmed behind them.
         out = self._run("up", "3", "--partitions=1",
                         f"--cluster_lost_timeout_ms={LOST_TIMEOUT_MS}",
-                        f"--snapshot_every={SNAPSHOT_EVERY}")
+                        f"--snapshot_every={SNAPSHOT_EVERY}",
+                        f"--cluster_trim_grace_ms={TRIM_GRACE_MS}")
         self.addresses: List[str] = out.split()
         assert len(self.addresses) == 3, out
 
