@@ -182,10 +182,16 @@ class Session {
     if (subscribers_.Name(in.subscriber) != spec.subscriber()) {
       Fail("subscriber name changed");
     }
-    // NOT_EXISTS lowers into two predicates, every other op into one.
+    // NOT_EXISTS and string ranges (LT, LE, GT, GE, BETWEEN on strings:
+    // the range and its order-count guard) lower into two predicates,
+    // every other op into one.
     size_t expected = 0;
     for (const v1::Predicate& p : spec.predicates()) {
-      expected += p.op() == v1::OP_NOT_EXISTS ? 2 : 1;
+      const bool string_range =
+          p.operand_case() == v1::Predicate::kStringValue &&
+          (p.op() == v1::OP_LT || p.op() == v1::OP_LE || p.op() == v1::OP_GT ||
+           p.op() == v1::OP_GE || p.op() == v1::OP_BETWEEN);
+      expected += p.op() == v1::OP_NOT_EXISTS || string_range ? 2 : 1;
     }
     if (in.predicates.size() != expected || in.predicates.empty() ||
         static_cast<size_t>(spec.predicates_size()) > limits_.max_predicates) {
