@@ -331,6 +331,35 @@ def probe_problems(container, port, service_name):
     return problems
 
 
+def data_claim_problems(spec, container, flags, prefix):
+    """--data_dir is mounted from one of the StatefulSet spec's claim
+    templates. `prefix` starts each message."""
+    data_dir = flags.get("data_dir")
+    claims = {t["metadata"]["name"] for t in spec.get("volumeClaimTemplates", [])}
+    mounts = {m.get("mountPath"): m.get("name") for m in container.get("volumeMounts", [])}
+    if mounts.get(data_dir) not in claims:
+        return [f"{prefix}--data_dir={data_dir} is not mounted from a volumeClaimTemplate "
+                f"{sorted(claims)}"]
+    return []
+
+
+def guaranteed_qos_problems(container, flags, prefix):
+    """Guaranteed QoS with an integer CPU count of at least --partitions.
+    `prefix` starts the resource messages."""
+    problems = []
+    resources = container.get("resources", {})
+    requests, limits = resources.get("requests", {}), resources.get("limits", {})
+    if not requests or requests != limits:
+        problems.append(f"{prefix}resources: requests {requests} != limits {limits} "
+                        "(not Guaranteed QoS)")
+    cpu = str(limits.get("cpu", ""))
+    if not cpu.isdigit():
+        problems.append(f"{prefix}limits.cpu {cpu!r}: want an integer (exclusive cores)")
+    elif flags.get("partitions", "0").isdigit() and int(flags.get("partitions", "0")) > int(cpu):
+        problems.append(f"--partitions={flags['partitions']} exceeds cpu {cpu}")
+    return problems
+
+
 def check_k8s(flags_known, image_uid):
     problems = []
     docs = load_k8s()
@@ -367,20 +396,8 @@ def check_k8s(flags_known, image_uid):
             problems.append(f"containerPort metrics {ports.get('metrics')} != --metrics_port {metrics}")
         if flags.get("metrics_host") != "0.0.0.0":
             problems.append("--metrics_port without --metrics_host=0.0.0.0 is unreachable")
-    data_dir = flags.get("data_dir")
-    claims = {t["metadata"]["name"] for t in sts.get("volumeClaimTemplates", [])}
-    mounts = {m.get("mountPath"): m.get("name") for m in c.get("volumeMounts", [])}
-    if mounts.get(data_dir) not in claims:
-        problems.append(f"--data_dir={data_dir} is not mounted from a volumeClaimTemplate {sorted(claims)}")
-    resources = c.get("resources", {})
-    requests, limits = resources.get("requests", {}), resources.get("limits", {})
-    if not requests or requests != limits:
-        problems.append(f"resources: requests {requests} != limits {limits} (not Guaranteed QoS)")
-    cpu = str(limits.get("cpu", ""))
-    if not cpu.isdigit():
-        problems.append(f"limits.cpu {cpu!r}: want an integer (exclusive cores)")
-    elif flags.get("partitions", "0").isdigit() and int(flags.get("partitions", "0")) > int(cpu):
-        problems.append(f"--partitions={flags['partitions']} exceeds cpu {cpu}")
+    problems += data_claim_problems(sts, c, flags, "")
+    problems += guaranteed_qos_problems(c, flags, "")
     security = pod.get("securityContext", {})
     if security.get("runAsNonRoot") is not True:
         problems.append("securityContext.runAsNonRoot is not true")
@@ -647,11 +664,7 @@ def check_k8s_cluster(flags_known, image_uid):
     port = listen_port(flags, "cohortd args", problems)
     # The local copy of the log (docs/DESIGN.md section 11.8): on the pod's
     # own claim, so that a restart reads only the log after it.
-    claims = {t["metadata"]["name"] for t in spec.get("volumeClaimTemplates", [])}
-    mounts = {m.get("mountPath"): m.get("name") for m in c.get("volumeMounts", [])}
-    if mounts.get(flags.get("data_dir")) not in claims:
-        problems.append(f"cohortd: --data_dir={flags.get('data_dir')} is not mounted from a "
-                        f"volumeClaimTemplate {sorted(claims)}")
+    problems += data_claim_problems(spec, c, flags, "cohortd: ")
     if spec.get("replicas", 1) < 2:
         problems.append(f"StatefulSet {cohort_set['metadata']['name']}: {spec.get('replicas', 1)} "
                         "replica: a cluster wants several")
@@ -711,16 +724,7 @@ def check_k8s_cluster(flags_known, image_uid):
                             "(use tcpSocket)")
         elif container_port(c, (spec_probe.get("tcpSocket") or {}).get("port")) != port:
             problems.append(f"cohortd {probe}: want tcpSocket on the gRPC port {port}")
-    resources = c.get("resources", {})
-    requests, limits = resources.get("requests", {}), resources.get("limits", {})
-    if not requests or requests != limits:
-        problems.append(f"cohortd resources: requests {requests} != limits {limits} "
-                        "(not Guaranteed QoS)")
-    cpu = str(limits.get("cpu", ""))
-    if not cpu.isdigit():
-        problems.append(f"cohortd limits.cpu {cpu!r}: want an integer (exclusive cores)")
-    elif flags.get("partitions", "0").isdigit() and int(flags.get("partitions", "0")) > int(cpu):
-        problems.append(f"--partitions={flags['partitions']} exceeds cpu {cpu}")
+    problems += guaranteed_qos_problems(c, flags, "cohortd ")
     security = pod.get("securityContext", {})
     if image_uid is not None and security.get("runAsUser") != image_uid:
         problems.append(f"cohortd runAsUser {security.get('runAsUser')} != Dockerfile USER "

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "service/cluster/nats_status.h"
 #include "service/storage/journal_frame.h"
 
 namespace cohort {
@@ -26,12 +27,6 @@ constexpr int64_t kWaitMs = 10000;
 constexpr int kClaimInProcess = 10158;
 
 jsCtx* Js(void* p) { return static_cast<jsCtx*>(p); }
-
-absl::Status NatsError(absl::string_view what, natsStatus s, int jerr) {
-  std::string message = absl::StrCat(what, ": ", natsStatus_GetText(s));
-  if (jerr != 0) absl::StrAppend(&message, " (JetStream error ", jerr, ")");
-  return absl::UnavailableError(message);
-}
 
 std::string Sha256(absl::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
@@ -376,12 +371,10 @@ absl::Status SnapshotExchange::Trim(uint64_t position) {
   }
   // Only records older than the grace period: a node away for less (cut
   // off, stopped, its reader being recreated) reads on where it left off.
-  const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-  uint64_t upto = std::min(
-      position,
-      log_->AppliedBefore(now_ns - log_->options().trim_grace_ms * 1'000'000));
+  uint64_t upto =
+      std::min(position, log_->AppliedBefore(
+                             StreamClockNanos() -
+                             log_->options().trim_grace_ms * 1'000'000));
   if (consumers != nullptr) {
     for (int i = 0; i < consumers->Count; ++i) {
       // A running node reads the log with one consumer; never trim what it

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
+#include "service/cluster/nats_status.h"
 #include "service/observability/stage_profile.h"
 
 namespace cohort {
@@ -27,14 +28,6 @@ constexpr int64_t kTickNs = 10'000'000;  // the watchdog's waiter sweep
 
 natsConnection* Nc(void* p) { return static_cast<natsConnection*>(p); }
 jsCtx* Js(void* p) { return static_cast<jsCtx*>(p); }
-
-absl::Status NatsError(absl::string_view what, natsStatus s, int jerr) {
-  std::string message = absl::StrCat(what, ": ", natsStatus_GetText(s));
-  if (jerr != 0) absl::StrAppend(&message, " (JetStream error ", jerr, ")");
-  const char* last = nats_GetLastError(nullptr);
-  if (last != nullptr && last[0] != '\0') absl::StrAppend(&message, ": ", last);
-  return absl::UnavailableError(message);
-}
 
 bool Expired(int64_t deadline_ns, int64_t now_ns) {
   return deadline_ns > 0 && deadline_ns != std::numeric_limits<int64_t>::max() &&
@@ -52,20 +45,6 @@ SubscriptionLog::SubscriptionLog(const ClusterOptions& options)
       subject_(absl::StrCat("cohort.log.", options.stream)) {
   std::random_device random;
   incarnation_ = absl::StrCat(options.node, "-", random(), random());
-}
-
-absl::StatusOr<std::unique_ptr<SubscriptionLog>> SubscriptionLog::Start(
-    const ClusterOptions& options, Applier applier, uint64_t start_position,
-    AppliedHook applied_hook) {
-  absl::StatusOr<std::unique_ptr<SubscriptionLog>> log = Connect(options);
-  if (!log.ok()) return log.status();
-  if (absl::Status s = (*log)->Run(std::move(applier), start_position,
-                                   std::move(applied_hook));
-      !s.ok()) {
-    (*log)->Shutdown();
-    return s;
-  }
-  return log;
 }
 
 absl::StatusOr<std::unique_ptr<SubscriptionLog>> SubscriptionLog::Connect(
@@ -573,10 +552,7 @@ void SubscriptionLog::PruneOutcomes(int64_t) {
   // clock skew between the stream's timestamps and ours), and at least the
   // last 1,024.
   const int64_t keep_after =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::system_clock::now().time_since_epoch())
-          .count() -
-      (options_.dedupe_window_ms + 60'000) * 1'000'000;
+      StreamClockNanos() - (options_.dedupe_window_ms + 60'000) * 1'000'000;
   while (outcomes_.size() > 1024 &&
          outcomes_.begin()->second.log_time_ns < keep_after) {
     outcomes_.erase(outcomes_.begin());

@@ -108,14 +108,9 @@ class SubscriptionLog {
   // `done` called), before the next is read.
   using AppliedHook = std::function<void(uint64_t position)>;
 
-  // Connects to NATS, creates the stream if it is absent, learns the last
-  // position, and starts the reader (from start_position + 1: the node's
-  // state already reflects the log up to start_position) and the watchdog:
-  // Connect, then Run.
-  static absl::StatusOr<std::unique_ptr<SubscriptionLog>> Start(
-      const ClusterOptions& options, Applier applier,
-      uint64_t start_position = 0, AppliedHook applied_hook = nullptr);
-  // The first half of Start: connects and creates the stream if absent.
+  // Starting takes two steps, so that the caller can learn where the log
+  // starts (FirstPosition) before it chooses the state to start from.
+  // Connect: connects to NATS and creates the stream if it is absent.
   // UNAVAILABLE naming the URLs if NATS or JetStream cannot be reached;
   // INVALID_ARGUMENT for a bad option.
   static absl::StatusOr<std::unique_ptr<SubscriptionLog>> Connect(
@@ -124,7 +119,8 @@ class SubscriptionLog {
   // less one, to read on from the log): 1 for a stream never trimmed.
   // UNAVAILABLE if the stream does not answer.
   absl::StatusOr<uint64_t> FirstPosition();
-  // The second half: starts reading after start_position. FAILED_PRECONDITION
+  // Run: starts the reader after start_position (the node's state already
+  // reflects the log up to it) and the watchdog. FAILED_PRECONDITION
   // if the stream does not continue start_position (it ends before it, or
   // no longer holds the records after it). Once only.
   absl::Status Run(Applier applier, uint64_t start_position,
@@ -157,8 +153,8 @@ class SubscriptionLog {
   // of Y; the log unreachable for N ms).
   absl::Status Serving() const;
   // Told (on the watchdog or reader thread) each time serving changes.
-  // REQUIRES: set before Start's threads could change it, i.e. right after
-  // Start; it is called once with the state at that moment.
+  // REQUIRES: set before Run's threads could change it, i.e. right after
+  // Run; it is called once with the state at that moment.
   void SetServingObserver(std::function<void(bool)> observer);
 
   uint64_t applied() const;

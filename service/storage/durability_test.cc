@@ -46,6 +46,14 @@ std::vector<std::string> Files(const std::string& dir) {
   return names;
 }
 
+// Copies `dir` to `to` (replacing it) as it is now, as a SIGKILL would
+// leave it.
+bool CopyDir(const std::string& dir, const std::string& to) {
+  return std::system(
+             absl::StrCat("rm -rf '", to, "'; cp -r '", dir, "' '", to, "'")
+                 .c_str()) == 0;
+}
+
 SubscriptionInput Sub(uint32_t subscriber, uint32_t attribute, int64_t v) {
   SubscriptionInput s;
   s.subscriber = subscriber;
@@ -214,10 +222,7 @@ TEST(DurabilityTest, RecoversFromJournalsWithoutAClose) {
     EXPECT_EQ(want.size(), 40u);  // 60 subscribed, every third removed
     // Snapshot what the directory holds now, as a SIGKILL would leave it
     // (the last unsubscribe was acknowledged, so it is on disk).
-    ASSERT_EQ(std::system(absl::StrCat("rm -rf '", dir, ".copy'; cp -r '",
-                                       dir, "' '", dir, ".copy'")
-                              .c_str()),
-              0);
+    ASSERT_TRUE(CopyDir(dir, dir + ".copy"));
   }
   Recovery recovered;
   DurabilityOptions copy = options;
@@ -254,10 +259,7 @@ TEST(DurabilityTest, LogPositionsKeepTheFilesAtALogPosition) {
     at_position = driver.acked();
     driver.Subscribe(0, 0, 5);  // applied, but its position never logged
     driver.Sync();
-    ASSERT_EQ(std::system(absl::StrCat("rm -rf '", dir, ".copy'; cp -r '",
-                                       dir, "' '", dir, ".copy'")
-                              .c_str()),
-              0);
+    ASSERT_TRUE(CopyDir(dir, dir + ".copy"));
   }
   // The clean close folded everything (the unmarked record too is gone:
   // its position was never reached).

@@ -488,16 +488,7 @@ absl::StatusOr<uint64_t> TakeSnapshot(const std::string& dir,
   }
   if (log_position != nullptr) *log_position = folded->state.log_position;
   // Everything older is now redundant: the snapshot just written holds it.
-  for (const std::string& path : folded->obsolete) unlink(path.c_str());
-  if (folded->snapshot_generation > 0 &&
-      folded->snapshot_generation < generation) {
-    unlink(absl::StrCat(dir, "/", SnapshotName(folded->snapshot_generation))
-               .c_str());
-  }
-  for (uint64_t g = std::max<uint64_t>(folded->snapshot_generation, 1);
-       g < generation; ++g) {
-    unlink(absl::StrCat(dir, "/", JournalName(g)).c_str());
-  }
+  RemoveGenerationsBefore(dir, generation);
   return folded->state.live.size();
 }
 
