@@ -66,6 +66,17 @@ void CheckRefusal(const absl::Status& status, absl::string_view field,
   }
 }
 
+// How many index predicates `p` lowers into: NOT_EXISTS and string ranges
+// (LT, LE, GT, GE, BETWEEN on strings: the range and its order-count guard)
+// lower into two, every other op into one.
+size_t Width(const v1::Predicate& p) {
+  const bool string_range =
+      p.operand_case() == v1::Predicate::kStringValue &&
+      (p.op() == v1::OP_LT || p.op() == v1::OP_LE || p.op() == v1::OP_GT ||
+       p.op() == v1::OP_GE || p.op() == v1::OP_BETWEEN);
+  return p.op() == v1::OP_NOT_EXISTS || string_range ? 2 : 1;
+}
+
 class Session {
  public:
   explicit Session(const Limits& limits) : limits_(limits) {}
@@ -182,17 +193,8 @@ class Session {
     if (subscribers_.Name(in.subscriber) != spec.subscriber()) {
       Fail("subscriber name changed");
     }
-    // NOT_EXISTS and string ranges (LT, LE, GT, GE, BETWEEN on strings:
-    // the range and its order-count guard) lower into two predicates,
-    // every other op into one.
     size_t expected = 0;
-    for (const v1::Predicate& p : spec.predicates()) {
-      const bool string_range =
-          p.operand_case() == v1::Predicate::kStringValue &&
-          (p.op() == v1::OP_LT || p.op() == v1::OP_LE || p.op() == v1::OP_GT ||
-           p.op() == v1::OP_GE || p.op() == v1::OP_BETWEEN);
-      expected += p.op() == v1::OP_NOT_EXISTS || string_range ? 2 : 1;
-    }
+    for (const v1::Predicate& p : spec.predicates()) expected += Width(p);
     if (in.predicates.size() != expected || in.predicates.empty() ||
         static_cast<size_t>(spec.predicates_size()) > limits_.max_predicates) {
       Fail("predicate count changed or out of limits");
@@ -200,7 +202,7 @@ class Session {
     size_t j = 0;
     for (const v1::Predicate& want : spec.predicates()) {
       const matcher::Predicate& got = in.predicates[j];
-      j += want.op() == v1::OP_NOT_EXISTS ? 2 : 1;
+      j += Width(want);
       const auto operand = want.operand_case();
       if (want.op() > v1::OP_BETWEEN ||
           (operand != v1::Predicate::kValue &&
