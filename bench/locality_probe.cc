@@ -60,18 +60,22 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "bench/work_model.h"
 #include "matcher/index.h"
 #include "matcher/partitioned_index.h"
@@ -116,6 +120,23 @@ ABSL_FLAG(bool, threads, false,
           "pinned to the p-th usable CPU, scheduled by the server's "
           "CohortPipeline (bench/partition_work.sh --concurrent); "
           "match_seconds is the wall time of the whole run.");
+ABSL_FLAG(uint32_t, copies, 1,
+          "partitioned --threads: G copies of the index, each split over "
+          "P / G of the threads with a pipeline of its own; the events are "
+          "dealt to the copies in turn (the server's --index_copies). G "
+          "must divide P.");
+ABSL_FLAG(std::string, preemption, "",
+          "Comma-separated configurations of the preemption check (bench/"
+          "preemption.sh), each run --rounds times in turn over indexes "
+          "built once, on this process's first two CPUs: p2 and p16 (2 or "
+          "16 threads, partitioned), c2 (2 copies of one partition each: the "
+          "replicated layout), each optionally with -hog (a thread spinning "
+          "on the second CPU during the match) and -nosteal (no phase-2 "
+          "stealing). Prints the events/s of every round.");
+ABSL_FLAG(uint32_t, rounds, 9, "--preemption: rounds of every configuration.");
+ABSL_FLAG(bool, steal, true,
+          "partitioned --threads: idle threads may match a partition whose "
+          "thread is behind (the server's --phase2_stealing).");
 ABSL_FLAG(uint64_t, task_batch_positions,
           cohort::service::kPhase1BatchPositions,
           "partitioned (--threads, and the work model): phase-1 tasks are "
@@ -268,12 +289,15 @@ bool RunAllCoreShares(const matcher::PartitionedIndex& index,
   return true;
 }
 
-// Pins the calling thread to the index-th CPU this process may use; false
-// if there are not that many.
-bool PinToCpu(uint32_t index) {
+// Pins the calling thread, one of `count`, to the index-th CPU this process
+// may use, as the server pins its partitions (placement.h): only if there
+// are at least `count` CPUs, else none is pinned and the kernel spreads
+// them (false).
+bool PinToCpu(uint32_t index, uint32_t count) {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return false;
+  if (static_cast<uint32_t>(CPU_COUNT(&allowed)) < count) return false;
   uint32_t seen = 0;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
     if (!CPU_ISSET(cpu, &allowed) || seen++ != index) continue;
@@ -310,34 +334,53 @@ struct ThreadTimes {
   }
 };
 
-uint64_t RunThreads(const matcher::PartitionedIndex& index,
-                    const Workload& workload, uint32_t p, size_t chunk,
-                    double* seconds, bool* pinned, ThreadTimes* times) {
+// With G = copies.size() copies, thread t works for copy t / (P / G) as
+// its partition t % (P / G), and event n goes to copy n % G.
+uint64_t RunThreads(
+    const std::vector<std::unique_ptr<matcher::PartitionedIndex>>& copies,
+    const Workload& workload, uint32_t threads, size_t chunk, bool steal,
+    double* seconds, bool* pinned, ThreadTimes* times, uint64_t* steals) {
   using service::CohortPipeline;
   using service::PublishJob;
+  const uint32_t g = static_cast<uint32_t>(copies.size());
+  const uint32_t p = threads / g;  // partitions of each copy
   // One job per event: only the events' values matter here.
   std::vector<std::unique_ptr<PublishJob>> jobs;
   for (const auto& event : workload.events) {
     jobs.push_back(std::make_unique<PublishJob>());
     jobs.back()->events.push_back(event);
   }
-  CohortPipeline pipeline(p, static_cast<uint32_t>(chunk),
-                          /*cohort_wait_ns=*/0, CohortsInFlight(p),
-                          /*in_server=*/nullptr,
-                          CohortPipeline::SoloCohortsFor(p));
   struct Cohort {
     std::vector<matcher::EventView> views;
     matcher::internal::CohortMasks masks;
     std::vector<uint32_t> batch_bounds;
     std::vector<uint32_t> preferred;
   };
+  struct Copy {
+    Copy(uint32_t p, size_t chunk, bool steal)
+        : pipeline(p, static_cast<uint32_t>(chunk), /*cohort_wait_ns=*/0,
+                   CohortsInFlight(p), /*in_server=*/nullptr,
+                   CohortPipeline::SoloCohortsFor(p),
+                   steal ? CohortPipeline::kStealAfterNs
+                         : CohortPipeline::kNoStealing),
+          cohorts(pipeline.slots()) {}
+    CohortPipeline pipeline;
+    std::vector<Cohort> cohorts;
+  };
+  std::vector<std::unique_ptr<Copy>> states;
+  for (uint32_t c = 0; c < g; ++c) {
+    states.push_back(std::make_unique<Copy>(p, chunk, steal));
+  }
   const uint64_t batch_positions = absl::GetFlag(FLAGS_task_batch_positions);
-  std::vector<Cohort> cohorts(pipeline.slots());
   std::atomic<uint64_t> matches{0};
   std::atomic<bool> all_pinned{true};
   std::mutex times_mu;
-  auto work = [&](uint32_t t) {
-    if (!PinToCpu(t)) all_pinned = false;
+  auto work = [&](uint32_t thread) {
+    if (!PinToCpu(thread, threads)) all_pinned = false;
+    const matcher::PartitionedIndex& index = *copies[thread / p];
+    CohortPipeline& pipeline = states[thread / p]->pipeline;
+    std::vector<Cohort>& cohorts = states[thread / p]->cohorts;
+    const uint32_t t = thread % p;
     matcher::CohortMatches out;
     std::vector<uint64_t> counts(chunk);
     matcher::IndexCounters counters;
@@ -416,14 +459,18 @@ uint64_t RunThreads(const matcher::PartitionedIndex& index,
     std::lock_guard<std::mutex> lock(times_mu);
     times->Add(mine);
   };
-  std::vector<std::thread> threads;
+  std::vector<std::thread> running;
   const auto start = Clock::now();
-  for (uint32_t t = 0; t < p; ++t) threads.emplace_back(work, t);
-  // Every event queued at once and the pipeline closed: cohorts of `chunk`
-  // form back to back, as under a saturating load.
-  for (auto& job : jobs) pipeline.PushEvents(job.get(), 0);
-  pipeline.Close();
-  for (std::thread& thread : threads) thread.join();
+  for (uint32_t t = 0; t < threads; ++t) running.emplace_back(work, t);
+  // Every event queued at once and the pipelines closed: cohorts of
+  // `chunk` form back to back, as under a saturating load.
+  for (size_t n = 0; n < jobs.size(); ++n) {
+    states[n % g]->pipeline.PushEvents(jobs[n].get(), 0);
+  }
+  for (auto& copy : states) copy->pipeline.Close();
+  for (std::thread& thread : running) thread.join();
+  *steals = 0;
+  for (auto& copy : states) *steals += copy->pipeline.steals();
   *seconds = std::chrono::duration<double>(Clock::now() - start).count();
   *pinned = all_pinned;
   return matches;
@@ -446,23 +493,45 @@ int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
     return 0;
   };
   const int64_t spread = absl::GetFlag(FLAGS_spread_rows);
-  matcher::PartitionedIndex index(
-      p, spread < 0 ? matcher::SpreadRows(p) : static_cast<uint32_t>(spread));
+  const uint32_t copies = absl::GetFlag(FLAGS_copies);
+  if (copies == 0 || p % copies != 0 ||
+      (copies > 1 && !absl::GetFlag(FLAGS_threads))) {
+    return Fail("--copies: 1 or more, dividing --partitions, with --threads",
+                2);
+  }
+  // Each copy's partitions.
+  const uint32_t per_copy = p / copies;
+  auto make_index = [&] {
+    return std::make_unique<matcher::PartitionedIndex>(
+        per_copy, spread < 0 ? matcher::SpreadRows(per_copy)
+                             : static_cast<uint32_t>(spread));
+  };
+  std::vector<std::unique_ptr<matcher::PartitionedIndex>> built;
+  built.push_back(make_index());
+  matcher::PartitionedIndex& index = *built[0];
   if (const int rc = build(&index); rc != 0) return rc;
   const std::vector<matcher::EventView> events(workload.events.begin(),
                                                workload.events.end());
   r->subscriptions = index.size();
   r->events = events.size();
-  r->cores_per_event = p;
+  r->cores_per_event = per_copy;
   if (absl::GetFlag(FLAGS_threads)) {
+    for (uint32_t c = 1; c < copies; ++c) {
+      built.push_back(make_index());
+      if (const int rc = build(built.back().get()); rc != 0) return rc;
+    }
     if (!ReadyThenWaitForGo()) return 1;
     bool pinned = false;
     ThreadTimes times;
-    r->matches = RunThreads(index, workload, p, chunk, &r->match_seconds,
-                            &pinned, &times);
-    r->index_bytes = index.MemoryBytes();
+    uint64_t steals = 0;
+    r->matches =
+        RunThreads(built, workload, p, chunk, absl::GetFlag(FLAGS_steal),
+                   &r->match_seconds, &pinned, &times, &steals);
+    r->index_bytes = 0;
+    for (const auto& copy : built) r->index_bytes += copy->MemoryBytes();
     absl::StrAppend(&r->extra, ", \"threads\": ", p,
-                    ", \"cohorts_in_flight\": ", CohortsInFlight(p),
+                    ", \"copies\": ", copies, ", \"steals\": ", steals,
+                    ", \"cohorts_in_flight\": ", CohortsInFlight(per_copy),
                     ", \"pinned\": ",
                     pinned ? "true" : "false");
     // The threads' seconds by part, summed over the threads, and the
@@ -611,6 +680,113 @@ int RunOwnIndex(const Workload& workload, const std::string& layout,
   return 0;
 }
 
+// --preemption: the configurations of bench/preemption.sh in turn, round
+// after round, over indexes built once, so that each round's figures were
+// taken within a second of each other on a noisy machine.
+int RunPreemption(const Workload& workload) {
+  struct Config {
+    std::string name;
+    uint32_t threads = 2;
+    uint32_t copies = 1;
+    bool hog = false;
+    bool steal = true;
+    std::vector<double> rates;
+    std::vector<uint64_t> matches, steals;
+  };
+  std::vector<Config> configs;
+  for (absl::string_view name :
+       absl::StrSplit(absl::GetFlag(FLAGS_preemption), ',')) {
+    Config c;
+    c.name = std::string(name);
+    absl::string_view base = name;
+    c.hog = absl::StrContains(base, "-hog");
+    c.steal = !absl::StrContains(base, "-nosteal");
+    base = base.substr(0, base.find('-'));
+    if (base == "p2") {
+      c.threads = 2;
+    } else if (base == "p16") {
+      c.threads = 16;
+    } else if (base == "c2") {
+      c.copies = 2;
+    } else {
+      return Fail(absl::StrCat("--preemption: unknown configuration \"",
+                               name, "\""),
+                  2);
+    }
+    configs.push_back(std::move(c));
+  }
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 ||
+      CPU_COUNT(&allowed) != 2) {
+    return Fail("--preemption: run on exactly 2 CPUs (taskset -c A,B)", 2);
+  }
+  // The indexes, by (partitions of a copy, copies), built once.
+  std::map<std::pair<uint32_t, uint32_t>,
+           std::vector<std::unique_ptr<matcher::PartitionedIndex>>>
+      built;
+  for (const Config& c : configs) {
+    auto& copies = built[{c.threads / c.copies, c.copies}];
+    if (!copies.empty()) continue;
+    for (uint32_t g = 0; g < c.copies; ++g) {
+      copies.push_back(std::make_unique<matcher::PartitionedIndex>(
+          c.threads / c.copies));
+      for (size_t n = 0; n < workload.subscriptions.size(); ++n) {
+        absl::Status s = copies.back()->Add(
+            static_cast<matcher::SubscriptionId>(n), workload.subscriptions[n]);
+        if (!s.ok()) return Fail(s.ToString());
+      }
+    }
+  }
+  // The hog: a thread spinning on the second CPU while `hogging`.
+  std::atomic<bool> hogging{false}, done{false};
+  std::thread hog([&] {
+    PinToCpu(1, 2);
+    while (!done.load(std::memory_order_relaxed)) {
+      if (!hogging.load(std::memory_order_relaxed)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+  });
+  const uint32_t rounds = absl::GetFlag(FLAGS_rounds);
+  for (uint32_t round = 0; round < rounds; ++round) {
+    for (Config& c : configs) {
+      hogging = c.hog;
+      if (c.hog) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      double seconds = 0;
+      bool pinned = false;
+      ThreadTimes times;
+      uint64_t steals = 0;
+      const uint64_t matches = RunThreads(
+          built[{c.threads / c.copies, c.copies}], workload, c.threads, 64,
+          c.steal, &seconds, &pinned, &times, &steals);
+      hogging = false;
+      c.rates.push_back(workload.events.size() / seconds);
+      c.matches.push_back(matches);
+      c.steals.push_back(steals);
+    }
+  }
+  done = true;
+  hog.join();
+  std::string out = absl::StrCat(
+      "{\"preemption\": true, \"subscriptions\": ",
+      workload.subscriptions.size(), ", \"events\": ",
+      workload.events.size(), ", \"rounds\": ", rounds, ", \"configs\": {");
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const Config& c = configs[i];
+    absl::StrAppend(
+        &out, i > 0 ? ", " : "", "\"", c.name, "\": {\"events_per_s\": [",
+        absl::StrJoin(c.rates, ", ",
+                      [](std::string* o, double v) {
+                        absl::StrAppend(o, absl::StrFormat("%.1f", v));
+                      }),
+        "], \"matches\": [", absl::StrJoin(c.matches, ", "),
+        "], \"steals\": [", absl::StrJoin(c.steals, ", "), "]}");
+  }
+  std::printf("%s}}\n", out.c_str());
+  return 0;
+}
+
 int Run() {
   const uint32_t p = absl::GetFlag(FLAGS_partitions);
   const std::string layout = absl::GetFlag(FLAGS_layout);
@@ -638,6 +814,9 @@ int Run() {
       absl::GetFlag(FLAGS_workload), absl::GetFlag(FLAGS_preset),
       absl::GetFlag(FLAGS_subscriptions), absl::GetFlag(FLAGS_events));
   if (!workload.ok()) return Fail(workload.status().ToString());
+  if (!absl::GetFlag(FLAGS_preemption).empty()) {
+    return RunPreemption(*workload);
+  }
   Result r;
   const int rc = layout == "partitioned"
                      ? RunPartitioned(*workload, p, core, cohort_max, &r)

@@ -65,6 +65,18 @@ for p in 1 4 16; do
               field matches)" = "${partitioned}"
   done
 done
+# Index copies (each event to one copy of P / G partitions) and phase 2
+# owned by its partition only find the same.
+for copies in 2 4; do
+  check "--threads at P=4 in ${copies} copies finds the same" \
+    test "$("${PROBE}" "${threads_small[@]}" --partitions=4 \
+            --copies="${copies}" | field matches)" = "${partitioned}"
+done
+check "--threads at P=16 without stealing finds the same" \
+  test "$("${PROBE}" "${threads_small[@]}" --partitions=16 --steal=false |
+          field matches)" = "${partitioned}"
+"${PROBE}" "${threads_small[@]}" --partitions=4 --copies=3 >/dev/null 2>&1
+check "--copies not dividing --partitions exits 2" test $? -eq 2
 # Phase-1 tasks handed out alone and in batches of a few.
 for batch in 1 500; do
   check "--threads at P=4 with batches of ${batch} positions finds the same" \

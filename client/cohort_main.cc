@@ -353,9 +353,12 @@ int Listen() {
 }
 
 void PrintStatsTable(const v1::Stats& s) {
-  const std::string layout = s.index_layout().empty()
-                                 ? ""
-                                 : absl::StrCat(", index ", s.index_layout());
+  std::string layout = s.index_layout().empty()
+                           ? ""
+                           : absl::StrCat(", index ", s.index_layout());
+  if (s.index_copies() > 1) {
+    absl::StrAppend(&layout, " (", s.index_copies(), " copies)");
+  }
   std::printf("mode %s, %u partitions%s, cohort_max %u, cohort_wait_us %llu, "
               "uptime %.1f s\n",
               s.mode().c_str(), s.partitions(), layout.c_str(), s.cohort_max(),

@@ -66,9 +66,33 @@ ABSL_FLAG(std::string, index, "partitioned",
           "sharded_phase1: each partition owns a whole index of every P-th "
           "subscription and evaluates phase 1 for every event (the earlier "
           "layout, kept for comparison). replicated: each partition holds "
-          "the whole index and matches every P-th event (P times the memory "
-          "and subscribe work); the paper's staged server without "
-          "partitioning. bench/experiment.sh compares them.");
+          "the whole index and matches its share of the events (P times the "
+          "memory and subscribe work); the paper's staged server without "
+          "partitioning, run as partitioned with --index_copies equal to "
+          "--partitions. bench/experiment.sh compares them.");
+ABSL_FLAG(uint32_t, index_copies, 0,
+          "--index=partitioned: copies of the subscription set, G, each "
+          "split over partitions / G of the partition threads with its own "
+          "cohorts; a published event goes to one copy (the one with the "
+          "fewest events in it), a change to every copy. 1: one index "
+          "divided over every partition; equal to --partitions: a whole "
+          "index per partition (the replicated layout). Must divide "
+          "--partitions. Each copy costs the index's memory again and "
+          "applies every change again. 0: the fewest copies that give none "
+          "more than 8 partitions, fewer if the copies of what was "
+          "recovered (64 bytes a subscription each) would pass "
+          "--index_memory_budget_mb; the startup line and GetStats say "
+          "which.");
+ABSL_FLAG(uint64_t, index_memory_budget_mb, 0,
+          "What --index_copies=0 lets the copies of the index take "
+          "together, in MiB; 0: half the machine's memory.");
+ABSL_FLAG(bool, phase2_stealing, true,
+          "--index=partitioned or replicated: a partition thread with "
+          "nothing of its own matches another partition's share of a "
+          "cohort when that partition's thread is behind (every mask buffer "
+          "in use, or two cohorts behind), so a preempted or slowed core "
+          "holds up only the match it took. GetStats counts them "
+          "(stolen_matches).");
 ABSL_FLAG(bool, pin_cores, true,
           "Pin partition p to the p-th usable CPU. Takes effect only when "
           "there are at least as many usable CPUs as partitions.");
@@ -254,6 +278,21 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
       ParseIndexLayout(absl::GetFlag(FLAGS_index));
   if (!layout.ok()) return layout.status();
   o.engine.index_layout = *layout;
+  o.engine.index_copies = absl::GetFlag(FLAGS_index_copies);
+  o.engine.index_memory_budget_bytes =
+      absl::GetFlag(FLAGS_index_memory_budget_mb) << 20;
+  if (o.engine.index_layout == IndexLayout::kPartitioned &&
+      o.engine.index_copies != 0 &&
+      o.engine.partitions % o.engine.index_copies != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--index_copies: ", o.engine.index_copies,
+        " does not divide --partitions (", o.engine.partitions,
+        "): each copy takes the same number of partition threads"));
+  }
+  if (o.engine.index_layout == IndexLayout::kReplicated) {
+    o.engine.index_copies = o.engine.partitions;
+  }
+  o.engine.phase2_stealing = absl::GetFlag(FLAGS_phase2_stealing);
   o.engine.pin_cores = absl::GetFlag(FLAGS_pin_cores);
   const std::string numa = absl::GetFlag(FLAGS_numa);
   if (numa != "auto" && numa != "off") {
@@ -423,11 +462,17 @@ int Main(int argc, char** argv) {
                 IndexLayoutName(options->engine.index_layout),
                 options->engine.cohort_max,
                 static_cast<long long>(options->engine.cohort_wait_us),
-                options->engine.index_layout == IndexLayout::kPartitioned
-                    ? absl::StrCat(", cohorts_in_flight ",
-                                   CohortPipeline::BuffersFor(
-                                       options->engine.partitions,
-                                       options->engine.cohorts_in_flight))
+                options->engine.index_layout != IndexLayout::kShardedPhase1
+                    ? absl::StrCat(
+                          ", index_copies ", (*server)->index_copies(),
+                          ", cohorts_in_flight ",
+                          CohortPipeline::BuffersFor(
+                              options->engine.partitions /
+                                  (*server)->index_copies(),
+                              options->engine.cohorts_in_flight),
+                          options->engine.phase2_stealing
+                              ? ""
+                              : ", phase2_stealing off")
                     : "")
           : absl::StrFormat("%u workers", options->engine.threads);
   if (!options->tls.enabled() && !IsLoopbackListen(options->listen)) {

@@ -43,6 +43,10 @@ out=$("${COHORTD}" --cohorts_in_flight=65 2>&1)
 check "too large --cohorts_in_flight exits 2" test $? -eq 2
 check "bad --cohorts_in_flight names the flag and the limit" \
   grep -q -- "--cohorts_in_flight: at most 64" <<<"${out}"
+out=$("${COHORTD}" --partitions=4 --index_copies=3 2>&1)
+check "--index_copies not dividing --partitions exits 2" test $? -eq 2
+check "bad --index_copies names the flag and the partitions" \
+  grep -q -- "--index_copies: 3 does not divide --partitions (4)" <<<"${out}"
 out=$("${COHORTD}" --mode=fast --listen=127.0.0.1:0 2>&1)
 check "bad --mode exits 1" test $? -eq 1
 check "bad --mode names the flag" grep -q -- "--mode" <<<"${out}"
@@ -57,7 +61,7 @@ done
 metrics_port=$(sed -n 's|.*metrics on http://127.0.0.1:\([0-9]*\)/metrics|\1|p' "${log}")
 check "prints the gRPC port" grep -q "serving on port [1-9]" "${log}"
 check "names the staged engine: $(grep 'serving on' "${log}")" \
-  grep -qE "\(mode staged, 2 partitions, index partitioned, cohort_max 64, cohort_wait_us 0, cohorts_in_flight 2; TLS off, auth off\)$" "${log}"
+  grep -qE "\(mode staged, 2 partitions, index partitioned, cohort_max 64, cohort_wait_us 0, index_copies 1, cohorts_in_flight 2; TLS off, auth off\)$" "${log}"
 check "prints the metrics port" test -n "${metrics_port}"
 # Two partitions on this (at least 2-CPU) machine: pinned, and with the
 # default --numa=auto their memory placed on their CPUs' nodes.
@@ -83,6 +87,27 @@ start_cohortd "${log}" "${COHORTD}" --listen=127.0.0.1:0 --partitions=2 \
   --cohorts_in_flight=8
 check "names the cohorts in flight: $(grep 'serving on' "${log}")" \
   grep -qE ", cohorts_in_flight 8; TLS off, auth off\)$" "${log}"
+stop_cohortd "${COHORTD_PID}"
+rm -f "${log}"
+
+# Index copies: 4 partitions in 2 copies, each with the cohorts in flight
+# of its 2 partitions; GetStats' metrics say so too. 16 partitions by the
+# default rule: 2 copies of 8.
+start_cohortd "${log}" "${COHORTD}" --listen=127.0.0.1:0 --partitions=4 \
+  --index_copies=2 --metrics_port=0
+check "names the index copies: $(grep 'serving on' "${log}")" \
+  grep -qE ", index_copies 2, cohorts_in_flight 2; TLS off, auth off\)$" "${log}"
+stop_cohortd "${COHORTD_PID}"
+rm -f "${log}"
+start_cohortd "${log}" "${COHORTD}" --listen=127.0.0.1:0 --partitions=16
+check "16 partitions default to 2 copies: $(grep 'serving on' "${log}")" \
+  grep -qE ", index_copies 2, cohorts_in_flight 4; TLS off, auth off\)$" "${log}"
+stop_cohortd "${COHORTD_PID}"
+rm -f "${log}"
+start_cohortd "${log}" "${COHORTD}" --listen=127.0.0.1:0 --partitions=2 \
+  --index=replicated --phase2_stealing=false
+check "replicated is a copy per partition: $(grep 'serving on' "${log}")" \
+  grep -qE "index replicated, .*, index_copies 2, cohorts_in_flight 2, phase2_stealing off; TLS off" "${log}"
 stop_cohortd "${COHORTD_PID}"
 rm -f "${log}"
 

@@ -107,6 +107,9 @@ class CohortServer {
   SubscriptionLog* log() { return log_.get(); }
   // What Start recovered, for the operator: "" without --data_dir.
   const std::string& recovery_summary() const { return recovery_summary_; }
+  // The index copies the engine runs (--index_copies, its default rule
+  // resolved; `partitions` with --index=replicated).
+  uint32_t index_copies() const { return index_copies_; }
   // "TLS off", "TLS on" or "mTLS on", then ", auth off" or ", auth on (N
   // subscriber tokens, M publisher tokens)", for the startup line.
   std::string security_summary() const;
@@ -126,6 +129,7 @@ class CohortServer {
   // Before engine_: the engine uses it until it is destroyed.
   std::unique_ptr<Durability> durability_;
   std::string recovery_summary_;
+  uint32_t index_copies_ = 1;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<PubSubService> service_;
   // In front of service_ with --auth_tokens (null without); after service_

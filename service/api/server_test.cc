@@ -34,8 +34,7 @@ ServerOptions OptionsFor(const Config& config) {
   options.mode = config.mode;
   options.engine.partitions = config.partitions;
   options.engine.cohort_max = config.cohort_max;
-  options.engine.index_layout = *ParseIndexLayout(config.layout);
-  options.engine.cohorts_in_flight = config.cohorts_in_flight;
+  testing::ApplyLayout(config, &options.engine);
   options.engine.threads = 3;
   return options;
 }
@@ -152,6 +151,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Config{"staged", 3, 64, "partitioned", 8},
                       Config{"staged", 3, 64, "sharded_phase1"},
                       Config{"staged", 3, 64, "replicated"},
+                      Config{"staged", 4, 64, "partitioned", 0, 0, 2},
                       Config{"threaded", 0, 0}),
     ConfigName);
 

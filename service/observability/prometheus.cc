@@ -223,6 +223,15 @@ void RenderServiceWide(const Stats& stats, Exposition& out) {
       {"cohort_partitions", "gauge",
        "Number of partitions (0 in threaded mode).",
        absl::StrCat(stats.partitions())},
+      {"cohort_index_copies", "gauge",
+       "Copies of the subscription set, each split over partitions / copies "
+       "of the partition threads (--index_copies; 0 in the sharded_phase1 "
+       "layout and threaded mode).",
+       absl::StrCat(stats.index_copies())},
+      {"cohort_stolen_matches_total", "counter",
+       "Partitions' shares of cohorts matched by another partition's thread "
+       "because their own was behind (--phase2_stealing).",
+       absl::StrCat(stats.stolen_matches())},
       {"cohort_cohort_max", "gauge",
        "Most events a partition runs as one cohort (--cohort_max).",
        absl::StrCat(stats.cohort_max())},

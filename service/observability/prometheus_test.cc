@@ -31,6 +31,8 @@ cohort::v1::Stats FilledStats() {
   stats.set_uptime_us(2500000);
   stats.set_mode("staged");
   stats.set_partitions(2);
+  stats.set_index_copies(1);
+  stats.set_stolen_matches(17);
   stats.set_cohort_max(64);
   stats.set_cohort_wait_us(200);
   stats.set_listeners(3);
@@ -342,6 +344,9 @@ TEST(RenderPrometheus, ServiceWideMetrics) {
   EXPECT_THAT(text, HasSubstr("\ncohort_events_in_flight 48\n"));
   EXPECT_THAT(text, HasSubstr("\ncohort_admission_limit 160\n"));
   EXPECT_THAT(text, HasSubstr("\ncohort_partitions 2\n"));
+  EXPECT_THAT(text, HasSubstr("\ncohort_index_copies 1\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE cohort_stolen_matches_total counter\n"
+                              "cohort_stolen_matches_total 17\n"));
   EXPECT_THAT(text, HasSubstr("\ncohort_cohort_max 64\n"));
   EXPECT_THAT(text, HasSubstr("\ncohort_cohort_wait_seconds 0.0002\n"));
   EXPECT_THAT(text, HasSubstr("\ncohort_info{mode=\"staged\","

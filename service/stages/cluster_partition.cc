@@ -8,7 +8,8 @@
 namespace cohort {
 namespace service {
 
-ClusterPartition::ClusterPartition(uint32_t partition, uint64_t queue_limit,
+ClusterPartition::ClusterPartition(uint32_t partition, uint32_t stage,
+                                   uint64_t queue_limit,
                                    matcher::PartitionedIndex* index,
                                    const SubscriptionDirectory* directory,
                                    const ListenerRegistry* listeners,
@@ -20,7 +21,7 @@ ClusterPartition::ClusterPartition(uint32_t partition, uint64_t queue_limit,
       listeners_(listeners),
       subscriber_of_(subscriber_of),
       ready_(std::move(ready)),
-      profile_(absl::StrCat("partition/", partition), "partition", partition,
+      profile_(absl::StrCat("partition/", stage), "partition", stage,
                queue_limit) {}
 
 void ClusterPartition::Match(const CohortPipeline::Work& work,

@@ -10,7 +10,8 @@
 // Subscribe, or takes out the rows of an Unsubscribe, on this partition's
 // thread, so the clusters' memory comes from that thread's NUMA node.
 //
-// Its profile row ("partition/<p>"): queue length is the events of cohorts
+// Its profile row ("partition/<t>", t the owning thread, the same as p
+// with one index copy): queue length is the events of cohorts
 // whose phase 1 is done and that this partition has yet to match, wait is
 // from the end of a cohort's phase 1 to the start of its match here, a
 // batch is a cohort.
@@ -19,9 +20,10 @@
 // thread p): it writes partition p's clusters, at once with the other
 // partitions' Apply and nothing else (the pipeline's update steps). Match
 // only reads the index (const) and writes the partials of its cohort's
-// events for this partition, so it may run on any thread — the partition's
-// own, or the thread running a solo cohort — and the P partitions match at
-// once; one thread at a time matches one partition against one cohort.
+// events for this partition, so it may run on any thread of its copy — the
+// partition's own, the thread running a solo cohort, or one stealing the
+// share (CohortPipeline) — and the P partitions match at once; one thread
+// at a time matches one partition against one cohort.
 #ifndef COHORT_SERVICE_STAGES_CLUSTER_PARTITION_H_
 #define COHORT_SERVICE_STAGES_CLUSTER_PARTITION_H_
 
@@ -60,7 +62,10 @@ class ClusterPartition {
   // Nothing here is owned. `subscriber_of` maps a matcher id (global id -
   // 1) to its subscriber; the engine writes it only while no cohort is in
   // flight.
-  ClusterPartition(uint32_t partition, uint64_t queue_limit,
+  // `partition` is the partition of `index` (its copy's), which indexes
+  // the events' partials; `stage` numbers its profile row, the engine's
+  // thread that owns it.
+  ClusterPartition(uint32_t partition, uint32_t stage, uint64_t queue_limit,
                    matcher::PartitionedIndex* index,
                    const SubscriptionDirectory* directory,
                    const ListenerRegistry* listeners,

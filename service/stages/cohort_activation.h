@@ -1,8 +1,8 @@
 // The activation rule of cohort scheduling (docs/DESIGN.md section 4; the
 // pair of thresholds of Larus and Parkes' StagedServer), in one place for
-// every stage that forms cohorts: the partitioned layout's front dispatch
-// (CohortPipeline) and the partition queues of the sharded_phase1 and
-// replicated layouts (ShardQueue).
+// every stage that forms cohorts: the partitioned and replicated layouts'
+// front dispatch (CohortPipeline) and the partition queues of the
+// sharded_phase1 layout (ShardQueue).
 //
 // A queue holds events and subscription changes in arrival order. The
 // events before the first change (LeadingEvents) form a cohort as soon as

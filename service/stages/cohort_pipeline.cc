@@ -52,18 +52,23 @@ uint32_t CohortPipeline::BuffersFor(uint32_t partitions,
 
 CohortPipeline::CohortPipeline(uint32_t partitions, uint32_t cohort_max,
                                int64_t cohort_wait_ns, uint32_t buffers,
-                               InServerFn in_server, bool solo_cohorts)
+                               InServerFn in_server, bool solo_cohorts,
+                               int64_t steal_after_ns)
     : partitions_(partitions),
       activation_(cohort_max, cohort_wait_ns),
       buffers_(buffers),
       in_server_(std::move(in_server)),
       solo_cohorts_(solo_cohorts),
+      steal_after_ns_(steal_after_ns),
       slots_(slots()),
       to_apply_(partitions, false) {}
 
-void CohortPipeline::PushEvents(PublishJob* job, int64_t now_ns) {
+void CohortPipeline::PushEvents(PublishJob* job, int64_t now_ns,
+                                uint32_t first, uint32_t count) {
+  const uint32_t end =
+      count == 0 ? static_cast<uint32_t>(job->events.size()) : first + count;
   std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
-  for (uint32_t i = 0; i < job->events.size(); ++i) {
+  for (uint32_t i = first; i < end; ++i) {
     items_.push_back(Item{QueuedEvent{job, i, now_ns}, nullptr});
   }
   // One waiter is enough: whoever wakes forms the cohort or, if no buffer
@@ -182,24 +187,70 @@ bool CohortPipeline::TakeCohortWork(uint32_t p, Work* work) {
       return true;
     }
     if (s.state != SlotState::kPhase2 || s.taken[p]) continue;
-    s.taken[p] = true;
-    work->kind = Work::Kind::kMatch;
-    work->partition = p;
-    work->all_partitions = false;
-    work->finish_now =
-        solo_cohorts_ ? s.events <= kSoloCohort
-                      : in_server_ != nullptr && in_server_() <= s.events;
-    work->ready_ns = s.ready_ns;
-    work->queue_length = 0;  // events of the cohorts ready for p
-    for (const Slot& ready : slots_) {
-      if (ready.state == SlotState::kPhase2 && !ready.solo &&
-          (&ready == &s || !ready.taken[p])) {
-        work->queue_length += ready.events;
-      }
-    }
+    TakeMatch(s, p, work);
+    work->stolen = false;
     return true;
   }
   return false;
+}
+
+bool CohortPipeline::TakeStolenMatch(uint32_t p, Work* work,
+                                     int64_t* deadline_ns) {
+  if (steal_after_ns_ < 0 || partitions_ == 1) return false;
+  // Stealing moves a partition's clusters into another core's cache, so
+  // only when waiting would cost more: the share has waited for its own
+  // thread longer than a wake-up takes (that thread is busy, preempted or
+  // slowed), or its thread is behind by more than the match it is on.
+  const int64_t now = MonotonicNanos();
+  for (uint32_t b : InFlightByAge()) {
+    Slot& s = slots_[b];
+    if (s.solo || s.state != SlotState::kPhase2) continue;
+    const int64_t eligible = s.ready_ns + steal_after_ns_;
+    for (uint32_t i = 1; i < partitions_; ++i) {
+      const uint32_t q = (p + i) % partitions_;
+      if (s.taken[q]) continue;
+      if (now < eligible && Backlog(q) < 2) {
+        if (*deadline_ns == 0 || eligible < *deadline_ns) {
+          *deadline_ns = eligible;
+        }
+        continue;
+      }
+      TakeMatch(s, q, work);
+      work->buffer = b;
+      work->cohort = s.cohort;
+      work->stolen = true;
+      steals_.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+  }
+  return false;
+}
+
+uint32_t CohortPipeline::Backlog(uint32_t q) const {
+  uint32_t n = 0;
+  for (uint32_t b = 0; b < buffers_; ++b) {
+    const Slot& s = slots_[b];
+    if (s.state != SlotState::kFree && !s.solo && !s.taken[q]) ++n;
+  }
+  return n;
+}
+
+void CohortPipeline::TakeMatch(Slot& s, uint32_t q, Work* work) {
+  s.taken[q] = true;
+  work->kind = Work::Kind::kMatch;
+  work->partition = q;
+  work->all_partitions = false;
+  work->finish_now = solo_cohorts_
+                         ? s.events <= kSoloCohort
+                         : in_server_ != nullptr && in_server_() <= s.events;
+  work->ready_ns = s.ready_ns;
+  work->queue_length = 0;  // events of the cohorts ready for q
+  for (const Slot& ready : slots_) {
+    if (ready.state == SlotState::kPhase2 && !ready.solo &&
+        (&ready == &s || !ready.taken[q])) {
+      work->queue_length += ready.events;
+    }
+  }
 }
 
 size_t CohortPipeline::Claim(Slot& slot, uint32_t p) {
@@ -305,6 +356,9 @@ bool CohortPipeline::Next(uint32_t p, Work* work) {
     if (TakeUpdateWork(p, work) || TakeCohortWork(p, work)) return true;
     int64_t deadline = 0;
     if (TakeForm(p, work, &deadline) || TakePlan(work)) return true;
+    // Another's share last: a cohort of its own to form keeps this core's
+    // clusters in its cache.
+    if (TakeStolenMatch(p, work, &deadline)) return true;
     if (closed_ && items_.empty() && !InFlight() &&
         update_state_ == UpdateState::kNone) {
       return false;

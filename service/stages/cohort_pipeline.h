@@ -12,6 +12,14 @@
 //     against one partition's clusters or, solo, all of them (kMatch,
 //     oldest cohort first), or one step of a change (kPlanUpdate,
 //     kApplyUpdate, kFinishUpdate).
+//   - Phase 2 is stealable: a thread with nothing of its own to do (no
+//     task, share or cohort to form) matches another partition's share of
+//     a cohort (kMatch with `stolen`) once the share has waited
+//     `steal_after_ns` since the cohort's phase 1 ended, or at once when
+//     that partition's thread is behind by two cohorts or more. So a
+//     preempted or slowed thread holds up only the match it took, not the
+//     cohorts after it, while in the normal case each partition takes its
+//     own shares, and its clusters stay in its cache.
 //   - The thread reports what it did: Formed, TaskDone, MatchDone,
 //     UpdatePlanned, UpdateApplied, UpdateFinished.
 //   - A split cohort holds one of buffers() mask buffers. From
@@ -27,11 +35,11 @@
 // TaskDone to its last MatchDone. Each task's and match's release on its
 // count is acquired by the last, which then takes the lock.
 //
-// Invariants: cohorts are numbered in formation order; every partition
-// matches every cohort with live events exactly once (a solo cohort's on
-// its former's thread); at most buffers() split cohorts are in flight, and
-// a thread's solo cohort is in its own slot (buffers() + the thread), at
-// most one at a time; a change is planned only when no slot is in use, and
+// Invariants: cohorts are numbered in formation order; every partition's
+// share of every cohort with live events is matched exactly once (a solo
+// cohort's on its former's thread, a split one's on any thread); at most
+// buffers() split cohorts are in flight, and a thread's solo cohort is in
+// its own slot (buffers() + the thread), at most one at a time; a change is planned only when no slot is in use, and
 // no cohort forms until it is finished.
 #ifndef COHORT_SERVICE_STAGES_COHORT_PIPELINE_H_
 #define COHORT_SERVICE_STAGES_COHORT_PIPELINE_H_
@@ -95,6 +103,12 @@ class CohortPipeline {
     return partitions >= kSoloFromPartitions;
   }
 
+  // How long a share of phase 2 waits for its own thread before another
+  // may take it: a wake-up and a little more. Shares of partitions whose
+  // thread is two cohorts behind may be taken at once.
+  static constexpr int64_t kStealAfterNs = 20'000;
+  static constexpr int64_t kNoStealing = -1;
+
   struct Work {
     enum class Kind {
       kForm,          // form a cohort of `events` in `buffer`
@@ -114,6 +128,8 @@ class CohortPipeline {
     bool all_partitions = false;
     // kForm: run the whole cohort yourself.
     bool solo = false;
+    // kMatch: `partition` is another thread's, taken because it is behind.
+    bool stolen = false;
     // kMatch: finish the events this match completes yourself rather than
     // hand them to the reply stage: the cohort is solo, or so small that
     // a hand-off would cost more than the reply.
@@ -138,14 +154,19 @@ class CohortPipeline {
   // 1 <= buffers <= kMaxBuffers. Without `in_server`, a lone event with
   // every other thread idle is always split, and without `solo_cohorts`
   // every cohort is (the server passes SoloCohortsFor(partitions)).
+  // With `steal_after_ns` < 0 (kNoStealing), partition p's shares go to
+  // thread p only.
   CohortPipeline(uint32_t partitions, uint32_t cohort_max,
                  int64_t cohort_wait_ns, uint32_t buffers,
-                 InServerFn in_server = nullptr, bool solo_cohorts = true);
+                 InServerFn in_server = nullptr, bool solo_cohorts = true,
+                 int64_t steal_after_ns = kStealAfterNs);
   CohortPipeline(const CohortPipeline&) = delete;
   CohortPipeline& operator=(const CohortPipeline&) = delete;
 
-  // The front dispatch: queues every event of `job`, or a change.
-  void PushEvents(PublishJob* job, int64_t now_ns);
+  // The front dispatch: queues events [first, first + count) of `job`
+  // (count 0: to its end), or a change.
+  void PushEvents(PublishJob* job, int64_t now_ns, uint32_t first = 0,
+                  uint32_t count = 0);
   void PushUpdate(UpdateBatch* update, int64_t now_ns);
   // From now on cohorts form as soon as events are queued (shutdown).
   void Flush();
@@ -156,6 +177,9 @@ class CohortPipeline {
   // Blocks until partition `p` has work and describes it in *work; false
   // when closed and drained.
   bool Next(uint32_t p, Work* work);
+
+  // Matches stolen so far (Work::stolen).
+  uint64_t steals() const { return steals_.load(std::memory_order_relaxed); }
 
   // Mask buffers: split cohorts in flight at most.
   uint32_t buffers() const { return buffers_; }
@@ -228,6 +252,16 @@ class CohortPipeline {
   bool TakeForm(uint32_t p, Work* work, int64_t* deadline_ns)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool TakePlan(Work* work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Another partition's share of a cohort in phase 2, when the rule in
+  // the contract allows; otherwise lowers *deadline_ns (0: none) to when
+  // the first share waiting for its own thread may be taken.
+  bool TakeStolenMatch(uint32_t p, Work* work, int64_t* deadline_ns)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Hands out partition q's match of `slot`'s cohort.
+  void TakeMatch(Slot& slot, uint32_t q, Work* work)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Split cohorts in flight that partition q has yet to be handed.
+  uint32_t Backlog(uint32_t q) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A task of `slot` for partition p: one it prefers, else another's.
   // REQUIRES: slot.unclaimed > 0.
   static size_t Claim(Slot& slot, uint32_t p);
@@ -243,6 +277,8 @@ class CohortPipeline {
   const uint32_t buffers_;
   const InServerFn in_server_;
   const bool solo_cohorts_;
+  const int64_t steal_after_ns_;
+  std::atomic<uint64_t> steals_{0};
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Item> items_ ABSL_GUARDED_BY(mu_);

@@ -34,6 +34,9 @@ namespace {
 
 using Kind = CohortPipeline::Work::Kind;
 constexpr int64_t kForever = int64_t{3600} * 1000 * 1000 * 1000;
+// The scripted tests below say which thread does what: no stealing there
+// (the stealing tests and the threaded one have it).
+constexpr int64_t kOwnersOnly = CohortPipeline::kNoStealing;
 
 // A publish of `n` events (only their count matters to the pipeline).
 std::unique_ptr<PublishJob> Job(size_t n) {
@@ -120,7 +123,7 @@ TEST(CohortPipeline, FormsWhenTheOldestHasWaited) {
 }
 
 TEST(CohortPipeline, WaitZeroRunsWhatIsQueued) {
-  CohortPipeline pipeline(2, 64, 0, 2);
+  CohortPipeline pipeline(2, 64, 0, 2, nullptr, true, kOwnersOnly);
   auto job = Job(CohortPipeline::kSoloCohort + 2);
   pipeline.PushEvents(job.get(), MonotonicNanos());
   CohortPipeline::Work work;
@@ -134,7 +137,7 @@ TEST(CohortPipeline, WaitZeroRunsWhatIsQueued) {
 // them); the change is planned only once that cohort is matched everywhere,
 // and events behind it wait until it is finished.
 TEST(CohortPipeline, ChangeWaitsForTheCohortsBeforeIt) {
-  CohortPipeline pipeline(2, 64, kForever, 2);
+  CohortPipeline pipeline(2, 64, kForever, 2, nullptr, true, kOwnersOnly);
   auto before = Job(CohortPipeline::kSoloCohort + 1), after = Job(1);
   UpdateBatch update;
   pipeline.PushEvents(before.get(), MonotonicNanos());
@@ -178,7 +181,7 @@ TEST(CohortPipeline, ChangeWaitsForTheCohortsBeforeIt) {
 
 // A cohort whose events all expired frees its buffer without a match.
 TEST(CohortPipeline, CohortWithNoLiveEventsNeedsNoMatch) {
-  CohortPipeline pipeline(2, 1, 0, 2);
+  CohortPipeline pipeline(2, 1, 0, 2, nullptr, true, kOwnersOnly);
   auto job = Job(2);
   pipeline.PushEvents(job.get(), MonotonicNanos());
   CohortPipeline::Work work;
@@ -206,7 +209,7 @@ TEST(CohortPipeline, CohortWithNoLiveEventsNeedsNoMatch) {
 // cohorts in flight; then it waits for the slowest to free a buffer.
 TEST(CohortPipeline, PartitionRunsAheadByUpToBuffersCohorts) {
   constexpr uint32_t kBuffers = 3;
-  CohortPipeline pipeline(2, 16, 0, kBuffers);
+  CohortPipeline pipeline(2, 16, 0, kBuffers, nullptr, true, kOwnersOnly);
   EXPECT_EQ(pipeline.buffers(), kBuffers);
   constexpr size_t kEvents = CohortPipeline::kSoloCohort + 1;  // split
   std::vector<std::unique_ptr<PublishJob>> jobs;
@@ -251,7 +254,7 @@ TEST(CohortPipeline, PartitionRunsAheadByUpToBuffersCohorts) {
 // One buffer: a cohort forms only once the previous one is matched
 // everywhere.
 TEST(CohortPipeline, OneBufferRunsOneCohortAtATime) {
-  CohortPipeline pipeline(2, 16, 0, 1);
+  CohortPipeline pipeline(2, 16, 0, 1, nullptr, true, kOwnersOnly);
   constexpr size_t kEvents = CohortPipeline::kSoloCohort + 1;
   auto first = Job(kEvents), second = Job(kEvents);
   pipeline.PushEvents(first.get(), MonotonicNanos());
@@ -352,7 +355,7 @@ TEST(CohortPipeline, FinishedSoloWakesAWaitingChangeAndShutdown) {
 // A solo cohort takes its former's own slot: it forms while every mask
 // buffer holds a split cohort.
 TEST(CohortPipeline, SoloFormsWithEveryBufferInUse) {
-  CohortPipeline pipeline(2, 64, 0, 1);
+  CohortPipeline pipeline(2, 64, 0, 1, nullptr, true, kOwnersOnly);
   EXPECT_EQ(pipeline.slots(), 3u);
   auto split = Job(CohortPipeline::kSoloCohort + 1), lone = Job(1);
   pipeline.PushEvents(split.get(), MonotonicNanos());
@@ -376,7 +379,7 @@ TEST(CohortPipeline, SoloFormsWithEveryBufferInUse) {
 // Events left queued behind a solo cohort wake an idle thread, which forms
 // the next while the first still runs (thread 2 stays busy throughout).
 TEST(CohortPipeline, EventsLeftBehindASoloWakeAnIdleThread) {
-  CohortPipeline pipeline(3, 64, 0, 2);
+  CohortPipeline pipeline(3, 64, 0, 2, nullptr, true, kOwnersOnly);
   std::mutex mu;
   std::condition_variable cv;
   int solos = 0;
@@ -418,7 +421,7 @@ TEST(CohortPipeline, SoloCohortsFromFourPartitions) {
 // where with solo cohorts the oldest goes alone.
 TEST(CohortPipeline, WithoutSoloCohortsFewEventsAreSplit) {
   for (const bool solo_cohorts : {true, false}) {
-    CohortPipeline pipeline(2, 64, 0, 2, nullptr, solo_cohorts);
+    CohortPipeline pipeline(2, 64, 0, 2, nullptr, solo_cohorts, kOwnersOnly);
     // Solo slots only where solo cohorts can form.
     EXPECT_EQ(pipeline.slots(), solo_cohorts ? 4u : 2u);
     auto job = Job(3);
@@ -437,7 +440,7 @@ TEST(CohortPipeline, WithoutSoloCohortsFewEventsAreSplit) {
 TEST(CohortPipeline, WithoutSoloCohortsOnlyAnEventAloneIsFinishedNow) {
   for (const uint64_t held : {uint64_t{1}, uint64_t{2}}) {
     CohortPipeline pipeline(2, 64, 0, 2, [held] { return held; },
-                            /*solo_cohorts=*/false);
+                            /*solo_cohorts=*/false, kOwnersOnly);
     auto job = Job(1);
     pipeline.PushEvents(job.get(), MonotonicNanos());
     CohortPipeline::Work work;
@@ -455,6 +458,118 @@ TEST(CohortPipeline, WithoutSoloCohortsOnlyAnEventAloneIsFinishedNow) {
   }
 }
 
+// Forms a split cohort of `events` on thread 0 with no phase-1 tasks and
+// has thread 0 match its own share; returns the cohort's buffer.
+uint32_t FormAndMatchOwnShare(CohortPipeline& pipeline, PublishJob* job,
+                              uint64_t cohort) {
+  pipeline.PushEvents(job, MonotonicNanos());
+  CohortPipeline::Work work;
+  EXPECT_TRUE(pipeline.Next(0, &work));
+  EXPECT_EQ(work.kind, Kind::kForm);
+  EXPECT_EQ(work.cohort, cohort);
+  EXPECT_FALSE(work.solo);
+  const uint32_t buffer = work.buffer;
+  pipeline.Formed(buffer, {}, work.events.size());
+  EXPECT_TRUE(pipeline.Next(0, &work));
+  EXPECT_EQ(work.kind, Kind::kMatch);
+  EXPECT_EQ(work.partition, 0u);
+  EXPECT_FALSE(work.stolen);
+  pipeline.MatchDone(buffer, 0);
+  return buffer;
+}
+
+// A share left waiting for its own thread past the steal delay is taken by
+// a thread with nothing of its own, and counted.
+TEST(CohortPipeline, IdleThreadStealsAShareLeftWaiting) {
+  CohortPipeline pipeline(2, 64, 0, 1, nullptr, true, /*steal_after_ns=*/0);
+  auto job = Job(CohortPipeline::kSoloCohort + 1);
+  const uint32_t buffer = FormAndMatchOwnShare(pipeline, job.get(), 0);
+  CohortPipeline::Work work;
+  ASSERT_TRUE(pipeline.Next(0, &work));
+  ASSERT_EQ(work.kind, Kind::kMatch);
+  EXPECT_EQ(work.buffer, buffer);
+  EXPECT_EQ(work.partition, 1u);
+  EXPECT_TRUE(work.stolen);
+  EXPECT_EQ(pipeline.steals(), 1u);
+  pipeline.MatchDone(buffer, 1);
+  // The cohort is matched everywhere: partition 1 has nothing left.
+  pipeline.Close();
+  EXPECT_FALSE(pipeline.Next(1, &work));
+}
+
+// Within the delay the share waits for its own thread, which takes it.
+TEST(CohortPipeline, ShareWaitsForItsOwnThreadFirst) {
+  CohortPipeline pipeline(2, 64, 0, 2, nullptr, true, kForever);
+  auto job = Job(CohortPipeline::kSoloCohort + 1);
+  const uint32_t buffer = FormAndMatchOwnShare(pipeline, job.get(), 0);
+  auto thief = NextAsync(pipeline, 0);
+  EXPECT_TRUE(Blocks(thief)) << "stole a share its thread had just got";
+  CohortPipeline::Work work;
+  ASSERT_TRUE(pipeline.Next(1, &work));
+  ASSERT_EQ(work.kind, Kind::kMatch);
+  EXPECT_EQ(work.partition, 1u);
+  EXPECT_FALSE(work.stolen);
+  pipeline.MatchDone(buffer, 1);
+  // Something else for the waiting thread: it forms the next cohort.
+  auto next = Job(CohortPipeline::kSoloCohort + 1);
+  pipeline.PushEvents(next.get(), MonotonicNanos());
+  work = thief.get();
+  EXPECT_EQ(work.kind, Kind::kForm);
+  EXPECT_EQ(pipeline.steals(), 0u);
+}
+
+// The delay runs out with nobody else calling in: the waiting thread wakes
+// by itself and steals.
+TEST(CohortPipeline, StealDelayWakesTheWaitingThread) {
+  constexpr int64_t kDelayNs = 30 * 1000 * 1000;
+  CohortPipeline pipeline(2, 64, 0, 2, nullptr, true, kDelayNs);
+  auto job = Job(CohortPipeline::kSoloCohort + 1);
+  FormAndMatchOwnShare(pipeline, job.get(), 0);
+  const int64_t start = MonotonicNanos();
+  CohortPipeline::Work work;
+  ASSERT_TRUE(pipeline.Next(0, &work));
+  EXPECT_EQ(work.kind, Kind::kMatch);
+  EXPECT_TRUE(work.stolen);
+  EXPECT_GE(MonotonicNanos() - start, kDelayNs / 2);
+}
+
+// A thread two cohorts behind has its oldest share taken at once, however
+// long the delay.
+TEST(CohortPipeline, ThreadTwoCohortsBehindIsStolenFromAtOnce) {
+  CohortPipeline pipeline(2, 64, 0, 3, nullptr, true, kForever);
+  auto first = Job(CohortPipeline::kSoloCohort + 1);
+  auto second = Job(CohortPipeline::kSoloCohort + 1);
+  const uint32_t oldest = FormAndMatchOwnShare(pipeline, first.get(), 0);
+  FormAndMatchOwnShare(pipeline, second.get(), 1);
+  CohortPipeline::Work work;
+  ASSERT_TRUE(pipeline.Next(0, &work));
+  ASSERT_EQ(work.kind, Kind::kMatch);
+  EXPECT_TRUE(work.stolen);
+  EXPECT_EQ(work.partition, 1u);
+  EXPECT_EQ(work.buffer, oldest) << "not the oldest cohort's share";
+  EXPECT_EQ(work.cohort, 0u);
+}
+
+// Solo cohorts are their former's whole: never stolen.
+TEST(CohortPipeline, SoloCohortIsNeverStolen) {
+  CohortPipeline pipeline(4, 64, 0, 2, [] { return uint64_t{2}; }, true, 0);
+  auto job = Job(1);
+  pipeline.PushEvents(job.get(), MonotonicNanos());
+  CohortPipeline::Work work;
+  ASSERT_TRUE(pipeline.Next(0, &work));
+  ASSERT_TRUE(work.solo);
+  pipeline.Formed(work.buffer, {}, 1);
+  auto other = NextAsync(pipeline, 1);
+  EXPECT_TRUE(Blocks(other)) << "another thread took part of a solo cohort";
+  ASSERT_TRUE(pipeline.Next(0, &work));
+  EXPECT_TRUE(work.all_partitions);
+  pipeline.MatchDone(work.buffer, 0);
+  auto next = Job(1);
+  pipeline.PushEvents(next.get(), MonotonicNanos());
+  EXPECT_EQ(other.get().kind, Kind::kForm);
+  EXPECT_EQ(pipeline.steals(), 0u);
+}
+
 TEST(CohortPipeline, DefaultBuffers) {
   EXPECT_EQ(CohortPipeline::DefaultBuffers(1), 2u);
   EXPECT_EQ(CohortPipeline::DefaultBuffers(2), 2u);
@@ -470,9 +585,9 @@ TEST(CohortPipeline, DefaultBuffers) {
 
 // The invariants with P threads working, publishers pushing and a changer
 // queueing changes (see the file comment), with 1, 2 and 8 buffers, with
-// solo cohorts and without.
+// solo cohorts and without, with phase 2 stolen or not.
 class CohortPipelineThreads
-    : public testing::TestWithParam<std::tuple<uint32_t, bool>> {};
+    : public testing::TestWithParam<std::tuple<uint32_t, bool, int64_t>> {};
 
 TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
   constexpr uint32_t kP = 3;
@@ -480,6 +595,7 @@ TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
   constexpr int kChanges = 20;
   const uint32_t buffers = std::get<0>(GetParam());
   const bool solo_cohorts = std::get<1>(GetParam());
+  const int64_t steal_after_ns = std::get<2>(GetParam());
   // Every other lone event is told the server is busy, so that both solo
   // and split cohorts form whatever the threads' timing (called under the
   // pipeline's lock, so the counter needs none of its own); without solo
@@ -487,7 +603,7 @@ TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
   uint64_t asked = 0;
   CohortPipeline pipeline(kP, 16, 50 * 1000, buffers,
                           [&asked] { return ++asked % 2 == 0 ? kP : 0; },
-                          solo_cohorts);
+                          solo_cohorts, steal_after_ns);
   std::vector<std::unique_ptr<PublishJob>> jobs;
   for (int j = 0; j < kJobs; ++j) jobs.push_back(Job(1 + j % 7));
   std::vector<UpdateBatch> changes(kChanges);
@@ -567,6 +683,9 @@ TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
           EXPECT_EQ(work.all_partitions, is_solo);
           if (is_solo) {
             EXPECT_EQ(solo_owner[cohort], p) << "solo cohort matched elsewhere";
+          } else if (work.stolen) {
+            EXPECT_NE(steal_after_ns, CohortPipeline::kNoStealing);
+            EXPECT_NE(work.partition, p) << "stole its own share";
           } else {
             EXPECT_EQ(work.partition, p) << "split cohort matched elsewhere";
           }
@@ -667,9 +786,12 @@ TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
   EXPECT_GT(formed, solo) << "no cohort was split";
 }
 
-INSTANTIATE_TEST_SUITE_P(BuffersAndSolos, CohortPipelineThreads,
-                         testing::Combine(testing::Values(1u, 2u, 8u),
-                                          testing::Bool()));
+// Stealing off, at once, and after the server's delay.
+INSTANTIATE_TEST_SUITE_P(
+    BuffersSolosAndStealing, CohortPipelineThreads,
+    testing::Combine(testing::Values(1u, 2u, 8u), testing::Bool(),
+                     testing::Values(CohortPipeline::kNoStealing, int64_t{0},
+                                     CohortPipeline::kStealAfterNs)));
 
 }  // namespace
 }  // namespace service

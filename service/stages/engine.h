@@ -6,11 +6,12 @@
 // Engine is the base of the three engines (docs/DESIGN.md sections 4 and
 // 9); it owns what they share and the steps they share:
 //   - PartitionedEngine (partitioned_engine.h), --index=partitioned, the
-//     default: phase 1 once per cohort for the whole server, each partition
-//     matching its own part of the clusters;
-//   - ShardedEngine (sharded_engine.h), --index=sharded_phase1 and
-//     --index=replicated: each partition owns a whole matcher::Index (a
-//     shard, or a replica) and forms its own cohorts;
+//     default, and --index=replicated (a copy of the index per partition):
+//     phase 1 once per cohort for each index copy, each partition
+//     matching its own part of its copy's clusters;
+//   - ShardedEngine (sharded_engine.h), --index=sharded_phase1: each
+//     partition owns a whole matcher::Index of a shard and forms its own
+//     cohorts;
 //   - ThreadedEngine (threaded_engine.h), --mode=threaded: the paper's
 //     thread-per-request baseline over one shared index.
 // The base admits publishes (Admission), merges and delivers what the

@@ -1,5 +1,9 @@
 #include "service/stages/engine_options.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace cohort {
@@ -26,6 +30,35 @@ absl::string_view IndexLayoutName(IndexLayout layout) {
       return "replicated";
   }
   return "?";
+}
+
+uint32_t DefaultIndexCopies(uint32_t partitions, uint64_t subscriptions,
+                            uint64_t budget_bytes, uint64_t machine_bytes) {
+  partitions = std::max<uint32_t>(partitions, 1);
+  if (budget_bytes == 0) budget_bytes = machine_bytes / 2;
+  auto fits = [&](uint32_t g) {
+    return g == 1 || budget_bytes == 0 ||
+           subscriptions * kIndexBytesPerSubscription <= budget_bytes / g;
+  };
+  uint32_t copies = 1;
+  for (uint32_t g = 1; g <= partitions; ++g) {
+    if (partitions % g != 0) continue;
+    copies = g;
+    if (partitions / g <= kCoresPerCopy) break;
+  }
+  while (copies > 1 && !fits(copies)) {
+    do {
+      --copies;
+    } while (partitions % copies != 0);
+  }
+  return copies;
+}
+
+uint64_t MachineMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
 }
 
 absl::Status CheckLatencyTarget(int64_t us) {

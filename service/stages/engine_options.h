@@ -69,6 +69,20 @@ struct EngineOptions {
   // 0 or above 64 means 64.
   uint32_t cohort_max = 64;
   int64_t cohort_wait_us = 0;
+  // Partitioned layout: copies of the subscription set, G, each split over
+  // partitions / G of the partition threads with a front dispatch of its
+  // own; a cohort goes to one copy, a change to all (PartitionedEngine).
+  // 1: one index divided over every thread; `partitions`: a whole index
+  // per thread (the replicated layout). REQUIRES: divides `partitions`.
+  // 0 (--index_copies=0) is resolved by DefaultIndexCopies before the
+  // engine is created (CohortServer::Start).
+  uint32_t index_copies = 1;
+  // What the copies may take together (--index_memory_budget_mb), for
+  // DefaultIndexCopies; 0: half the machine's memory.
+  uint64_t index_memory_budget_bytes = 0;
+  // Partitioned layout: an idle partition thread may match another's share
+  // of a cohort when that thread is behind (CohortPipeline).
+  bool phase2_stealing = true;
   // Partitioned layout: cohorts in flight at once, each with its mask
   // buffer (1 to CohortPipeline::kMaxBuffers); 0: the pipeline's default
   // for the partition count (CohortPipeline::DefaultBuffers).
@@ -95,6 +109,32 @@ struct EngineOptions {
   // durable; Shutdown closes it after the last change is applied.
   Durability* durability = nullptr;
 };
+
+// The most partition threads one index copy gets by default. On a 16-core
+// Xeon, one index over 8 cores matched fabret-1m 4.31x one core, and over
+// 16 only 4.84x, while 16 whole copies reached 9.79x (bench/RESULTS.md,
+// xeon16-matcher): past 8 cores, a cohort's hand-offs and stragglers cost
+// more than one index's memory saves. On 2 cores one index over both beat
+// two copies by 1.10x (bench/RESULTS.md, preemption).
+inline constexpr uint32_t kCoresPerCopy = 8;
+// What the default rule counts a subscription's index memory at, per copy:
+// fabret-1m takes 48.9 bytes (bench/RESULTS.md); the rest is headroom for
+// wider subscriptions.
+inline constexpr uint64_t kIndexBytesPerSubscription = 64;
+
+// DefaultIndexCopies()
+//
+// The default --index_copies for `partitions` threads when the server
+// starts with `subscriptions` (recovered; 0 on an empty or cluster start):
+// the fewest copies, dividing `partitions`, that give no copy more than
+// kCoresPerCopy threads, then fewer while the copies' estimated memory
+// (copies x subscriptions x kIndexBytesPerSubscription) would exceed
+// `budget_bytes` (0: half of `machine_bytes`). At least 1.
+uint32_t DefaultIndexCopies(uint32_t partitions, uint64_t subscriptions,
+                            uint64_t budget_bytes, uint64_t machine_bytes);
+
+// The machine's physical memory in bytes (0 if unknown).
+uint64_t MachineMemoryBytes();
 
 // The largest --latency_target_us.
 inline constexpr int64_t kMaxLatencyTargetUs = 60'000'000;

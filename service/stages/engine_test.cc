@@ -132,12 +132,7 @@ TEST_P(EngineDifferentialTest, ResultsAndDeliveriesEqualTheOracle) {
   EngineOptions options;
   options.partitions = GetParam().partitions;
   options.cohort_max = GetParam().cohort_max;
-  options.index_layout = *ParseIndexLayout(GetParam().layout);
-  options.cohorts_in_flight = GetParam().cohorts_in_flight;
-  if (GetParam().handout_positions > 0) {
-    options.phase1_inline_positions = GetParam().handout_positions;
-    options.phase1_batch_positions = GetParam().handout_positions;
-  }
+  ApplyLayout(GetParam(), &options);
   options.cohort_wait_us = 200;
   options.threads = 3;
   Harness h(GetParam().mode, options);
@@ -284,8 +279,82 @@ INSTANTIATE_TEST_SUITE_P(
                       Config{"staged", 3, 64, "sharded_phase1"},
                       Config{"staged", 2, 64, "replicated"},
                       Config{"staged", 3, 1, "replicated"},
+                      // Index copies (every G of 4 and 6 partitions) and
+                      // phase 2 owned by its partition only.
+                      Config{"staged", 4, 64, "partitioned", 0, 0, 2},
+                      Config{"staged", 4, 16, "partitioned", 0, 1, 4},
+                      Config{"staged", 6, 64, "partitioned", 0, 0, 3},
+                      Config{"staged", 6, 64, "partitioned", 2, 8, 2},
+                      Config{"staged", 3, 64, "partitioned", 1, 8, 1, false},
+                      Config{"staged", 4, 64, "partitioned", 0, 0, 2, false},
                       Config{"threaded", 0, 0}),
     ConfigName);
+
+// The default --index_copies: no copy over kCoresPerCopy threads, copies
+// dividing the partitions, fewer copies when their memory would pass the
+// budget, never fewer than one.
+TEST(DefaultIndexCopiesTest, CoresThenMemory) {
+  constexpr uint64_t kGiB = uint64_t{1} << 30;
+  EXPECT_EQ(DefaultIndexCopies(1, 0, 0, 64 * kGiB), 1u);
+  EXPECT_EQ(DefaultIndexCopies(2, 0, 0, 64 * kGiB), 1u);
+  EXPECT_EQ(DefaultIndexCopies(8, 0, 0, 64 * kGiB), 1u);
+  EXPECT_EQ(DefaultIndexCopies(12, 0, 0, 64 * kGiB), 2u);
+  EXPECT_EQ(DefaultIndexCopies(16, 0, 0, 64 * kGiB), 2u);
+  EXPECT_EQ(DefaultIndexCopies(64, 0, 0, 64 * kGiB), 8u);
+  EXPECT_EQ(DefaultIndexCopies(9, 0, 0, 64 * kGiB), 3u);
+  // 10M subscriptions at 64 bytes: 640 MB a copy. 8 copies of 64
+  // partitions fit 8 GB but not 4 GB (then 4 copies), nor 1 GB (1 copy).
+  constexpr uint64_t kSubs = 10'000'000;
+  EXPECT_EQ(DefaultIndexCopies(64, kSubs, 8 * kGiB, 0), 8u);
+  EXPECT_EQ(DefaultIndexCopies(64, kSubs, 4 * kGiB, 0), 4u);
+  EXPECT_EQ(DefaultIndexCopies(64, kSubs, kGiB, 0), 1u);
+  // No budget given: half the machine's memory.
+  EXPECT_EQ(DefaultIndexCopies(64, kSubs, 0, 8 * kGiB), 4u);
+  // Nothing known of either: the cores decide.
+  EXPECT_EQ(DefaultIndexCopies(16, kSubs, 0, 0), 2u);
+}
+
+// Index copies: a lone event goes to one copy only, so only its partitions
+// see it; GetStats counts the copies; a change reaches every copy.
+TEST(EngineStatsTest, LoneEventWakesOneCopy) {
+  EngineOptions options;
+  options.partitions = 4;
+  options.index_copies = 2;
+  Harness h("staged", options);
+  v1::SubscribeRequest request;
+  auto* spec = request.add_subscriptions();
+  spec->set_subscriber("s");
+  auto* p = spec->add_predicates();
+  p->set_attribute("a0");
+  p->set_op(v1::OP_EQ);
+  p->set_value(1);
+  ASSERT_TRUE(h.Subscribe(request).ok());
+  for (int i = 0; i < 2; ++i) {
+    v1::PublishRequest publish;
+    auto* attribute = publish.add_events()->add_attributes();
+    attribute->set_name("a0");
+    attribute->set_value(1);
+    v1::PublishResponse response;
+    ASSERT_TRUE(h.Publish(publish, &response).ok());
+    ASSERT_EQ(response.results_size(), 1);
+    EXPECT_EQ(response.results(0).match_count(), 1u)
+        << "publish " << i << " missed the subscription";
+  }
+  v1::Stats stats;
+  h.engine().FillStats(&stats);
+  EXPECT_EQ(stats.index_copies(), 2u);
+  EXPECT_EQ(stats.partitions(), 4u);
+  std::vector<uint64_t> events;
+  for (const v1::StageStats& stage : stats.stages()) {
+    if (stage.stage() == "partition") events.push_back(stage.events());
+  }
+  ASSERT_EQ(events.size(), 4u);
+  // Each lone event in one copy's two partitions: the copies are partitions
+  // 0-1 and 2-3, and each published event went to one of them.
+  EXPECT_EQ(events[0], events[1]);
+  EXPECT_EQ(events[2], events[3]);
+  EXPECT_EQ(events[0] + events[2], 2u);
+}
 
 // Property: a partition's batches are its cohorts. Subscription changes are
 // counted as updates, not batches, so `events / batches` in GetStats (what
@@ -584,12 +653,7 @@ class EngineDurabilityTest : public ::testing::TestWithParam<Config> {
     options.partitions = GetParam().partitions;
     options.cohort_max = GetParam().cohort_max;
     options.threads = 2;
-    options.index_layout = *ParseIndexLayout(GetParam().layout);
-    options.cohorts_in_flight = GetParam().cohorts_in_flight;
-    if (GetParam().handout_positions > 0) {
-      options.phase1_inline_positions = GetParam().handout_positions;
-      options.phase1_batch_positions = GetParam().handout_positions;
-    }
+    ApplyLayout(GetParam(), &options);
     return options;
   }
   // Journals the harness's new names and strings, as the server does.
@@ -756,12 +820,7 @@ TEST_P(EngineConcurrencyTest, ChangesWithCohortsInFlightMatchTheOracle) {
   EngineOptions options;
   options.partitions = GetParam().partitions;
   options.cohort_max = GetParam().cohort_max;
-  options.index_layout = *ParseIndexLayout(GetParam().layout);
-  options.cohorts_in_flight = GetParam().cohorts_in_flight;
-  if (GetParam().handout_positions > 0) {
-    options.phase1_inline_positions = GetParam().handout_positions;
-    options.phase1_batch_positions = GetParam().handout_positions;
-  }
+  ApplyLayout(GetParam(), &options);
   options.threads = 2;
   Harness h(GetParam().mode, options);
   constexpr int kAttributes = 4;
@@ -911,6 +970,13 @@ INSTANTIATE_TEST_SUITE_P(Modes, EngineConcurrencyTest,
                                                   "partitioned", 4, 8},
                                            Config{"staged", 3, 64,
                                                   "sharded_phase1"},
+                                           Config{"staged", 4, 64,
+                                                  "partitioned", 0, 8, 2},
+                                           Config{"staged", 3, 64,
+                                                  "replicated"},
+                                           Config{"staged", 3, 64,
+                                                  "partitioned", 1, 8, 1,
+                                                  false},
                                            Config{"threaded", 0, 0}),
                          ConfigName);
 
@@ -923,12 +989,7 @@ TEST_P(EngineOrderingTest, ChangesAreVisibleToEventsPublishedAfterThem) {
   EngineOptions options;
   options.partitions = GetParam().partitions;
   options.cohort_max = GetParam().cohort_max;
-  options.index_layout = *ParseIndexLayout(GetParam().layout);
-  options.cohorts_in_flight = GetParam().cohorts_in_flight;
-  if (GetParam().handout_positions > 0) {
-    options.phase1_inline_positions = GetParam().handout_positions;
-    options.phase1_batch_positions = GetParam().handout_positions;
-  }
+  ApplyLayout(GetParam(), &options);
   options.cohort_wait_us = 100;
   options.threads = 2;
   Harness h(GetParam().mode, options);
@@ -978,6 +1039,8 @@ INSTANTIATE_TEST_SUITE_P(Modes, EngineOrderingTest,
                                                   "sharded_phase1"},
                                            Config{"staged", 3, 64,
                                                   "replicated"},
+                                           Config{"staged", 4, 64,
+                                                  "partitioned", 0, 0, 2},
                                            Config{"threaded", 0, 0}),
                          ConfigName);
 
@@ -992,7 +1055,7 @@ TEST_P(EngineChangeTest, EveryEngineAnswersChangesAlike) {
   EngineOptions options;
   options.partitions = GetParam().partitions;
   options.cohort_max = GetParam().cohort_max;
-  options.index_layout = *ParseIndexLayout(GetParam().layout);
+  ApplyLayout(GetParam(), &options);
   options.threads = 2;
   Harness h(GetParam().mode, options);
   v1::SubscribeRequest none;
@@ -1046,6 +1109,8 @@ INSTANTIATE_TEST_SUITE_P(Modes, EngineChangeTest,
                                                   "sharded_phase1"},
                                            Config{"staged", 2, 64,
                                                   "replicated"},
+                                           Config{"staged", 4, 64,
+                                                  "partitioned", 0, 0, 2},
                                            Config{"threaded", 0, 0}),
                          ConfigName);
 

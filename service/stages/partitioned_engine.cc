@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <future>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -18,52 +19,84 @@ uint32_t CohortLimit(uint32_t cohort_max) {
   return cohort_max == 0 ? kMax : std::min(cohort_max, kMax);
 }
 
+// Each copy's partitions: CreateEngine checks that the copies divide the
+// partitions.
+uint32_t PartitionsPerCopy(const EngineOptions& options) {
+  return options.partitions / std::max<uint32_t>(options.index_copies, 1);
+}
+
 }  // namespace
 
+PartitionedEngine::Copy::Copy(PartitionedEngine* engine,
+                              uint32_t first_thread, uint32_t partitions)
+    : index(partitions),
+      pipeline(partitions, CohortLimit(engine->options_.cohort_max),
+               engine->options_.cohort_wait_us * 1000,
+               CohortPipeline::BuffersFor(partitions,
+                                          engine->options_.cohorts_in_flight),
+               // One copy: the server's events (as before copies); with
+               // several, this copy's.
+               [this, engine] {
+                 return engine->copies_.size() == 1
+                            ? engine->admission_.in_flight()
+                            : events.load(std::memory_order_relaxed);
+               },
+               CohortPipeline::SoloCohortsFor(partitions),
+               engine->options_.phase2_stealing
+                   ? CohortPipeline::kStealAfterNs
+                   : CohortPipeline::kNoStealing),
+      predicate(&index, &pipeline, &engine->predicate_profile_,
+                [this, engine](PublishJob* job, uint32_t event) {
+                  events.fetch_sub(1, std::memory_order_relaxed);
+                  engine->reply_.Push(job, event);
+                },
+                engine->options_.phase1_inline_positions,
+                engine->options_.phase1_batch_positions) {
+  for (uint32_t p = 0; p < partitions; ++p) {
+    this->partitions.push_back(std::make_unique<ClusterPartition>(
+        p, first_thread + p, engine->options_.queue_limit, &index,
+        &engine->directory_, &engine->listeners_, &subscriber_of,
+        [this, engine](PublishJob* job, uint32_t event, bool now) {
+          events.fetch_sub(1, std::memory_order_relaxed);
+          if (now) {
+            engine->reply_.FinishNow(job, event);
+          } else {
+            engine->reply_.Push(job, event);
+          }
+        }));
+  }
+  planned.rows.resize(partitions);
+  planned.removes.resize(partitions);
+  planned.removed.resize(partitions);
+}
+
 PartitionedEngine::PartitionedEngine(const EngineOptions& options)
-    : Engine(options, /*id_shards=*/1, /*partials=*/options.partitions),
-      index_(options.partitions),
-      pipeline_(options.partitions, CohortLimit(options.cohort_max),
-                options.cohort_wait_us * 1000,
-                CohortPipeline::BuffersFor(options.partitions,
-                                           options.cohorts_in_flight),
-                [this] { return admission_.in_flight(); },
-                CohortPipeline::SoloCohortsFor(options.partitions)),
+    : Engine(options, /*id_shards=*/1,
+             /*partials=*/PartitionsPerCopy(options)),
       reply_(options.queue_limit,
              [this](PublishJob* job, size_t event, StageProfile* profile) {
                FinishEvent(job, event, profile);
              },
              &admission_),
-      predicate_(&index_, &pipeline_, options.queue_limit,
-                 [this](PublishJob* job, uint32_t event) {
-                   reply_.Push(job, event);
-                 },
-                 options.phase1_inline_positions,
-                 options.phase1_batch_positions) {
-  for (uint32_t p = 0; p < options.partitions; ++p) {
-    partitions_.push_back(std::make_unique<ClusterPartition>(
-        p, options.queue_limit, &index_, &directory_, &listeners_,
-        &subscriber_of_, [this](PublishJob* job, uint32_t event, bool now) {
-          if (now) {
-            reply_.FinishNow(job, event);
-          } else {
-            reply_.Push(job, event);
-          }
-        }));
+      predicate_profile_("predicate", "predicate", std::nullopt,
+                         options.queue_limit) {
+  const uint32_t per_copy = PartitionsPerCopy(options);
+  const uint32_t copies = options.partitions / per_copy;
+  for (uint32_t c = 0; c < copies; ++c) {
+    copies_.push_back(std::make_unique<Copy>(this, c * per_copy, per_copy));
   }
-  planned_.rows.resize(options.partitions);
-  planned_.removes.resize(options.partitions);
-  planned_.removed.resize(options.partitions);
   reply_.Start();
   // Each thread is pinned and placed before Start returns, so its profile's
   // cpu and numa_node are set before the server reports them.
-  for (uint32_t p = 0; p < options.partitions; ++p) {
+  for (uint32_t t = 0; t < options.partitions; ++t) {
+    Copy* copy = copies_[t / per_copy].get();
+    const uint32_t p = t % per_copy;
     std::promise<void> placed;
     std::future<void> done = placed.get_future();
-    threads_.emplace_back([this, p, &placed] {
-      PlacePartitionThread(p, options_, &partitions_[p]->profile());
+    threads_.emplace_back([this, t, copy, p, &placed] {
+      PlacePartitionThread(t, options_, &copy->partitions[p]->profile());
       placed.set_value();
-      Run(p);
+      Run(t, copy, p);
     });
     done.wait();
   }
@@ -71,124 +104,171 @@ PartitionedEngine::PartitionedEngine(const EngineOptions& options)
 
 PartitionedEngine::~PartitionedEngine() { Shutdown(); }
 
-void PartitionedEngine::Run(uint32_t p) {
+void PartitionedEngine::Run(uint32_t /*thread*/, Copy* copy, uint32_t p) {
   CohortPipeline::Work work;
   ClusterPartition::Scratch scratch;
-  while (pipeline_.Next(p, &work)) {
+  while (copy->pipeline.Next(p, &work)) {
     switch (work.kind) {
       case CohortPipeline::Work::Kind::kForm:
-        predicate_.Form(work);
+        copy->predicate.Form(work);
         break;
       case CohortPipeline::Work::Kind::kTask:
-        predicate_.RunTask(work);
+        copy->predicate.RunTask(work);
         break;
       case CohortPipeline::Work::Kind::kMatch: {
-        const PredicateStage::Cohort& cohort = predicate_.cohort(work.buffer);
+        const PredicateStage::Cohort& cohort =
+            copy->predicate.cohort(work.buffer);
         if (work.all_partitions) {
-          for (const auto& partition : partitions_) {
+          for (const auto& partition : copy->partitions) {
             partition->Match(work, cohort, &scratch);
           }
         } else {
-          partitions_[work.partition]->Match(work, cohort, &scratch);
+          copy->partitions[work.partition]->Match(work, cohort, &scratch);
         }
-        pipeline_.MatchDone(work.buffer, work.partition);
+        copy->pipeline.MatchDone(work.buffer, work.partition);
         break;
       }
       case CohortPipeline::Work::Kind::kPlanUpdate:
-        Plan(*work.update);
+        Plan(copy, *work.update);
         break;
       case CohortPipeline::Work::Kind::kApplyUpdate:
-        partitions_[p]->Apply(planned_.rows[p], planned_.removes[p],
-                              &planned_.removed[p]);
-        pipeline_.UpdateApplied(p);
+        copy->partitions[p]->Apply(copy->planned.rows[p],
+                                   copy->planned.removes[p],
+                                   &copy->planned.removed[p]);
+        copy->pipeline.UpdateApplied(p);
         break;
       case CohortPipeline::Work::Kind::kFinishUpdate:
-        Finish(work.update);
+        Finish(copy, work.update);
         break;
     }
   }
 }
 
-void PartitionedEngine::Plan(const UpdateBatch& update) {
-  const uint32_t p_count = static_cast<uint32_t>(partitions_.size());
+void PartitionedEngine::Plan(Copy* copy, const UpdateBatch& update) {
+  const uint32_t p_count = static_cast<uint32_t>(copy->partitions.size());
+  Planned& planned = copy->planned;
   // A batch of adds (a Subscribe request, recovery) is planned in bulk:
   // the predicate table's upkeep once, at its end.
-  index_.BeginPlans();
+  copy->index.BeginPlans();
   for (const UpdateBatch::Add& add : update.adds) {
     matcher::PartitionedIndex::PendingRow row;
-    absl::Status s = index_.PlanAdd(add.local_id, add.input->predicates, &row);
+    absl::Status s =
+        copy->index.PlanAdd(add.local_id, add.input->predicates, &row);
     if (!s.ok()) {
-      if (planned_.status.ok()) planned_.status = s;
+      if (planned.status.ok()) planned.status = s;
       continue;
     }
-    if (subscriber_of_.size() <= add.local_id) {
-      subscriber_of_.resize(add.local_id + 1);
+    if (copy->subscriber_of.size() <= add.local_id) {
+      copy->subscriber_of.resize(add.local_id + 1);
     }
-    subscriber_of_[add.local_id] = add.input->subscriber;
-    planned_.rows[row.partition].push_back(std::move(row));
+    copy->subscriber_of[add.local_id] = add.input->subscriber;
+    planned.rows[row.partition].push_back(std::move(row));
   }
-  index_.EndPlans();
+  copy->index.EndPlans();
   for (uint32_t id : update.removes) {
-    absl::StatusOr<uint32_t> p = index_.PartitionOf(id);
+    absl::StatusOr<uint32_t> p = copy->index.PartitionOf(id);
     if (!p.ok()) {
-      if (planned_.status.ok()) planned_.status = p.status();
+      if (planned.status.ok()) planned.status = p.status();
       continue;
     }
-    planned_.removes[*p].push_back(id);
+    planned.removes[*p].push_back(id);
   }
   std::vector<bool> involved(p_count);
   for (uint32_t p = 0; p < p_count; ++p) {
-    involved[p] = !planned_.rows[p].empty() || !planned_.removes[p].empty();
+    involved[p] = !planned.rows[p].empty() || !planned.removes[p].empty();
   }
-  pipeline_.UpdatePlanned(involved);
+  copy->pipeline.UpdatePlanned(involved);
 }
 
-void PartitionedEngine::Finish(UpdateBatch* update) {
-  for (matcher::PartitionedIndex::RemovedRows& removed : planned_.removed) {
-    index_.FinishRemove(removed);
+void PartitionedEngine::Finish(Copy* copy, UpdateBatch* update) {
+  Planned& planned = copy->planned;
+  for (matcher::PartitionedIndex::RemovedRows& removed : planned.removed) {
+    copy->index.FinishRemove(removed);
     removed = {};
   }
-  for (auto& rows : planned_.rows) rows.clear();
-  for (auto& removes : planned_.removes) removes.clear();
-  const absl::Status status = std::exchange(planned_.status, absl::OkStatus());
-  // The change is in the index: cohorts may form again, and every event
-  // queued after it will be matched against it.
-  pipeline_.UpdateFinished();
+  for (auto& rows : planned.rows) rows.clear();
+  for (auto& removes : planned.removes) removes.clear();
+  const absl::Status status = std::exchange(planned.status, absl::OkStatus());
+  // The change is in this copy: cohorts may form again, and every event
+  // queued here after it will be matched against it.
+  copy->pipeline.UpdateFinished();
   update->done(status);  // may delete the change
 }
 
 void PartitionedEngine::RouteChange(Change* change) {
-  // One batch for the whole index, planned and applied by the pipeline
-  // between cohorts (Plan, each partition's Apply, Finish).
-  change->batches.resize(1);
-  UpdateBatch& batch = change->batches[0];
-  if (change->adds()) {
-    for (size_t i = 0; i < change->ids.size(); ++i) {
-      batch.adds.push_back(
-          {directory_.Place(change->ids[i]).local_id, &change->inputs[i]});
-    }
-  } else {
-    for (uint64_t id : change->ids) {
-      batch.removes.push_back(directory_.Place(id).local_id);
+  // One batch per copy, each for the whole of its index, planned and
+  // applied by that copy's pipeline between its cohorts (Plan, each
+  // partition's Apply, Finish); the change is answered once every copy
+  // has it.
+  change->batches.resize(copies_.size());
+  for (UpdateBatch& batch : change->batches) {
+    if (change->adds()) {
+      for (size_t i = 0; i < change->ids.size(); ++i) {
+        batch.adds.push_back(
+            {directory_.Place(change->ids[i]).local_id, &change->inputs[i]});
+      }
+    } else {
+      for (uint64_t id : change->ids) {
+        batch.removes.push_back(directory_.Place(id).local_id);
+      }
     }
   }
-  QueueBatches(change, [this](uint32_t, UpdateBatch* update) {
-    pipeline_.PushUpdate(update, MonotonicNanos());
+  QueueBatches(change, [this](uint32_t c, UpdateBatch* update) {
+    copies_[c]->pipeline.PushUpdate(update, MonotonicNanos());
   });
 }
 
-void PartitionedEngine::Dispatch(PublishJob* job) {
-  pipeline_.PushEvents(job, MonotonicNanos());
+PartitionedEngine::Copy* PartitionedEngine::ChooseCopy() {
+  const uint32_t n = static_cast<uint32_t>(copies_.size());
+  // The fewest events in it, starting from the next in turn so that ties
+  // (an idle server's lone events) go round.
+  const uint32_t start = next_copy_.fetch_add(1, std::memory_order_relaxed);
+  Copy* best = nullptr;
+  uint64_t fewest = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    Copy* c = copies_[(start + i) % n].get();
+    const uint64_t e = c->events.load(std::memory_order_relaxed);
+    if (best == nullptr || e < fewest) {
+      best = c;
+      fewest = e;
+    }
+  }
+  return best;
 }
 
-void PartitionedEngine::Flush() { pipeline_.Flush(); }
+void PartitionedEngine::Dispatch(PublishJob* job) {
+  const int64_t now = MonotonicNanos();
+  const uint32_t n = static_cast<uint32_t>(job->events.size());
+  if (copies_.size() == 1) {
+    copies_[0]->events.fetch_add(n, std::memory_order_relaxed);
+    copies_[0]->pipeline.PushEvents(job, now);
+    return;
+  }
+  // A request of several events is dealt out in even runs, one per copy at
+  // most, each to the copy with the fewest events then: an idle server
+  // matches a batch on every core, a busy one fills its cohorts from
+  // several requests either way.
+  const uint32_t runs = std::min<uint32_t>(n, copies_.size());
+  uint32_t first = 0;
+  for (uint32_t r = 0; r < runs; ++r) {
+    const uint32_t count = (n - first) / (runs - r);
+    Copy* copy = ChooseCopy();
+    copy->events.fetch_add(count, std::memory_order_relaxed);
+    copy->pipeline.PushEvents(job, now, first, count);
+    first += count;
+  }
+}
+
+void PartitionedEngine::Flush() {
+  for (auto& copy : copies_) copy->pipeline.Flush();
+}
 
 void PartitionedEngine::StopStages() {
   if (stopped_) return;
   stopped_ = true;
   // The partition threads finish everything queued first; every event they
   // finish reaches the reply stage before it is told to stop.
-  pipeline_.Close();
+  for (auto& copy : copies_) copy->pipeline.Close();
   for (std::thread& t : threads_) t.join();
   reply_.Stop();
 }
@@ -197,10 +277,16 @@ void PartitionedEngine::AddStageStats(
     v1::Stats* stats, std::vector<const StageProfile*>* profiles) const {
   stats->set_mode("staged");
   stats->set_index_layout(std::string(IndexLayoutName(options_.index_layout)));
-  stats->set_partitions(static_cast<uint32_t>(partitions_.size()));
-  profiles->push_back(&predicate_.profile());
-  for (const auto& partition : partitions_) {
-    profiles->push_back(&partition->profile());
+  stats->set_partitions(static_cast<uint32_t>(threads_.size()));
+  stats->set_index_copies(static_cast<uint32_t>(copies_.size()));
+  uint64_t stolen = 0;
+  for (const auto& copy : copies_) stolen += copy->pipeline.steals();
+  stats->set_stolen_matches(stolen);
+  profiles->push_back(&predicate_profile_);
+  for (const auto& copy : copies_) {
+    for (const auto& partition : copy->partitions) {
+      profiles->push_back(&partition->profile());
+    }
   }
   profiles->push_back(&reply_.profile());
 }

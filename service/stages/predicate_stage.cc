@@ -1,12 +1,11 @@
 #include "service/stages/predicate_stage.h"
 
-#include <optional>
 #include <utility>
 
 namespace cohort {
 namespace service {
 PredicateStage::PredicateStage(const matcher::PartitionedIndex* index,
-                               CohortPipeline* pipeline, uint64_t queue_limit,
+                               CohortPipeline* pipeline, StageProfile* profile,
                                ExpiredFn expired, uint64_t inline_positions,
                                uint64_t batch_positions)
     : index_(index),
@@ -14,7 +13,7 @@ PredicateStage::PredicateStage(const matcher::PartitionedIndex* index,
       expired_(std::move(expired)),
       inline_positions_(inline_positions),
       batch_positions_(batch_positions),
-      profile_("predicate", "predicate", std::nullopt, queue_limit),
+      profile_(profile),
       cohorts_(pipeline->slots()) {}
 
 void PredicateStage::Form(const CohortPipeline::Work& work) {
@@ -39,9 +38,9 @@ void PredicateStage::Form(const CohortPipeline::Work& work) {
     c.events.push_back(e);
     c.views.push_back(e.job->events[e.event]);
   }
-  profile_.RecordWaits(waits);
-  profile_.AddEvents(c.events.size());
-  profile_.AddExpired(expired.size());
+  profile_->RecordWaits(waits);
+  profile_->AddEvents(c.events.size());
+  profile_->AddExpired(expired.size());
   c.preferred.clear();
   if (!c.events.empty()) {
     index_->BeginCohort(c.views, &c.masks);
@@ -83,7 +82,7 @@ void PredicateStage::RunTask(const CohortPipeline::Work& work) {
 }
 
 void PredicateStage::PhaseOneDone(const Batch& batch) {
-  profile_.RecordBatch(batch.queue_length, batch.events,
+  profile_->RecordBatch(batch.queue_length, batch.events,
                        MonotonicNanos() - batch.formed_ns);
 }
 

@@ -17,8 +17,8 @@
 // When a cohort's last task has run, its masks are complete and every
 // partition may match it (the pipeline's kMatch).
 //
-// Its profile row ("predicate"): queue length and wait are the front
-// dispatch queue's (events waiting for a cohort to form, and how long they
+// Its profile row ("predicate", one for all index copies): queue length
+// and wait are the front dispatch queue's (events waiting for a cohort to form, and how long they
 // waited), a batch is a cohort, its service time runs from formation to the
 // last task, `expired` counts events skipped at formation.
 //
@@ -64,9 +64,11 @@ class PredicateStage {
   // Hands an event that will not be matched to the reply stage.
   using ExpiredFn = std::function<void(PublishJob* job, uint32_t event)>;
 
-  // `index` and `pipeline` are not owned.
+  // `index`, `pipeline` and `profile` are not owned; with index copies the
+  // copies' predicate stages share one profile (StageProfile is
+  // thread-safe).
   PredicateStage(const matcher::PartitionedIndex* index,
-                 CohortPipeline* pipeline, uint64_t queue_limit,
+                 CohortPipeline* pipeline, StageProfile* profile,
                  ExpiredFn expired,
                  uint64_t inline_positions = kPhase1InlinePositions,
                  uint64_t batch_positions = kPhase1BatchPositions);
@@ -78,7 +80,7 @@ class PredicateStage {
   void RunTask(const CohortPipeline::Work& work);
 
   const Cohort& cohort(uint32_t buffer) const { return cohorts_[buffer]; }
-  const StageProfile& profile() const { return profile_; }
+  const StageProfile& profile() const { return *profile_; }
 
  private:
   // What the profile records of a cohort, read before the cohort is handed
@@ -97,7 +99,7 @@ class PredicateStage {
   const ExpiredFn expired_;
   const uint64_t inline_positions_;
   const uint64_t batch_positions_;
-  StageProfile profile_;
+  StageProfile* const profile_;
   std::vector<Cohort> cohorts_;  // by buffer
 };
 

@@ -69,8 +69,9 @@ struct PublishJob {
   }
 
   // Engine state. `state[i].partials` has one entry per partition that
-  // reports on the event: P for the partitioned and sharded_phase1 layouts,
-  // 1 for the replicated one and the threaded engine.
+  // reports on the event: P / G for the partitioned layout with G index
+  // copies (1 for the replicated one), P for sharded_phase1, 1 for the
+  // threaded engine.
   std::unique_ptr<EventState[]> state;
   std::atomic<size_t> events_left{0};
   std::atomic<size_t> events_skipped{0};

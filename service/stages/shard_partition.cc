@@ -22,18 +22,6 @@ void ShardQueue::PushEvents(PublishJob* job, int64_t now_ns) {
   WakeIfReady(was_empty);
 }
 
-void ShardQueue::PushEvents(PublishJob* job,
-                                absl::Span<const uint32_t> events,
-                                int64_t now_ns) {
-  if (events.empty()) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  const bool was_empty = items_.empty();
-  for (uint32_t i : events) {
-    items_.push_back(ShardItem{job, i, nullptr, now_ns});
-  }
-  WakeIfReady(was_empty);
-}
-
 void ShardQueue::PushUpdate(UpdateBatch* update, int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
   items_.push_back(ShardItem{nullptr, 0, update, now_ns});
@@ -105,7 +93,7 @@ ShardPartition::ShardPartition(uint32_t index, const EngineOptions& options,
                      const SubscriptionDirectory* directory,
                      const ListenerRegistry* listeners, ReadyFn ready)
     : index_(index),
-      shard_id_(options.index_layout == IndexLayout::kReplicated ? 0 : index),
+      shard_id_(index),
       options_(options),
       directory_(directory),
       listeners_(listeners),

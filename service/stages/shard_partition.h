@@ -1,5 +1,4 @@
-// A partition stage of the sharded_phase1 and replicated layouts
-// (sharded_engine.h; docs/DESIGN.md section 9): one thread that owns a whole
+// A partition stage of the sharded_phase1 layout (sharded_engine.h; docs/DESIGN.md section 9): one thread that owns a whole
 // matcher::Index and matches *cohorts* of events against it.
 //
 // Its inbound `ShardQueue` carries, in arrival order, published events and
@@ -13,10 +12,8 @@
 //
 // For each event of a cohort the partition writes its partial result into
 // the job (PublishJob::partials[shard]) and, if it is the last partition
-// to do so, hands the event to the reply stage. With sharded_phase1,
-// partition p owns shard p and receives every event; with replicated, every
-// partition holds the whole index as shard 0, receives only the events
-// routed to it, and so is the only one reporting them.
+// to do so, hands the event to the reply stage. Partition p owns shard p
+// and receives every event.
 //
 // Thread safety: Push* may be called from any thread; everything else about
 // the index is confined to the partition thread. The shard (matcher::Index
@@ -68,9 +65,6 @@ class ShardQueue {
       : activation_(cohort_max, cohort_wait_ns) {}
 
   void PushEvents(PublishJob* job, int64_t now_ns);
-  // Queues only the events of `job` numbered in `events`.
-  void PushEvents(PublishJob* job, absl::Span<const uint32_t> events,
-                  int64_t now_ns);
   void PushUpdate(UpdateBatch* update, int64_t now_ns);
   // From now on cohorts run as soon as events are queued, without waiting
   // for the wait limit (shutdown: admitted work finishes promptly).

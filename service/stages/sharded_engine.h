@@ -1,25 +1,24 @@
-// The staged engine of the sharded_phase1 and replicated layouts
-// (engine_options.h IndexLayout; docs/DESIGN.md sections 4 and 9), where
-// each partition owns a whole matcher::Index: front stage -> P partition
-// stages -> reply stage.
+// The staged engine of the sharded_phase1 layout (engine_options.h
+// IndexLayout; docs/DESIGN.md sections 4 and 9), where each partition owns
+// a whole matcher::Index of a shard: front stage -> P partition stages ->
+// reply stage. (The replicated layout, which this engine also ran until
+// issue 43, is the partitioned engine with one index copy per partition.)
 //
 //   - Front stage: the caller's thread (a gRPC handler). It admits a publish
-//     (Admission), then pushes every event to every partition's queue
-//     (sharded_phase1), or each event to one partition, round robin
-//     (replicated). It never waits for matching.
+//     (Admission), then pushes every event to every partition's queue. It
+//     never waits for matching.
 //   - Partition stages (shard_partition.h): one thread each, forming its
-//     own cohorts and matching them against its own index: a disjoint
-//     shard (sharded_phase1) or a replica of the whole (replicated).
+//     own cohorts and matching them against its own index, a disjoint
+//     shard.
 //   - Reply stage (reply_stage.h): one thread. Takes the events whose
 //     partials are all written, merges them into the EventResult, delivers
 //     to listeners, completes the request once its last event is merged, and
 //     returns the events to Admission.
 //
 // A subscription change (Engine::RouteChange) is split into a batch per
-// partition: each subscription to the partition owning its shard
-// (sharded_phase1), or to every replica (replicated). The batches go
-// through the same queues as the events, and the change is answered once
-// every partition involved has applied its batch.
+// partition: each subscription to the partition owning its shard. The
+// batches go through the same queues as the events, and the change is
+// answered once every partition involved has applied its batch.
 //
 // Thread safety: see engine.h. The reply queue is multi-producer (partition
 // threads), single-consumer (the reply thread); its length is bounded by
@@ -62,7 +61,6 @@ class ShardedEngine : public Engine {
   std::vector<std::unique_ptr<ShardPartition>> partitions_list_;
   ReplyStage reply_;
   bool stopped_ = false;  // only touched by the thread calling Shutdown
-  std::atomic<uint64_t> next_event_{0};  // replicated layout: round robin
 };
 
 }  // namespace service

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "proto/cohort/v1/pubsub.pb.h"
 #include "service/model/api_reference.h"
+#include "service/stages/engine_options.h"
 
 namespace cohort {
 namespace service {
@@ -36,7 +37,23 @@ struct Config {
   // phase1_batch_positions both, so that small indexes' cohorts hand their
   // phase-1 tasks out (1: every task alone)
   uint64_t handout_positions = 0;
+  // partitioned: --index_copies (must divide `partitions`)
+  uint32_t copies = 1;
+  // partitioned and replicated: --phase2_stealing
+  bool steal = true;
 };
+
+// Sets what `config` says of the staged engine's layout in *options.
+inline void ApplyLayout(const Config& config, EngineOptions* options) {
+  options->index_layout = *ParseIndexLayout(config.layout);
+  options->cohorts_in_flight = config.cohorts_in_flight;
+  if (config.handout_positions > 0) {
+    options->phase1_inline_positions = config.handout_positions;
+    options->phase1_batch_positions = config.handout_positions;
+  }
+  options->index_copies = config.copies;
+  options->phase2_stealing = config.steal;
+}
 
 inline std::string ConfigName(const ::testing::TestParamInfo<Config>& info) {
   return absl::StrCat(info.param.mode, "_p", info.param.partitions, "_c",
@@ -49,7 +66,11 @@ inline std::string ConfigName(const ::testing::TestParamInfo<Config>& info) {
                           : "",
                       info.param.handout_positions > 0
                           ? absl::StrCat("_h", info.param.handout_positions)
-                          : "");
+                          : "",
+                      info.param.copies > 1
+                          ? absl::StrCat("_g", info.param.copies)
+                          : "",
+                      info.param.steal ? "" : "_nosteal");
 }
 
 // Values from a small domain, so that predicates are often satisfied, plus

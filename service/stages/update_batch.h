@@ -1,7 +1,7 @@
 // A subscription change on its way to the stages that apply it: the adds
 // and removes of one Subscribe or Unsubscribe (or of recovery), for one
-// partition (the sharded_phase1 and replicated layouts) or for the whole
-// index (the partitioned layout). Created by the engine's front
+// partition (the sharded_phase1 layout) or for the whole of one index copy
+// (the partitioned and replicated layouts). Created by the engine's front
 // (engine.h, Engine::RouteChange), applied on a partition thread.
 //
 // Thread safety: handed over whole through a stage's queue; the stage that

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Smoke test of the documented top-level commands that Bazel cannot run as
 # tests (they call bazel themselves): ./run.sh, bench/experiment.sh,
-# bench/durability.sh, bench/partition_work.sh and bench/matcher_presets.sh,
+# bench/durability.sh, bench/partition_work.sh, bench/preemption.sh and
+# bench/matcher_presets.sh,
 # each on a small workload, and deploy/check.sh. Run by ./test.sh from the
 # workspace root; prints one "ok:"/"FAILED:" line per check and, last,
 # "scripts: P passed, F failed".
@@ -139,6 +140,22 @@ sys.exit(not ok)' "${out}"
       grep -q "\"threads\": 2" "$1/runs/partitioned-2-1-0.json" &&
       grep -q "matches add up to [0-9,]* for every P and layout" "$1/report.md"' \
     _ "${out}-concurrent"
+
+  # bench/preemption.sh: the preemption check of issue 43, test-sized, with
+  # its loose bounds (16 threads on 2 cores >= 0.6x 2 threads; a hog on one
+  # core leaves >= 0.45x); skipped, saying so, on fewer than 2 CPUs.
+  out="${SCRIPTS_TEST_OUT:-${tmp}}/preemption"
+  rm -rf "${out}"
+  bench/preemption.sh --quick --check=LOOSE --out="${out}" \
+    >"${tmp}/preemption.log" 2>&1
+  check "preemption.sh --quick --check=LOOSE exits 0" test $? -eq 0
+  tail -12 "${tmp}/preemption.log"
+  if ! grep -q "skipped: needs 2 CPUs" "${tmp}/preemption.log"; then
+    check "preemption: every configuration found the same matches" \
+      grep -q "^matches per run: \[[0-9]*\] " "${out}/report.md"
+    check "preemption: the paired ratios are reported" \
+      grep -q "^| p16 / p2 (16 threads on 2 cores) | " "${out}/report.md"
+  fi
 
   # bench/pipeline_diag.sh: the threads' time by part, tiny, with an "old"
   # probe (this one) and the end-to-end stream.
