@@ -37,7 +37,21 @@ std::mutex& LockSpinning(std::mutex& mu) {
   return mu;
 }
 
+std::atomic<CohortPipeline::HandOffHook> hand_off_hook{nullptr};
+
+// The test's hook (SetHandOffHookForTesting), if any.
+void HandOff() {
+  if (CohortPipeline::HandOffHook hook =
+          hand_off_hook.load(std::memory_order_relaxed)) {
+    hook();
+  }
+}
+
 }  // namespace
+
+void CohortPipeline::SetHandOffHookForTesting(HandOffHook hook) {
+  hand_off_hook.store(hook, std::memory_order_relaxed);
+}
 
 uint32_t CohortPipeline::DefaultBuffers(uint32_t partitions) {
   if (partitions >= 16) return 6;
@@ -65,6 +79,7 @@ CohortPipeline::CohortPipeline(uint32_t partitions, uint32_t cohort_max,
 
 void CohortPipeline::PushEvents(PublishJob* job, int64_t now_ns,
                                 uint32_t first, uint32_t count) {
+  HandOff();
   const uint32_t end =
       count == 0 ? static_cast<uint32_t>(job->events.size()) : first + count;
   std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
@@ -351,6 +366,12 @@ bool CohortPipeline::TakePlan(Work* work) {
 }
 
 bool CohortPipeline::Next(uint32_t p, Work* work) {
+  const bool more = NextLocked(p, work);
+  HandOff();
+  return more;
+}
+
+bool CohortPipeline::NextLocked(uint32_t p, Work* work) {
   std::unique_lock<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
   for (;;) {
     if (TakeUpdateWork(p, work) || TakeCohortWork(p, work)) return true;
@@ -377,6 +398,7 @@ bool CohortPipeline::Next(uint32_t p, Work* work) {
 bool CohortPipeline::Formed(uint32_t buffer,
                             absl::Span<const uint32_t> preferred,
                             size_t events) {
+  HandOff();
   std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
   Slot& s = slots_[buffer];
   s.events = events;
@@ -414,6 +436,7 @@ bool CohortPipeline::TaskDone(uint32_t buffer) {
   // task, and stay until the last task is done. The count's acquire and
   // release chain every task's writes to the last, whose unlock hands
   // them on with phase 2.
+  HandOff();
   Slot& s = slots_[buffer];
   // Read first: once this count is in, the slot may be freed and taken.
   const size_t tasks = s.tasks;
@@ -428,6 +451,7 @@ bool CohortPipeline::TaskDone(uint32_t buffer) {
 void CohortPipeline::MatchDone(uint32_t buffer, uint32_t /*partition*/) {
   // Without the lock but for the cohort's last match (as TaskDone): every
   // partition's reads of the buffer happen before the last frees it.
+  HandOff();
   Slot& s = slots_[buffer];
   const uint32_t n = s.solo ? partitions_ : 1;  // read first, as in TaskDone
   if (s.matched.fetch_add(n, std::memory_order_acq_rel) + n < partitions_) {

@@ -178,6 +178,15 @@ class CohortPipeline {
   // when closed and drained.
   bool Next(uint32_t p, Work* work);
 
+  // A test's hook, called on the calling thread with no lock held at each
+  // hand-off: as Next returns work, and on entering PushEvents, Formed,
+  // TaskDone and MatchDone. Tests set one that yields or sleeps at random,
+  // to preempt threads where hand-offs race (engine_test). Null, the
+  // default, costs a relaxed load per hand-off. Set it while no pipeline
+  // runs.
+  using HandOffHook = void (*)();
+  static void SetHandOffHookForTesting(HandOffHook hook);
+
   // Matches stolen so far (Work::stolen).
   uint64_t steals() const { return steals_.load(std::memory_order_relaxed); }
 
@@ -241,6 +250,8 @@ class CohortPipeline {
   enum class UpdateState { kNone, kPlanning, kApplying, kFinishReady,
                            kFinishing };
 
+  // Next without the test's hook.
+  bool NextLocked(uint32_t p, Work* work);
   // Next's choices, in priority order; each fills *work and returns true if
   // it applies. REQUIRES: mu_ held.
   bool TakeUpdateWork(uint32_t p, Work* work)

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <future>
 #include <map>
@@ -47,11 +48,23 @@ std::vector<std::string> Files(const std::string& dir) {
 }
 
 // Copies `dir` to `to` (replacing it) as it is now, as a SIGKILL would
-// leave it.
+// leave it. The background fold may write a snapshot and delete the
+// generations it folded while `cp` runs, which no crash would leave (a
+// journal gone, its snapshot not yet listed): a copy counts only if the
+// directory held the same files before and after it, else it is taken
+// again.
 bool CopyDir(const std::string& dir, const std::string& to) {
-  return std::system(
-             absl::StrCat("rm -rf '", to, "'; cp -r '", dir, "' '", to, "'")
-                 .c_str()) == 0;
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    const std::vector<std::string> before = Files(dir);
+    if (std::system(absl::StrCat("rm -rf '", to, "'; cp -r '", dir, "' '", to,
+                                 "' 2>/dev/null")
+                        .c_str()) == 0 &&
+        Files(dir) == before) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
 }
 
 SubscriptionInput Sub(uint32_t subscriber, uint32_t attribute, int64_t v) {
