@@ -9,11 +9,18 @@
 # clients, staged against threaded) at all cores.
 #
 #   tools/bundle.sh                       # here, builds dist/bundle
-#   bench/device_scaling.sh PART DEST     # there; PART: matcher, e2e, all
-#                                         # (matcher and e2e), exp1 or diag
+#   bench/device_scaling.sh PART DEST     # there; PART: matcher, e2e,
+#                                         # copies, all (those three),
+#                                         # exp1 or diag
+#
+# copies (issue 43, a few minutes) runs locality_probe --preemption at
+# P = min(16, CPUs): one thread, P threads with and without phase-2
+# stealing, and P threads in every index-copy count dividing P, each in
+# turn for COPIES_ROUNDS (default 5) rounds, then bench/preemption.sh
+# --check=REAL on two of the CPUs.
 #
 # DEST (default results/device) gets machine.txt and one tarball per part
-# (matcher.tgz, e2e.tgz, exp1.tgz), whole even when a run fails part way,
+# (matcher.tgz, e2e.tgz, copies.tgz, exp1.tgz), whole even when a run fails part way,
 # so that a lease of a few minutes brings back what it measured (the device
 # tool returns a limited number of files: keep them in tarballs). Reports
 # are written here afterwards: tools/partition_work_report.py for the
@@ -68,6 +75,34 @@ if [[ "${PART}" == e2e || "${PART}" == all ]]; then
     --duration="${E2E_DURATION}" --bin="${BIN}" --no_report \
     --out=results/device-e2e || status=1
   tar czf "${DEST}/e2e.tgz" -C results device-e2e
+fi
+if [[ "${PART}" == copies || "${PART}" == all ]]; then
+  # Issue 43: matcher only at P = min(16, CPUs) in one probe process, every
+  # configuration in turn for COPIES_ROUNDS rounds (medians and ratios
+  # paired by round against one thread): one index with and without
+  # phase-2 stealing, and every index-copy count G dividing P; then the
+  # 2-CPU preemption check with the issue's bounds.
+  rm -rf results/device-copies
+  mkdir -p results/device-copies
+  p=$(($(nproc) < 16 ? $(nproc) : 16))
+  configs="p1,p${p},p${p}-nosteal"
+  for ((g = 2; g <= p; g *= 2)); do
+    ((p % g == 0)) && configs+=",p${p}-c${g}"
+  done
+  "${BIN}/cohort" workload --preset=fabret-1m --events="${EVENTS}" \
+    --out=results/device-copies/workload >results/device-copies/workload.txt &&
+    { echo "date: $(date -u +%FT%TZ)"; echo "commit: ${COHORT_COMMIT:-unknown}"
+      echo "machine: $(nproc) CPUs"; echo "configurations: ${configs}"
+      echo "rounds: ${COPIES_ROUNDS:-5}"; } >results/device-copies/meta.txt &&
+    "${BIN}/locality_probe" --workload=results/device-copies/workload \
+      --preemption="${configs}" --rounds="${COPIES_ROUNDS:-5}" \
+      >results/device-copies/probe.json &&
+    python3 tools/preemption_report.py results/device-copies "" ||
+    status=1
+  rm -f results/device-copies/workload
+  bench/preemption.sh --bin="${BIN}" --check=REAL \
+    --out=results/device-copies/preemption || status=1
+  tar czf "${DEST}/copies.tgz" -C results device-copies
 fi
 if [[ "${PART}" == diag ]]; then
   rm -rf results/device-diag

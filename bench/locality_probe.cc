@@ -72,6 +72,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -126,13 +127,14 @@ ABSL_FLAG(uint32_t, copies, 1,
           "dealt to the copies in turn (the server's --index_copies). G "
           "must divide P.");
 ABSL_FLAG(std::string, preemption, "",
-          "Comma-separated configurations of the preemption check (bench/"
-          "preemption.sh), each run --rounds times in turn over indexes "
-          "built once, on this process's first two CPUs: p2 and p16 (2 or "
-          "16 threads, partitioned), c2 (2 copies of one partition each: the "
-          "replicated layout), each optionally with -hog (a thread spinning "
-          "on the second CPU during the match) and -nosteal (no phase-2 "
-          "stealing). Prints the events/s of every round.");
+          "Comma-separated configurations, each run --rounds times in turn "
+          "over indexes built once (bench/preemption.sh on 2 CPUs, "
+          "bench/device_scaling.sh copies): pN is N threads on the server's "
+          "pipeline, partitioned; -cG splits them into G index copies (c2: "
+          "p2-c2, the replicated layout on 2 threads); -hog adds a thread "
+          "spinning on this process's second CPU during the match; "
+          "-nosteal turns phase-2 stealing off. Prints the events/s of "
+          "every round.");
 ABSL_FLAG(uint32_t, rounds, 9, "--preemption: rounds of every configuration.");
 ABSL_FLAG(bool, steal, true,
           "partitioned --threads: idle threads may match a partition whose "
@@ -698,29 +700,40 @@ int RunPreemption(const Workload& workload) {
        absl::StrSplit(absl::GetFlag(FLAGS_preemption), ',')) {
     Config c;
     c.name = std::string(name);
-    absl::string_view base = name;
-    c.hog = absl::StrContains(base, "-hog");
-    c.steal = !absl::StrContains(base, "-nosteal");
-    base = base.substr(0, base.find('-'));
-    if (base == "p2") {
-      c.threads = 2;
-    } else if (base == "p16") {
-      c.threads = 16;
-    } else if (base == "c2") {
-      c.copies = 2;
-    } else {
-      return Fail(absl::StrCat("--preemption: unknown configuration \"",
-                               name, "\""),
+    // pN[-cG][-hog][-nosteal]; c2 is p2-c2.
+    std::vector<std::string> parts = absl::StrSplit(name, '-');
+    if (parts[0] == "c2") {
+      parts[0] = "p2";
+      parts.insert(parts.begin() + 1, "c2");
+    }
+    bool ok = parts[0].size() > 1 && parts[0][0] == 'p' &&
+              absl::SimpleAtoi(parts[0].substr(1), &c.threads) &&
+              c.threads > 0;
+    for (size_t i = 1; ok && i < parts.size(); ++i) {
+      if (parts[i] == "hog") {
+        c.hog = true;
+      } else if (parts[i] == "nosteal") {
+        c.steal = false;
+      } else {
+        ok = parts[i].size() > 1 && parts[i][0] == 'c' &&
+             absl::SimpleAtoi(parts[i].substr(1), &c.copies) &&
+             c.copies > 0 && c.threads % c.copies == 0;
+      }
+    }
+    if (!ok) {
+      return Fail(absl::StrCat("--preemption: bad configuration \"", name,
+                               "\" (pN[-cG][-hog][-nosteal], G dividing N, "
+                               "or c2)"),
                   2);
     }
     configs.push_back(std::move(c));
   }
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 ||
-      CPU_COUNT(&allowed) != 2) {
-    return Fail("--preemption: run on exactly 2 CPUs (taskset -c A,B)", 2);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) {
+    return Fail("--preemption: cannot read this process's CPUs", 1);
   }
+  const uint32_t cpus = static_cast<uint32_t>(CPU_COUNT(&allowed));
   // The indexes, by (partitions of a copy, copies), built once.
   std::map<std::pair<uint32_t, uint32_t>,
            std::vector<std::unique_ptr<matcher::PartitionedIndex>>>
@@ -741,7 +754,7 @@ int RunPreemption(const Workload& workload) {
   // The hog: a thread spinning on the second CPU while `hogging`.
   std::atomic<bool> hogging{false}, done{false};
   std::thread hog([&] {
-    PinToCpu(1, 2);
+    PinToCpu(std::min<uint32_t>(1, cpus - 1), cpus);
     while (!done.load(std::memory_order_relaxed)) {
       if (!hogging.load(std::memory_order_relaxed)) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -77,6 +77,21 @@ check "--threads at P=16 without stealing finds the same" \
           field matches)" = "${partitioned}"
 "${PROBE}" "${threads_small[@]}" --partitions=4 --copies=3 >/dev/null 2>&1
 check "--copies not dividing --partitions exits 2" test $? -eq 2
+# --preemption: configurations in turn over indexes built once; every one
+# finds the same matches in every round.
+out=$("${PROBE}" --preset=fabret-1m --subscriptions=3000 --events=200 \
+      --preemption=p1,p4-c2,c2,p2-nosteal --rounds=2)
+check "--preemption: every configuration and round finds the same" \
+  python3 -c 'import json, sys
+d = json.loads(sys.argv[1])
+m = {x for c in d["configs"].values() for x in c["matches"]}
+assert m == {int(sys.argv[2])}, m
+assert all(len(c["events_per_s"]) == 2 for c in d["configs"].values())' \
+    "${out}" "${partitioned}"
+"${PROBE}" --preset=fabret-1m --subscriptions=300 --events=20 \
+  --preemption=p4-c3 >/dev/null 2>&1
+check "--preemption with copies not dividing the threads exits 2" \
+  test $? -eq 2
 # Phase-1 tasks handed out alone and in batches of a few.
 for batch in 1 500; do
   check "--threads at P=4 with batches of ${batch} positions finds the same" \

@@ -36,14 +36,21 @@ def main(argv):
     probe = json.loads((out / "probe.json").read_text())
     configs = probe["configs"]
     lines = [(out / "meta.txt").read_text().rstrip(), ""]
+    # With a one-thread configuration, each one's speedup over it, paired
+    # by round (bench/device_scaling.sh copies).
+    base = configs.get("p1")
     lines.append("| configuration | median events/s | min | max | "
-                 "median steals |")
-    lines.append("|---|---:|---:|---:|---:|")
+                 "median steals |" + (" x p1, paired |" if base else ""))
+    lines.append("|---|---:|---:|---:|---:|" + ("---:|" if base else ""))
     for name, c in configs.items():
         v = c["events_per_s"]
-        lines.append(f"| {name} | {statistics.median(v):,.0f} | "
-                     f"{min(v):,.0f} | {max(v):,.0f} | "
-                     f"{statistics.median(c['steals']):,.0f} |")
+        row = (f"| {name} | {statistics.median(v):,.0f} | "
+               f"{min(v):,.0f} | {max(v):,.0f} | "
+               f"{statistics.median(c['steals']):,.0f} |")
+        if base:
+            pairs = [a / b for a, b in zip(v, base["events_per_s"])]
+            row += f" {statistics.median(pairs):.2f}x |"
+        lines.append(row)
     totals = sorted({m for c in configs.values() for m in c["matches"]})
     lines.append("")
     lines.append(f"matches per run: {totals} (one value: every configuration "
