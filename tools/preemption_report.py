@@ -17,6 +17,7 @@ import sys
 
 # (name, numerator, denominator, bounds by CHECK).
 RATIOS = [
+    ("p2 / p1 (2 cores against 1)", "p2", "p1", {}),
     ("p16 / p2 (16 threads on 2 cores)", "p16", "p2",
      {"LOOSE": 0.6, "REAL": 0.9}),
     ("p16-nosteal / p2 (the same without stealing)", "p16-nosteal", "p2", {}),
