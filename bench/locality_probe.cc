@@ -478,22 +478,24 @@ uint64_t RunThreads(
   return matches;
 }
 
+// Adds every subscription of `workload` to *index; 0, or Fail's code.
+int BuildIndex(const Workload& workload, matcher::PartitionedIndex* index) {
+  for (size_t n = 0; n < workload.subscriptions.size(); ++n) {
+    absl::Status s = index->Add(static_cast<matcher::SubscriptionId>(n),
+                                workload.subscriptions[n]);
+    if (!s.ok()) {
+      return Fail(absl::StrCat("subscription ", n, ": ", s.ToString()));
+    }
+  }
+  return 0;
+}
+
 int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
                    size_t chunk, Result* r) {
   Phase1Split split;
   if (!ParsePhase1Split(absl::GetFlag(FLAGS_phase1_split), &split)) {
     return Fail("--phase1_split: use tasks, cohorts or attributes", 2);
   }
-  auto build = [&workload](matcher::PartitionedIndex* index) {
-    for (size_t n = 0; n < workload.subscriptions.size(); ++n) {
-      absl::Status s = index->Add(static_cast<matcher::SubscriptionId>(n),
-                                  workload.subscriptions[n]);
-      if (!s.ok()) {
-        return Fail(absl::StrCat("subscription ", n, ": ", s.ToString()));
-      }
-    }
-    return 0;
-  };
   const int64_t spread = absl::GetFlag(FLAGS_spread_rows);
   const uint32_t copies = absl::GetFlag(FLAGS_copies);
   if (copies == 0 || p % copies != 0 ||
@@ -511,7 +513,7 @@ int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
   std::vector<std::unique_ptr<matcher::PartitionedIndex>> built;
   built.push_back(make_index());
   matcher::PartitionedIndex& index = *built[0];
-  if (const int rc = build(&index); rc != 0) return rc;
+  if (const int rc = BuildIndex(workload, &index); rc != 0) return rc;
   const std::vector<matcher::EventView> events(workload.events.begin(),
                                                workload.events.end());
   r->subscriptions = index.size();
@@ -520,7 +522,9 @@ int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
   if (absl::GetFlag(FLAGS_threads)) {
     for (uint32_t c = 1; c < copies; ++c) {
       built.push_back(make_index());
-      if (const int rc = build(built.back().get()); rc != 0) return rc;
+      if (const int rc = BuildIndex(workload, built.back().get()); rc != 0) {
+        return rc;
+      }
     }
     if (!ReadyThenWaitForGo()) return 1;
     bool pinned = false;
@@ -562,7 +566,9 @@ int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
   std::unique_ptr<matcher::PartitionedIndex> baseline;
   if (absl::GetFlag(FLAGS_baseline)) {
     baseline = std::make_unique<matcher::PartitionedIndex>(1);
-    if (const int rc = build(baseline.get()); rc != 0) return rc;
+    if (const int rc = BuildIndex(workload, baseline.get()); rc != 0) {
+      return rc;
+    }
   }
   if (!ReadyThenWaitForGo()) return 1;
   const SharedLayoutWork w =
@@ -744,10 +750,8 @@ int RunPreemption(const Workload& workload) {
     for (uint32_t g = 0; g < c.copies; ++g) {
       copies.push_back(std::make_unique<matcher::PartitionedIndex>(
           c.threads / c.copies));
-      for (size_t n = 0; n < workload.subscriptions.size(); ++n) {
-        absl::Status s = copies.back()->Add(
-            static_cast<matcher::SubscriptionId>(n), workload.subscriptions[n]);
-        if (!s.ok()) return Fail(s.ToString());
+      if (const int rc = BuildIndex(workload, copies.back().get()); rc != 0) {
+        return rc;
       }
     }
   }

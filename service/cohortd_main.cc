@@ -281,16 +281,12 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   o.engine.index_copies = absl::GetFlag(FLAGS_index_copies);
   o.engine.index_memory_budget_bytes =
       absl::GetFlag(FLAGS_index_memory_budget_mb) << 20;
-  if (o.engine.index_layout == IndexLayout::kPartitioned &&
-      o.engine.index_copies != 0 &&
-      o.engine.partitions % o.engine.index_copies != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--index_copies: ", o.engine.index_copies,
-        " does not divide --partitions (", o.engine.partitions,
-        "): each copy takes the same number of partition threads"));
-  }
-  if (o.engine.index_layout == IndexLayout::kReplicated) {
-    o.engine.index_copies = o.engine.partitions;
+  if (o.engine.index_layout == IndexLayout::kPartitioned) {
+    if (absl::Status s =
+            CheckIndexCopies(o.engine.partitions, o.engine.index_copies);
+        !s.ok()) {
+      return s;
+    }
   }
   o.engine.phase2_stealing = absl::GetFlag(FLAGS_phase2_stealing);
   o.engine.pin_cores = absl::GetFlag(FLAGS_pin_cores);

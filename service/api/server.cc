@@ -291,17 +291,10 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
         });
     engine_options.durability = log;
   }
-  if (engine_options.index_layout == IndexLayout::kPartitioned &&
-      engine_options.index_copies == 0) {
-    // --index_copies=0: the default rule, counting what was recovered.
-    engine_options.index_copies = DefaultIndexCopies(
-        engine_options.partitions, recovered.state.live.size(),
-        engine_options.index_memory_budget_bytes, MachineMemoryBytes());
-  }
-  server->index_copies_ =
-      engine_options.index_layout == IndexLayout::kReplicated
-          ? engine_options.partitions
-          : engine_options.index_copies;
+  // --index_copies=0: the default rule, counting what was recovered.
+  engine_options.index_copies =
+      ResolveIndexCopies(engine_options, recovered.state.live.size());
+  server->index_copies_ = engine_options.index_copies;
   absl::StatusOr<std::unique_ptr<Engine>> engine =
       CreateEngine(options.mode, engine_options);
   if (!engine.ok()) {

@@ -26,22 +26,17 @@ absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
           absl::StrCat("--cohorts_in_flight: at most ",
                        CohortPipeline::kMaxBuffers, " (0 = the default)"));
     }
-    if (options.index_layout == IndexLayout::kReplicated) {
-      // A whole copy of the index per partition thread: the partitioned
-      // engine with as many copies as partitions.
-      EngineOptions replicated = options;
-      replicated.index_copies = options.partitions;
-      return std::unique_ptr<Engine>(new PartitionedEngine(replicated));
-    }
-    if (options.index_layout == IndexLayout::kPartitioned) {
-      if (options.index_copies == 0 ||
-          options.partitions % options.index_copies != 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--index_copies: ", options.index_copies,
-            " does not divide --partitions (", options.partitions,
-            "): each copy takes the same number of partition threads"));
+    if (options.index_layout != IndexLayout::kShardedPhase1) {
+      // Partitioned, or replicated: the partitioned engine with a copy of
+      // the index per partition thread.
+      if (absl::Status s =
+              CheckIndexCopies(options.partitions, options.index_copies);
+          !s.ok()) {
+        return s;
       }
-      return std::unique_ptr<Engine>(new PartitionedEngine(options));
+      EngineOptions resolved = options;
+      resolved.index_copies = ResolveIndexCopies(options, /*subscriptions=*/0);
+      return std::unique_ptr<Engine>(new PartitionedEngine(resolved));
     }
     return std::unique_ptr<Engine>(new ShardedEngine(options));
   }

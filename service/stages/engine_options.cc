@@ -54,6 +54,24 @@ uint32_t DefaultIndexCopies(uint32_t partitions, uint64_t subscriptions,
   return copies;
 }
 
+absl::Status CheckIndexCopies(uint32_t partitions, uint32_t copies) {
+  if (copies == 0 || partitions % copies == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--index_copies: ", copies, " does not divide --partitions (",
+      partitions, "): each copy takes the same number of partition threads"));
+}
+
+uint32_t ResolveIndexCopies(const EngineOptions& options,
+                            uint64_t subscriptions) {
+  if (options.index_layout == IndexLayout::kReplicated) {
+    return options.partitions;
+  }
+  if (options.index_copies > 0) return options.index_copies;
+  return DefaultIndexCopies(options.partitions, subscriptions,
+                            options.index_memory_budget_bytes,
+                            MachineMemoryBytes());
+}
+
 uint64_t MachineMemoryBytes() {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page = sysconf(_SC_PAGE_SIZE);

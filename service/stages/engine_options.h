@@ -74,8 +74,8 @@ struct EngineOptions {
   // own; a cohort goes to one copy, a change to all (PartitionedEngine).
   // 1: one index divided over every thread; `partitions`: a whole index
   // per thread (the replicated layout). REQUIRES: divides `partitions`.
-  // 0 (--index_copies=0) is resolved by DefaultIndexCopies before the
-  // engine is created (CohortServer::Start).
+  // 0 (--index_copies=0): the default rule (ResolveIndexCopies; the server
+  // resolves it before the engine is created, counting what it recovered).
   uint32_t index_copies = 1;
   // What the copies may take together (--index_memory_budget_mb), for
   // DefaultIndexCopies; 0: half the machine's memory.
@@ -135,6 +135,17 @@ uint32_t DefaultIndexCopies(uint32_t partitions, uint64_t subscriptions,
 
 // The machine's physical memory in bytes (0 if unknown).
 uint64_t MachineMemoryBytes();
+
+// OK if `copies` (--index_copies; 0: the default rule) suits `partitions`,
+// else INVALID_ARGUMENT naming both flags.
+absl::Status CheckIndexCopies(uint32_t partitions, uint32_t copies);
+
+// The index copies an engine of `options` runs when the server starts with
+// `subscriptions`: `partitions` for the replicated layout, the default rule
+// for --index_copies=0 (DefaultIndexCopies, this machine's memory), else
+// `index_copies`.
+uint32_t ResolveIndexCopies(const EngineOptions& options,
+                            uint64_t subscriptions);
 
 // The largest --latency_target_us.
 inline constexpr int64_t kMaxLatencyTargetUs = 60'000'000;

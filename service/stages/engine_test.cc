@@ -316,6 +316,27 @@ TEST(DefaultIndexCopiesTest, CoresThenMemory) {
   EXPECT_EQ(DefaultIndexCopies(16, kSubs, 0, 0), 2u);
 }
 
+// What an engine runs: the replicated layout a copy per partition, an
+// explicit --index_copies as given, 0 by the default rule; a count not
+// dividing the partitions is refused naming both flags.
+TEST(DefaultIndexCopiesTest, ResolveAndCheck) {
+  EngineOptions options;
+  options.partitions = 16;
+  options.index_copies = 4;
+  EXPECT_EQ(ResolveIndexCopies(options, 0), 4u);
+  options.index_copies = 0;
+  EXPECT_EQ(ResolveIndexCopies(options, 0), 2u);
+  options.index_layout = IndexLayout::kReplicated;
+  EXPECT_EQ(ResolveIndexCopies(options, 0), 16u);
+  EXPECT_TRUE(CheckIndexCopies(16, 0).ok());
+  EXPECT_TRUE(CheckIndexCopies(16, 8).ok());
+  const absl::Status bad = CheckIndexCopies(4, 3);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.message()),
+              ::testing::HasSubstr(
+                  "--index_copies: 3 does not divide --partitions (4)"));
+}
+
 // Index copies: a lone event goes to one copy only, so only its partitions
 // see it; GetStats counts the copies; a change reaches every copy.
 TEST(EngineStatsTest, LoneEventWakesOneCopy) {

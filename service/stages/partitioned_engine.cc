@@ -96,7 +96,7 @@ PartitionedEngine::PartitionedEngine(const EngineOptions& options)
     threads_.emplace_back([this, t, copy, p, &placed] {
       PlacePartitionThread(t, options_, &copy->partitions[p]->profile());
       placed.set_value();
-      Run(t, copy, p);
+      Run(copy, p);
     });
     done.wait();
   }
@@ -104,7 +104,7 @@ PartitionedEngine::PartitionedEngine(const EngineOptions& options)
 
 PartitionedEngine::~PartitionedEngine() { Shutdown(); }
 
-void PartitionedEngine::Run(uint32_t /*thread*/, Copy* copy, uint32_t p) {
+void PartitionedEngine::Run(Copy* copy, uint32_t p) {
   CohortPipeline::Work work;
   ClusterPartition::Scratch scratch;
   while (copy->pipeline.Next(p, &work)) {
@@ -200,19 +200,18 @@ void PartitionedEngine::RouteChange(Change* change) {
   // applied by that copy's pipeline between its cohorts (Plan, each
   // partition's Apply, Finish); the change is answered once every copy
   // has it.
-  change->batches.resize(copies_.size());
-  for (UpdateBatch& batch : change->batches) {
-    if (change->adds()) {
-      for (size_t i = 0; i < change->ids.size(); ++i) {
-        batch.adds.push_back(
-            {directory_.Place(change->ids[i]).local_id, &change->inputs[i]});
-      }
-    } else {
-      for (uint64_t id : change->ids) {
-        batch.removes.push_back(directory_.Place(id).local_id);
-      }
+  UpdateBatch batch;
+  if (change->adds()) {
+    for (size_t i = 0; i < change->ids.size(); ++i) {
+      batch.adds.push_back(
+          {directory_.Place(change->ids[i]).local_id, &change->inputs[i]});
+    }
+  } else {
+    for (uint64_t id : change->ids) {
+      batch.removes.push_back(directory_.Place(id).local_id);
     }
   }
+  change->batches.assign(copies_.size(), batch);
   QueueBatches(change, [this](uint32_t c, UpdateBatch* update) {
     copies_[c]->pipeline.PushUpdate(update, MonotonicNanos());
   });

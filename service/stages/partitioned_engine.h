@@ -102,9 +102,9 @@ class PartitionedEngine : public Engine {
     Planned planned;
   };
 
-  // Partition thread `thread`: places itself, then does what its copy's
-  // pipeline hands it (as partition p of the copy) until it closes.
-  void Run(uint32_t thread, Copy* copy, uint32_t p);
+  // A partition thread, once placed: does what its copy's pipeline hands
+  // it (as partition p of the copy) until it closes.
+  void Run(Copy* copy, uint32_t p);
   void Plan(Copy* copy, const UpdateBatch& update);
   void Finish(Copy* copy, UpdateBatch* update);
   // The copy with the fewest events in it.
