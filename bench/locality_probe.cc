@@ -573,7 +573,8 @@ int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
   if (!ReadyThenWaitForGo()) return 1;
   const SharedLayoutWork w =
       TimeSharedLayout(index, events, chunk, baseline.get(),
-                       absl::GetFlag(FLAGS_task_batch_positions));
+                       absl::GetFlag(FLAGS_task_batch_positions),
+                       service::CohortPipeline::kStealAfterNs * 1e-9);
   if (baseline != nullptr && w.baseline_matches != w.matches) {
     return Fail(absl::StrCat("the baseline found ", w.baseline_matches,
                              " matches, the partitions ", w.matches));
@@ -613,7 +614,10 @@ int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
                     "\": ", JsonList(w.Cores(s)));
   }
   absl::StrAppend(&r->extra, ", \"core_seconds_stealing\": ",
-                  JsonList(w.stealing_seconds));
+                  JsonList(w.stealing_seconds),
+                  ", \"core_seconds_phase2_stealing\": ",
+                  JsonList(w.phase2_stealing_seconds),
+                  ", \"stolen_shares\": ", w.stolen_shares);
   return 0;
 }
 

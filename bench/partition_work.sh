@@ -4,7 +4,7 @@
 #
 #   bench/partition_work.sh [--quick] [--concurrent] [--reps=N] [--events=N]
 #                           [--partitions=LIST] [--layouts=LIST]
-#                           [--out=DIR] [--bin=DIR]
+#                           [--copies=LIST] [--out=DIR] [--bin=DIR]
 #
 # Layouts (bench/locality_probe, no valgrind):
 #   partitioned     the default: one predicate table, each cohort's phase 1
@@ -41,6 +41,17 @@
 # (report.md, work.csv, raw JSON). --quick: 100k subscriptions, 2,000
 # events, 1 rep. --partitions: comma-separated P values (default
 # 1,2,4,8,16); --layouts: comma-separated (default all three).
+#
+# --copies (comma-separated G values, default 1,2,4,16; with partitioned):
+# the server's --index_copies=G, G copies of the index each split over
+# P / G cores, each cohort matched by one copy. The work model derives
+# (P, G) from its P / G run: each core of a copy does a P / G core's share
+# of every G-th cohort, so the bound is G x the bound at P / G and the
+# memory G x the index at P / G (reported only where P / G is among
+# --partitions). --concurrent runs each G dividing P for real (one probe,
+# P threads on G pipelines: locality_probe --copies), as layout
+# partitioned-cG in the report. G = P is the replicated layout of the
+# server (--index=replicated).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,6 +59,7 @@ quick=0
 concurrent=0
 counts="1,2,4,8,16"
 layouts="partitioned,sharded_phase1,replicated"
+copies="1,2,4,16"
 reps=3
 events=8000
 out=""
@@ -58,6 +70,7 @@ for arg in "$@"; do
     --concurrent) concurrent=1 ;;
     --partitions=*) counts="${arg#*=}" ;;
     --layouts=*) layouts="${arg#*=}" ;;
+    --copies=*) copies="${arg#*=}" ;;
     --reps=*) reps="${arg#*=}" ;;
     --events=*) events="${arg#*=}" ;;
     --out=*) out="${arg#*=}" ;;
@@ -70,6 +83,12 @@ for layout in ${layouts//,/ }; do
     partitioned | sharded_phase1 | replicated) ;;
     *) echo "partition_work.sh: unknown layout ${layout}" >&2; exit 2 ;;
   esac
+done
+for g in ${copies//,/ }; do
+  if ! [[ "${g}" =~ ^[1-9][0-9]*$ ]]; then
+    echo "partition_work.sh: --copies: ${g} is not a positive integer" >&2
+    exit 2
+  fi
 done
 subs=-1
 if ((quick)); then
@@ -108,17 +127,19 @@ trap 'rm -rf "${workload}" "${sync_dir}"' EXIT
 } >"${out}/meta.txt"
 cpus=$(nproc)
 
-# run_probe LAYOUT P REP: one measurement of layout LAYOUT at P cores.
+# run_probe LAYOUT P REP [G]: one measurement of layout LAYOUT at P cores
+# (partitioned: in G index copies, concurrent only).
 run_probe() {
-  local layout=$1 p=$2 rep=$3 core last=0 pids=() i
+  local layout=$1 p=$2 rep=$3 g=${4:-1} core last=0 pids=() i
   local common=(--workload="${workload}" --partitions="${p}"
                 --layout="${layout}" --cohort_max=64)
   if [[ "${layout}" == partitioned ]]; then
     # One process: every core's share (model) or P threads (concurrent).
-    local mode=()
-    ((concurrent)) && mode=(--threads)
+    local mode=() name="${layout}"
+    ((concurrent)) && mode=(--threads --copies="${g}")
+    ((g > 1)) && name="${layout}-c${g}"
     "${probe}" "${common[@]}" "${mode[@]}" \
-      >"${out}/runs/${layout}-${p}-${rep}-0.json"
+      >"${out}/runs/${name}-${p}-${rep}-0.json"
     return
   fi
   ((concurrent)) && last=$((p - 1))
@@ -151,9 +172,16 @@ for rep in $(seq "${reps}"); do
     for layout in ${layouts//,/ }; do
       echo "==> P=${p} ${layout} rep ${rep}"
       run_probe "${layout}" "${p}" "${rep}"
+      if [[ "${layout}" == partitioned ]] && ((concurrent)); then
+        for g in ${copies//,/ }; do
+          ((g > 1 && g <= p && p % g == 0)) || continue
+          echo "==> P=${p} ${layout} in ${g} copies rep ${rep}"
+          run_probe "${layout}" "${p}" "${rep}" "${g}"
+        done
+      fi
     done
   done
 done
 
 python3 tools/partition_work_report.py "${out}" "${counts}" "${layouts}" \
-  "${concurrent}"
+  "${concurrent}" "${copies}"

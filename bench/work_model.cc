@@ -79,7 +79,8 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
                                   absl::Span<const matcher::EventView> events,
                                   size_t cohort_max,
                                   const matcher::PartitionedIndex* baseline,
-                                  uint64_t batch_positions) {
+                                  uint64_t batch_positions,
+                                  double steal_after_seconds) {
   const uint32_t p_count = index.partitions();
   const size_t chunk = std::min(cohort_max, matcher::internal::kMaxCohortChunk);
   SharedLayoutWork w;
@@ -95,9 +96,15 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
   std::vector<double> partition_times(p_count, 0);
   w.stealing_seconds.assign(p_count, 0);
   std::vector<double>& stealing = w.stealing_seconds;
-  auto least = [&stealing] {
-    return std::min_element(stealing.begin(), stealing.end()) -
-           stealing.begin();
+  w.phase2_stealing_seconds.assign(p_count, 0);
+  std::vector<double>& both = w.phase2_stealing_seconds;
+  auto least_of = [](const std::vector<double>& load) {
+    return std::min_element(load.begin(), load.end()) - load.begin();
+  };
+  // A piece of phase 1: to the least-loaded core, in both schedules.
+  auto place = [&](double seconds) {
+    stealing[least_of(stealing)] += seconds;
+    both[least_of(both)] += seconds;
   };
   w.partition_matches.assign(p_count, 0);
   w.partition_rows.assign(p_count, 0);
@@ -138,7 +145,7 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
     auto start = std::chrono::steady_clock::now();
     index.BeginCohort(cohort, &masks);
     begin_times.push_back(Since(start));
-    stealing[least()] += begin_times.back();
+    place(begin_times.back());
     masks.BatchTasks(batch_positions, &batch_bounds);
     for (size_t b = 0; b + 1 < batch_bounds.size(); ++b) {
       const uint32_t first = batch_bounds[b], end = batch_bounds[b + 1];
@@ -150,7 +157,7 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
         task_times.push_back({k, part, masks.task_attribute(t), Since(start)});
         batch_seconds += task_times.back().seconds;
       }
-      stealing[least()] += batch_seconds;
+      place(batch_seconds);
     }
     // Partitions in a rotating order, so none always runs first after
     // phase 1 (with its masks freshest in the cache).
@@ -163,6 +170,13 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
       const double seconds = Since(start);
       partition_times[p] += seconds;
       stealing[p] += seconds;
+      const auto thief = least_of(both);
+      if (both[p] - both[thief] > steal_after_seconds) {
+        both[thief] += seconds;
+        ++w.stolen_shares;
+      } else {
+        both[p] += seconds;
+      }
       w.partition_rows[p] += w.counters.rows_checked - rows_before;
       w.partition_clusters[p] += w.counters.clusters_checked - clusters_before;
       for (size_t i = 0; i < cohort.size(); ++i) {

@@ -29,6 +29,15 @@
 // phase 2 of the previous cohort, as in the server's pipeline), then every
 // partition's phase 2 is added to its core.
 //
+// `phase2_stealing_seconds` adds the server's phase-2 stealing
+// (CohortPipeline, --phase2_stealing) to that schedule: a partition's share
+// of a cohort goes to its own core unless that core's work so far exceeds
+// the least-loaded core's by more than `steal_after_seconds` (the
+// pipeline's kStealAfterNs: the share would wait that long for its own
+// thread), and then to the least-loaded core. A stolen share is charged
+// the seconds it took on its own core: the model leaves out the misses a
+// thief pays on another core's clusters (experiment 4 measures those).
+//
 // With a `baseline` index (the same subscriptions in one partition), each
 // cohort is also matched whole on it, right beside its pieces on `index`
 // (which goes first alternates from cohort to cohort), so that T(1) and the
@@ -83,6 +92,8 @@ struct SharedLayoutWork {
   // tasks taken by the least-loaded core (see the file comment).
   std::vector<double> core_seconds[3];
   std::vector<double> stealing_seconds;
+  std::vector<double> phase2_stealing_seconds;
+  uint64_t stolen_shares = 0;  // in phase2_stealing_seconds
   matcher::IndexCounters counters;
 
   const std::vector<double>& Cores(Phase1Split split) const {
@@ -96,12 +107,13 @@ struct SharedLayoutWork {
 // (see the file comment). REQUIRES: baseline, if given, has one partition.
 // Phase-1 tasks are placed in the batches the server hands out
 // (CohortMasks::BatchTasks of `batch_positions`; 1: every task alone): a
-// batch's tasks all go to one core.
+// batch's tasks all go to one core. `steal_after_seconds` is the phase-2
+// stealing rule's wait (see the file comment).
 SharedLayoutWork TimeSharedLayout(
     const matcher::PartitionedIndex& index,
     absl::Span<const matcher::EventView> events, size_t cohort_max,
     const matcher::PartitionedIndex* baseline = nullptr,
-    uint64_t batch_positions = 1);
+    uint64_t batch_positions = 1, double steal_after_seconds = 20e-6);
 
 // The pieces of cohort k that core `core` does under `split`, for a caller
 // that runs them itself (the cachegrind probe): whether it forms the

@@ -55,9 +55,22 @@ inline constexpr double kPerEventRowCost = 4.0;
 // slots) after that prefetch: per event beats masks up to 16 events, masks
 // win from 32; ranges-1m's first 100,000 subscriptions (about 630,000
 // slots) chose masks at 8 events with the old cost, at 0.68x of MatchEvent,
-// and go per event with this one. Below the threshold (fabret-1m: 271,000
-// slots) a lead row costs kPerEventRowCost, as fitted before.
-inline constexpr double kPerEventLeadRowCostUncached = 1.0;
+// and go per event with this one. Below the threshold (fabret-1m: 119,139
+// predicates) a lead row costs kPerEventLeadRowCostCached.
+// Refitted in issue 43 (experiment 2's plateau): issue 18's steps 14-22
+// had made the masks' phase 2 about twice as fast and the per-event path
+// much less so, and fabret-1m's cohorts of 6 to 16 went per event at
+// 0.56-0.82x of the masks' speed (the server then served cohort limits 4,
+// 10 and 20 alike). A grid over the lead rows' costs and the masks'
+// position cost, against 37 measured points (2 to 32 events on fabret-1m,
+// selective-1m, events-1m, ranges-1m and ranges-1m's first 100,000
+// subscriptions), found these to pick the faster way at every point but
+// one near a tie (ranges-1m's 100,000 at 24 events, 0.91, where 16 and 32
+// events measure 1.01 and 1.10; the old constants missed 6): a cached lead
+// row 4 -> 12, an uncached one 1 -> 2.5, a masks' range position
+// 1.5 -> 2.5 (bench/reports/2026-11-28-epyc2-issue43-cohort-keep, fit.py).
+inline constexpr double kPerEventLeadRowCostUncached = 2.5;
+inline constexpr double kPerEventLeadRowCostCached = 12.0;
 inline constexpr size_t kCachedSlots = size_t{1} << 19;
 // Whether a slot table of `slot_limit` slots is past kCachedSlots: the one
 // test both the cost model and the per-event prefetch make.
@@ -66,7 +79,7 @@ inline bool SlotTableUncached(size_t slot_limit) {
 }
 inline constexpr double kPerEventPositionCost = 0.06;
 inline constexpr double kMaskRowCost = 20.0;
-inline constexpr double kMaskPositionCost = 1.5;
+inline constexpr double kMaskPositionCost = 2.5;
 
 // The sizes one cohort's first pass adds up (PredicateTable::BeginCohort),
 // and the two ways' prices by the constants above. Accumulate each sum in
@@ -83,7 +96,7 @@ struct CohortCost {
   double PerEvent(size_t slot_limit) const {
     return kPerEventRowCost * rows_sum +
            (SlotTableUncached(slot_limit) ? kPerEventLeadRowCostUncached
-                                          : kPerEventRowCost) *
+                                          : kPerEventLeadRowCostCached) *
                lead_rows_sum +
            kPerEventPositionCost * positions_sum;
   }

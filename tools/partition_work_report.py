@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Summarises a bench/partition_work.sh run: report.md and work.csv.
 
-usage: partition_work_report.py OUT COUNTS LAYOUTS CONCURRENT
+usage: partition_work_report.py OUT COUNTS LAYOUTS CONCURRENT [COPIES]
 
 OUT holds meta.txt and runs/<layout>-<P>-<rep>-<core>.json (locality_probe
-output). COUNTS and LAYOUTS are comma-separated; CONCURRENT is 1 for
---concurrent runs. Medians over repetitions, with min-max; ratios against
-P = 1 of the same layout, taken in the same run.
+output; partitioned in G index copies: layout partitioned-cG). COUNTS,
+LAYOUTS and COPIES are comma-separated; CONCURRENT is 1 for --concurrent
+runs. Medians over repetitions, with min-max; ratios against P = 1 of the
+same layout, taken in the same run.
 """
 import glob
 import json
@@ -14,7 +15,7 @@ import os
 import statistics
 import sys
 
-SPLITS = ["tasks", "cohorts", "attributes", "stealing"]
+SPLITS = ["tasks", "cohorts", "attributes", "stealing", "phase2_stealing"]
 
 
 def load(out, layout, p):
@@ -44,11 +45,40 @@ def machine_events(layout, p, cores):
 def whole_bytes(layout, p, cores):
     """The whole index's memory at P cores."""
     b = cores[0]["index_bytes"]
-    return b if layout == "partitioned" else p * b
+    return b if layout.startswith("partitioned") else p * b
+
+
+def copies_rows(out, counts, copies, mem_p1):
+    """The work model's (P, G) rows: G x the bound at P / G (phase-2
+    stealing schedule), G x its memory."""
+    rows = []
+    for p in counts:
+        for g in copies:
+            if g > p or p % g or p // g not in counts:
+                continue
+            reps = load(out, "partitioned", p // g)
+            bounds = []
+            for c in reps.values():
+                core = c[0]
+                split = ("phase2_stealing"
+                         if "core_seconds_phase2_stealing" in core
+                         else "stealing")
+                bounds.append(g * core["baseline_seconds"] /
+                              max(core["core_seconds_" + split]))
+            per_copy = statistics.median(
+                c[0]["index_bytes"] for c in reps.values())
+            rows.append(f"| {p} | {g} | {p // g} | "
+                        f"{statistics.median(bounds):.2f}x "
+                        f"({min(bounds):.2f}–{max(bounds):.2f}) | "
+                        f"{g * per_copy / 1e6:.0f} | "
+                        f"{per_copy / mem_p1:.2f}x |")
+    return rows
 
 
 def main():
     out, counts, layouts, concurrent = sys.argv[1:5]
+    copies = [int(g) for g in
+              (sys.argv[5] if len(sys.argv) > 5 else "1").split(",")]
     counts = [int(p) for p in counts.split(",")]
     layouts = layouts.split(",")
     concurrent = concurrent == "1"
@@ -56,47 +86,60 @@ def main():
     csv.append("layout,partitions,seconds_median,min,max,events_per_s,"
                "speedup,index_bytes,memory_vs_p1")
     base = {}
+    runs = []  # (layout, P) in report order
     for layout in layouts:
         for p in counts:
-            reps = load(out, layout, p)
-            if not reps:
-                sys.exit(f"partition_work_report: no runs for {layout} P={p}")
-            secs = [seconds(layout, c, concurrent) for c in reps.values()]
-            first = next(iter(reps.values()))
-            med = statistics.median(secs)
-            rate = machine_events(layout, p, first) / med
-            memory = whole_bytes(layout, p, first)
-            base.setdefault(layout, (rate, memory))
-            speedup = rate / base[layout][0]
-            mem_ratio = memory / base[layout][1]
-            if concurrent:
-                totals[(layout, p)] = {
-                    (c[0]["all_matches"] if "all_matches" in c[0]
-                     else sum(x["matches"] for x in c))
-                    for c in reps.values()}
-            rows.append(f"| {layout} | {p} | {med:.3f} ({min(secs):.3f}–"
-                        f"{max(secs):.3f}) | {rate:,.0f} | {speedup:.2f}x | "
-                        f"{memory / 1e6:.0f} | {mem_ratio:.2f}x |")
-            csv.append(",".join(str(x) for x in [
-                layout, p, round(med, 6), round(min(secs), 6),
-                round(max(secs), 6), round(rate), round(speedup, 3), memory,
-                round(mem_ratio, 3)]))
-            if layout == "partitioned" and not concurrent:
-                cells = []
-                for split in SPLITS:
-                    slowest = [seconds(layout, c, False, split)
-                               for c in reps.values()]
-                    s = statistics.median(slowest)
-                    bounds = [c[0]["baseline_seconds"] / t for c, t in
-                              zip(reps.values(), slowest)]
-                    cells.append(f"{s:.4f} ({statistics.median(bounds):.2f}x, "
-                                 f"{min(bounds):.2f}–{max(bounds):.2f})")
-                mean = statistics.median(
-                    sum(c[0]["core_seconds_tasks"]) / p for c in reps.values())
-                t1 = statistics.median(
-                    c[0]["baseline_seconds"] for c in reps.values())
-                split_rows.append(f"| {p} | {t1:.4f} | " + " | ".join(cells) +
-                                  f" | {mean:.4f} |")
+            runs.append((layout, p))
+            if layout == "partitioned" and concurrent:
+                runs += [(f"partitioned-c{g}", p) for g in copies
+                         if 1 < g <= p and p % g == 0]
+    for layout, p in runs:
+        reps = load(out, layout, p)
+        if not reps:
+            sys.exit(f"partition_work_report: no runs for {layout} P={p}")
+        secs = [seconds(layout, c, concurrent) for c in reps.values()]
+        first = next(iter(reps.values()))
+        med = statistics.median(secs)
+        rate = machine_events(layout, p, first) / med
+        memory = whole_bytes(layout, p, first)
+        # partitioned-cG is compared with partitioned at P = 1.
+        family = "partitioned" if layout.startswith(
+            "partitioned") else layout
+        base.setdefault(family, (rate, memory))
+        speedup = rate / base[family][0]
+        mem_ratio = memory / base[family][1]
+        if concurrent:
+            totals[(layout, p)] = {
+                (c[0]["all_matches"] if "all_matches" in c[0]
+                 else sum(x["matches"] for x in c))
+                for c in reps.values()}
+        rows.append(f"| {layout} | {p} | {med:.3f} ({min(secs):.3f}–"
+                    f"{max(secs):.3f}) | {rate:,.0f} | {speedup:.2f}x | "
+                    f"{memory / 1e6:.0f} | {mem_ratio:.2f}x |")
+        csv.append(",".join(str(x) for x in [
+            layout, p, round(med, 6), round(min(secs), 6),
+            round(max(secs), 6), round(rate), round(speedup, 3), memory,
+            round(mem_ratio, 3)]))
+        if layout == "partitioned" and not concurrent:
+            cells = []
+            for split in SPLITS:
+                if not all(f"core_seconds_{split}" in c[0]
+                           for c in reps.values()):
+                    cells.append("–")  # runs from before the split
+                    continue
+                slowest = [seconds(layout, c, False, split)
+                           for c in reps.values()]
+                s = statistics.median(slowest)
+                bounds = [c[0]["baseline_seconds"] / t for c, t in
+                          zip(reps.values(), slowest)]
+                cells.append(f"{s:.4f} ({statistics.median(bounds):.2f}x, "
+                             f"{min(bounds):.2f}–{max(bounds):.2f})")
+            mean = statistics.median(
+                sum(c[0]["core_seconds_tasks"]) / p for c in reps.values())
+            t1 = statistics.median(
+                c[0]["baseline_seconds"] for c in reps.values())
+            split_rows.append(f"| {p} | {t1:.4f} | " + " | ".join(cells) +
+                              f" | {mean:.4f} |")
     if concurrent:
         distinct = set().union(*totals.values())
         if len(distinct) != 1:
@@ -158,12 +201,32 @@ def main():
                       "BeginCohort and each batch to the least-loaded core, "
                       "what the server's idle cores taking tasks does over a "
                       "run (bench/work_model.h). Phase 2 of partition p is "
-                      "core p's under every split.",
+                      "core p's under these four; phase-2 stealing: the "
+                      "stealing schedule, and a partition's share of a "
+                      "cohort goes to the least-loaded core when its own "
+                      "core is more than the pipeline's 20 us behind it "
+                      "(--phase2_stealing; the misses a thief pays are left "
+                      "out: experiment 4 measures them).",
                       "",
                       "| P | T(1), same run | tasks (static) | cohorts "
                       "(k on core k % P) | attributes (LPT by time) | "
-                      "tasks, stealing | mean core |",
-                      "|---|---|---|---|---|---|---|", *split_rows]
+                      "tasks, stealing | phase 2 too, stealing | mean core |",
+                      "|---|---|---|---|---|---|---|---|", *split_rows]
+        cp = copies_rows(out, counts, copies, base["partitioned"][1]) \
+            if "partitioned" in base else []
+        if cp:
+            lines += ["", "## partitioned in G index copies (--index_copies)",
+                      "",
+                      "Each copy's P / G cores do a P / G-partition share of "
+                      "every G-th cohort, so the bound is G x the bound at "
+                      "P / G (phase-2 stealing schedule, per repetition) and "
+                      "the memory G x the index at P / G with its mask "
+                      "buffers. G = P is the replicated layout. Per copy: "
+                      "one copy's memory against the index at P = 1.",
+                      "",
+                      "| P | G | cores per copy | bound on speedup vs P=1 "
+                      "(min–max) | whole index MB | memory per copy vs P=1 |",
+                      "|---|---|---|---|---|---|", *cp]
     lines += ["", "Reproduce: `bench/partition_work.sh"
               + (" --concurrent" if concurrent else "") + "`.", ""]
     with open(os.path.join(out, "report.md"), "w") as f:

@@ -90,9 +90,12 @@ class CohortPipeline {
   // `cohorts_in_flight` (--cohorts_in_flight) if set, else the default.
   static uint32_t BuffersFor(uint32_t partitions, uint32_t cohorts_in_flight);
   // The most events queued for an event to go solo. Cohorts this small
-  // share little work on fabret-1m (the matcher keeps them per event there:
-  // matcher::internal::CohortKeep; its crossover lies at about 13 events),
-  // so handing them to the partitions buys less than it costs.
+  // share little work on fabret-1m, so handing them to the partitions buys
+  // less than it costs. (Chosen when the matcher kept them per event, up
+  // to about 13 events; since issue 43's refit of
+  // matcher::internal::CohortKeep it keeps fabret-1m's cohorts of 6 and
+  // more in masks, on the solo thread as on the partitions. The bound
+  // awaits a 16-core machine to be measured again.)
   static constexpr size_t kSoloCohort = 12;
   // Solo cohorts from this many partitions on (see above): they were made
   // for a 16-core server, where splitting a few events over every core

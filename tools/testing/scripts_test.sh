@@ -129,15 +129,27 @@ ok = len(rows) == 15 and all(float(r["speedup"]) == 1.0
 sys.exit(not ok)' "${out}"
   check "partition_work: the partitioned layout under every split" \
     grep -q "^| 16 | .* | .* | .* | .* | .* |$" "${out}/report.md"
+  # Phase-2 stealing in the model: a bound in its column at P = 16, and the
+  # copies table derived from the P / G runs (G = 16: the replicated layout,
+  # 16 copies of one partition's index).
+  check "partition_work: a bound with phase-2 stealing at P = 16" \
+    grep -Eq "^\| 16 \| [0-9.]+ (\| [0-9.]+ \([0-9.]+x, [0-9.]+–[0-9.]+\) ){5}\| [0-9.]+ \|$" \
+    "${out}/report.md"
+  check "partition_work: copies rows for G = 1, 2, 4 and 16 at P = 16" \
+    bash -c 'for g in 1 2 4 16; do
+      grep -Eq "^\| 16 \| ${g} \| $((16 / g)) \| [0-9.]+x " "$1/report.md" ||
+        exit 1; done' _ "${out}"
   # --concurrent: P probes (partitioned: P threads) at once; the script
   # itself fails unless the cores' matches add up to one total.
   bench/partition_work.sh --quick --concurrent --partitions=1,2 \
     --out="${out}-concurrent" >"${tmp}/partition_work_concurrent.log" 2>&1
   check "partition_work.sh --quick --concurrent exits 0" test $? -eq 0
-  check "partition_work --concurrent: 6 rows, 2 cores' runs, matches add up" \
-    bash -c '[[ $(($(wc -l <"$1/work.csv") - 1)) == 6 ]] &&
+  # 2 P values x 3 layouts, and P = 2 in 2 index copies (partitioned-c2).
+  check "partition_work --concurrent: 7 rows, 2 cores' runs, matches add up" \
+    bash -c '[[ $(($(wc -l <"$1/work.csv") - 1)) == 7 ]] &&
       [[ -s "$1/runs/sharded_phase1-2-1-1.json" ]] &&
       grep -q "\"threads\": 2" "$1/runs/partitioned-2-1-0.json" &&
+      grep -q "\"copies\": 2" "$1/runs/partitioned-c2-2-1-0.json" &&
       grep -q "matches add up to [0-9,]* for every P and layout" "$1/report.md"' \
     _ "${out}-concurrent"
 
