@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Where a publish's time goes at a fixed open-loop rate: cohortd's own
+# per-stage histograms (/metrics), scraped before and after the run.
+#   where.sh BIN RATE OUT   (BIN: a folder with cohortd and cohort;
+#   2 partitions, fabret-1m, 2 open-loop clients for 10 s, metrics on
+#   port 19391)
+set -euo pipefail
+bin=$(realpath "$1") rate=$2 out=$(realpath -m "$3")
+cd "$(dirname "$0")/../../../.."  # the repository: tools/testing/cohortd.sh
+source tools/testing/cohortd.sh
+mkdir -p "${out}"
+start_cohortd "${out}/cohortd.log" "${bin}/cohortd" --listen=127.0.0.1:0 \
+  --partitions=2 --metrics_port=19391 || exit 1
+pid=${COHORTD_PID}
+trap 'stop_cohortd ${pid}' EXIT
+"${bin}/cohort" load --server="127.0.0.1:${COHORTD_PORT}" --preset=fabret-1m --mode=none >/dev/null
+curl -s http://127.0.0.1:19391/metrics >"${out}/before.txt"
+"${bin}/cohort" load --server="127.0.0.1:${COHORTD_PORT}" --preset=fabret-1m \
+  --skip_load --mode=unary --batch=1 --clients=2 --rate="${rate}" \
+  --warmup=0 --duration=10 --out="${out}/load.json" >/dev/null
+curl -s http://127.0.0.1:19391/metrics >"${out}/after.txt"
+python3 - "${out}" <<'PY'
+import re, sys, json
+d = sys.argv[1]
+def parse(f):
+    v = {}
+    for l in open(f):
+        if l.startswith('#'): continue
+        m = re.match(r'(\S+?)(\{[^}]*\})? (\S+)$', l.strip())
+        if m: v[(m.group(1), m.group(2) or '')] = float(m.group(3))
+    return v
+a, b = parse(d + '/before.txt'), parse(d + '/after.txt')
+delta = {k: b[k] - a.get(k, 0) for k in b}
+load = json.load(open(d + '/load.json'))
+print('offered %s achieved %.0f p50 %.2f ms p99 %.2f ms' % (
+    sys.argv[1], load['events_per_s'], load['latency_us']['p50'] / 1e3, load['latency_us']['p99'] / 1e3))
+for name in ('cohort_publish_duration_seconds',):
+    s = sum(v for (n, l), v in delta.items() if n == name + '_sum')
+    c = sum(v for (n, l), v in delta.items() if n == name + '_count')
+    if c: print('publish: %d requests, mean %.3f ms' % (c, 1e3 * s / c))
+labels = sorted({l for (n, l) in delta if n == 'cohort_stage_batches_total'})
+for l in labels:
+    def g(n): return delta.get((n, l), 0)
+    batches = g('cohort_stage_batches_total')
+    if not batches: continue
+    wc = g('cohort_stage_wait_seconds_count'); ws = g('cohort_stage_wait_seconds_sum')
+    sc = g('cohort_stage_service_seconds_count'); ss = g('cohort_stage_service_seconds_sum')
+    bc = g('cohort_stage_batch_size_count'); bs = g('cohort_stage_batch_size_sum')
+    print('%-45s batches %7d  size %5.2f  wait %7.3f ms  service %7.3f ms  busy %5.1f%%' % (
+        l, batches, bs / bc if bc else 0, 1e3 * ws / wc if wc else 0,
+        1e3 * ss / sc if sc else 0, 100 * ss / 10))
+PY
