@@ -108,12 +108,13 @@ struct SharedLayoutWork {
 // Phase-1 tasks are placed in the batches the server hands out
 // (CohortMasks::BatchTasks of `batch_positions`; 1: every task alone): a
 // batch's tasks all go to one core. `steal_after_seconds` is the phase-2
-// stealing rule's wait (see the file comment).
+// stealing rule's wait (see the file comment; the caller passes the
+// pipeline's CohortPipeline::kStealAfterNs).
 SharedLayoutWork TimeSharedLayout(
     const matcher::PartitionedIndex& index,
     absl::Span<const matcher::EventView> events, size_t cohort_max,
-    const matcher::PartitionedIndex* baseline = nullptr,
-    uint64_t batch_positions = 1, double steal_after_seconds = 20e-6);
+    const matcher::PartitionedIndex* baseline, uint64_t batch_positions,
+    double steal_after_seconds);
 
 // The pieces of cohort k that core `core` does under `split`, for a caller
 // that runs them itself (the cachegrind probe): whether it forms the

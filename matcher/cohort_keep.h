@@ -37,8 +37,9 @@ enum class CohortKeep { kCheaper, kPerEvent, kMasks };
 // steps 7-11 had made both ways faster: per event 0.075 -> 0.06 a
 // position, in masks 8 -> 20 a row. With the old constants fabret-1m's
 // cohorts of 16 and selective-1m's of 32 went to masks at 0.93x and 0.85x
-// of per event; the refit chooses the faster way at 4, 8, 16 and 32 events
-// on all three presets.)
+// of per event; the refit chose the faster way at 4, 8, 16 and 32 events
+// on all three presets. The lead rows' and the masks' position costs were
+// refitted again in issue 43: below.)
 // Past kMaxCheaperPerEvent events the masks are taken without weighing:
 // at 32 events they already win on all three presets (1.1-2.6x), and the
 // weighing costs a look at every access list's size, a cache miss each
@@ -55,8 +56,8 @@ inline constexpr double kPerEventRowCost = 4.0;
 // slots) after that prefetch: per event beats masks up to 16 events, masks
 // win from 32; ranges-1m's first 100,000 subscriptions (about 630,000
 // slots) chose masks at 8 events with the old cost, at 0.68x of MatchEvent,
-// and go per event with this one. Below the threshold (fabret-1m: 119,139
-// predicates) a lead row costs kPerEventLeadRowCostCached.
+// and go per event with this one. Below the threshold (fabret-1m's table
+// is) a lead row costs kPerEventLeadRowCostCached.
 // Refitted in issue 43 (experiment 2's plateau): issue 18's steps 14-22
 // had made the masks' phase 2 about twice as fast and the per-event path
 // much less so, and fabret-1m's cohorts of 6 to 16 went per event at

@@ -59,12 +59,11 @@ def copies_rows(out, counts, copies, mem_p1):
             reps = load(out, "partitioned", p // g)
             bounds = []
             for c in reps.values():
-                core = c[0]
                 split = ("phase2_stealing"
-                         if "core_seconds_phase2_stealing" in core
+                         if "core_seconds_phase2_stealing" in c[0]
                          else "stealing")
-                bounds.append(g * core["baseline_seconds"] /
-                              max(core["core_seconds_" + split]))
+                bounds.append(g * c[0]["baseline_seconds"] /
+                              seconds("partitioned", c, False, split))
             per_copy = statistics.median(
                 c[0]["index_bytes"] for c in reps.values())
             rows.append(f"| {p} | {g} | {p // g} | "
