@@ -336,12 +336,20 @@ struct ThreadTimes {
   }
 };
 
+// The pipelines' counts over a run, summed over the copies.
+struct PipelineCounts {
+  uint64_t steals = 0;
+  uint64_t sleeps = 0;   // a thread found nothing to do and slept
+  uint64_t wakeups = 0;  // threads woken by a hand-off
+};
+
 // With G = copies.size() copies, thread t works for copy t / (P / G) as
 // its partition t % (P / G), and event n goes to copy n % G.
 uint64_t RunThreads(
     const std::vector<std::unique_ptr<matcher::PartitionedIndex>>& copies,
     const Workload& workload, uint32_t threads, size_t chunk, bool steal,
-    double* seconds, bool* pinned, ThreadTimes* times, uint64_t* steals) {
+    double* seconds, bool* pinned, ThreadTimes* times,
+    PipelineCounts* counts) {
   using service::CohortPipeline;
   using service::PublishJob;
   const uint32_t g = static_cast<uint32_t>(copies.size());
@@ -471,8 +479,12 @@ uint64_t RunThreads(
   }
   for (auto& copy : states) copy->pipeline.Close();
   for (std::thread& thread : running) thread.join();
-  *steals = 0;
-  for (auto& copy : states) *steals += copy->pipeline.steals();
+  *counts = PipelineCounts();
+  for (auto& copy : states) {
+    counts->steals += copy->pipeline.steals();
+    counts->sleeps += copy->pipeline.sleeps();
+    counts->wakeups += copy->pipeline.wakeups();
+  }
   *seconds = std::chrono::duration<double>(Clock::now() - start).count();
   *pinned = all_pinned;
   return matches;
@@ -529,14 +541,16 @@ int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
     if (!ReadyThenWaitForGo()) return 1;
     bool pinned = false;
     ThreadTimes times;
-    uint64_t steals = 0;
+    PipelineCounts counts;
     r->matches =
         RunThreads(built, workload, p, chunk, absl::GetFlag(FLAGS_steal),
-                   &r->match_seconds, &pinned, &times, &steals);
+                   &r->match_seconds, &pinned, &times, &counts);
     r->index_bytes = 0;
     for (const auto& copy : built) r->index_bytes += copy->MemoryBytes();
     absl::StrAppend(&r->extra, ", \"threads\": ", p,
-                    ", \"copies\": ", copies, ", \"steals\": ", steals,
+                    ", \"copies\": ", copies, ", \"steals\": ", counts.steals,
+                    ", \"sleeps\": ", counts.sleeps,
+                    ", \"wakeups\": ", counts.wakeups,
                     ", \"cohorts_in_flight\": ", CohortsInFlight(per_copy),
                     ", \"pinned\": ",
                     pinned ? "true" : "false");
@@ -703,7 +717,7 @@ int RunPreemption(const Workload& workload) {
     bool hog = false;
     bool steal = true;
     std::vector<double> rates;
-    std::vector<uint64_t> matches, steals;
+    std::vector<uint64_t> matches, steals, sleeps, wakeups;
   };
   std::vector<Config> configs;
   for (absl::string_view name :
@@ -777,14 +791,16 @@ int RunPreemption(const Workload& workload) {
       double seconds = 0;
       bool pinned = false;
       ThreadTimes times;
-      uint64_t steals = 0;
+      PipelineCounts counts;
       const uint64_t matches = RunThreads(
           built[{c.threads / c.copies, c.copies}], workload, c.threads, 64,
-          c.steal, &seconds, &pinned, &times, &steals);
+          c.steal, &seconds, &pinned, &times, &counts);
       hogging = false;
       c.rates.push_back(workload.events.size() / seconds);
       c.matches.push_back(matches);
-      c.steals.push_back(steals);
+      c.steals.push_back(counts.steals);
+      c.sleeps.push_back(counts.sleeps);
+      c.wakeups.push_back(counts.wakeups);
     }
   }
   done = true;
@@ -802,7 +818,9 @@ int RunPreemption(const Workload& workload) {
                         absl::StrAppend(o, absl::StrFormat("%.1f", v));
                       }),
         "], \"matches\": [", absl::StrJoin(c.matches, ", "),
-        "], \"steals\": [", absl::StrJoin(c.steals, ", "), "]}");
+        "], \"steals\": [", absl::StrJoin(c.steals, ", "),
+        "], \"sleeps\": [", absl::StrJoin(c.sleeps, ", "),
+        "], \"wakeups\": [", absl::StrJoin(c.wakeups, ", "), "]}");
   }
   std::printf("%s}}\n", out.c_str());
   return 0;

@@ -232,6 +232,13 @@ void RenderServiceWide(const Stats& stats, Exposition& out) {
        "Partitions' shares of cohorts matched by another partition's thread "
        "because their own was behind (--phase2_stealing).",
        absl::StrCat(stats.stolen_matches())},
+      {"cohort_pipeline_sleeps_total", "counter",
+       "Times a partition thread found nothing to do and slept.",
+       absl::StrCat(stats.pipeline_sleeps())},
+      {"cohort_pipeline_wakeups_total", "counter",
+       "Sleeping partition threads woken by a hand-off (an event queued, a "
+       "cohort ready for phase 2, a buffer freed).",
+       absl::StrCat(stats.pipeline_wakeups())},
       {"cohort_cohort_max", "gauge",
        "Most events a partition runs as one cohort (--cohort_max).",
        absl::StrCat(stats.cohort_max())},

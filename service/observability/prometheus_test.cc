@@ -33,6 +33,8 @@ cohort::v1::Stats FilledStats() {
   stats.set_partitions(2);
   stats.set_index_copies(1);
   stats.set_stolen_matches(17);
+  stats.set_pipeline_sleeps(18);
+  stats.set_pipeline_wakeups(19);
   stats.set_cohort_max(64);
   stats.set_cohort_wait_us(200);
   stats.set_listeners(3);
@@ -347,6 +349,11 @@ TEST(RenderPrometheus, ServiceWideMetrics) {
   EXPECT_THAT(text, HasSubstr("\ncohort_index_copies 1\n"));
   EXPECT_THAT(text, HasSubstr("# TYPE cohort_stolen_matches_total counter\n"
                               "cohort_stolen_matches_total 17\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE cohort_pipeline_sleeps_total counter\n"
+                              "cohort_pipeline_sleeps_total 18\n"));
+  EXPECT_THAT(text,
+              HasSubstr("# TYPE cohort_pipeline_wakeups_total counter\n"
+                        "cohort_pipeline_wakeups_total 19\n"));
   EXPECT_THAT(text, HasSubstr("\ncohort_cohort_max 64\n"));
   EXPECT_THAT(text, HasSubstr("\ncohort_cohort_wait_seconds 0.0002\n"));
   EXPECT_THAT(text, HasSubstr("\ncohort_info{mode=\"staged\","

@@ -1,8 +1,13 @@
 #include "service/stages/cohort_pipeline.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cassert>
-#include <chrono>
+#include <climits>
 #include <utility>
 
 #include "service/observability/stage_profile.h"
@@ -23,7 +28,7 @@ void CpuRelax() {
 }
 
 // Takes `mu`, first trying a while without blocking, and returns it. The
-// pipeline's lock is held for a few hundred nanoseconds at a time, and a
+// pipeline's lock (forming, changes) is held briefly, and a
 // std::mutex waiter sleeps in the kernel at once, so that every hand-off
 // of a contended lock costs a wake-up and 16 threads, once queued on it,
 // stay queued (bench/reports/2026-11-27-xeon16-diagnosis). glibc's
@@ -38,6 +43,24 @@ std::mutex& LockSpinning(std::mutex& mu) {
 }
 
 std::atomic<CohortPipeline::HandOffHook> hand_off_hook{nullptr};
+
+// Wakes all sleepers.
+constexpr int kAll = INT_MAX;
+
+// A task queue's range word (CohortPipeline::TaskQueue): the cohort's low
+// 24 bits, then head and tail, 20 bits each.
+constexpr int kIndexBits = 20;
+constexpr uint64_t kIndexMask = (uint64_t{1} << kIndexBits) - 1;
+constexpr uint64_t kGenMask = ~((uint64_t{1} << (2 * kIndexBits)) - 1);
+uint64_t RangeGen(uint64_t cohort) { return cohort << (2 * kIndexBits); }
+
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) &&
+                  std::atomic<uint32_t>::is_always_lock_free,
+              "the event count is waited on as a futex word");
+
+uint32_t* FutexWord(std::atomic<uint32_t>* word) {
+  return reinterpret_cast<uint32_t*>(word);
+}
 
 // The test's hook (SetHandOffHookForTesting), if any.
 void HandOff() {
@@ -74,74 +97,141 @@ CohortPipeline::CohortPipeline(uint32_t partitions, uint32_t cohort_max,
       in_server_(std::move(in_server)),
       solo_cohorts_(solo_cohorts),
       steal_after_ns_(steal_after_ns),
-      slots_(slots()),
-      to_apply_(partitions, false) {}
+      slots_(std::make_unique<Slot[]>(slots())),
+      to_apply_(partitions, false) {
+  for (uint32_t b = 0; b < slots(); ++b) {
+    // Value-initialized: no share of any cohort claimed.
+    slots_[b].claims = std::make_unique<std::atomic<uint64_t>[]>(partitions);
+    slots_[b].queues = std::make_unique<TaskQueue[]>(partitions);
+  }
+}
+
+void CohortPipeline::Changed() {
+  queued_.store(items_.size(), std::memory_order_relaxed);
+  const bool changes = updates_ > 0 || update_state_ != UpdateState::kNone;
+  changes_.store(changes, std::memory_order_relaxed);
+  needs_lock_.store(!items_.empty() || changes ||
+                        closed_.load(std::memory_order_relaxed),
+                    std::memory_order_release);
+}
+
+void CohortPipeline::Wake(int n) {
+  // Sequentially consistent with Sleep's: a sleeper either sees the count
+  // move (and does not sleep) or is counted in idle_ here.
+  epoch_.fetch_add(1, std::memory_order_seq_cst);
+  if (n <= 0 || idle_.load(std::memory_order_seq_cst) == 0) return;
+  const long woken = syscall(SYS_futex, FutexWord(&epoch_),
+                             FUTEX_WAKE_PRIVATE, n, nullptr, nullptr, 0);
+  if (woken > 0) {
+    wakeups_.fetch_add(static_cast<uint64_t>(woken),
+                       std::memory_order_relaxed);
+  }
+}
+
+void CohortPipeline::Sleep(uint32_t seen, int64_t deadline_ns) {
+  idle_.fetch_add(1, std::memory_order_seq_cst);
+  if (epoch_.load(std::memory_order_seq_cst) == seen) {
+    sleeps_.fetch_add(1, std::memory_order_relaxed);
+    if (deadline_ns > 0) {
+      // An absolute deadline on CLOCK_MONOTONIC, MonotonicNanos' clock.
+      timespec until;
+      until.tv_sec = static_cast<time_t>(deadline_ns / 1'000'000'000);
+      until.tv_nsec = static_cast<long>(deadline_ns % 1'000'000'000);
+      syscall(SYS_futex, FutexWord(&epoch_),
+              FUTEX_WAIT_BITSET_PRIVATE, seen, &until, nullptr,
+              FUTEX_BITSET_MATCH_ANY);
+    } else {
+      syscall(SYS_futex, FutexWord(&epoch_), FUTEX_WAIT_PRIVATE, seen,
+              nullptr, nullptr, 0);
+    }
+  }
+  idle_.fetch_sub(1, std::memory_order_seq_cst);
+}
 
 void CohortPipeline::PushEvents(PublishJob* job, int64_t now_ns,
                                 uint32_t first, uint32_t count) {
   HandOff();
   const uint32_t end =
       count == 0 ? static_cast<uint32_t>(job->events.size()) : first + count;
-  std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
-  for (uint32_t i = first; i < end; ++i) {
-    items_.push_back(Item{QueuedEvent{job, i, now_ns}, nullptr});
+  {
+    std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
+    for (uint32_t i = first; i < end; ++i) {
+      items_.push_back(Item{QueuedEvent{job, i, now_ns}, nullptr});
+    }
+    Changed();
   }
-  // One waiter is enough: whoever wakes forms the cohort or, if no buffer
+  // One sleeper is enough: whoever wakes forms the cohort or, if no buffer
   // is free, leaves it to the thread that frees one.
-  cv_.notify_one();
+  Wake(1);
 }
 
 void CohortPipeline::PushUpdate(UpdateBatch* update, int64_t now_ns) {
-  std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
-  items_.push_back(Item{QueuedEvent{nullptr, 0, now_ns}, update});
-  ++updates_;
-  cv_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
+    items_.push_back(Item{QueuedEvent{nullptr, 0, now_ns}, update});
+    ++updates_;
+    Changed();
+  }
+  Wake(kAll);
 }
 
 void CohortPipeline::Flush() {
-  std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
-  flushing_ = true;
-  cv_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
+    flushing_ = true;
+  }
+  Wake(kAll);
 }
 
 void CohortPipeline::Close() {
-  std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
-  closed_ = true;
-  flushing_ = true;
-  cv_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
+    closed_.store(true, std::memory_order_relaxed);
+    flushing_ = true;
+    Changed();
+  }
+  Wake(kAll);
 }
 
 bool CohortPipeline::InFlight() const {
-  for (const Slot& s : slots_) {
-    if (s.state != SlotState::kFree) return true;
+  for (uint32_t b = 0; b < slots(); ++b) {
+    if (StateOf(slots_[b].tag.load(std::memory_order_acquire)) != kFree) {
+      return true;
+    }
   }
   return false;
 }
 
-absl::InlinedVector<uint32_t, 32> CohortPipeline::InFlightByAge() const {
-  // Called on every trip through Next, under the lock that every partition
-  // thread contends for: no heap, and an insertion sort of a few slots.
-  absl::InlinedVector<uint32_t, 32> order;
-  for (uint32_t b = 0; b < slots_.size(); ++b) {
-    if (slots_[b].state == SlotState::kFree) continue;
-    order.push_back(b);
+absl::InlinedVector<CohortPipeline::Seen, 32> CohortPipeline::InFlightByAge()
+    const {
+  // Called on every trip through Next: no heap, and an insertion sort of a
+  // few slots. The words may be stale by the time they are used; claims
+  // made by them then fail.
+  absl::InlinedVector<Seen, 32> order;
+  for (uint32_t b = 0; b < slots(); ++b) {
+    const uint64_t tag = slots_[b].tag.load(std::memory_order_acquire);
+    if (StateOf(tag) == kFree) continue;
+    order.push_back(Seen{b, tag});
     for (size_t i = order.size() - 1;
-         i > 0 && slots_[order[i - 1]].cohort > slots_[b].cohort; --i) {
+         i > 0 && CohortOf(order[i - 1].tag) > CohortOf(tag); --i) {
       std::swap(order[i - 1], order[i]);
     }
   }
   return order;
 }
 
-void CohortPipeline::PhaseOneDone(Slot& slot) {
-  slot.state = SlotState::kPhase2;
-  slot.ready_ns = MonotonicNanos();
+void CohortPipeline::PhaseOneDone(uint32_t b, uint64_t cohort) {
+  Slot& s = slots_[b];
+  s.ready_ns.store(MonotonicNanos(), std::memory_order_relaxed);
+  s.tag.store(Tag(cohort, kPhase2), std::memory_order_release);
   // A solo cohort's former goes on by itself; the others all have work.
-  if (!slot.solo) cv_.notify_all();
+  Wake(b >= buffers_ ? 0 : kAll);
 }
 
-void CohortPipeline::Free(Slot& slot) {
-  slot.state = SlotState::kFree;
+void CohortPipeline::Free(uint32_t b, uint64_t cohort) {
+  slots_[b].tag.store(Tag(cohort, kFree), std::memory_order_release);
+  epoch_.fetch_add(1, std::memory_order_seq_cst);
+  if (idle_.load(std::memory_order_seq_cst) == 0) return;
   // A split cohort's buffer is room to form the next one, which matters
   // only to queued events: with none queued, an idle thread has nothing to
   // form, and the next push wakes one. A solo cohort's slot is its
@@ -149,9 +239,12 @@ void CohortPipeline::Free(Slot& slot) {
   // cohort in flight, or a shutdown, waits on it. Waking every idle thread
   // regardless cost a 16-partition server 2 to 4 context switches per
   // event under 8 and 16 closed-loop clients, and a 2-partition one 2 to 3
-  // per event at one client (2-core VM).
-  if ((!slot.solo && !items_.empty()) || updates_ > 0 || closed_) {
-    cv_.notify_all();  // room to form a cohort, or to plan a change
+  // per event at one client (2-core VM). (Read after idle_: a sleeper
+  // counted there queued its events before it slept.)
+  if ((b < buffers_ && queued_.load(std::memory_order_relaxed) > 0) ||
+      changes_.load(std::memory_order_relaxed) ||
+      closed_.load(std::memory_order_relaxed)) {
+    Wake(kAll);  // room to form a cohort, or to plan a change
   }
 }
 
@@ -171,38 +264,85 @@ bool CohortPipeline::TakeUpdateWork(uint32_t p, Work* work) {
   return false;
 }
 
-bool CohortPipeline::TakeCohortWork(uint32_t p, Work* work) {
-  // Oldest cohort first: its tasks and matches finish events soonest.
-  for (uint32_t b : InFlightByAge()) {
-    Slot& s = slots_[b];
-    work->buffer = b;
-    work->cohort = s.cohort;
-    if (s.solo) {
-      if (s.owner != p) continue;
-      if (s.state == SlotState::kPhase1 && s.unclaimed > 0) {
-        work->kind = Work::Kind::kTask;
-        work->task = Claim(s, p);
+bool CohortPipeline::ClaimMatch(Slot& slot, uint64_t cohort, uint32_t q) {
+  std::atomic<uint64_t>& claim = slot.claims[q];
+  uint64_t last = claim.load(std::memory_order_acquire);
+  while (last < cohort + 1) {
+    if (claim.compare_exchange_weak(last, cohort + 1,
+                                    std::memory_order_acq_rel,
+                                    std::memory_order_acquire)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool CohortPipeline::ClaimTask(Slot& slot, uint64_t cohort, uint32_t p,
+                               size_t* task) {
+  const uint64_t gen = RangeGen(cohort);
+  // Takes the tail of a queue (own) or its head, if it holds tasks of
+  // `cohort`; a queue of an earlier cohort in the slot is empty (the slot
+  // was freed), and one of a later cohort has another number.
+  auto take = [&](TaskQueue& queue, bool own) {
+    uint64_t range = queue.range.load(std::memory_order_acquire);
+    for (;;) {
+      if ((range & kGenMask) != gen) return false;
+      const uint64_t head = (range >> kIndexBits) & kIndexMask;
+      const uint64_t tail = range & kIndexMask;
+      if (head >= tail) return false;
+      const uint64_t next = own ? range - 1 : range + (uint64_t{1} << kIndexBits);
+      if (queue.range.compare_exchange_weak(range, next,
+                                            std::memory_order_acq_rel,
+                                            std::memory_order_acquire)) {
+        *task = queue.tasks[own ? tail - 1 : head];
         return true;
       }
-      // Every partition's match in one piece of work: one trip through
-      // the lock and one MatchDone per cohort rather than per partition.
-      if (s.state != SlotState::kPhase2 || s.taken[0]) continue;
-      s.taken.assign(partitions_, true);
+    }
+  };
+  if (take(slot.queues[p], true)) return true;
+  // Steal the others' first tasks: they take theirs from the back.
+  for (uint32_t i = 1; i < partitions_; ++i) {
+    if (take(slot.queues[(p + i) % partitions_], false)) return true;
+  }
+  return false;
+}
+
+bool CohortPipeline::TakeCohortWork(uint32_t p, Work* work) {
+  // Oldest cohort first: its tasks and matches finish events soonest.
+  for (const Seen& seen : InFlightByAge()) {
+    const uint32_t b = seen.buffer;
+    Slot& s = slots_[b];
+    const uint64_t cohort = CohortOf(seen.tag);
+    const bool solo = b >= buffers_;
+    if (solo && b != buffers_ + p) continue;
+    const SlotState state = StateOf(seen.tag);
+    if (state == kPhase1) {
+      size_t task = 0;
+      if (!ClaimTask(s, cohort, p, &task)) continue;
+      work->kind = Work::Kind::kTask;
+      work->buffer = b;
+      work->cohort = cohort;
+      work->task = task;
+      return true;
+    }
+    if (state != kPhase2) continue;
+    if (solo) {
+      // Every partition's match in one piece of work: one MatchDone per
+      // cohort rather than per partition.
+      if (!ClaimMatch(s, cohort, 0)) continue;
       work->kind = Work::Kind::kMatch;
+      work->buffer = b;
+      work->cohort = cohort;
       work->partition = 0;
       work->all_partitions = true;
       work->finish_now = true;
-      work->ready_ns = s.ready_ns;
-      work->queue_length = s.events;
+      work->stolen = false;
+      work->ready_ns = s.ready_ns.load(std::memory_order_relaxed);
+      work->queue_length = s.events.load(std::memory_order_relaxed);
       return true;
     }
-    if (s.state == SlotState::kPhase1 && s.unclaimed > 0) {
-      work->kind = Work::Kind::kTask;
-      work->task = Claim(s, p);
-      return true;
-    }
-    if (s.state != SlotState::kPhase2 || s.taken[p]) continue;
-    TakeMatch(s, p, work);
+    if (!ClaimMatch(s, cohort, p)) continue;
+    TakeMatch(b, cohort, p, work);
     work->stolen = false;
     return true;
   }
@@ -217,22 +357,24 @@ bool CohortPipeline::TakeStolenMatch(uint32_t p, Work* work,
   // thread longer than a wake-up takes (that thread is busy, preempted or
   // slowed), or its thread is behind by more than the match it is on.
   const int64_t now = MonotonicNanos();
-  for (uint32_t b : InFlightByAge()) {
+  for (const Seen& seen : InFlightByAge()) {
+    const uint32_t b = seen.buffer;
+    if (b >= buffers_ || StateOf(seen.tag) != kPhase2) continue;
     Slot& s = slots_[b];
-    if (s.solo || s.state != SlotState::kPhase2) continue;
-    const int64_t eligible = s.ready_ns + steal_after_ns_;
+    const uint64_t cohort = CohortOf(seen.tag);
+    const int64_t eligible =
+        s.ready_ns.load(std::memory_order_relaxed) + steal_after_ns_;
     for (uint32_t i = 1; i < partitions_; ++i) {
       const uint32_t q = (p + i) % partitions_;
-      if (s.taken[q]) continue;
+      if (s.claims[q].load(std::memory_order_relaxed) >= cohort + 1) continue;
       if (now < eligible && Backlog(q) < 2) {
         if (*deadline_ns == 0 || eligible < *deadline_ns) {
           *deadline_ns = eligible;
         }
         continue;
       }
-      TakeMatch(s, q, work);
-      work->buffer = b;
-      work->cohort = s.cohort;
+      if (!ClaimMatch(s, cohort, q)) continue;
+      TakeMatch(b, cohort, q, work);
       work->stolen = true;
       steals_.fetch_add(1, std::memory_order_relaxed);
       return true;
@@ -245,53 +387,38 @@ uint32_t CohortPipeline::Backlog(uint32_t q) const {
   uint32_t n = 0;
   for (uint32_t b = 0; b < buffers_; ++b) {
     const Slot& s = slots_[b];
-    if (s.state != SlotState::kFree && !s.solo && !s.taken[q]) ++n;
+    const uint64_t tag = s.tag.load(std::memory_order_acquire);
+    if (StateOf(tag) != kFree &&
+        s.claims[q].load(std::memory_order_relaxed) < CohortOf(tag) + 1) {
+      ++n;
+    }
   }
   return n;
 }
 
-void CohortPipeline::TakeMatch(Slot& s, uint32_t q, Work* work) {
-  s.taken[q] = true;
+void CohortPipeline::TakeMatch(uint32_t b, uint64_t cohort, uint32_t q,
+                               Work* work) {
+  const Slot& s = slots_[b];
+  const size_t events = s.events.load(std::memory_order_relaxed);
   work->kind = Work::Kind::kMatch;
+  work->buffer = b;
+  work->cohort = cohort;
   work->partition = q;
   work->all_partitions = false;
   work->finish_now = solo_cohorts_
-                         ? s.events <= kSoloCohort
-                         : in_server_ != nullptr && in_server_() <= s.events;
-  work->ready_ns = s.ready_ns;
-  work->queue_length = 0;  // events of the cohorts ready for q
-  for (const Slot& ready : slots_) {
-    if (ready.state == SlotState::kPhase2 && !ready.solo &&
-        (&ready == &s || !ready.taken[q])) {
-      work->queue_length += ready.events;
+                         ? events <= kSoloCohort
+                         : in_server_ != nullptr && in_server_() <= events;
+  work->ready_ns = s.ready_ns.load(std::memory_order_relaxed);
+  work->queue_length = events;  // and the events of other cohorts ready for q
+  for (uint32_t r = 0; r < buffers_; ++r) {
+    if (r == b) continue;
+    const Slot& ready = slots_[r];
+    const uint64_t tag = ready.tag.load(std::memory_order_acquire);
+    if (StateOf(tag) == kPhase2 &&
+        ready.claims[q].load(std::memory_order_relaxed) < CohortOf(tag) + 1) {
+      work->queue_length += ready.events.load(std::memory_order_relaxed);
     }
   }
-}
-
-size_t CohortPipeline::Claim(Slot& slot, uint32_t p) {
-  --slot.unclaimed;
-  TaskQueue& mine = slot.queues[p];
-  while (mine.tasks.size() > mine.head) {
-    const uint32_t t = mine.tasks.back();
-    mine.tasks.pop_back();
-    if (!slot.claimed[t]) {
-      slot.claimed[t] = true;
-      return t;
-    }
-  }
-  // Steal the others' first tasks: they take theirs from the back.
-  const uint32_t n = static_cast<uint32_t>(slot.queues.size());
-  for (uint32_t i = 1; i < n; ++i) {
-    TaskQueue& other = slot.queues[(p + i) % n];
-    while (other.head < other.tasks.size()) {
-      const uint32_t t = other.tasks[other.head++];
-      if (!slot.claimed[t]) {
-        slot.claimed[t] = true;
-        return t;
-      }
-    }
-  }
-  return 0;  // unreachable while unclaimed was > 0
 }
 
 bool CohortPipeline::TakeForm(uint32_t p, Work* work, int64_t* deadline_ns) {
@@ -311,24 +438,32 @@ bool CohortPipeline::TakeForm(uint32_t p, Work* work, int64_t* deadline_ns) {
   // idle, the events queued are split over them — even a lone event, its
   // match then taking a fraction of the time, unless it is not alone in the
   // server: the others' events are on their way.
+  const uint32_t idle = idle_.load(std::memory_order_relaxed);
   const bool solo =
       solo_cohorts_ && ready <= kSoloCohort &&
-      (idle_ + 1 < partitions_ ||
+      (idle + 1 < partitions_ ||
        (ready == 1 && in_server_ != nullptr && in_server_() >= 2));
   // A solo cohort takes its former's own slot (free: a thread finishes its
-  // solo cohort before it forms another), a split one a mask buffer.
+  // solo cohort before it forms another), a split one a mask buffer. Only
+  // a former, under the lock, takes a free slot, so one seen free stays
+  // so; the acquire orders the last match's reads of the buffer before
+  // this former's writes.
   uint32_t b = buffers_ + p;
   if (!solo) {
     b = 0;
-    while (b < buffers_ && slots_[b].state != SlotState::kFree) ++b;
+    while (b < buffers_ && StateOf(slots_[b].tag.load(
+                               std::memory_order_acquire)) != kFree) {
+      ++b;
+    }
     if (b == buffers_) return false;
   }
   Slot& s = slots_[b];
-  assert(s.state == SlotState::kFree);
+  assert(StateOf(s.tag.load(std::memory_order_acquire)) == kFree);
   const size_t take = solo ? 1 : split;
+  const uint64_t cohort = formed_++;
   work->kind = Work::Kind::kForm;
   work->buffer = b;
-  work->cohort = formed_;
+  work->cohort = cohort;
   work->solo = solo;
   work->queue_length = items_.size() - updates_;
   work->events.clear();
@@ -336,18 +471,14 @@ bool CohortPipeline::TakeForm(uint32_t p, Work* work, int64_t* deadline_ns) {
     work->events.push_back(items_.front().event);
     items_.pop_front();
   }
+  s.events.store(take, std::memory_order_relaxed);
+  s.tasks_left.store(0, std::memory_order_relaxed);
+  s.matches_left.store(partitions_, std::memory_order_relaxed);
+  s.tag.store(Tag(cohort, kForming), std::memory_order_release);
+  Changed();
   // Events left behind a solo cohort go to an idle thread, if any (one
   // wake-up each: the next solo former wakes the next).
-  if (solo && ready > 1 && idle_ > 0) cv_.notify_one();
-  s.state = SlotState::kForming;
-  s.cohort = formed_++;
-  s.events = take;
-  s.tasks = s.unclaimed = 0;
-  s.tasks_done.store(0, std::memory_order_relaxed);
-  s.matched.store(0, std::memory_order_relaxed);
-  s.solo = work->solo;
-  s.owner = p;
-  s.taken.assign(partitions_, false);
+  if (solo && ready > 1 && idle > 0) Wake(1);
   return true;
 }
 
@@ -360,130 +491,140 @@ bool CohortPipeline::TakePlan(Work* work) {
   items_.pop_front();
   --updates_;
   update_state_ = UpdateState::kPlanning;
+  Changed();
   work->kind = Work::Kind::kPlanUpdate;
   work->update = update_;
   return true;
 }
 
 bool CohortPipeline::Next(uint32_t p, Work* work) {
-  const bool more = NextLocked(p, work);
+  const bool more = NextUnhooked(p, work);
   HandOff();
   return more;
 }
 
-bool CohortPipeline::NextLocked(uint32_t p, Work* work) {
-  std::unique_lock<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
+bool CohortPipeline::NextUnhooked(uint32_t p, Work* work) {
   for (;;) {
-    if (TakeUpdateWork(p, work) || TakeCohortWork(p, work)) return true;
+    // Read before looking: a hand-off after this moves it, and Sleep then
+    // returns at once.
+    const uint32_t seen = epoch_.load(std::memory_order_seq_cst);
+    // A change in progress: no cohort is in flight.
+    if (changes_.load(std::memory_order_acquire)) {
+      std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
+      if (TakeUpdateWork(p, work)) return true;
+    }
+    if (TakeCohortWork(p, work)) return true;
     int64_t deadline = 0;
-    if (TakeForm(p, work, &deadline) || TakePlan(work)) return true;
+    if (needs_lock_.load(std::memory_order_acquire)) {
+      std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
+      if (TakeForm(p, work, &deadline) || TakePlan(work)) return true;
+      if (closed_.load(std::memory_order_relaxed) && items_.empty() &&
+          update_state_ == UpdateState::kNone && !InFlight()) {
+        return false;
+      }
+    }
     // Another's share last: a cohort of its own to form keeps this core's
     // clusters in its cache.
     if (TakeStolenMatch(p, work, &deadline)) return true;
-    if (closed_ && items_.empty() && !InFlight() &&
-        update_state_ == UpdateState::kNone) {
-      return false;
-    }
-    ++idle_;
-    if (deadline > 0) {
-      cv_.wait_until(lock, std::chrono::steady_clock::time_point(
-                               std::chrono::nanoseconds(deadline)));
-    } else {
-      cv_.wait(lock);
-    }
-    --idle_;
+    Sleep(seen, deadline);
   }
 }
 
 bool CohortPipeline::Formed(uint32_t buffer,
                             absl::Span<const uint32_t> preferred,
-                            size_t events) {
+                            size_t events,
+                            absl::FunctionRef<void()> phase_one_done) {
+  // The slot is this thread's own until its state says otherwise.
   HandOff();
-  std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
   Slot& s = slots_[buffer];
-  s.events = events;
+  const uint64_t cohort = CohortOf(s.tag.load(std::memory_order_relaxed));
+  s.events.store(events, std::memory_order_relaxed);
   if (events == 0) {  // every event had expired: nothing to match
-    Free(s);
+    Free(buffer, cohort);
     return true;
   }
-  s.tasks = s.unclaimed = preferred.size();
-  if (s.tasks == 0) {
-    PhaseOneDone(s);
+  if (preferred.empty()) {
+    phase_one_done();
+    PhaseOneDone(buffer, cohort);
     return true;
   }
-  // The queues keep their capacity from cohort to cohort.
-  s.queues.resize(partitions_);
-  for (TaskQueue& q : s.queues) {
-    q.tasks.clear();
-    q.head = 0;
-  }
-  s.claimed.assign(s.tasks, false);
-  for (uint32_t t = 0; t < s.tasks; ++t) {
+  // The queues keep their capacity from cohort to cohort. Nobody reads
+  // them: the last cohort's are empty, and this one's are not yet
+  // published.
+  assert(partitions_ >= 1);
+  for (uint32_t q = 0; q < partitions_; ++q) s.queues[q].tasks.clear();
+  for (uint32_t t = 0; t < preferred.size(); ++t) {
     s.queues[preferred[t] % partitions_].tasks.push_back(t);
   }
-  s.state = SlotState::kPhase1;
-  // A waiter for each task at most: a thread woken to find every task
-  // taken only queues on the lock again.
-  for (size_t i = std::min<size_t>(s.tasks, idle_); i > 0; --i) {
-    cv_.notify_one();
+  for (uint32_t q = 0; q < partitions_; ++q) {
+    const size_t n = s.queues[q].tasks.size();
+    assert(n <= kMaxQueueTasks);
+    s.queues[q].range.store(RangeGen(cohort) | n, std::memory_order_release);
   }
+  s.tasks_left.store(preferred.size(), std::memory_order_relaxed);
+  s.tag.store(Tag(cohort, kPhase1), std::memory_order_release);
+  // A sleeper for each task at most: a thread woken to find every task
+  // taken only sleeps again.
+  Wake(static_cast<int>(std::min<size_t>(
+      preferred.size(), idle_.load(std::memory_order_relaxed))));
   return false;
 }
 
-bool CohortPipeline::TaskDone(uint32_t buffer) {
-  // Without the lock but for the cohort's last task. The slot itself and
-  // s.tasks were set under the lock before this thread was handed the
-  // task, and stay until the last task is done. The count's acquire and
-  // release chain every task's writes to the last, whose unlock hands
-  // them on with phase 2.
+bool CohortPipeline::TaskDone(uint32_t buffer,
+                              absl::FunctionRef<void()> phase_one_done) {
+  // The count's acquire and release chain every task's writes to the
+  // last, whose release store of phase 2 hands them on.
   HandOff();
   Slot& s = slots_[buffer];
-  // Read first: once this count is in, the slot may be freed and taken.
-  const size_t tasks = s.tasks;
-  if (s.tasks_done.fetch_add(1, std::memory_order_acq_rel) + 1 < tasks) {
-    return false;
-  }
-  std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
-  PhaseOneDone(s);
+  if (s.tasks_left.fetch_sub(1, std::memory_order_acq_rel) != 1) return false;
+  phase_one_done();
+  PhaseOneDone(buffer, CohortOf(s.tag.load(std::memory_order_relaxed)));
   return true;
 }
 
 void CohortPipeline::MatchDone(uint32_t buffer, uint32_t /*partition*/) {
-  // Without the lock but for the cohort's last match (as TaskDone): every
-  // partition's reads of the buffer happen before the last frees it.
+  // As TaskDone: every partition's reads of the buffer happen before the
+  // last frees it.
   HandOff();
   Slot& s = slots_[buffer];
-  const uint32_t n = s.solo ? partitions_ : 1;  // read first, as in TaskDone
-  if (s.matched.fetch_add(n, std::memory_order_acq_rel) + n < partitions_) {
-    return;
-  }
-  std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
-  Free(s);
+  const uint32_t n = buffer >= buffers_ ? partitions_ : 1;  // solo: all
+  if (s.matches_left.fetch_sub(n, std::memory_order_acq_rel) != n) return;
+  Free(buffer, CohortOf(s.tag.load(std::memory_order_relaxed)));
 }
 
 void CohortPipeline::UpdatePlanned(const std::vector<bool>& involved) {
-  std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
-  to_apply_ = involved;
-  applying_ = static_cast<uint32_t>(
-      std::count(involved.begin(), involved.end(), true));
-  update_state_ = applying_ > 0 ? UpdateState::kApplying
-                                : UpdateState::kFinishReady;
-  cv_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
+    to_apply_ = involved;
+    applying_ = static_cast<uint32_t>(
+        std::count(involved.begin(), involved.end(), true));
+    update_state_ = applying_ > 0 ? UpdateState::kApplying
+                                  : UpdateState::kFinishReady;
+    Changed();
+  }
+  Wake(kAll);
 }
 
 void CohortPipeline::UpdateApplied(uint32_t /*p*/) {
-  std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
-  if (--applying_ == 0) {
-    update_state_ = UpdateState::kFinishReady;
-    cv_.notify_all();
+  bool finish = false;
+  {
+    std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
+    if (--applying_ == 0) {
+      update_state_ = UpdateState::kFinishReady;
+      finish = true;
+    }
   }
+  if (finish) Wake(kAll);
 }
 
 void CohortPipeline::UpdateFinished() {
-  std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
-  update_state_ = UpdateState::kNone;
-  update_ = nullptr;
-  cv_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(LockSpinning(mu_), std::adopt_lock);
+    update_state_ = UpdateState::kNone;
+    update_ = nullptr;
+    Changed();
+  }
+  Wake(kAll);
 }
 
 }  // namespace service

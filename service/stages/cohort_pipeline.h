@@ -26,34 +26,43 @@
 //     kSoloFromPartitions partitions, a few queued events with other
 //     threads busy form solo cohorts, each in its former's own slot.
 //
-// Thread safety: every method may be called from any thread. One mutex
-// guards the queue and the slots, but a slot's counts of tasks and matches
-// done are atomics: only a cohort's last task and last match take the lock
-// (spinning on try_lock about a microsecond first). A buffer's contents
-// belong to the thread given kForm until Formed; its tasks then write
-// disjoint masks, read-only for every thread from the cohort's last
-// TaskDone to its last MatchDone. Each task's and match's release on its
-// count is acquired by the last, which then takes the lock.
+// Thread safety: every method may be called from any thread. No lock is
+// on a cohort's path once it is formed: its slot's state is one atomic word
+// (the cohort's number and its phase), a thread claims a phase-1 task or a
+// partition's share of phase 2 with one compare-and-swap, and the last
+// task done (TaskDone) and the last match done (MatchDone) move the slot
+// on with a release store. So a thread preempted anywhere holds up only
+// the task or share it claimed. A mutex guards what is left: the queue of
+// events and changes, forming a cohort (one former at a time), and the
+// steps of a change. A buffer's contents belong to the thread given kForm
+// until Formed; its tasks then write disjoint masks, read-only for every
+// thread from the cohort's last TaskDone to its last MatchDone. A thread
+// with nothing to do sleeps on a futex (an event count: a waiter reads the
+// count before it looks for work and sleeps only if the count has not
+// moved since), and a hand-off that gives a sleeper work wakes it; sleeps()
+// and wakeups() count both.
 //
 // Invariants: cohorts are numbered in formation order; every partition's
 // share of every cohort with live events is matched exactly once (a solo
 // cohort's on its former's thread, a split one's on any thread); at most
 // buffers() split cohorts are in flight, and a thread's solo cohort is in
-// its own slot (buffers() + the thread), at most one at a time; a change is planned only when no slot is in use, and
-// no cohort forms until it is finished.
+// its own slot (buffers() + the thread), at most one at a time; a change
+// is planned only when no slot is in use, and no cohort forms until it is
+// finished.
 #ifndef COHORT_SERVICE_STAGES_COHORT_PIPELINE_H_
 #define COHORT_SERVICE_STAGES_COHORT_PIPELINE_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/functional/function_ref.h"
 #include "absl/types/span.h"
 #include "matcher/cohort_masks.h"
 #include "service/stages/cohort_activation.h"
@@ -112,6 +121,9 @@ class CohortPipeline {
   static constexpr int64_t kStealAfterNs = 20'000;
   static constexpr int64_t kNoStealing = -1;
 
+  // The most tasks of one cohort one partition may prefer (Formed).
+  static constexpr size_t kMaxQueueTasks = (size_t{1} << 20) - 1;
+
   struct Work {
     enum class Kind {
       kForm,          // form a cohort of `events` in `buffer`
@@ -147,10 +159,11 @@ class CohortPipeline {
   };
 
   // Events in the whole server, admitted and not yet answered
-  // (Admission::in_flight); called with the pipeline's lock held, so it
-  // must not call back into the pipeline. With solo cohorts, a lone event
-  // that is not alone in the server runs solo; without, a cohort that
-  // holds every event in the server is answered by its last partition.
+  // (Admission::in_flight); called from Next on any partition thread,
+  // sometimes with the pipeline's lock held, so it must be thread-safe and
+  // not call back into the pipeline. With solo cohorts, a lone event that
+  // is not alone in the server runs solo; without, a cohort that holds
+  // every event in the server is answered by its last partition.
   using InServerFn = std::function<uint64_t()>;
 
   // REQUIRES: partitions >= 1; 1 <= cohort_max <= 64;
@@ -192,6 +205,13 @@ class CohortPipeline {
 
   // Matches stolen so far (Work::stolen).
   uint64_t steals() const { return steals_.load(std::memory_order_relaxed); }
+  // Times a partition thread found nothing to do and slept, and threads
+  // woken by a hand-off (a sleep that ends at its deadline is not a
+  // wake-up).
+  uint64_t sleeps() const { return sleeps_.load(std::memory_order_relaxed); }
+  uint64_t wakeups() const {
+    return wakeups_.load(std::memory_order_relaxed);
+  }
 
   // Mask buffers: split cohorts in flight at most.
   uint32_t buffers() const { return buffers_; }
@@ -205,11 +225,22 @@ class CohortPipeline {
   // expired, and no partition need match it) and phase-1 tasks 0 ..
   // preferred.size() - 1 left to run, task t preferably by partition
   // preferred[t] % partitions (none: its phase 1 is done). Returns true if
-  // its phase 1 is done now.
+  // its phase 1 is done now. REQUIRES: fewer than kMaxQueueTasks tasks
+  // preferred by any one partition.
   bool Formed(uint32_t buffer, absl::Span<const uint32_t> preferred,
-              size_t events);
-  // A task of `buffer` ran. Returns true if it was the cohort's last.
-  bool TaskDone(uint32_t buffer);
+              size_t events) {
+    return Formed(buffer, preferred, events, [] {});
+  }
+  // As above; if its phase 1 is done now (and events > 0),
+  // `phase_one_done` runs first, before any thread may take its phase 2
+  // (so what it records is there before the cohort's events are
+  // answered).
+  bool Formed(uint32_t buffer, absl::Span<const uint32_t> preferred,
+              size_t events, absl::FunctionRef<void()> phase_one_done);
+  // A task of `buffer` ran. Returns true if it was the cohort's last, and
+  // then runs `phase_one_done` first, as Formed does.
+  bool TaskDone(uint32_t buffer) { return TaskDone(buffer, [] {}); }
+  bool TaskDone(uint32_t buffer, absl::FunctionRef<void()> phase_one_done);
   // `buffer`'s cohort is matched against partition `partition`'s
   // clusters; for a solo cohort (Work::all_partitions), against every
   // partition's.
@@ -225,42 +256,57 @@ class CohortPipeline {
     QueuedEvent event;                // when update == nullptr
     UpdateBatch* update = nullptr;
   };
-  enum class SlotState { kFree, kForming, kPhase1, kPhase2 };
-  // The tasks a partition prefers, not yet handed out by it: it takes from
-  // the back, others steal from `head`.
+  enum SlotState : uint64_t { kFree = 0, kForming, kPhase1, kPhase2 };
+  // A slot's state word: (cohort + 1) << 2 | SlotState; 0 for a slot never
+  // used. A cohort's number is unique, so a thread that read the word and
+  // then claims by it cannot claim in a later cohort of the slot.
+  static uint64_t Tag(uint64_t cohort, SlotState state) {
+    return (cohort + 1) << 2 | state;
+  }
+  static SlotState StateOf(uint64_t tag) {
+    return static_cast<SlotState>(tag & 3);
+  }
+  static uint64_t CohortOf(uint64_t tag) { return (tag >> 2) - 1; }
+  // The tasks a partition prefers, not yet handed out: it takes from the
+  // tail, others steal from the head. `range` packs the cohort's number
+  // (its low 24 bits), head and tail (20 bits each); one compare-and-swap
+  // claims a task. `tasks` is written by the former before the slot's
+  // phase 1 is published and read by a thread only once it has claimed
+  // one of them.
   struct TaskQueue {
     std::vector<uint32_t> tasks;
-    size_t head = 0;
+    std::atomic<uint64_t> range{0};
   };
-  struct Slot {
-    SlotState state = SlotState::kFree;
-    uint64_t cohort = 0;
-    size_t events = 0;
-    size_t tasks = 0;
-    size_t unclaimed = 0;
-    // Counted without the lock (TaskDone, MatchDone): only a cohort's
-    // last task and last match take it. Reset under the lock when the
-    // slot is taken; no thread reports to a free slot.
-    std::atomic<size_t> tasks_done{0};
-    std::atomic<uint32_t> matched{0};
-    int64_t ready_ns = 0;
-    bool solo = false;
-    uint32_t owner = 0;             // solo: the thread that runs it all
-    std::vector<bool> taken;        // by partition: its match handed out
-    std::vector<TaskQueue> queues;  // by partition
-    std::vector<bool> claimed;      // by task
+  // A cache line each: its words change at every hand-off of its cohort.
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> tag{0};
+    // Set by the former, published by the tag's release store; read by
+    // scans that may be a cohort late, so atomics.
+    std::atomic<size_t> events{0};
+    std::atomic<int64_t> ready_ns{0};
+    std::atomic<size_t> tasks_left{0};
+    std::atomic<uint32_t> matches_left{0};
+    // By partition: 1 + the last cohort in this slot whose share of phase
+    // 2 was claimed (a solo cohort claims all in partition 0's). Only
+    // rises, so a claim by a stale reading fails.
+    std::unique_ptr<std::atomic<uint64_t>[]> claims;
+    std::unique_ptr<TaskQueue[]> queues;  // by partition
+  };
+  // A slot in use as a scan saw it.
+  struct Seen {
+    uint32_t buffer;
+    uint64_t tag;
   };
   enum class UpdateState { kNone, kPlanning, kApplying, kFinishReady,
                            kFinishing };
 
   // Next without the test's hook.
-  bool NextLocked(uint32_t p, Work* work);
+  bool NextUnhooked(uint32_t p, Work* work);
   // Next's choices, in priority order; each fills *work and returns true if
-  // it applies. REQUIRES: mu_ held.
+  // it applies. The cohort ones take no lock.
   bool TakeUpdateWork(uint32_t p, Work* work)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool TakeCohortWork(uint32_t p, Work* work)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool TakeCohortWork(uint32_t p, Work* work);
   // Forms a cohort on thread p if the activation rule allows; otherwise
   // sets *deadline_ns to when the oldest event's wait runs out (0: none).
   bool TakeForm(uint32_t p, Work* work, int64_t* deadline_ns)
@@ -269,22 +315,28 @@ class CohortPipeline {
   // Another partition's share of a cohort in phase 2, when the rule in
   // the contract allows; otherwise lowers *deadline_ns (0: none) to when
   // the first share waiting for its own thread may be taken.
-  bool TakeStolenMatch(uint32_t p, Work* work, int64_t* deadline_ns)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Hands out partition q's match of `slot`'s cohort.
-  void TakeMatch(Slot& slot, uint32_t q, Work* work)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool TakeStolenMatch(uint32_t p, Work* work, int64_t* deadline_ns);
+  // Claims partition q's share of phase 2 of `cohort` in `slot`.
+  static bool ClaimMatch(Slot& slot, uint64_t cohort, uint32_t q);
+  // Describes partition q's match of buffer b's cohort, claimed.
+  void TakeMatch(uint32_t b, uint64_t cohort, uint32_t q, Work* work);
   // Split cohorts in flight that partition q has yet to be handed.
-  uint32_t Backlog(uint32_t q) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A task of `slot` for partition p: one it prefers, else another's.
-  // REQUIRES: slot.unclaimed > 0.
-  static size_t Claim(Slot& slot, uint32_t p);
-  bool InFlight() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void PhaseOneDone(Slot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Free(Slot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The buffers in use, oldest cohort first.
-  absl::InlinedVector<uint32_t, 32> InFlightByAge() const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint32_t Backlog(uint32_t q) const;
+  // Claims a phase-1 task of `cohort` in `slot` for partition p: one it
+  // prefers, else another's; false if none is left.
+  bool ClaimTask(Slot& slot, uint64_t cohort, uint32_t p, size_t* task);
+  bool InFlight() const;
+  void PhaseOneDone(uint32_t b, uint64_t cohort);
+  void Free(uint32_t b, uint64_t cohort);
+  // The slots in use, oldest cohort first.
+  absl::InlinedVector<Seen, 32> InFlightByAge() const;
+  // Records that the locked state changed (needs_lock_), under mu_.
+  void Changed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves the event count on and wakes up to `n` sleeping threads.
+  void Wake(int n);
+  // Sleeps while the event count is `seen`, until `deadline_ns` (0: no
+  // deadline) or a Wake.
+  void Sleep(uint32_t seen, int64_t deadline_ns);
 
   const uint32_t partitions_;
   const CohortActivation activation_;
@@ -292,19 +344,31 @@ class CohortPipeline {
   const InServerFn in_server_;
   const bool solo_cohorts_;
   const int64_t steal_after_ns_;
-  std::atomic<uint64_t> steals_{0};
+  std::unique_ptr<Slot[]> slots_;
+  // Counts for stats, written apart from what every Next reads.
+  alignas(64) std::atomic<uint64_t> steals_{0};
+  std::atomic<uint64_t> sleeps_{0};
+  std::atomic<uint64_t> wakeups_{0};
+  // The event count sleepers wait on, and how many sleep or are about to:
+  // moved by every hand-off, so on a cache line of their own.
+  alignas(64) std::atomic<uint32_t> epoch_{0};
+  std::atomic<uint32_t> idle_{0};
+  // Mirrors of the locked state that lock-free paths read: events queued,
+  // changes queued or under way, closed. needs_lock_: Next has something
+  // to do under the lock (events or a change queued, a change under way,
+  // or closed).
+  alignas(64) std::atomic<size_t> queued_{0};
+  std::atomic<bool> changes_{false};
+  std::atomic<bool> closed_{false};
+  std::atomic<bool> needs_lock_{false};
   std::mutex mu_;
-  std::condition_variable cv_;
   std::deque<Item> items_ ABSL_GUARDED_BY(mu_);
   size_t updates_ ABSL_GUARDED_BY(mu_) = 0;  // changes in items_
-  std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
   uint64_t formed_ ABSL_GUARDED_BY(mu_) = 0;  // cohorts formed so far
   UpdateState update_state_ ABSL_GUARDED_BY(mu_) = UpdateState::kNone;
   UpdateBatch* update_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::vector<bool> to_apply_ ABSL_GUARDED_BY(mu_);  // by partition
   uint32_t applying_ ABSL_GUARDED_BY(mu_) = 0;
-  uint32_t idle_ ABSL_GUARDED_BY(mu_) = 0;  // threads waiting in Next
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;
   bool flushing_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -570,6 +570,65 @@ TEST(CohortPipeline, SoloCohortIsNeverStolen) {
   EXPECT_EQ(pipeline.steals(), 0u);
 }
 
+// A thread with nothing to do sleeps (counted), and an event pushed wakes
+// it (counted) to form the cohort.
+TEST(CohortPipeline, IdleThreadSleepsAndAPushWakesIt) {
+  CohortPipeline pipeline(2, 64, 0, 2, nullptr, true, kOwnersOnly);
+  auto next = NextAsync(pipeline, 0);
+  const int64_t give_up = MonotonicNanos() + int64_t{10} * 1000 * 1000 * 1000;
+  while (pipeline.sleeps() == 0 && MonotonicNanos() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_GE(pipeline.sleeps(), 1u) << "an idle thread did not sleep";
+  EXPECT_EQ(pipeline.wakeups(), 0u);
+  // Long enough for the sleeper to be in its futex wait, not just counted.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto job = Job(1);
+  pipeline.PushEvents(job.get(), MonotonicNanos());
+  const CohortPipeline::Work work = next.get();
+  EXPECT_EQ(work.kind, Kind::kForm);
+  EXPECT_EQ(pipeline.wakeups(), 1u);
+}
+
+// The last task's phase_one_done runs once, before its phase 2 is handed
+// out; the others' never.
+TEST(CohortPipeline, PhaseOneDoneRunsOnceForTheLastTask) {
+  CohortPipeline pipeline(2, 64, 0, 2, nullptr, true, kOwnersOnly);
+  auto job = Job(CohortPipeline::kSoloCohort + 1);
+  pipeline.PushEvents(job.get(), MonotonicNanos());
+  CohortPipeline::Work work;
+  ASSERT_TRUE(pipeline.Next(0, &work));
+  ASSERT_EQ(work.kind, Kind::kForm);
+  const uint32_t buffer = work.buffer;
+  int calls = 0;
+  EXPECT_FALSE(pipeline.Formed(buffer, {0, 1, 1}, job->events.size(),
+                               [&calls] { ++calls; }));
+  // Thread 0 takes its own task first, then steals partition 1's oldest.
+  std::vector<size_t> tasks;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(pipeline.Next(0, &work));
+    ASSERT_EQ(work.kind, Kind::kTask);
+    EXPECT_EQ(work.buffer, buffer);
+    tasks.push_back(work.task);
+  }
+  EXPECT_EQ(tasks, (std::vector<size_t>{0, 1, 2}));
+  EXPECT_FALSE(pipeline.TaskDone(buffer, [&calls] { ++calls; }));
+  EXPECT_FALSE(pipeline.TaskDone(buffer, [&calls] { ++calls; }));
+  EXPECT_EQ(calls, 0);
+  auto match = NextAsync(pipeline, 1);
+  EXPECT_TRUE(Blocks(match)) << "phase 2 handed out before the last task";
+  EXPECT_TRUE(pipeline.TaskDone(buffer, [&calls, &match] {
+    ++calls;
+    EXPECT_EQ(match.wait_for(std::chrono::milliseconds(20)),
+              std::future_status::timeout)
+        << "phase 2 handed out before phase_one_done returned";
+  }));
+  EXPECT_EQ(calls, 1);
+  work = match.get();
+  EXPECT_EQ(work.kind, Kind::kMatch);
+  EXPECT_EQ(work.partition, 1u);
+}
+
 TEST(CohortPipeline, DefaultBuffers) {
   EXPECT_EQ(CohortPipeline::DefaultBuffers(1), 2u);
   EXPECT_EQ(CohortPipeline::DefaultBuffers(2), 2u);
@@ -597,10 +656,10 @@ TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
   const bool solo_cohorts = std::get<1>(GetParam());
   const int64_t steal_after_ns = std::get<2>(GetParam());
   // Every other lone event is told the server is busy, so that both solo
-  // and split cohorts form whatever the threads' timing (called under the
-  // pipeline's lock, so the counter needs none of its own); without solo
-  // cohorts, so that split cohorts are answered both ways (finish_now).
-  uint64_t asked = 0;
+  // and split cohorts form whatever the threads' timing (called from any
+  // partition thread, so the counter is atomic); without solo cohorts, so
+  // that split cohorts are answered both ways (finish_now).
+  std::atomic<uint64_t> asked{0};
   CohortPipeline pipeline(kP, 16, 50 * 1000, buffers,
                           [&asked] { return ++asked % 2 == 0 ? kP : 0; },
                           solo_cohorts, steal_after_ns);

@@ -46,9 +46,11 @@ absl::string_view IndexLayoutName(IndexLayout layout);
 // 8,192 positions a cohort's tasks take about as long as waking another
 // core. A batch of 16,384 positions is about 20 us of work at 1.4 ns a
 // position: fabret-1m's cohorts of 64 walk about 85,000 positions in 96
-// tasks of about 900 (a microsecond each), and each hand-off costs two
-// trips through the pipeline's lock, which every partition thread contends
-// for (bench/reports/2026-11-27-xeon16-diagnosis).
+// tasks of about 900 (a microsecond each), and each hand-off costs a
+// claim, a count and, for a sleeping thread, a wake-up (chosen when it
+// cost two trips through a lock every partition thread contended for,
+// bench/reports/2026-11-27-xeon16-diagnosis; not measured again since
+// issue 43 took the lock off).
 inline constexpr uint64_t kPhase1InlinePositions = 8192;
 inline constexpr uint64_t kPhase1BatchPositions = 16384;
 

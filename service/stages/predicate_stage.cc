@@ -63,9 +63,10 @@ void PredicateStage::Form(const CohortPipeline::Work& work) {
     }
   }
   const Batch batch{c.queue_length, c.events.size(), c.formed_ns};
-  const bool done =
-      pipeline_->Formed(work.buffer, c.preferred, c.events.size());
-  if (done && batch.events > 0) PhaseOneDone(batch);
+  // Recorded before the pipeline hands out phase 2: once it has, the
+  // cohort's events may be answered.
+  pipeline_->Formed(work.buffer, c.preferred, c.events.size(),
+                    [this, &batch] { PhaseOneDone(batch); });
   // Last: the reply stage may finish (and free) a job as soon as it has
   // its events.
   for (const QueuedEvent& e : expired) expired_(e.job, e.event);
@@ -78,7 +79,7 @@ void PredicateStage::RunTask(const CohortPipeline::Work& work) {
     index_->RunTask(t, &c.masks);
   }
   const Batch batch{c.queue_length, c.events.size(), c.formed_ns};
-  if (pipeline_->TaskDone(work.buffer)) PhaseOneDone(batch);
+  pipeline_->TaskDone(work.buffer, [this, &batch] { PhaseOneDone(batch); });
 }
 
 void PredicateStage::PhaseOneDone(const Batch& batch) {
