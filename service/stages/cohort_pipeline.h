@@ -277,8 +277,7 @@ class CohortPipeline {
     std::vector<uint32_t> tasks;
     std::atomic<uint64_t> range{0};
   };
-  // A cache line each: its words change at every hand-off of its cohort.
-  struct alignas(64) Slot {
+  struct Slot {
     std::atomic<uint64_t> tag{0};
     // Set by the former, published by the tag's release store; read by
     // scans that may be a cohort late, so atomics.
@@ -345,19 +344,19 @@ class CohortPipeline {
   const bool solo_cohorts_;
   const int64_t steal_after_ns_;
   std::unique_ptr<Slot[]> slots_;
-  // Counts for stats, written apart from what every Next reads.
-  alignas(64) std::atomic<uint64_t> steals_{0};
+  std::atomic<uint64_t> steals_{0};
   std::atomic<uint64_t> sleeps_{0};
   std::atomic<uint64_t> wakeups_{0};
-  // The event count sleepers wait on, and how many sleep or are about to:
-  // moved by every hand-off, so on a cache line of their own.
-  alignas(64) std::atomic<uint32_t> epoch_{0};
+  // The event count sleepers wait on, and how many sleep or are about to.
+  // (Not over-aligned: an over-aligned slot array came out misaligned
+  // under the sanitizers' allocator.)
+  std::atomic<uint32_t> epoch_{0};
   std::atomic<uint32_t> idle_{0};
   // Mirrors of the locked state that lock-free paths read: events queued,
   // changes queued or under way, closed. needs_lock_: Next has something
   // to do under the lock (events or a change queued, a change under way,
   // or closed).
-  alignas(64) std::atomic<size_t> queued_{0};
+  std::atomic<size_t> queued_{0};
   std::atomic<bool> changes_{false};
   std::atomic<bool> closed_{false};
   std::atomic<bool> needs_lock_{false};
