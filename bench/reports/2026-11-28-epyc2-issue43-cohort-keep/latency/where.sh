@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Where a publish's time goes at a fixed open-loop rate: cohortd's own
-# per-stage histograms (/metrics), scraped before and after the run.
+# per-stage histograms (/metrics), scraped before and after the run, the
+# server's CPU seconds over the run and, from issue 43's lock-free
+# pipeline on (bench/reports/2026-11-28-epyc2-issue43-lockfree), its
+# partition threads' sleeps and wake-ups ("-" for a build without them).
 #   where.sh BIN RATE OUT   (BIN: a folder with cohortd and cohort;
 #   2 partitions, fabret-1m, 2 open-loop clients for 10 s, metrics on
 #   port 19391)
@@ -15,10 +18,13 @@ pid=${COHORTD_PID}
 trap 'stop_cohortd ${pid}' EXIT
 "${bin}/cohort" load --server="127.0.0.1:${COHORTD_PORT}" --preset=fabret-1m --mode=none >/dev/null
 curl -s http://127.0.0.1:19391/metrics >"${out}/before.txt"
+cpu0=$(awk '{print $14 + $15}' "/proc/${pid}/stat")
 "${bin}/cohort" load --server="127.0.0.1:${COHORTD_PORT}" --preset=fabret-1m \
   --skip_load --mode=unary --batch=1 --clients=2 --rate="${rate}" \
   --warmup=0 --duration=10 --out="${out}/load.json" >/dev/null
+cpu1=$(awk '{print $14 + $15}' "/proc/${pid}/stat")
 curl -s http://127.0.0.1:19391/metrics >"${out}/after.txt"
+echo "server cpu seconds: $(( (cpu1 - cpu0) / 100 )).$(printf '%02d' $(( (cpu1 - cpu0) % 100 )))"
 python3 - "${out}" <<'PY'
 import re, sys, json
 d = sys.argv[1]
@@ -34,6 +40,9 @@ delta = {k: b[k] - a.get(k, 0) for k in b}
 load = json.load(open(d + '/load.json'))
 print('offered %s achieved %.0f p50 %.2f ms p99 %.2f ms' % (
     sys.argv[1], load['events_per_s'], load['latency_us']['p50'] / 1e3, load['latency_us']['p99'] / 1e3))
+for name in ('cohort_pipeline_sleeps_total', 'cohort_pipeline_wakeups_total',
+             'cohort_stolen_matches_total'):
+    print(name, '%.0f' % delta[(name, '')] if (name, '') in delta else '-')
 for name in ('cohort_publish_duration_seconds',):
     s = sum(v for (n, l), v in delta.items() if n == name + '_sum')
     c = sum(v for (n, l), v in delta.items() if n == name + '_count')
