@@ -336,20 +336,13 @@ struct ThreadTimes {
   }
 };
 
-// The pipelines' counts over a run, summed over the copies.
-struct PipelineCounts {
-  uint64_t steals = 0;
-  uint64_t sleeps = 0;   // a thread found nothing to do and slept
-  uint64_t wakeups = 0;  // threads woken by a hand-off
-};
-
 // With G = copies.size() copies, thread t works for copy t / (P / G) as
 // its partition t % (P / G), and event n goes to copy n % G.
 uint64_t RunThreads(
     const std::vector<std::unique_ptr<matcher::PartitionedIndex>>& copies,
     const Workload& workload, uint32_t threads, size_t chunk, bool steal,
     double* seconds, bool* pinned, ThreadTimes* times,
-    PipelineCounts* counts) {
+    service::CohortPipeline::Counts* counts) {
   using service::CohortPipeline;
   using service::PublishJob;
   const uint32_t g = static_cast<uint32_t>(copies.size());
@@ -479,12 +472,9 @@ uint64_t RunThreads(
   }
   for (auto& copy : states) copy->pipeline.Close();
   for (std::thread& thread : running) thread.join();
-  *counts = PipelineCounts();
-  for (auto& copy : states) {
-    counts->steals += copy->pipeline.steals();
-    counts->sleeps += copy->pipeline.sleeps();
-    counts->wakeups += copy->pipeline.wakeups();
-  }
+  // The pipelines' counts over the run, summed over the copies.
+  *counts = CohortPipeline::Counts();
+  for (auto& copy : states) *counts += copy->pipeline.counts();
   *seconds = std::chrono::duration<double>(Clock::now() - start).count();
   *pinned = all_pinned;
   return matches;
@@ -541,7 +531,7 @@ int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
     if (!ReadyThenWaitForGo()) return 1;
     bool pinned = false;
     ThreadTimes times;
-    PipelineCounts counts;
+    service::CohortPipeline::Counts counts;
     r->matches =
         RunThreads(built, workload, p, chunk, absl::GetFlag(FLAGS_steal),
                    &r->match_seconds, &pinned, &times, &counts);
@@ -791,7 +781,7 @@ int RunPreemption(const Workload& workload) {
       double seconds = 0;
       bool pinned = false;
       ThreadTimes times;
-      PipelineCounts counts;
+      service::CohortPipeline::Counts counts;
       const uint64_t matches = RunThreads(
           built[{c.threads / c.copies, c.copies}], workload, c.threads, 64,
           c.steal, &seconds, &pinned, &times, &counts);

@@ -119,7 +119,10 @@ void CohortPipeline::Wake(int n) {
   // Sequentially consistent with Sleep's: a sleeper either sees the count
   // move (and does not sleep) or is counted in idle_ here.
   epoch_.fetch_add(1, std::memory_order_seq_cst);
-  if (n <= 0 || idle_.load(std::memory_order_seq_cst) == 0) return;
+  if (n > 0 && idle_.load(std::memory_order_seq_cst) > 0) WakeSleepers(n);
+}
+
+void CohortPipeline::WakeSleepers(int n) {
   const long woken = syscall(SYS_futex, FutexWord(&epoch_),
                              FUTEX_WAKE_PRIVATE, n, nullptr, nullptr, 0);
   if (woken > 0) {
@@ -240,11 +243,11 @@ void CohortPipeline::Free(uint32_t b, uint64_t cohort) {
   // regardless cost a 16-partition server 2 to 4 context switches per
   // event under 8 and 16 closed-loop clients, and a 2-partition one 2 to 3
   // per event at one client (2-core VM). (Read after idle_: a sleeper
-  // counted there queued its events before it slept.)
+  // counted there had seen the queue, under the lock, before it slept.)
   if ((b < buffers_ && queued_.load(std::memory_order_relaxed) > 0) ||
       changes_.load(std::memory_order_relaxed) ||
       closed_.load(std::memory_order_relaxed)) {
-    Wake(kAll);  // room to form a cohort, or to plan a change
+    WakeSleepers(kAll);  // room to form a cohort, or to plan a change
   }
 }
 
@@ -366,7 +369,7 @@ bool CohortPipeline::TakeStolenMatch(uint32_t p, Work* work,
         s.ready_ns.load(std::memory_order_relaxed) + steal_after_ns_;
     for (uint32_t i = 1; i < partitions_; ++i) {
       const uint32_t q = (p + i) % partitions_;
-      if (s.claims[q].load(std::memory_order_relaxed) >= cohort + 1) continue;
+      if (Claimed(s, cohort, q)) continue;
       if (now < eligible && Backlog(q) < 2) {
         if (*deadline_ns == 0 || eligible < *deadline_ns) {
           *deadline_ns = eligible;
@@ -388,10 +391,7 @@ uint32_t CohortPipeline::Backlog(uint32_t q) const {
   for (uint32_t b = 0; b < buffers_; ++b) {
     const Slot& s = slots_[b];
     const uint64_t tag = s.tag.load(std::memory_order_acquire);
-    if (StateOf(tag) != kFree &&
-        s.claims[q].load(std::memory_order_relaxed) < CohortOf(tag) + 1) {
-      ++n;
-    }
+    if (StateOf(tag) != kFree && !Claimed(s, CohortOf(tag), q)) ++n;
   }
   return n;
 }
@@ -414,8 +414,7 @@ void CohortPipeline::TakeMatch(uint32_t b, uint64_t cohort, uint32_t q,
     if (r == b) continue;
     const Slot& ready = slots_[r];
     const uint64_t tag = ready.tag.load(std::memory_order_acquire);
-    if (StateOf(tag) == kPhase2 &&
-        ready.claims[q].load(std::memory_order_relaxed) < CohortOf(tag) + 1) {
+    if (StateOf(tag) == kPhase2 && !Claimed(ready, CohortOf(tag), q)) {
       work->queue_length += ready.events.load(std::memory_order_relaxed);
     }
   }

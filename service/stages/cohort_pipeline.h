@@ -203,14 +203,25 @@ class CohortPipeline {
   using HandOffHook = void (*)();
   static void SetHandOffHookForTesting(HandOffHook hook);
 
-  // Matches stolen so far (Work::stolen).
-  uint64_t steals() const { return steals_.load(std::memory_order_relaxed); }
-  // Times a partition thread found nothing to do and slept, and threads
-  // woken by a hand-off (a sleep that ends at its deadline is not a
-  // wake-up).
-  uint64_t sleeps() const { return sleeps_.load(std::memory_order_relaxed); }
-  uint64_t wakeups() const {
-    return wakeups_.load(std::memory_order_relaxed);
+  // What the pipeline has counted so far; callers with several pipelines
+  // (index copies) add them up.
+  struct Counts {
+    uint64_t steals = 0;  // matches stolen (Work::stolen)
+    uint64_t sleeps = 0;  // a partition thread found nothing to do, slept
+    // Threads woken by a hand-off (a sleep that ends at its deadline is
+    // not a wake-up).
+    uint64_t wakeups = 0;
+    Counts& operator+=(const Counts& other) {
+      steals += other.steals;
+      sleeps += other.sleeps;
+      wakeups += other.wakeups;
+      return *this;
+    }
+  };
+  Counts counts() const {
+    return Counts{steals_.load(std::memory_order_relaxed),
+                  sleeps_.load(std::memory_order_relaxed),
+                  wakeups_.load(std::memory_order_relaxed)};
   }
 
   // Mask buffers: split cohorts in flight at most.
@@ -315,6 +326,11 @@ class CohortPipeline {
   // the contract allows; otherwise lowers *deadline_ns (0: none) to when
   // the first share waiting for its own thread may be taken.
   bool TakeStolenMatch(uint32_t p, Work* work, int64_t* deadline_ns);
+  // Whether partition q's share of phase 2 of `cohort` (or of a later
+  // cohort) in `slot` has been claimed.
+  static bool Claimed(const Slot& slot, uint64_t cohort, uint32_t q) {
+    return slot.claims[q].load(std::memory_order_relaxed) >= cohort + 1;
+  }
   // Claims partition q's share of phase 2 of `cohort` in `slot`.
   static bool ClaimMatch(Slot& slot, uint64_t cohort, uint32_t q);
   // Describes partition q's match of buffer b's cohort, claimed.
@@ -333,6 +349,8 @@ class CohortPipeline {
   void Changed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves the event count on and wakes up to `n` sleeping threads.
   void Wake(int n);
+  // Wakes up to `n` sleeping threads, the event count moved already.
+  void WakeSleepers(int n);
   // Sleeps while the event count is `seen`, until `deadline_ns` (0: no
   // deadline) or a Wake.
   void Sleep(uint32_t seen, int64_t deadline_ns);

@@ -490,7 +490,7 @@ TEST(CohortPipeline, IdleThreadStealsAShareLeftWaiting) {
   EXPECT_EQ(work.buffer, buffer);
   EXPECT_EQ(work.partition, 1u);
   EXPECT_TRUE(work.stolen);
-  EXPECT_EQ(pipeline.steals(), 1u);
+  EXPECT_EQ(pipeline.counts().steals, 1u);
   pipeline.MatchDone(buffer, 1);
   // The cohort is matched everywhere: partition 1 has nothing left.
   pipeline.Close();
@@ -515,7 +515,7 @@ TEST(CohortPipeline, ShareWaitsForItsOwnThreadFirst) {
   pipeline.PushEvents(next.get(), MonotonicNanos());
   work = thief.get();
   EXPECT_EQ(work.kind, Kind::kForm);
-  EXPECT_EQ(pipeline.steals(), 0u);
+  EXPECT_EQ(pipeline.counts().steals, 0u);
 }
 
 // The delay runs out with nobody else calling in: the waiting thread wakes
@@ -567,7 +567,7 @@ TEST(CohortPipeline, SoloCohortIsNeverStolen) {
   auto next = Job(1);
   pipeline.PushEvents(next.get(), MonotonicNanos());
   EXPECT_EQ(other.get().kind, Kind::kForm);
-  EXPECT_EQ(pipeline.steals(), 0u);
+  EXPECT_EQ(pipeline.counts().steals, 0u);
 }
 
 // A thread with nothing to do sleeps (counted), and an event pushed wakes
@@ -576,18 +576,18 @@ TEST(CohortPipeline, IdleThreadSleepsAndAPushWakesIt) {
   CohortPipeline pipeline(2, 64, 0, 2, nullptr, true, kOwnersOnly);
   auto next = NextAsync(pipeline, 0);
   const int64_t give_up = MonotonicNanos() + int64_t{10} * 1000 * 1000 * 1000;
-  while (pipeline.sleeps() == 0 && MonotonicNanos() < give_up) {
+  while (pipeline.counts().sleeps == 0 && MonotonicNanos() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  ASSERT_GE(pipeline.sleeps(), 1u) << "an idle thread did not sleep";
-  EXPECT_EQ(pipeline.wakeups(), 0u);
+  ASSERT_GE(pipeline.counts().sleeps, 1u) << "an idle thread did not sleep";
+  EXPECT_EQ(pipeline.counts().wakeups, 0u);
   // Long enough for the sleeper to be in its futex wait, not just counted.
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   auto job = Job(1);
   pipeline.PushEvents(job.get(), MonotonicNanos());
   const CohortPipeline::Work work = next.get();
   EXPECT_EQ(work.kind, Kind::kForm);
-  EXPECT_EQ(pipeline.wakeups(), 1u);
+  EXPECT_EQ(pipeline.counts().wakeups, 1u);
 }
 
 // The last task's phase_one_done runs once, before its phase 2 is handed

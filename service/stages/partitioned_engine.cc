@@ -278,15 +278,11 @@ void PartitionedEngine::AddStageStats(
   stats->set_index_layout(std::string(IndexLayoutName(options_.index_layout)));
   stats->set_partitions(static_cast<uint32_t>(threads_.size()));
   stats->set_index_copies(static_cast<uint32_t>(copies_.size()));
-  uint64_t stolen = 0, sleeps = 0, wakeups = 0;
-  for (const auto& copy : copies_) {
-    stolen += copy->pipeline.steals();
-    sleeps += copy->pipeline.sleeps();
-    wakeups += copy->pipeline.wakeups();
-  }
-  stats->set_stolen_matches(stolen);
-  stats->set_pipeline_sleeps(sleeps);
-  stats->set_pipeline_wakeups(wakeups);
+  CohortPipeline::Counts counts;
+  for (const auto& copy : copies_) counts += copy->pipeline.counts();
+  stats->set_stolen_matches(counts.steals);
+  stats->set_pipeline_sleeps(counts.sleeps);
+  stats->set_pipeline_wakeups(counts.wakeups);
   profiles->push_back(&predicate_profile_);
   for (const auto& copy : copies_) {
     for (const auto& partition : copy->partitions) {
