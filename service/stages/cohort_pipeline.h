@@ -39,8 +39,8 @@
 // thread from the cohort's last TaskDone to its last MatchDone. A thread
 // with nothing to do sleeps on a futex (an event count: a waiter reads the
 // count before it looks for work and sleeps only if the count has not
-// moved since), and a hand-off that gives a sleeper work wakes it; sleeps()
-// and wakeups() count both.
+// moved since), and a hand-off that gives a sleeper work wakes it;
+// counts() counts both.
 //
 // Invariants: cohorts are numbered in formation order; every partition's
 // share of every cohort with live events is matched exactly once (a solo
