@@ -15,7 +15,8 @@
 #
 # copies (issue 43, a few minutes) runs locality_probe --preemption at
 # P = min(16, CPUs): one thread, P threads with and without phase-2
-# stealing, and P threads in every index-copy count dividing P, each in
+# stealing, with shares in 2 and 4 steal units (--steal_units), and P
+# threads in every index-copy count dividing P, each in
 # turn for COPIES_ROUNDS (default 5) rounds, then bench/preemption.sh
 # --check=REAL on two of the CPUs.
 #
@@ -80,12 +81,13 @@ if [[ "${PART}" == copies || "${PART}" == all ]]; then
   # Issue 43: matcher only at P = min(16, CPUs) in one probe process, every
   # configuration in turn for COPIES_ROUNDS rounds (medians and ratios
   # paired by round against one thread): one index with and without
-  # phase-2 stealing, and every index-copy count G dividing P; then the
+  # phase-2 stealing and in 2 and 4 steal units, and every index-copy
+  # count G dividing P; then the
   # 2-CPU preemption check with the issue's bounds.
   rm -rf results/device-copies
   mkdir -p results/device-copies
   p=$(($(nproc) < 16 ? $(nproc) : 16))
-  configs="p1,p${p},p${p}-nosteal"
+  configs="p1,p${p},p${p}-nosteal,p${p}-u2,p${p}-u4"
   for ((g = 2; g <= p; g *= 2)); do
     ((p % g == 0)) && configs+=",p${p}-c${g}"
   done

@@ -133,12 +133,20 @@ ABSL_FLAG(std::string, preemption, "",
           "pipeline, partitioned; -cG splits them into G index copies (c2: "
           "p2-c2, the replicated layout on 2 threads); -hog adds a thread "
           "spinning on this process's second CPU during the match; "
-          "-nosteal turns phase-2 stealing off. Prints the events/s of "
+          "-nosteal turns phase-2 stealing off; -uK cuts each share into "
+          "K steal units (--steal_units). Prints the events/s of "
           "every round.");
 ABSL_FLAG(uint32_t, rounds, 9, "--preemption: rounds of every configuration.");
 ABSL_FLAG(bool, steal, true,
           "partitioned --threads: idle threads may match a partition whose "
           "thread is behind (the server's --phase2_stealing).");
+ABSL_FLAG(uint32_t, steal_units, 0,
+          "partitioned: steal units, the runs each partition's share of a "
+          "cohort is cut into (the server's --steal_units; 0: its default "
+          "for the partitions of a copy). --threads runs them; the work "
+          "model, above 1, times them beside the whole shares and adds "
+          "core_seconds_phase2_units, the phase-2 stealing schedule by "
+          "unit.");
 ABSL_FLAG(uint64_t, task_batch_positions,
           cohort::service::kPhase1BatchPositions,
           "partitioned (--threads, and the work model): phase-1 tasks are "
@@ -341,7 +349,7 @@ struct ThreadTimes {
 uint64_t RunThreads(
     const std::vector<std::unique_ptr<matcher::PartitionedIndex>>& copies,
     const Workload& workload, uint32_t threads, size_t chunk, bool steal,
-    double* seconds, bool* pinned, ThreadTimes* times,
+    uint32_t units, double* seconds, bool* pinned, ThreadTimes* times,
     service::CohortPipeline::Counts* counts) {
   using service::CohortPipeline;
   using service::PublishJob;
@@ -360,19 +368,20 @@ uint64_t RunThreads(
     std::vector<uint32_t> preferred;
   };
   struct Copy {
-    Copy(uint32_t p, size_t chunk, bool steal)
+    Copy(uint32_t p, size_t chunk, bool steal, uint32_t units)
         : pipeline(p, static_cast<uint32_t>(chunk), /*cohort_wait_ns=*/0,
                    CohortsInFlight(p), /*in_server=*/nullptr,
                    CohortPipeline::SoloCohortsFor(p),
                    steal ? CohortPipeline::kStealAfterNs
-                         : CohortPipeline::kNoStealing),
+                         : CohortPipeline::kNoStealing,
+                   units == 0 ? CohortPipeline::DefaultUnits(p) : units),
           cohorts(pipeline.slots()) {}
     CohortPipeline pipeline;
     std::vector<Cohort> cohorts;
   };
   std::vector<std::unique_ptr<Copy>> states;
   for (uint32_t c = 0; c < g; ++c) {
-    states.push_back(std::make_unique<Copy>(p, chunk, steal));
+    states.push_back(std::make_unique<Copy>(p, chunk, steal, units));
   }
   const uint64_t batch_positions = absl::GetFlag(FLAGS_task_batch_positions);
   std::atomic<uint64_t> matches{0};
@@ -438,14 +447,17 @@ uint64_t RunThreads(
           mark(ThreadTimes::kReport);
           break;
         case CohortPipeline::Work::Kind::kMatch: {
-          // A solo cohort's match is every partition's, one after another
-          // (as PartitionedEngine::Run does it).
-          const uint32_t first = w.all_partitions ? 0 : w.partition;
-          const uint32_t end = w.all_partitions ? p : w.partition + 1;
-          for (uint32_t q = first; q < end; ++q) {
+          // A solo cohort's match is every unit of every partition's, one
+          // after another (as PartitionedEngine::Run does it).
+          const uint32_t units = pipeline.units();
+          const uint32_t first =
+              w.all_partitions ? 0 : w.partition * units + w.unit;
+          const uint32_t end = w.all_partitions ? p * units : first + 1;
+          for (uint32_t k = first; k < end; ++k) {
             out.Reset(c.views.size());
             out.BeginChunk(0);
-            index.MatchPartition(q, c.masks, &out, &counters);
+            index.MatchPartitionUnit(k / units, k % units, units, c.masks,
+                                     &out, &counters);
             out.CountPerEvent(counts.data());
             for (size_t i = 0; i < c.views.size(); ++i) found += counts[i];
           }
@@ -534,6 +546,7 @@ int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
     service::CohortPipeline::Counts counts;
     r->matches =
         RunThreads(built, workload, p, chunk, absl::GetFlag(FLAGS_steal),
+                   absl::GetFlag(FLAGS_steal_units),
                    &r->match_seconds, &pinned, &times, &counts);
     r->index_bytes = 0;
     for (const auto& copy : built) r->index_bytes += copy->MemoryBytes();
@@ -578,9 +591,15 @@ int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
   const SharedLayoutWork w =
       TimeSharedLayout(index, events, chunk, baseline.get(),
                        absl::GetFlag(FLAGS_task_batch_positions),
-                       service::CohortPipeline::kStealAfterNs * 1e-9);
+                       service::CohortPipeline::kStealAfterNs * 1e-9,
+                       service::CohortPipeline::UnitsFor(
+                           p, absl::GetFlag(FLAGS_steal_units)));
   if (baseline != nullptr && w.baseline_matches != w.matches) {
     return Fail(absl::StrCat("the baseline found ", w.baseline_matches,
+                             " matches, the partitions ", w.matches));
+  }
+  if (w.units > 1 && w.unit_matches != w.matches) {
+    return Fail(absl::StrCat("the steal units found ", w.unit_matches,
                              " matches, the partitions ", w.matches));
   }
   // The staged server keeps CohortsInFlight(p) mask buffers (cohorts in
@@ -622,6 +641,14 @@ int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
                   ", \"core_seconds_phase2_stealing\": ",
                   JsonList(w.phase2_stealing_seconds),
                   ", \"stolen_shares\": ", w.stolen_shares);
+  if (w.units > 1) {
+    absl::StrAppend(&r->extra, ", \"steal_units\": ", w.units,
+                    ", \"core_seconds_phase2_units\": ",
+                    JsonList(w.phase2_units_seconds),
+                    ", \"stolen_units\": ", w.stolen_units,
+                    absl::StrFormat(", \"phase2_unit_seconds\": %.6f",
+                                    w.phase2_unit_seconds));
+  }
   return 0;
 }
 
@@ -706,6 +733,7 @@ int RunPreemption(const Workload& workload) {
     uint32_t copies = 1;
     bool hog = false;
     bool steal = true;
+    uint32_t units = 0;  // 0: the pipeline's default
     std::vector<double> rates;
     std::vector<uint64_t> matches, steals, sleeps, wakeups;
   };
@@ -714,7 +742,7 @@ int RunPreemption(const Workload& workload) {
        absl::StrSplit(absl::GetFlag(FLAGS_preemption), ',')) {
     Config c;
     c.name = std::string(name);
-    // pN[-cG][-hog][-nosteal]; c2 is p2-c2.
+    // pN[-cG][-uK][-hog][-nosteal]; c2 is p2-c2.
     std::vector<std::string> parts = absl::StrSplit(name, '-');
     if (parts[0] == "c2") {
       parts[0] = "p2";
@@ -728,6 +756,9 @@ int RunPreemption(const Workload& workload) {
         c.hog = true;
       } else if (parts[i] == "nosteal") {
         c.steal = false;
+      } else if (parts[i].size() > 1 && parts[i][0] == 'u') {
+        ok = absl::SimpleAtoi(parts[i].substr(1), &c.units) && c.units > 0 &&
+             c.units <= service::CohortPipeline::kMaxUnits;
       } else {
         ok = parts[i].size() > 1 && parts[i][0] == 'c' &&
              absl::SimpleAtoi(parts[i].substr(1), &c.copies) &&
@@ -736,7 +767,7 @@ int RunPreemption(const Workload& workload) {
     }
     if (!ok) {
       return Fail(absl::StrCat("--preemption: bad configuration \"", name,
-                               "\" (pN[-cG][-hog][-nosteal], G dividing N, "
+                               "\" (pN[-cG][-uK][-hog][-nosteal], G dividing N, "
                                "or c2)"),
                   2);
     }
@@ -784,7 +815,7 @@ int RunPreemption(const Workload& workload) {
       service::CohortPipeline::Counts counts;
       const uint64_t matches = RunThreads(
           built[{c.threads / c.copies, c.copies}], workload, c.threads, 64,
-          c.steal, &seconds, &pinned, &times, &counts);
+          c.steal, c.units, &seconds, &pinned, &times, &counts);
       hogging = false;
       c.rates.push_back(workload.events.size() / seconds);
       c.matches.push_back(matches);

@@ -75,12 +75,28 @@ done
 check "--threads at P=16 without stealing finds the same" \
   test "$("${PROBE}" "${threads_small[@]}" --partitions=16 --steal=false |
           field matches)" = "${partitioned}"
+# Steal units: each share cut into runs of its cluster lists, on the
+# server's pipeline and in the work model (which fails unless the units'
+# matches equal the shares').
+for units in 2 5; do
+  check "--threads at P=4 in ${units} steal units finds the same" \
+    test "$("${PROBE}" "${threads_small[@]}" --partitions=4 \
+            --steal_units="${units}" | field matches)" = "${partitioned}"
+done
+out=$("${PROBE}" --preset=fabret-1m --subscriptions=3000 --events=200 \
+      --layout=partitioned --partitions=4 --steal_units=3)
+check "the work model in 3 steal units schedules them" \
+  python3 -c 'import json, sys
+d = json.loads(sys.argv[1])
+assert d["steal_units"] == 3 and len(d["core_seconds_phase2_units"]) == 4
+assert d["all_matches"] == int(sys.argv[2]), d["all_matches"]' \
+    "${out}" "${partitioned}"
 "${PROBE}" "${threads_small[@]}" --partitions=4 --copies=3 >/dev/null 2>&1
 check "--copies not dividing --partitions exits 2" test $? -eq 2
 # --preemption: configurations in turn over indexes built once; every one
 # finds the same matches in every round.
 out=$("${PROBE}" --preset=fabret-1m --subscriptions=3000 --events=200 \
-      --preemption=p1,p4-c2,c2,p2-nosteal --rounds=2)
+      --preemption=p1,p4-c2,c2,p2-nosteal,p4-u3 --rounds=2)
 check "--preemption: every configuration and round finds the same" \
   python3 -c 'import json, sys
 d = json.loads(sys.argv[1])
@@ -92,6 +108,9 @@ assert all(len(c["events_per_s"]) == 2 for c in d["configs"].values())' \
   --preemption=p4-c3 >/dev/null 2>&1
 check "--preemption with copies not dividing the threads exits 2" \
   test $? -eq 2
+"${PROBE}" --preset=fabret-1m --subscriptions=300 --events=20 \
+  --preemption=p4-u0 >/dev/null 2>&1
+check "--preemption with 0 steal units exits 2" test $? -eq 2
 # Phase-1 tasks handed out alone and in batches of a few.
 for batch in 1 500; do
   check "--threads at P=4 with batches of ${batch} positions finds the same" \

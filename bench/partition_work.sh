@@ -4,7 +4,8 @@
 #
 #   bench/partition_work.sh [--quick] [--concurrent] [--reps=N] [--events=N]
 #                           [--partitions=LIST] [--layouts=LIST]
-#                           [--copies=LIST] [--out=DIR] [--bin=DIR]
+#                           [--copies=LIST] [--steal_units=K] [--out=DIR]
+#                           [--bin=DIR]
 #
 # Layouts (bench/locality_probe, no valgrind):
 #   partitioned     the default: one predicate table, each cohort's phase 1
@@ -52,6 +53,12 @@
 # P threads on G pipelines: locality_probe --copies), as layout
 # partitioned-cG in the report. G = P is the replicated layout of the
 # server (--index=replicated).
+#
+# --steal_units=K (1 to 32): the work model also times each partition's
+# share cut into K steal units (the server's --steal_units; default 4, 1:
+# not) and reports the phase-2 stealing schedule by unit beside the one by
+# share; --concurrent runs the server's pipeline with K units (default:
+# the server's default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -60,6 +67,7 @@ concurrent=0
 counts="1,2,4,8,16"
 layouts="partitioned,sharded_phase1,replicated"
 copies="1,2,4,16"
+steal_units=""
 reps=3
 events=8000
 out=""
@@ -68,6 +76,7 @@ for arg in "$@"; do
   case "${arg}" in
     --quick) quick=1 ;;
     --concurrent) concurrent=1 ;;
+    --steal_units=*) steal_units="${arg#*=}" ;;
     --partitions=*) counts="${arg#*=}" ;;
     --layouts=*) layouts="${arg#*=}" ;;
     --copies=*) copies="${arg#*=}" ;;
@@ -78,6 +87,15 @@ for arg in "$@"; do
     *) echo "partition_work.sh: unknown argument ${arg}" >&2; exit 2 ;;
   esac
 done
+if [[ -n "${steal_units}" ]] &&
+   ! [[ "${steal_units}" =~ ^[0-9]+$ && "${steal_units}" -ge 1 &&
+        "${steal_units}" -le 32 ]]; then
+  echo "partition_work.sh: --steal_units: ${steal_units} is not 1 to 32" >&2
+  exit 2
+fi
+if [[ -z "${steal_units}" ]]; then
+  if ((concurrent)); then steal_units=0; else steal_units=4; fi
+fi
 for layout in ${layouts//,/ }; do
   case "${layout}" in
     partitioned | sharded_phase1 | replicated) ;;
@@ -120,9 +138,9 @@ trap 'rm -rf "${workload}" "${sync_dir}"' EXIT
   echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (modified)')"
   echo "workload: fabret-1m, subscriptions ${subs} (-1: 1,000,000), events ${events}, $(grep sha256 "${out}/workload.txt")"
   if ((concurrent)); then
-    echo "reps: ${reps}; cohorts of 64; all P cores at once"
+    echo "reps: ${reps}; cohorts of 64; all P cores at once; steal units ${steal_units} (0: the server's default)"
   else
-    echo "reps: ${reps}; cohorts of 64; the work model (one core's share)"
+    echo "reps: ${reps}; cohorts of 64; the work model (one core's share); steal units ${steal_units}"
   fi
 } >"${out}/meta.txt"
 cpus=$(nproc)
@@ -132,7 +150,8 @@ cpus=$(nproc)
 run_probe() {
   local layout=$1 p=$2 rep=$3 g=${4:-1} core last=0 pids=() i
   local common=(--workload="${workload}" --partitions="${p}"
-                --layout="${layout}" --cohort_max=64)
+                --layout="${layout}" --cohort_max=64
+                --steal_units="${steal_units}")
   if [[ "${layout}" == partitioned ]]; then
     # One process: every core's share (model) or P threads (concurrent).
     local mode=() name="${layout}"

@@ -20,7 +20,9 @@
 #               match: 1.5 of 2 cores are left;
 #   c2, c2-hog  2 index copies of one partition each (--index_copies=2
 #               with 2 partitions: the replicated layout);
-#   -nosteal    the same without phase-2 stealing (--phase2_stealing).
+#   -nosteal    the same without phase-2 stealing (--phase2_stealing);
+#   -uK         (any configuration, by --configs) each share in K steal
+#               units (--steal_units), e.g. p16-u4.
 # The report gives each configuration's median events/s with its spread
 # and its speedup over p1, and the medians of the ratios paired by round:
 # p2 / p1 (the issue asks >= 1.85), p16 / p2 (>= 0.9), p2-hog / p2 (>= 0.7,

@@ -80,7 +80,8 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
                                   size_t cohort_max,
                                   const matcher::PartitionedIndex* baseline,
                                   uint64_t batch_positions,
-                                  double steal_after_seconds) {
+                                  double steal_after_seconds,
+                                  uint32_t units) {
   const uint32_t p_count = index.partitions();
   const size_t chunk = std::min(cohort_max, matcher::internal::kMaxCohortChunk);
   SharedLayoutWork w;
@@ -98,6 +99,9 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
   std::vector<double>& stealing = w.stealing_seconds;
   w.phase2_stealing_seconds.assign(p_count, 0);
   std::vector<double>& both = w.phase2_stealing_seconds;
+  w.units = units;
+  if (units > 1) w.phase2_units_seconds.assign(p_count, 0);
+  std::vector<double>& by_units = w.phase2_units_seconds;
   auto least_of = [](const std::vector<double>& load) {
     return std::min_element(load.begin(), load.end()) - load.begin();
   };
@@ -105,6 +109,18 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
   auto place = [&](double seconds) {
     stealing[least_of(stealing)] += seconds;
     both[least_of(both)] += seconds;
+    if (units > 1) by_units[least_of(by_units)] += seconds;
+  };
+  // Phase-2 stealing: a piece of partition p's share to its own core, or
+  // to the least-loaded one if p's core is too far behind it.
+  auto steal = [&](std::vector<double>& load, uint32_t p, double seconds) {
+    const auto thief = least_of(load);
+    if (load[p] - load[thief] > steal_after_seconds) {
+      load[thief] += seconds;
+      return true;
+    }
+    load[p] += seconds;
+    return false;
   };
   w.partition_matches.assign(p_count, 0);
   w.partition_rows.assign(p_count, 0);
@@ -125,6 +141,7 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
     out.CountPerEvent(counts.data());
   };
   matcher::IndexCounters baseline_counters;
+  matcher::IndexCounters unit_counters;  // the units' (not w.counters)
   // The whole cohort on the baseline, timed as one piece.
   auto time_baseline = [&](absl::Span<const matcher::EventView> cohort) {
     const auto start = std::chrono::steady_clock::now();
@@ -161,29 +178,50 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
     }
     // Partitions in a rotating order, so none always runs first after
     // phase 1 (with its masks freshest in the cache).
-    for (uint32_t q = 0; q < p_count; ++q) {
-      const uint32_t p = static_cast<uint32_t>((q + k) % p_count);
-      const uint64_t rows_before = w.counters.rows_checked;
-      const uint64_t clusters_before = w.counters.clusters_checked;
-      start = std::chrono::steady_clock::now();
-      match(index, p, masks, cohort.size(), &w.counters);
-      const double seconds = Since(start);
-      partition_times[p] += seconds;
-      stealing[p] += seconds;
-      const auto thief = least_of(both);
-      if (both[p] - both[thief] > steal_after_seconds) {
-        both[thief] += seconds;
-        ++w.stolen_shares;
-      } else {
-        both[p] += seconds;
+    auto whole_shares = [&] {
+      for (uint32_t q = 0; q < p_count; ++q) {
+        const uint32_t p = static_cast<uint32_t>((q + k) % p_count);
+        const uint64_t rows_before = w.counters.rows_checked;
+        const uint64_t clusters_before = w.counters.clusters_checked;
+        start = std::chrono::steady_clock::now();
+        match(index, p, masks, cohort.size(), &w.counters);
+        const double seconds = Since(start);
+        partition_times[p] += seconds;
+        stealing[p] += seconds;
+        if (steal(both, p, seconds)) ++w.stolen_shares;
+        w.partition_rows[p] += w.counters.rows_checked - rows_before;
+        w.partition_clusters[p] +=
+            w.counters.clusters_checked - clusters_before;
+        for (size_t i = 0; i < cohort.size(); ++i) {
+          w.partition_matches[p] += counts[i];
+          w.matches += counts[i];
+        }
       }
-      w.partition_rows[p] += w.counters.rows_checked - rows_before;
-      w.partition_clusters[p] += w.counters.clusters_checked - clusters_before;
-      for (size_t i = 0; i < cohort.size(); ++i) {
-        w.partition_matches[p] += counts[i];
-        w.matches += counts[i];
+    };
+    // Every share again in steal units, each timed on its own.
+    auto unit_shares = [&] {
+      for (uint32_t q = 0; q < p_count; ++q) {
+        const uint32_t p = static_cast<uint32_t>((q + k) % p_count);
+        for (uint32_t u = 0; u < units; ++u) {
+          start = std::chrono::steady_clock::now();
+          out.Reset(cohort.size());
+          out.BeginChunk(0);
+          index.MatchPartitionUnit(p, u, units, masks, &out, &unit_counters);
+          out.CountPerEvent(counts.data());
+          const double unit_seconds = Since(start);
+          w.phase2_unit_seconds += unit_seconds;
+          if (steal(by_units, p, unit_seconds)) ++w.stolen_units;
+          for (size_t i = 0; i < cohort.size(); ++i) {
+            w.unit_matches += counts[i];
+          }
+        }
       }
-    }
+    };
+    // With units, the two passes take turns going first: the second
+    // finds clusters the first left in the cache.
+    if (units > 1 && k % 2 == 1) unit_shares();
+    whole_shares();
+    if (units > 1 && k % 2 == 0) unit_shares();
     w.events += cohort.size();
     if (baseline != nullptr && k % 2 == 1) time_baseline(cohort);
   }

@@ -38,6 +38,15 @@
 // the seconds it took on its own core: the model leaves out the misses a
 // thief pays on another core's clusters (experiment 4 measures those).
 //
+// With `units` > 1, every share of a cohort is matched a second time, cut
+// into that many steal units (the server's --steal_units:
+// PartitionedIndex::MatchPartitionUnit), each timed on its own, and
+// `phase2_units_seconds` is the phase-2 stealing schedule with a unit,
+// not a share, as the piece that goes to its own core or a thief. The
+// two passes over the shares take turns going first from cohort to
+// cohort, since the second finds what the first left in the cache (run
+// share by share, the units came out twice as fast as their share).
+//
 // With a `baseline` index (the same subscriptions in one partition), each
 // cohort is also matched whole on it, right beside its pieces on `index`
 // (which goes first alternates from cohort to cohort), so that T(1) and the
@@ -94,6 +103,14 @@ struct SharedLayoutWork {
   std::vector<double> stealing_seconds;
   std::vector<double> phase2_stealing_seconds;
   uint64_t stolen_shares = 0;  // in phase2_stealing_seconds
+  // With units > 1 (see the file comment): the schedule by units, the
+  // units stolen in it, every unit's seconds, and the units' matches (equal
+  // to `matches`).
+  uint32_t units = 1;
+  std::vector<double> phase2_units_seconds;
+  uint64_t stolen_units = 0;
+  double phase2_unit_seconds = 0;
+  uint64_t unit_matches = 0;
   matcher::IndexCounters counters;
 
   const std::vector<double>& Cores(Phase1Split split) const {
@@ -109,12 +126,13 @@ struct SharedLayoutWork {
 // (CohortMasks::BatchTasks of `batch_positions`; 1: every task alone): a
 // batch's tasks all go to one core. `steal_after_seconds` is the phase-2
 // stealing rule's wait (see the file comment; the caller passes the
-// pipeline's CohortPipeline::kStealAfterNs).
+// pipeline's CohortPipeline::kStealAfterNs); `units` (>= 1), the steal
+// units of phase2_units_seconds.
 SharedLayoutWork TimeSharedLayout(
     const matcher::PartitionedIndex& index,
     absl::Span<const matcher::EventView> events, size_t cohort_max,
     const matcher::PartitionedIndex* baseline, uint64_t batch_positions,
-    double steal_after_seconds);
+    double steal_after_seconds, uint32_t units = 1);
 
 // The pieces of cohort k that core `core` does under `split`, for a caller
 // that runs them itself (the cachegrind probe): whether it forms the

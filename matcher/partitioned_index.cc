@@ -253,8 +253,21 @@ void PartitionedIndex::BeginCohort(absl::Span<const EventView> events,
 void PartitionedIndex::MatchPartition(uint32_t p, const CohortMasks& masks,
                                       CohortMatches* out,
                                       IndexCounters* counters) const {
+  MatchPartitionUnit(p, 0, 1, masks, out, counters);
+}
+
+void PartitionedIndex::MatchPartitionUnit(uint32_t p, uint32_t unit,
+                                          uint32_t units,
+                                          const CohortMasks& masks,
+                                          CohortMatches* out,
+                                          IndexCounters* counters) const {
+  assert(units >= 1 && unit < units);
   uint64_t rows = 0, lists = 0, visited = 0, found = 0;
-  const std::vector<internal::AccessVisit>& visits = masks.visits(p);
+  const std::vector<internal::AccessVisit>& all = masks.visits(p);
+  const absl::Span<const internal::AccessVisit> visits =
+      absl::MakeConstSpan(all).subspan(
+          all.size() * unit / units,
+          all.size() * (unit + 1) / units - all.size() * unit / units);
   if (masks.per_event()) {
     // An event's visits lie together, in event order (BeginCohort keeps
     // touched_access's order): one walk per event's run of them.

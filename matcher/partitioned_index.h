@@ -187,6 +187,15 @@ class PartitionedIndex {
   // REQUIRES: every task of `masks` has run; out->BeginChunk was called.
   void MatchPartition(uint32_t p, const internal::CohortMasks& masks,
                       CohortMatches* out, IndexCounters* counters) const;
+  // As MatchPartition, for unit `unit` of `units` of partition p's work
+  // (a steal unit, CohortPipeline): the run of p's cluster lists from
+  // visit n * unit / units to n * (unit + 1) / units, of n the cohort
+  // visits in p. The units of p together match what MatchPartition does,
+  // each row in exactly one unit; any number of them may run at once.
+  // REQUIRES: as MatchPartition; unit < units.
+  void MatchPartitionUnit(uint32_t p, uint32_t unit, uint32_t units,
+                          const internal::CohortMasks& masks,
+                          CohortMatches* out, IndexCounters* counters) const;
 
   size_t size() const { return size_; }
   size_t predicates() const { return table_.size(); }

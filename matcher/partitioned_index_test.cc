@@ -396,6 +396,68 @@ class Barrier {
   uint64_t phase_ = 0;
 };
 
+// Steal units (MatchPartitionUnit): the units of a partition together
+// match exactly what the partition does, each (event, row) in one unit
+// only, whatever the unit count (more units than visits included), with
+// the cohort kept per event or in masks.
+TEST(PartitionedIndex, StealUnitsMatchWhatTheirPartitionDoes) {
+  constexpr uint32_t kP = 4;
+  Rng rng(11);
+  uint64_t pairs = 0;
+  for (internal::CohortKeep keep :
+       {internal::CohortKeep::kPerEvent, internal::CohortKeep::kMasks}) {
+    PartitionedIndex index(kP, /*spread_rows=*/2);
+    index.set_cohort_keep(keep);
+    for (SubscriptionId id = 0; id < 2000; ++id) {
+      ASSERT_TRUE(
+          index.Add(id, RandomSubscription(rng, 5, 8, test_util::kMixed))
+              .ok());
+    }
+    for (size_t n : {1, 3, 17, 64}) {
+      std::vector<Event> events(n);
+      for (Event& e : events) e = RandomEvent(rng, 6, 8);
+      const std::vector<EventView> views(events.begin(), events.end());
+      internal::CohortMasks masks;
+      index.BeginCohort(views, &masks);
+      for (size_t t = 0; t < masks.tasks(); ++t) index.RunTask(t, &masks);
+      for (uint32_t p = 0; p < kP; ++p) {
+        CohortMatches out;
+        IndexCounters counters;
+        out.Reset(n);
+        out.BeginChunk(0);
+        index.MatchPartition(p, masks, &out, &counters);
+        std::vector<std::vector<SubscriptionId>> whole;
+        out.ToLists(&whole);
+        for (auto& ids : whole) std::sort(ids.begin(), ids.end());
+        for (uint32_t units : {1u, 2u, 3u, 7u, 1000u}) {
+          std::vector<std::vector<SubscriptionId>> joined(n);
+          for (uint32_t u = 0; u < units; ++u) {
+            out.Reset(n);
+            out.BeginChunk(0);
+            index.MatchPartitionUnit(p, u, units, masks, &out, &counters);
+            std::vector<std::vector<SubscriptionId>> part;
+            out.ToLists(&part);
+            for (size_t e = 0; e < n; ++e) {
+              joined[e].insert(joined[e].end(), part[e].begin(),
+                               part[e].end());
+            }
+          }
+          for (size_t e = 0; e < n; ++e) {
+            std::sort(joined[e].begin(), joined[e].end());
+            ASSERT_EQ(joined[e], whole[e])
+                << "keep " << static_cast<int>(keep) << ", cohort of " << n
+                << ", partition " << p << ", " << units << " units, event "
+                << e;
+            pairs += whole[e].size();
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(pairs, 1000u) << "too few matches to tell";
+}
+
+
 // Concurrency property (the staged server's use, under TSAN): P threads
 // share one PartitionedIndex. Each round, the threads apply their own
 // partitions' rows of a planned batch at once, then match cohorts: any

@@ -93,6 +93,15 @@ ABSL_FLAG(bool, phase2_stealing, true,
           "in use, or two cohorts behind), so a preempted or slowed core "
           "holds up only the match it took. GetStats counts them "
           "(stolen_matches).");
+ABSL_FLAG(uint32_t, steal_units, 0,
+          "--index=partitioned or replicated: cut each partition's share of "
+          "a cohort into this many runs of its cluster lists (1 to 32), "
+          "each taken on its own by the partition's thread or, under "
+          "--phase2_stealing, an idle one, so idle threads finish the rest "
+          "of a share its own thread is slow with (a larger share, a "
+          "slower core); a thread descheduled inside a unit still holds "
+          "that unit. 0: 1 (no cut), which measured best on 2 cores; the "
+          "startup line names the units when there are more than one.");
 ABSL_FLAG(bool, pin_cores, true,
           "Pin partition p to the p-th usable CPU. Takes effect only when "
           "there are at least as many usable CPUs as partitions.");
@@ -267,6 +276,13 @@ uint32_t UsableCpus() {
   return static_cast<uint32_t>(CPU_COUNT(&set));
 }
 
+// The startup line's note of the steal units, where there is more than one
+// (as phase2_stealing is named only when off).
+std::string StealUnitsNote(uint32_t partitions_per_copy, uint32_t flag) {
+  const uint32_t units = CohortPipeline::UnitsFor(partitions_per_copy, flag);
+  return units > 1 ? absl::StrCat(", steal_units ", units) : "";
+}
+
 absl::StatusOr<ServerOptions> OptionsFromFlags() {
   ServerOptions o;
   o.listen = absl::GetFlag(FLAGS_listen);
@@ -289,6 +305,12 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
     }
   }
   o.engine.phase2_stealing = absl::GetFlag(FLAGS_phase2_stealing);
+  o.engine.steal_units = absl::GetFlag(FLAGS_steal_units);
+  if (o.engine.steal_units > CohortPipeline::kMaxUnits) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--steal_units: at most ", CohortPipeline::kMaxUnits,
+                     " (0 = the default)"));
+  }
   o.engine.pin_cores = absl::GetFlag(FLAGS_pin_cores);
   const std::string numa = absl::GetFlag(FLAGS_numa);
   if (numa != "auto" && numa != "off") {
@@ -466,6 +488,9 @@ int Main(int argc, char** argv) {
                               options->engine.partitions /
                                   (*server)->index_copies(),
                               options->engine.cohorts_in_flight),
+                          StealUnitsNote(options->engine.partitions /
+                                             (*server)->index_copies(),
+                                         options->engine.steal_units),
                           options->engine.phase2_stealing
                               ? ""
                               : ", phase2_stealing off")

@@ -43,6 +43,10 @@ out=$("${COHORTD}" --cohorts_in_flight=65 2>&1)
 check "too large --cohorts_in_flight exits 2" test $? -eq 2
 check "bad --cohorts_in_flight names the flag and the limit" \
   grep -q -- "--cohorts_in_flight: at most 64" <<<"${out}"
+out=$("${COHORTD}" --steal_units=33 2>&1)
+check "too large --steal_units exits 2" test $? -eq 2
+check "bad --steal_units names the flag and the limit" \
+  grep -q -- "--steal_units: at most 32" <<<"${out}"
 out=$("${COHORTD}" --partitions=4 --index_copies=3 2>&1)
 check "--index_copies not dividing --partitions exits 2" test $? -eq 2
 check "bad --index_copies names the flag and the partitions" \
@@ -82,40 +86,41 @@ check "SIGTERM shuts down in order" grep -q "SIGTERM received; shutting down" "$
 check "reports it stopped" grep -q "cohortd: stopped" "${log}"
 rm -f "${log}"
 
+# startup_line NAME REGEX FLAGS...: cohortd started with FLAGS prints a
+# startup line that REGEX (grep -E) matches.
+startup_line() {
+  local name=$1 regex=$2
+  shift 2
+  start_cohortd "${log}" "${COHORTD}" --listen=127.0.0.1:0 "$@"
+  check "${name}: $(grep 'serving on' "${log}")" grep -qE "${regex}" "${log}"
+  stop_cohortd "${COHORTD_PID}"
+  rm -f "${log}"
+}
+
 # An explicit --cohorts_in_flight is the one the engine runs with.
-start_cohortd "${log}" "${COHORTD}" --listen=127.0.0.1:0 --partitions=2 \
-  --cohorts_in_flight=8
-check "names the cohorts in flight: $(grep 'serving on' "${log}")" \
-  grep -qE ", cohorts_in_flight 8; TLS off, auth off\)$" "${log}"
-stop_cohortd "${COHORTD_PID}"
-rm -f "${log}"
+startup_line "names the cohorts in flight" \
+  ", cohorts_in_flight 8; TLS off, auth off\)$" \
+  --partitions=2 --cohorts_in_flight=8
 
 # Index copies: 4 partitions in 2 copies, each with the cohorts in flight
-# of its 2 partitions; GetStats' metrics say so too. 16 partitions by the
-# default rule: 2 copies of 8.
-start_cohortd "${log}" "${COHORTD}" --listen=127.0.0.1:0 --partitions=4 \
-  --index_copies=2 --metrics_port=0
-check "names the index copies: $(grep 'serving on' "${log}")" \
-  grep -qE ", index_copies 2, cohorts_in_flight 2; TLS off, auth off\)$" "${log}"
-stop_cohortd "${COHORTD_PID}"
-rm -f "${log}"
-start_cohortd "${log}" "${COHORTD}" --listen=127.0.0.1:0 --partitions=16
-check "16 partitions default to 2 copies: $(grep 'serving on' "${log}")" \
-  grep -qE ", index_copies 2, cohorts_in_flight 4; TLS off, auth off\)$" "${log}"
-stop_cohortd "${COHORTD_PID}"
-rm -f "${log}"
-start_cohortd "${log}" "${COHORTD}" --listen=127.0.0.1:0 --partitions=2 \
-  --index=replicated --phase2_stealing=false
-check "replicated is a copy per partition: $(grep 'serving on' "${log}")" \
-  grep -qE "index replicated, .*, index_copies 2, cohorts_in_flight 2, phase2_stealing off; TLS off" "${log}"
-stop_cohortd "${COHORTD_PID}"
-rm -f "${log}"
+# of its 2 partitions. 16 partitions by the default rule: 2 copies of 8.
+startup_line "names the index copies" \
+  ", index_copies 2, cohorts_in_flight 2; TLS off, auth off\)$" \
+  --partitions=4 --index_copies=2 --metrics_port=0
+startup_line "16 partitions default to 2 copies" \
+  ", index_copies 2, cohorts_in_flight 4; TLS off, auth off\)$" \
+  --partitions=16
+startup_line "replicated is a copy per partition" \
+  "index replicated, .*, index_copies 2, cohorts_in_flight 2, phase2_stealing off; TLS off" \
+  --partitions=2 --index=replicated --phase2_stealing=false
+
+# Steal units: named when a share is cut (the default, 1, is not).
+startup_line "names the steal units" \
+  ", cohorts_in_flight 2, steal_units 3; TLS off, auth off\)$" \
+  --partitions=2 --steal_units=3
 
 # The threaded baseline names its workers (it has no partitions or cohorts).
-start_cohortd "${log}" "${COHORTD}" --listen=127.0.0.1:0 --mode=threaded \
-  --threads=3
-check "names the threaded engine: $(grep 'serving on' "${log}")" \
-  grep -qE "\(mode threaded, 3 workers; TLS off, auth off\)$" "${log}"
-stop_cohortd "${COHORTD_PID}"
-rm -f "${log}"
+startup_line "names the threaded engine" \
+  "\(mode threaded, 3 workers; TLS off, auth off\)$" \
+  --mode=threaded --threads=3
 finish_checks cohortd_test

@@ -15,7 +15,8 @@ import os
 import statistics
 import sys
 
-SPLITS = ["tasks", "cohorts", "attributes", "stealing", "phase2_stealing"]
+SPLITS = ["tasks", "cohorts", "attributes", "stealing", "phase2_stealing",
+          "phase2_units"]
 
 
 def load(out, layout, p):
@@ -205,12 +206,16 @@ def main():
                       "cohort goes to the least-loaded core when its own "
                       "core is more than the pipeline's 20 us behind it "
                       "(--phase2_stealing; the misses a thief pays are left "
-                      "out: experiment 4 measures them).",
+                      "out: experiment 4 measures them); phase 2 in steal "
+                      "units: the same with each share cut into the "
+                      "meta's steal units, each timed on its own and "
+                      "placed by the same rule (--steal_units).",
                       "",
                       "| P | T(1), same run | tasks (static) | cohorts "
                       "(k on core k % P) | attributes (LPT by time) | "
-                      "tasks, stealing | phase 2 too, stealing | mean core |",
-                      "|---|---|---|---|---|---|---|---|", *split_rows]
+                      "tasks, stealing | phase 2 too, stealing | "
+                      "phase 2 in steal units, stealing | mean core |",
+                      "|---|---|---|---|---|---|---|---|---|", *split_rows]
         cp = copies_rows(out, counts, copies, base["partitioned"][1]) \
             if "partitioned" in base else []
         if cp:

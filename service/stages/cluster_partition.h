@@ -4,17 +4,19 @@
 //
 // Match reads the cohort's masks (the predicate stage computed them once
 // for the whole server), checks the cluster lists the cohort's access
-// predicates lead to in this partition, writes each event's partial result
-// (PublishJob::partials[p]) and hands every event whose partials are all
-// written to the reply stage. Apply adds this partition's rows of a planned
+// predicates lead to in this partition (or one steal unit's run of them),
+// writes each event's partial result (PublishJob::partials[p * units +
+// unit]) and hands every event whose partials are all written to the reply
+// stage. Apply adds this partition's rows of a planned
 // Subscribe, or takes out the rows of an Unsubscribe, on this partition's
 // thread, so the clusters' memory comes from that thread's NUMA node.
 //
 // Its profile row ("partition/<t>", t the owning thread, the same as p
 // with one index copy): queue length is the events of cohorts
 // whose phase 1 is done and that this partition has yet to match, wait is
-// from the end of a cohort's phase 1 to the start of its match here, a
-// batch is a cohort.
+// from the end of a cohort's phase 1 to the start of its match here (its
+// first unit's), a batch is a cohort's match here, or one unit of it with
+// steal units (--steal_units > 1).
 //
 // Thread safety: Apply runs on the partition's own thread (the engine's
 // thread p): it writes partition p's clusters, at once with the other
@@ -64,8 +66,11 @@ class ClusterPartition {
   // flight.
   // `partition` is the partition of `index` (its copy's), which indexes
   // the events' partials; `stage` numbers its profile row, the engine's
-  // thread that owns it.
-  ClusterPartition(uint32_t partition, uint32_t stage, uint64_t queue_limit,
+  // thread that owns it; `units` is its steal units
+  // (CohortPipeline::units()), unit u of which writes partial
+  // partition * units + u of an event.
+  ClusterPartition(uint32_t partition, uint32_t stage, uint32_t units,
+                   uint64_t queue_limit,
                    matcher::PartitionedIndex* index,
                    const SubscriptionDirectory* directory,
                    const ListenerRegistry* listeners,
@@ -73,7 +78,8 @@ class ClusterPartition {
   ClusterPartition(const ClusterPartition&) = delete;
   ClusterPartition& operator=(const ClusterPartition&) = delete;
 
-  // The pipeline's kMatch for `cohort`, with the calling thread's scratch.
+  // The pipeline's kMatch for `cohort` (its unit Work::unit; all units
+  // for Work::all_partitions), with the calling thread's scratch.
   void Match(const CohortPipeline::Work& work,
              const PredicateStage::Cohort& cohort, Scratch* scratch);
   // The pipeline's kApplyUpdate: adds `rows` (planned for this partition)
@@ -87,6 +93,7 @@ class ClusterPartition {
 
  private:
   const uint32_t partition_;
+  const uint32_t units_;
   matcher::PartitionedIndex* const index_;
   const SubscriptionDirectory* const directory_;
   const ListenerRegistry* const listeners_;

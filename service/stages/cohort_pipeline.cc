@@ -81,6 +81,10 @@ uint32_t CohortPipeline::DefaultBuffers(uint32_t partitions) {
   return partitions >= 4 ? 4 : 2;
 }
 
+uint32_t CohortPipeline::DefaultUnits(uint32_t /*partitions*/) {
+  return kDefaultUnits;
+}
+
 uint32_t CohortPipeline::BuffersFor(uint32_t partitions,
                                     uint32_t cohorts_in_flight) {
   return cohorts_in_flight > 0 ? cohorts_in_flight
@@ -90,15 +94,17 @@ uint32_t CohortPipeline::BuffersFor(uint32_t partitions,
 CohortPipeline::CohortPipeline(uint32_t partitions, uint32_t cohort_max,
                                int64_t cohort_wait_ns, uint32_t buffers,
                                InServerFn in_server, bool solo_cohorts,
-                               int64_t steal_after_ns)
+                               int64_t steal_after_ns, uint32_t units)
     : partitions_(partitions),
       activation_(cohort_max, cohort_wait_ns),
       buffers_(buffers),
       in_server_(std::move(in_server)),
       solo_cohorts_(solo_cohorts),
       steal_after_ns_(steal_after_ns),
+      units_(units),
       slots_(std::make_unique<Slot[]>(slots())),
       to_apply_(partitions, false) {
+  assert(units_ >= 1 && units_ <= kMaxUnits);
   for (uint32_t b = 0; b < slots(); ++b) {
     // Value-initialized: no share of any cohort claimed.
     slots_[b].claims = std::make_unique<std::atomic<uint64_t>[]>(partitions);
@@ -267,13 +273,20 @@ bool CohortPipeline::TakeUpdateWork(uint32_t p, Work* work) {
   return false;
 }
 
-bool CohortPipeline::ClaimMatch(Slot& slot, uint64_t cohort, uint32_t q) {
+bool CohortPipeline::ClaimMatch(Slot& slot, uint64_t cohort, uint32_t q,
+                                bool all, uint32_t* unit) {
   std::atomic<uint64_t>& claim = slot.claims[q];
+  const uint64_t none = ClaimWord(cohort, 0);
+  const uint64_t full = ClaimWord(cohort, units_);
   uint64_t last = claim.load(std::memory_order_acquire);
-  while (last < cohort + 1) {
-    if (claim.compare_exchange_weak(last, cohort + 1,
-                                    std::memory_order_acq_rel,
+  // A word below `none` is an earlier cohort's (all of whose units were
+  // claimed): this cohort's first claim. Units go in order, 0 first.
+  while (last < full) {
+    const uint64_t from = last < none ? none : last;
+    const uint64_t next = all ? full : from + 1;
+    if (claim.compare_exchange_weak(last, next, std::memory_order_acq_rel,
                                     std::memory_order_acquire)) {
+      *unit = static_cast<uint32_t>(from - none);
       return true;
     }
   }
@@ -332,11 +345,13 @@ bool CohortPipeline::TakeCohortWork(uint32_t p, Work* work) {
     if (solo) {
       // Every partition's match in one piece of work: one MatchDone per
       // cohort rather than per partition.
-      if (!ClaimMatch(s, cohort, 0)) continue;
+      uint32_t unit = 0;
+      if (!ClaimMatch(s, cohort, 0, /*all=*/true, &unit)) continue;
       work->kind = Work::Kind::kMatch;
       work->buffer = b;
       work->cohort = cohort;
       work->partition = 0;
+      work->unit = 0;
       work->all_partitions = true;
       work->finish_now = true;
       work->stolen = false;
@@ -344,8 +359,9 @@ bool CohortPipeline::TakeCohortWork(uint32_t p, Work* work) {
       work->queue_length = s.events.load(std::memory_order_relaxed);
       return true;
     }
-    if (!ClaimMatch(s, cohort, p)) continue;
-    TakeMatch(b, cohort, p, work);
+    uint32_t unit = 0;
+    if (!ClaimMatch(s, cohort, p, /*all=*/false, &unit)) continue;
+    TakeMatch(b, cohort, p, unit, work);
     work->stolen = false;
     return true;
   }
@@ -376,8 +392,9 @@ bool CohortPipeline::TakeStolenMatch(uint32_t p, Work* work,
         }
         continue;
       }
-      if (!ClaimMatch(s, cohort, q)) continue;
-      TakeMatch(b, cohort, q, work);
+      uint32_t unit = 0;
+      if (!ClaimMatch(s, cohort, q, /*all=*/false, &unit)) continue;
+      TakeMatch(b, cohort, q, unit, work);
       work->stolen = true;
       steals_.fetch_add(1, std::memory_order_relaxed);
       return true;
@@ -391,19 +408,20 @@ uint32_t CohortPipeline::Backlog(uint32_t q) const {
   for (uint32_t b = 0; b < buffers_; ++b) {
     const Slot& s = slots_[b];
     const uint64_t tag = s.tag.load(std::memory_order_acquire);
-    if (StateOf(tag) != kFree && !Claimed(s, CohortOf(tag), q)) ++n;
+    if (StateOf(tag) != kFree && Untouched(s, CohortOf(tag), q)) ++n;
   }
   return n;
 }
 
 void CohortPipeline::TakeMatch(uint32_t b, uint64_t cohort, uint32_t q,
-                               Work* work) {
+                               uint32_t unit, Work* work) {
   const Slot& s = slots_[b];
   const size_t events = s.events.load(std::memory_order_relaxed);
   work->kind = Work::Kind::kMatch;
   work->buffer = b;
   work->cohort = cohort;
   work->partition = q;
+  work->unit = unit;
   work->all_partitions = false;
   work->finish_now = solo_cohorts_
                          ? events <= kSoloCohort
@@ -472,7 +490,7 @@ bool CohortPipeline::TakeForm(uint32_t p, Work* work, int64_t* deadline_ns) {
   }
   s.events.store(take, std::memory_order_relaxed);
   s.tasks_left.store(0, std::memory_order_relaxed);
-  s.matches_left.store(partitions_, std::memory_order_relaxed);
+  s.matches_left.store(partitions_ * units_, std::memory_order_relaxed);
   s.tag.store(Tag(cohort, kForming), std::memory_order_release);
   Changed();
   // Events left behind a solo cohort go to an idle thread, if any (one
@@ -582,11 +600,12 @@ bool CohortPipeline::TaskDone(uint32_t buffer,
 }
 
 void CohortPipeline::MatchDone(uint32_t buffer, uint32_t /*partition*/) {
-  // As TaskDone: every partition's reads of the buffer happen before the
-  // last frees it.
+  // As TaskDone: every unit's reads of the buffer happen before the last
+  // frees it.
   HandOff();
   Slot& s = slots_[buffer];
-  const uint32_t n = buffer >= buffers_ ? partitions_ : 1;  // solo: all
+  const uint32_t n =
+      buffer >= buffers_ ? partitions_ * units_ : 1;  // solo: every unit
   if (s.matches_left.fetch_sub(n, std::memory_order_acq_rel) != n) return;
   Free(buffer, CohortOf(s.tag.load(std::memory_order_relaxed)));
 }

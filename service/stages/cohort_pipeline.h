@@ -19,7 +19,11 @@
 //     that partition's thread is behind by two cohorts or more. So a
 //     preempted or slowed thread holds up only the match it took, not the
 //     cohorts after it, while in the normal case each partition takes its
-//     own shares, and its clusters stay in its cache.
+//     own shares, and its clusters stay in its cache. With units() > 1, a
+//     share is cut into that many runs of the partition's cluster lists,
+//     claimed one at a time in order by its thread and thieves alike, so
+//     a thread descheduled inside a share holds up one unit of it, not the
+//     rest (Work::unit; each unit is its own MatchDone).
 //   - The thread reports what it did: Formed, TaskDone, MatchDone,
 //     UpdatePlanned, UpdateApplied, UpdateFinished.
 //   - A split cohort holds one of buffers() mask buffers. From
@@ -120,6 +124,25 @@ class CohortPipeline {
   // thread is two cohorts behind may be taken at once.
   static constexpr int64_t kStealAfterNs = 20'000;
   static constexpr int64_t kNoStealing = -1;
+  // Steal units: a partition's share of a cohort is cut into `units` runs
+  // of its cluster lists (matcher::PartitionedIndex::MatchPartitionUnit),
+  // each claimed on its own, in order, by the partition's thread or, by the
+  // rule above, a thief. One unit is the whole share.
+  static constexpr uint32_t kMaxUnits = 32;
+  // On 2 cores (bench/reports/2026-11-28-epyc2-issue43-steal-units) 16
+  // threads served 0.95-0.98x with 2 units what they served with whole
+  // shares, 0.90x with 4 and 0.82x with 8 (a trip through Next per unit);
+  // 2 partitions, hogged or not, 0.98-1.04x with 4. The work model leaves
+  // units little to win at 16 partitions: stealing whole shares already
+  // keeps the slowest core within 1% of the mean.
+  static constexpr uint32_t kDefaultUnits = 1;
+  // The server's choice for `partitions` (--steal_units=0): kDefaultUnits
+  // for every partition count, until a many-core machine says otherwise.
+  static uint32_t DefaultUnits(uint32_t partitions);
+  // `steal_units` (--steal_units) if set, else the default.
+  static uint32_t UnitsFor(uint32_t partitions, uint32_t steal_units) {
+    return steal_units > 0 ? steal_units : DefaultUnits(partitions);
+  }
 
   // The most tasks of one cohort one partition may prefer (Formed).
   static constexpr size_t kMaxQueueTasks = (size_t{1} << 20) - 1;
@@ -138,6 +161,9 @@ class CohortPipeline {
     uint64_t cohort = 0;  // kForm, kTask, kMatch: its number, from 0
     size_t task = 0;
     uint32_t partition = 0;  // kMatch: whose clusters (unless all_partitions)
+    // kMatch: which of units() runs of `partition`'s clusters (unless
+    // all_partitions: then every unit of every partition).
+    uint32_t unit = 0;
     // kMatch of a solo cohort: match every partition's clusters in turn,
     // 0 to P-1, then report them all with one MatchDone.
     bool all_partitions = false;
@@ -167,7 +193,7 @@ class CohortPipeline {
   using InServerFn = std::function<uint64_t()>;
 
   // REQUIRES: partitions >= 1; 1 <= cohort_max <= 64;
-  // 1 <= buffers <= kMaxBuffers. Without `in_server`, a lone event with
+  // 1 <= buffers <= kMaxBuffers; 1 <= units <= kMaxUnits. Without `in_server`, a lone event with
   // every other thread idle is always split, and without `solo_cohorts`
   // every cohort is (the server passes SoloCohortsFor(partitions)).
   // With `steal_after_ns` < 0 (kNoStealing), partition p's shares go to
@@ -175,7 +201,8 @@ class CohortPipeline {
   CohortPipeline(uint32_t partitions, uint32_t cohort_max,
                  int64_t cohort_wait_ns, uint32_t buffers,
                  InServerFn in_server = nullptr, bool solo_cohorts = true,
-                 int64_t steal_after_ns = kStealAfterNs);
+                 int64_t steal_after_ns = kStealAfterNs,
+                 uint32_t units = kDefaultUnits);
   CohortPipeline(const CohortPipeline&) = delete;
   CohortPipeline& operator=(const CohortPipeline&) = delete;
 
@@ -226,6 +253,8 @@ class CohortPipeline {
 
   // Mask buffers: split cohorts in flight at most.
   uint32_t buffers() const { return buffers_; }
+  // Steal units per partition share (see kMaxUnits).
+  uint32_t units() const { return units_; }
   // Work::buffer lies in [0, slots()): the mask buffers, then, with solo
   // cohorts, one slot per partition thread for its solo cohort.
   uint32_t slots() const {
@@ -252,9 +281,9 @@ class CohortPipeline {
   // then runs `phase_one_done` first, as Formed does.
   bool TaskDone(uint32_t buffer) { return TaskDone(buffer, [] {}); }
   bool TaskDone(uint32_t buffer, absl::FunctionRef<void()> phase_one_done);
-  // `buffer`'s cohort is matched against partition `partition`'s
-  // clusters; for a solo cohort (Work::all_partitions), against every
-  // partition's.
+  // A unit of `buffer`'s cohort (Work::unit) is matched against
+  // partition `partition`'s clusters; for a solo cohort
+  // (Work::all_partitions), the cohort against every partition's.
   void MatchDone(uint32_t buffer, uint32_t partition);
   // The update is planned; `involved[p]` says whether partition p has a
   // part to apply.
@@ -268,6 +297,9 @@ class CohortPipeline {
     UpdateBatch* update = nullptr;
   };
   enum SlotState : uint64_t { kFree = 0, kForming, kPhase1, kPhase2 };
+  // A claim word's low bits count units claimed (0 .. kMaxUnits).
+  static constexpr int kUnitBits = 6;
+  static_assert(kMaxUnits < (1 << kUnitBits), "units fit a claim word");
   // A slot's state word: (cohort + 1) << 2 | SlotState; 0 for a slot never
   // used. A cohort's number is unique, so a thread that read the word and
   // then claims by it cannot claim in a later cohort of the slot.
@@ -296,9 +328,10 @@ class CohortPipeline {
     std::atomic<int64_t> ready_ns{0};
     std::atomic<size_t> tasks_left{0};
     std::atomic<uint32_t> matches_left{0};
-    // By partition: 1 + the last cohort in this slot whose share of phase
-    // 2 was claimed (a solo cohort claims all in partition 0's). Only
-    // rises, so a claim by a stale reading fails.
+    // By partition: ClaimWord(c, n), n the units claimed of the share of
+    // c, the last cohort in this slot that any were claimed of (a solo
+    // cohort claims all in partition 0's). Only rises, so a claim by a
+    // stale reading fails.
     std::unique_ptr<std::atomic<uint64_t>[]> claims;
     std::unique_ptr<TaskQueue[]> queues;  // by partition
   };
@@ -326,16 +359,32 @@ class CohortPipeline {
   // the contract allows; otherwise lowers *deadline_ns (0: none) to when
   // the first share waiting for its own thread may be taken.
   bool TakeStolenMatch(uint32_t p, Work* work, int64_t* deadline_ns);
-  // Whether partition q's share of phase 2 of `cohort` (or of a later
-  // cohort) in `slot` has been claimed.
-  static bool Claimed(const Slot& slot, uint64_t cohort, uint32_t q) {
-    return slot.claims[q].load(std::memory_order_relaxed) >= cohort + 1;
+  // A claim word (Slot::claims): `claimed` units of `cohort`'s share.
+  static uint64_t ClaimWord(uint64_t cohort, uint32_t claimed) {
+    return (cohort + 1) << kUnitBits | claimed;
   }
-  // Claims partition q's share of phase 2 of `cohort` in `slot`.
-  static bool ClaimMatch(Slot& slot, uint64_t cohort, uint32_t q);
-  // Describes partition q's match of buffer b's cohort, claimed.
-  void TakeMatch(uint32_t b, uint64_t cohort, uint32_t q, Work* work);
-  // Split cohorts in flight that partition q has yet to be handed.
+  // Whether every unit of partition q's share of phase 2 of `cohort` (or
+  // of a later cohort) in `slot` has been claimed.
+  bool Claimed(const Slot& slot, uint64_t cohort, uint32_t q) const {
+    return slot.claims[q].load(std::memory_order_relaxed) >=
+           ClaimWord(cohort, units_);
+  }
+  // Whether no unit of it has.
+  static bool Untouched(const Slot& slot, uint64_t cohort, uint32_t q) {
+    return slot.claims[q].load(std::memory_order_relaxed) <=
+           ClaimWord(cohort, 0);
+  }
+  // Claims the next unit of partition q's share of phase 2 of `cohort` in
+  // `slot` (*unit), or, `all`, every unit of it (*unit = 0; the first
+  // claim of the share only).
+  bool ClaimMatch(Slot& slot, uint64_t cohort, uint32_t q, bool all,
+                  uint32_t* unit);
+  // Describes unit `unit` of partition q's match of buffer b's cohort,
+  // claimed.
+  void TakeMatch(uint32_t b, uint64_t cohort, uint32_t q, uint32_t unit,
+                 Work* work);
+  // Split cohorts in flight of whose share partition q has claimed no
+  // unit yet.
   uint32_t Backlog(uint32_t q) const;
   // Claims a phase-1 task of `cohort` in `slot` for partition p: one it
   // prefers, else another's; false if none is left.
@@ -361,6 +410,7 @@ class CohortPipeline {
   const InServerFn in_server_;
   const bool solo_cohorts_;
   const int64_t steal_after_ns_;
+  const uint32_t units_;
   std::unique_ptr<Slot[]> slots_;
   std::atomic<uint64_t> steals_{0};
   std::atomic<uint64_t> sleeps_{0};

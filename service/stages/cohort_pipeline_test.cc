@@ -458,18 +458,25 @@ TEST(CohortPipeline, WithoutSoloCohortsOnlyAnEventAloneIsFinishedNow) {
   }
 }
 
-// Forms a split cohort of `events` on thread 0 with no phase-1 tasks and
-// has thread 0 match its own share; returns the cohort's buffer.
-uint32_t FormAndMatchOwnShare(CohortPipeline& pipeline, PublishJob* job,
-                              uint64_t cohort) {
+// Forms a split cohort of `job`'s events on thread 0, numbered `cohort`,
+// with no phase-1 tasks; returns its buffer.
+uint32_t FormSplit(CohortPipeline& pipeline, PublishJob* job,
+                   uint64_t cohort) {
   pipeline.PushEvents(job, MonotonicNanos());
   CohortPipeline::Work work;
   EXPECT_TRUE(pipeline.Next(0, &work));
   EXPECT_EQ(work.kind, Kind::kForm);
   EXPECT_EQ(work.cohort, cohort);
   EXPECT_FALSE(work.solo);
-  const uint32_t buffer = work.buffer;
-  pipeline.Formed(buffer, {}, work.events.size());
+  pipeline.Formed(work.buffer, {}, work.events.size());
+  return work.buffer;
+}
+
+// As FormSplit, then has thread 0 match its own share.
+uint32_t FormAndMatchOwnShare(CohortPipeline& pipeline, PublishJob* job,
+                              uint64_t cohort) {
+  const uint32_t buffer = FormSplit(pipeline, job, cohort);
+  CohortPipeline::Work work;
   EXPECT_TRUE(pipeline.Next(0, &work));
   EXPECT_EQ(work.kind, Kind::kMatch);
   EXPECT_EQ(work.partition, 0u);
@@ -550,15 +557,22 @@ TEST(CohortPipeline, ThreadTwoCohortsBehindIsStolenFromAtOnce) {
   EXPECT_EQ(work.cohort, 0u);
 }
 
-// Solo cohorts are their former's whole: never stolen.
-TEST(CohortPipeline, SoloCohortIsNeverStolen) {
-  CohortPipeline pipeline(4, 64, 0, 2, [] { return uint64_t{2}; }, true, 0);
-  auto job = Job(1);
-  pipeline.PushEvents(job.get(), MonotonicNanos());
+// Forms a solo cohort of `job` (one event) on thread 0 of a pipeline whose
+// server holds other events, with no phase-1 tasks.
+void FormSolo(CohortPipeline& pipeline, PublishJob* job) {
+  pipeline.PushEvents(job, MonotonicNanos());
   CohortPipeline::Work work;
   ASSERT_TRUE(pipeline.Next(0, &work));
   ASSERT_TRUE(work.solo);
   pipeline.Formed(work.buffer, {}, 1);
+}
+
+// Solo cohorts are their former's whole: never stolen.
+TEST(CohortPipeline, SoloCohortIsNeverStolen) {
+  CohortPipeline pipeline(4, 64, 0, 2, [] { return uint64_t{2}; }, true, 0);
+  auto job = Job(1);
+  FormSolo(pipeline, job.get());
+  CohortPipeline::Work work;
   auto other = NextAsync(pipeline, 1);
   EXPECT_TRUE(Blocks(other)) << "another thread took part of a solo cohort";
   ASSERT_TRUE(pipeline.Next(0, &work));
@@ -568,6 +582,106 @@ TEST(CohortPipeline, SoloCohortIsNeverStolen) {
   pipeline.PushEvents(next.get(), MonotonicNanos());
   EXPECT_EQ(other.get().kind, Kind::kForm);
   EXPECT_EQ(pipeline.counts().steals, 0u);
+}
+
+// With steal units, each partition's share is handed out a unit at a time,
+// in order, each once, and the cohort is done (its buffer free) only after
+// every unit of every partition.
+TEST(CohortPipeline, SharesGoOutAUnitAtATime) {
+  constexpr uint32_t kUnits = 3;
+  CohortPipeline pipeline(2, 64, 0, 1, nullptr, true, kOwnersOnly, kUnits);
+  EXPECT_EQ(pipeline.units(), kUnits);
+  auto job = Job(CohortPipeline::kSoloCohort + 1);
+  const uint32_t buffer = FormSplit(pipeline, job.get(), 0);
+  CohortPipeline::Work work;
+  std::vector<CohortPipeline::Work> taken;
+  for (uint32_t p = 0; p < 2; ++p) {
+    for (uint32_t u = 0; u < kUnits; ++u) {
+      ASSERT_TRUE(pipeline.Next(p, &work));
+      ASSERT_EQ(work.kind, Kind::kMatch);
+      EXPECT_EQ(work.partition, p);
+      EXPECT_EQ(work.unit, u) << "units out of order";
+      EXPECT_FALSE(work.stolen);
+      taken.push_back(work);
+    }
+  }
+  // Every unit is out: nothing is left for either thread, and with the one
+  // buffer in use the next cohort cannot form until the last MatchDone.
+  auto next = Job(CohortPipeline::kSoloCohort + 1);
+  pipeline.PushEvents(next.get(), MonotonicNanos());
+  auto former = NextAsync(pipeline, 1);
+  for (size_t i = 0; i + 1 < taken.size(); ++i) {
+    pipeline.MatchDone(buffer, taken[i].partition);
+    EXPECT_TRUE(Blocks(former)) << "buffer freed after " << i + 1 << " of "
+                                << taken.size() << " units";
+  }
+  pipeline.MatchDone(buffer, taken.back().partition);
+  EXPECT_EQ(former.get().kind, Kind::kForm);
+}
+
+// A thread with nothing of its own takes the units of another's share that
+// its thread has not reached, while that thread is inside its first one.
+TEST(CohortPipeline, IdleThreadStealsTheUnitsAShareHasLeft) {
+  constexpr uint32_t kUnits = 4;
+  CohortPipeline pipeline(2, 64, 0, 1, nullptr, true, /*steal_after_ns=*/0,
+                          kUnits);
+  auto job = Job(CohortPipeline::kSoloCohort + 1);
+  const uint32_t buffer = FormSplit(pipeline, job.get(), 0);
+  CohortPipeline::Work work;
+  // Partition 1's thread takes its first unit and stalls in it.
+  CohortPipeline::Work stalled;
+  ASSERT_TRUE(pipeline.Next(1, &stalled));
+  ASSERT_EQ(stalled.kind, Kind::kMatch);
+  EXPECT_EQ(stalled.partition, 1u);
+  EXPECT_EQ(stalled.unit, 0u);
+  // Thread 0 does its own share first, then the rest of partition 1's.
+  for (uint32_t u = 0; u < kUnits; ++u) {
+    ASSERT_TRUE(pipeline.Next(0, &work));
+    EXPECT_EQ(work.partition, 0u);
+    EXPECT_EQ(work.unit, u);
+    EXPECT_FALSE(work.stolen);
+    pipeline.MatchDone(buffer, 0);
+  }
+  for (uint32_t u = 1; u < kUnits; ++u) {
+    ASSERT_TRUE(pipeline.Next(0, &work));
+    ASSERT_EQ(work.kind, Kind::kMatch);
+    EXPECT_EQ(work.partition, 1u);
+    EXPECT_EQ(work.unit, u);
+    EXPECT_TRUE(work.stolen);
+    pipeline.MatchDone(buffer, 1);
+  }
+  EXPECT_EQ(pipeline.counts().steals, kUnits - 1);
+  // The stalled unit is the last one out: its MatchDone ends the cohort.
+  pipeline.MatchDone(buffer, 1);
+  pipeline.Close();
+  EXPECT_FALSE(pipeline.Next(0, &work));
+}
+
+// A solo cohort with steal units is still one piece of work and one
+// MatchDone.
+TEST(CohortPipeline, SoloCohortTakesEveryUnitAtOnce) {
+  CohortPipeline pipeline(4, 64, 0, 2, [] { return uint64_t{2}; }, true,
+                          kOwnersOnly, /*units=*/5);
+  auto job = Job(1);
+  FormSolo(pipeline, job.get());
+  CohortPipeline::Work work;
+  ASSERT_TRUE(pipeline.Next(0, &work));
+  EXPECT_EQ(work.kind, Kind::kMatch);
+  EXPECT_TRUE(work.all_partitions);
+  EXPECT_EQ(work.unit, 0u);
+  pipeline.MatchDone(work.buffer, 0);
+  pipeline.Close();
+  EXPECT_FALSE(pipeline.Next(0, &work)) << "the solo cohort is still in flight";
+}
+
+TEST(CohortPipeline, DefaultUnits) {
+  for (uint32_t p : {1u, 2u, 4u, 16u, 64u}) {
+    EXPECT_GE(CohortPipeline::DefaultUnits(p), 1u);
+    EXPECT_LE(CohortPipeline::DefaultUnits(p), CohortPipeline::kMaxUnits);
+    EXPECT_EQ(CohortPipeline::UnitsFor(p, 0), CohortPipeline::DefaultUnits(p));
+    EXPECT_EQ(CohortPipeline::UnitsFor(p, 7), 7u);
+  }
+  EXPECT_EQ(CohortPipeline::DefaultUnits(1), 1u) << "nobody to steal";
 }
 
 // A thread with nothing to do sleeps (counted), and an event pushed wakes
@@ -644,9 +758,11 @@ TEST(CohortPipeline, DefaultBuffers) {
 
 // The invariants with P threads working, publishers pushing and a changer
 // queueing changes (see the file comment), with 1, 2 and 8 buffers, with
-// solo cohorts and without, with phase 2 stolen or not.
+// solo cohorts and without, with phase 2 stolen or not, in whole shares
+// or in steal units.
 class CohortPipelineThreads
-    : public testing::TestWithParam<std::tuple<uint32_t, bool, int64_t>> {};
+    : public testing::TestWithParam<
+          std::tuple<uint32_t, bool, int64_t, uint32_t>> {};
 
 TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
   constexpr uint32_t kP = 3;
@@ -655,6 +771,7 @@ TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
   const uint32_t buffers = std::get<0>(GetParam());
   const bool solo_cohorts = std::get<1>(GetParam());
   const int64_t steal_after_ns = std::get<2>(GetParam());
+  const uint32_t units = std::get<3>(GetParam());
   // Every other lone event is told the server is busy, so that both solo
   // and split cohorts form whatever the threads' timing (called from any
   // partition thread, so the counter is atomic); without solo cohorts, so
@@ -662,7 +779,7 @@ TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
   std::atomic<uint64_t> asked{0};
   CohortPipeline pipeline(kP, 16, 50 * 1000, buffers,
                           [&asked] { return ++asked % 2 == 0 ? kP : 0; },
-                          solo_cohorts, steal_after_ns);
+                          solo_cohorts, steal_after_ns, units);
   std::vector<std::unique_ptr<PublishJob>> jobs;
   for (int j = 0; j < kJobs; ++j) jobs.push_back(Job(1 + j % 7));
   std::vector<UpdateBatch> changes(kChanges);
@@ -675,8 +792,9 @@ TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
   int split_peak = 0;
   int split_in_flight = 0;  // split cohorts formed, not matched everywhere
   std::vector<int> solo_in_flight(kP);  // by former
-  std::vector<std::set<uint64_t>> matched(kP);  // by partition: cohorts
-  std::map<uint64_t, uint32_t> matches_of;  // cohort -> partitions done
+  // By partition: (cohort, unit) matched.
+  std::vector<std::set<std::pair<uint64_t, uint32_t>>> matched(kP);
+  std::map<uint64_t, uint32_t> matches_of;  // cohort -> units done
   std::map<uint64_t, uint32_t> solo_owner;  // solo cohort -> its former
   uint64_t solo = 0;
   std::map<const PublishJob*, std::vector<int>> seen;  // event -> times
@@ -748,17 +866,24 @@ TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
           } else {
             EXPECT_EQ(work.partition, p) << "split cohort matched elsewhere";
           }
-          std::vector<uint32_t> partitions = {work.partition};
+          EXPECT_LT(work.unit, units);
+          // (partition, unit) pieces this match covers.
+          std::vector<std::pair<uint32_t, uint32_t>> pieces = {
+              {work.partition, work.unit}};
           if (work.all_partitions) {
-            partitions.clear();
-            for (uint32_t q = 0; q < kP; ++q) partitions.push_back(q);
+            EXPECT_EQ(work.unit, 0u);
+            pieces.clear();
+            for (uint32_t q = 0; q < kP; ++q) {
+              for (uint32_t u = 0; u < units; ++u) pieces.emplace_back(q, u);
+            }
           }
-          for (uint32_t q : partitions) {
-            EXPECT_TRUE(matched[q].insert(cohort).second)
-                << "partition " << q << " matched " << cohort << " twice";
+          for (auto [q, u] : pieces) {
+            EXPECT_TRUE(matched[q].insert({cohort, u}).second)
+                << "partition " << q << " matched unit " << u << " of "
+                << cohort << " twice";
           }
-          matches_of[cohort] += static_cast<uint32_t>(partitions.size());
-          if (matches_of[cohort] == kP) {
+          matches_of[cohort] += static_cast<uint32_t>(pieces.size());
+          if (matches_of[cohort] == kP * units) {
             if (solo_owner.count(cohort) > 0) {
               --solo_in_flight[solo_owner[cohort]];
             } else {
@@ -826,7 +951,7 @@ TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
     for (int times : seen[job.get()]) EXPECT_EQ(times, 1);
   }
   for (uint32_t p = 0; p < kP; ++p) {
-    EXPECT_EQ(matched[p].size(), formed) << "partition " << p;
+    EXPECT_EQ(matched[p].size(), formed * units) << "partition " << p;
   }
   EXPECT_LE(split_peak, static_cast<int>(buffers));
   EXPECT_EQ(planned, kChanges);
@@ -845,12 +970,14 @@ TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
   EXPECT_GT(formed, solo) << "no cohort was split";
 }
 
-// Stealing off, at once, and after the server's delay.
+// Stealing off, at once, and after the server's delay; whole shares and 3
+// units each.
 INSTANTIATE_TEST_SUITE_P(
     BuffersSolosAndStealing, CohortPipelineThreads,
     testing::Combine(testing::Values(1u, 2u, 8u), testing::Bool(),
                      testing::Values(CohortPipeline::kNoStealing, int64_t{0},
-                                     CohortPipeline::kStealAfterNs)));
+                                     CohortPipeline::kStealAfterNs),
+                     testing::Values(1u, 3u)));
 
 }  // namespace
 }  // namespace service

@@ -85,6 +85,12 @@ struct EngineOptions {
   // Partitioned layout: an idle partition thread may match another's share
   // of a cohort when that thread is behind (CohortPipeline).
   bool phase2_stealing = true;
+  // Partitioned layout: steal units, the runs of its cluster lists each
+  // partition's share of a cohort is cut into, claimed one at a time by
+  // its thread or a thief (1 to CohortPipeline::kMaxUnits); 0: the
+  // pipeline's default for the partitions of a copy
+  // (CohortPipeline::DefaultUnits).
+  uint32_t steal_units = 0;
   // Partitioned layout: cohorts in flight at once, each with its mask
   // buffer (1 to CohortPipeline::kMaxBuffers); 0: the pipeline's default
   // for the partition count (CohortPipeline::DefaultBuffers).

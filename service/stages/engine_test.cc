@@ -289,6 +289,14 @@ INSTANTIATE_TEST_SUITE_P(
                       Config{"staged", 6, 64, "partitioned", 2, 8, 2},
                       Config{"staged", 3, 64, "partitioned", 1, 8, 1, false},
                       Config{"staged", 4, 64, "partitioned", 0, 0, 2, false},
+                      // Steal units: each share cut into runs of its
+                      // cluster lists, stolen or not, with copies, and a
+                      // copy of one partition.
+                      Config{"staged", 3, 64, "partitioned", 0, 0, 1, true, 4},
+                      Config{"staged", 2, 16, "partitioned", 0, 1, 1, true, 3},
+                      Config{"staged", 4, 64, "partitioned", 0, 8, 2, false,
+                             2},
+                      Config{"staged", 2, 64, "replicated", 0, 0, 1, true, 3},
                       Config{"threaded", 0, 0}),
     ConfigName);
 
@@ -1029,6 +1037,9 @@ INSTANTIATE_TEST_SUITE_P(Modes, EngineConcurrencyTest,
                                            Config{"staged", 3, 64,
                                                   "partitioned", 1, 8, 1,
                                                   false},
+                                           Config{"staged", 3, 64,
+                                                  "partitioned", 0, 8, 1,
+                                                  true, 3},
                                            Config{"threaded", 0, 0}),
                          ConfigName);
 
@@ -1093,6 +1104,9 @@ INSTANTIATE_TEST_SUITE_P(Modes, EngineOrderingTest,
                                                   "replicated"},
                                            Config{"staged", 4, 64,
                                                   "partitioned", 0, 0, 2},
+                                           Config{"staged", 3, 64,
+                                                  "partitioned", 0, 0, 1,
+                                                  true, 2},
                                            Config{"threaded", 0, 0}),
                          ConfigName);
 

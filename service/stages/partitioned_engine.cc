@@ -25,6 +25,12 @@ uint32_t PartitionsPerCopy(const EngineOptions& options) {
   return options.partitions / std::max<uint32_t>(options.index_copies, 1);
 }
 
+// Each partition's steal units (CohortPipeline::UnitsFor).
+uint32_t StealUnits(const EngineOptions& options) {
+  return CohortPipeline::UnitsFor(PartitionsPerCopy(options),
+                                  options.steal_units);
+}
+
 }  // namespace
 
 PartitionedEngine::Copy::Copy(PartitionedEngine* engine,
@@ -44,7 +50,8 @@ PartitionedEngine::Copy::Copy(PartitionedEngine* engine,
                CohortPipeline::SoloCohortsFor(partitions),
                engine->options_.phase2_stealing
                    ? CohortPipeline::kStealAfterNs
-                   : CohortPipeline::kNoStealing),
+                   : CohortPipeline::kNoStealing,
+               StealUnits(engine->options_)),
       predicate(&index, &pipeline, &engine->predicate_profile_,
                 [this, engine](PublishJob* job, uint32_t event) {
                   events.fetch_sub(1, std::memory_order_relaxed);
@@ -54,7 +61,8 @@ PartitionedEngine::Copy::Copy(PartitionedEngine* engine,
                 engine->options_.phase1_batch_positions) {
   for (uint32_t p = 0; p < partitions; ++p) {
     this->partitions.push_back(std::make_unique<ClusterPartition>(
-        p, first_thread + p, engine->options_.queue_limit, &index,
+        p, first_thread + p, pipeline.units(), engine->options_.queue_limit,
+        &index,
         &engine->directory_, &engine->listeners_, &subscriber_of,
         [this, engine](PublishJob* job, uint32_t event, bool now) {
           events.fetch_sub(1, std::memory_order_relaxed);
@@ -72,7 +80,7 @@ PartitionedEngine::Copy::Copy(PartitionedEngine* engine,
 
 PartitionedEngine::PartitionedEngine(const EngineOptions& options)
     : Engine(options, /*id_shards=*/1,
-             /*partials=*/PartitionsPerCopy(options)),
+             /*partials=*/PartitionsPerCopy(options) * StealUnits(options)),
       reply_(options.queue_limit,
              [this](PublishJob* job, size_t event, StageProfile* profile) {
                FinishEvent(job, event, profile);

@@ -4,7 +4,8 @@
 // Memory crossing threads: a PublishJob is created by the front stage (the
 // RPC handler), read and written by engine threads while in flight, and must
 // be kept alive by its creator until `done` has been called. Engine threads
-// write disjoint parts of it (partition p writes only partials[p]); the
+// write disjoint parts of it (partition p writes only partials[p], or with
+// K steal units, unit u of its share only partials[p * K + u]); the
 // hand-off is ordered by atomics and queues.
 //
 // Expiry: a job whose deadline has passed, or whose caller has cancelled it,
@@ -41,8 +42,8 @@ struct PublishJob {
     std::vector<std::pair<uint32_t, uint64_t>> deliveries;
   };
   struct EventState {
-    std::atomic<uint32_t> pending{0};  // partitions yet to report
-    std::vector<Partial> partials;     // one per partition
+    std::atomic<uint32_t> pending{0};  // partitions (units) yet to report
+    std::vector<Partial> partials;     // one per partition (unit)
     // Set by a partition that skipped the event because the job had
     // expired; read by the stage that finishes it.
     std::atomic<bool> skipped{false};
@@ -70,8 +71,8 @@ struct PublishJob {
 
   // Engine state. `state[i].partials` has one entry per partition that
   // reports on the event: P / G for the partitioned layout with G index
-  // copies (1 for the replicated one), P for sharded_phase1, 1 for the
-  // threaded engine.
+  // copies (1 for the replicated one), times its steal units; P for
+  // sharded_phase1, 1 for the threaded engine.
   std::unique_ptr<EventState[]> state;
   std::atomic<size_t> events_left{0};
   std::atomic<size_t> events_skipped{0};

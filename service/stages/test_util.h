@@ -41,6 +41,8 @@ struct Config {
   uint32_t copies = 1;
   // partitioned and replicated: --phase2_stealing
   bool steal = true;
+  // partitioned and replicated: --steal_units (0: the default)
+  uint32_t units = 0;
 };
 
 // Sets what `config` says of the staged engine's layout in *options.
@@ -53,6 +55,7 @@ inline void ApplyLayout(const Config& config, EngineOptions* options) {
   }
   options->index_copies = config.copies;
   options->phase2_stealing = config.steal;
+  options->steal_units = config.units;
 }
 
 inline std::string ConfigName(const ::testing::TestParamInfo<Config>& info) {
@@ -70,7 +73,10 @@ inline std::string ConfigName(const ::testing::TestParamInfo<Config>& info) {
                       info.param.copies > 1
                           ? absl::StrCat("_g", info.param.copies)
                           : "",
-                      info.param.steal ? "" : "_nosteal");
+                      info.param.steal ? "" : "_nosteal",
+                      info.param.units > 0
+                          ? absl::StrCat("_u", info.param.units)
+                          : "");
 }
 
 // Values from a small domain, so that predicates are often satisfied, plus

@@ -129,12 +129,15 @@ ok = len(rows) == 15 and all(float(r["speedup"]) == 1.0
 sys.exit(not ok)' "${out}"
   check "partition_work: the partitioned layout under every split" \
     grep -q "^| 16 | .* | .* | .* | .* | .* |$" "${out}/report.md"
-  # Phase-2 stealing in the model: a bound in its column at P = 16, and the
-  # copies table derived from the P / G runs (G = 16: the replicated layout,
-  # 16 copies of one partition's index).
-  check "partition_work: a bound with phase-2 stealing at P = 16" \
-    grep -Eq "^\| 16 \| [0-9.]+ (\| [0-9.]+ \([0-9.]+x, [0-9.]+–[0-9.]+\) ){5}\| [0-9.]+ \|$" \
+  # Phase-2 stealing in the model, by share and by steal unit (4 each by
+  # default): a bound in every column at P = 16, and the copies table
+  # derived from the P / G runs (G = 16: the replicated layout, 16 copies
+  # of one partition's index).
+  check "partition_work: bounds with phase-2 stealing and units at P = 16" \
+    grep -Eq "^\| 16 \| [0-9.]+ (\| [0-9.]+ \([0-9.]+x, [0-9.]+–[0-9.]+\) ){6}\| [0-9.]+ \|$" \
     "${out}/report.md"
+  check "partition_work: the model timed 4 steal units" \
+    grep -q '"steal_units": 4' "${out}/runs/partitioned-16-1-0.json"
   check "partition_work: copies rows for G = 1, 2, 4 and 16 at P = 16" \
     bash -c 'for g in 1 2 4 16; do
       grep -Eq "^\| 16 \| ${g} \| $((16 / g)) \| [0-9.]+x " "$1/report.md" ||
