@@ -83,6 +83,7 @@
 #include "service/observability/stage_profile.h"
 #include "service/stages/cohort_pipeline.h"
 #include "service/stages/engine_options.h"
+#include "service/stages/placement.h"
 #include "workload/typed_workload.h"
 #include "workload/workload.h"
 
@@ -134,7 +135,11 @@ ABSL_FLAG(std::string, preemption, "",
           "p2-c2, the replicated layout on 2 threads); -hog adds a thread "
           "spinning on this process's second CPU during the match; "
           "-nosteal turns phase-2 stealing off; -uK cuts each share into "
-          "K steal units (--steal_units). Prints the events/s of "
+          "K steal units (--steal_units); -wakeall has a hand-off wake "
+          "every thread it has work for, not only as many as there are "
+          "CPUs free (the server's rule); -nobatch keeps threads that "
+          "outnumber the CPUs off SCHED_BATCH (the server's rule puts them "
+          "on it). Prints the events/s of "
           "every round.");
 ABSL_FLAG(uint32_t, rounds, 9, "--preemption: rounds of every configuration.");
 ABSL_FLAG(bool, steal, true,
@@ -349,7 +354,7 @@ struct ThreadTimes {
 uint64_t RunThreads(
     const std::vector<std::unique_ptr<matcher::PartitionedIndex>>& copies,
     const Workload& workload, uint32_t threads, size_t chunk, bool steal,
-    uint32_t units, double* seconds, bool* pinned, ThreadTimes* times,
+    uint32_t units, bool wake_all, bool batch, double* seconds, bool* pinned, ThreadTimes* times,
     service::CohortPipeline::Counts* counts) {
   using service::CohortPipeline;
   using service::PublishJob;
@@ -368,27 +373,36 @@ uint64_t RunThreads(
     std::vector<uint32_t> preferred;
   };
   struct Copy {
-    Copy(uint32_t p, size_t chunk, bool steal, uint32_t units)
+    Copy(uint32_t p, size_t chunk, bool steal, uint32_t units, uint32_t cpus)
         : pipeline(p, static_cast<uint32_t>(chunk), /*cohort_wait_ns=*/0,
                    CohortsInFlight(p), /*in_server=*/nullptr,
                    CohortPipeline::SoloCohortsFor(p),
                    steal ? CohortPipeline::kStealAfterNs
                          : CohortPipeline::kNoStealing,
-                   units == 0 ? CohortPipeline::DefaultUnits(p) : units),
+                   units == 0 ? CohortPipeline::DefaultUnits(p) : units,
+                   cpus),
           cohorts(pipeline.slots()) {}
     CohortPipeline pipeline;
     std::vector<Cohort> cohorts;
   };
   std::vector<std::unique_ptr<Copy>> states;
   for (uint32_t c = 0; c < g; ++c) {
-    states.push_back(std::make_unique<Copy>(p, chunk, steal, units));
+    // As the server: the usable CPUs shared out over the copies, so that a
+    // hand-off wakes no more threads than there are CPUs to run them.
+    const uint32_t cpus =
+        wake_all ? 0 : std::max<uint32_t>(1, service::UsableCpus() / g);
+    states.push_back(std::make_unique<Copy>(p, chunk, steal, units, cpus));
   }
   const uint64_t batch_positions = absl::GetFlag(FLAGS_task_batch_positions);
   std::atomic<uint64_t> matches{0};
   std::atomic<bool> all_pinned{true};
   std::mutex times_mu;
+  // As the server's partition threads: SCHED_BATCH when they outnumber
+  // the CPUs (service::SetBatch).
+  const bool batch_threads = batch && service::OverSubscribed(threads);
   auto work = [&](uint32_t thread) {
     if (!PinToCpu(thread, threads)) all_pinned = false;
+    if (batch_threads) service::SetBatch();
     const matcher::PartitionedIndex& index = *copies[thread / p];
     CohortPipeline& pipeline = states[thread / p]->pipeline;
     std::vector<Cohort>& cohorts = states[thread / p]->cohorts;
@@ -546,7 +560,8 @@ int RunPartitioned(const Workload& workload, uint32_t p, uint32_t core,
     service::CohortPipeline::Counts counts;
     r->matches =
         RunThreads(built, workload, p, chunk, absl::GetFlag(FLAGS_steal),
-                   absl::GetFlag(FLAGS_steal_units),
+                   absl::GetFlag(FLAGS_steal_units), /*wake_all=*/false,
+                   /*batch=*/true,
                    &r->match_seconds, &pinned, &times, &counts);
     r->index_bytes = 0;
     for (const auto& copy : built) r->index_bytes += copy->MemoryBytes();
@@ -734,6 +749,8 @@ int RunPreemption(const Workload& workload) {
     bool hog = false;
     bool steal = true;
     uint32_t units = 0;  // 0: the pipeline's default
+    bool wake_all = false;
+    bool batch = true;
     std::vector<double> rates;
     std::vector<uint64_t> matches, steals, sleeps, wakeups;
   };
@@ -742,7 +759,7 @@ int RunPreemption(const Workload& workload) {
        absl::StrSplit(absl::GetFlag(FLAGS_preemption), ',')) {
     Config c;
     c.name = std::string(name);
-    // pN[-cG][-uK][-hog][-nosteal]; c2 is p2-c2.
+    // pN[-cG][-uK][-hog][-nosteal][-wakeall][-nobatch]; c2 is p2-c2.
     std::vector<std::string> parts = absl::StrSplit(name, '-');
     if (parts[0] == "c2") {
       parts[0] = "p2";
@@ -756,6 +773,10 @@ int RunPreemption(const Workload& workload) {
         c.hog = true;
       } else if (parts[i] == "nosteal") {
         c.steal = false;
+      } else if (parts[i] == "wakeall") {
+        c.wake_all = true;
+      } else if (parts[i] == "nobatch") {
+        c.batch = false;
       } else if (parts[i].size() > 1 && parts[i][0] == 'u') {
         ok = absl::SimpleAtoi(parts[i].substr(1), &c.units) && c.units > 0 &&
              c.units <= service::CohortPipeline::kMaxUnits;
@@ -767,8 +788,8 @@ int RunPreemption(const Workload& workload) {
     }
     if (!ok) {
       return Fail(absl::StrCat("--preemption: bad configuration \"", name,
-                               "\" (pN[-cG][-uK][-hog][-nosteal], G dividing N, "
-                               "or c2)"),
+                               "\" (pN[-cG][-uK][-hog][-nosteal][-wakeall]"
+                               "[-nobatch], G dividing N, or c2)"),
                   2);
     }
     configs.push_back(std::move(c));
@@ -815,7 +836,8 @@ int RunPreemption(const Workload& workload) {
       service::CohortPipeline::Counts counts;
       const uint64_t matches = RunThreads(
           built[{c.threads / c.copies, c.copies}], workload, c.threads, 64,
-          c.steal, c.units, &seconds, &pinned, &times, &counts);
+          c.steal, c.units, c.wake_all, c.batch, &seconds, &pinned, &times,
+          &counts);
       hogging = false;
       c.rates.push_back(workload.events.size() / seconds);
       c.matches.push_back(matches);

@@ -4,7 +4,6 @@
 // down in order (health NOT_SERVING, stop accepting, finish admitted work)
 // and exits 0. Exits 2 on a bad flag, 1 if the server cannot start.
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -25,6 +24,7 @@
 #include "service/stages/engine.h"
 #include "service/stages/engine_options.h"
 #include "service/stages/numa.h"
+#include "service/stages/placement.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "host:port to serve gRPC on (port 0 picks a free port, printed at "
@@ -266,15 +266,6 @@ ABSL_FLAG(int64_t, max_connection_age_ms, 0,
 namespace cohort {
 namespace service {
 namespace {
-
-uint32_t UsableCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
-    return std::max(1u, std::thread::hardware_concurrency());
-  }
-  return static_cast<uint32_t>(CPU_COUNT(&set));
-}
 
 // The startup line's note of the steal units, where there is more than one
 // (as phase2_stealing is named only when off).
@@ -527,11 +518,17 @@ int Main(int argc, char** argv) {
                                             : "-");
     }
     std::printf("cohortd: partitions on cpus %s, memory on nodes %s "
-                "(--pin_cores=%s --numa=%s; NUMA: %s)\n",
+                "(--pin_cores=%s --numa=%s; NUMA: %s)%s\n",
                 absl::StrJoin(cpus, ",").c_str(),
                 absl::StrJoin(nodes, ",").c_str(),
                 options->engine.pin_cores ? "true" : "false",
-                options->engine.numa ? "auto" : "off", NumaSummary().c_str());
+                options->engine.numa ? "auto" : "off", NumaSummary().c_str(),
+                OverSubscribed(options->engine.partitions)
+                    ? absl::StrCat("; ", options->engine.partitions,
+                                   " partitions on ", UsableCpus(),
+                                   " CPUs: SCHED_BATCH")
+                          .c_str()
+                    : "");
   }
   if ((*server)->metrics_port() >= 0) {
     std::printf("cohortd: metrics on http://%s:%d/metrics\n",

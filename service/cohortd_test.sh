@@ -71,6 +71,14 @@ check "prints the metrics port" test -n "${metrics_port}"
 # default --numa=auto their memory placed on their CPUs' nodes.
 check "prints where the partitions run: $(grep 'partitions on' "${log}")" \
   grep -qE "partitions on cpus [0-9]+,[0-9]+, memory on nodes [0-9]+,[0-9]+ \(--pin_cores=true --numa=auto; NUMA: [1-9][0-9]* nodes? " "${log}"
+# (policy 3 in field 41 of /proc/PID/task/TID/stat)
+batch_threads() {
+  for stat in /proc/"$1"/task/*/stat; do
+    sed 's/.*) //' "${stat}" | awk '{print $39}'
+  done | grep -c '^3$'
+}
+check "no thread under SCHED_BATCH with a CPU per partition" \
+  test "$(batch_threads "${pid}")" -eq 0
 if [[ -n "${metrics_port}" ]]; then
   exec 3<>"/dev/tcp/127.0.0.1/${metrics_port}"
   printf 'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n' >&3
@@ -118,6 +126,19 @@ startup_line "replicated is a copy per partition" \
 startup_line "names the steal units" \
   ", cohorts_in_flight 2, steal_units 3; TLS off, auth off\)$" \
   --partitions=2 --steal_units=3
+
+# More partitions than CPUs: the partition threads run under SCHED_BATCH,
+# and the line that says where they run says so.
+oversubscribed=$(($(nproc) + 1))
+start_cohortd "${log}" "${COHORTD}" --listen=127.0.0.1:0 \
+  --partitions="${oversubscribed}" --index_copies=1
+check "says the partitions outnumber the CPUs: $(grep 'partitions on' "${log}")" \
+  grep -qE "; ${oversubscribed} partitions on $(nproc) CPUs: SCHED_BATCH$" "${log}"
+batched=$(batch_threads "${COHORTD_PID}")
+check "${oversubscribed} partition threads under SCHED_BATCH (${batched})" \
+  test "${batched}" -eq "${oversubscribed}"
+stop_cohortd "${COHORTD_PID}"
+rm -f "${log}"
 
 # The threaded baseline names its workers (it has no partitions or cohorts).
 startup_line "names the threaded engine" \

@@ -94,7 +94,8 @@ uint32_t CohortPipeline::BuffersFor(uint32_t partitions,
 CohortPipeline::CohortPipeline(uint32_t partitions, uint32_t cohort_max,
                                int64_t cohort_wait_ns, uint32_t buffers,
                                InServerFn in_server, bool solo_cohorts,
-                               int64_t steal_after_ns, uint32_t units)
+                               int64_t steal_after_ns, uint32_t units,
+                               uint32_t cpus)
     : partitions_(partitions),
       activation_(cohort_max, cohort_wait_ns),
       buffers_(buffers),
@@ -102,6 +103,7 @@ CohortPipeline::CohortPipeline(uint32_t partitions, uint32_t cohort_max,
       solo_cohorts_(solo_cohorts),
       steal_after_ns_(steal_after_ns),
       units_(units),
+      cpus_(cpus),
       slots_(std::make_unique<Slot[]>(slots())),
       to_apply_(partitions, false) {
   assert(units_ >= 1 && units_ <= kMaxUnits);
@@ -121,14 +123,26 @@ void CohortPipeline::Changed() {
                     std::memory_order_release);
 }
 
-void CohortPipeline::Wake(int n) {
+void CohortPipeline::Wake(int n, bool cpu_bound) {
   // Sequentially consistent with Sleep's: a sleeper either sees the count
-  // move (and does not sleep) or is counted in idle_ here.
+  // move (and does not sleep) or is counted in idle_ here. So a thread not
+  // counted idle here looks for work again after this hand-off, and
+  // leaving the work to such threads (CpuRoom) loses no wake-up.
   epoch_.fetch_add(1, std::memory_order_seq_cst);
-  if (n > 0 && idle_.load(std::memory_order_seq_cst) > 0) WakeSleepers(n);
+  if (n <= 0) return;
+  const uint32_t idle = idle_.load(std::memory_order_seq_cst);
+  if (idle == 0) return;
+  WakeSleepers(cpu_bound ? std::min(n, CpuRoom(idle)) : n);
+}
+
+int CohortPipeline::CpuRoom(uint32_t idle) const {
+  if (cpus_ == 0) return kAll;
+  const uint32_t running = partitions_ > idle ? partitions_ - idle : 0;
+  return cpus_ > running ? static_cast<int>(cpus_ - running) : 0;
 }
 
 void CohortPipeline::WakeSleepers(int n) {
+  if (n <= 0) return;
   const long woken = syscall(SYS_futex, FutexWord(&epoch_),
                              FUTEX_WAKE_PRIVATE, n, nullptr, nullptr, 0);
   if (woken > 0) {
@@ -171,7 +185,7 @@ void CohortPipeline::PushEvents(PublishJob* job, int64_t now_ns,
   }
   // One sleeper is enough: whoever wakes forms the cohort or, if no buffer
   // is free, leaves it to the thread that frees one.
-  Wake(1);
+  Wake(1, /*cpu_bound=*/true);
 }
 
 void CohortPipeline::PushUpdate(UpdateBatch* update, int64_t now_ns) {
@@ -233,14 +247,17 @@ void CohortPipeline::PhaseOneDone(uint32_t b, uint64_t cohort) {
   Slot& s = slots_[b];
   s.ready_ns.store(MonotonicNanos(), std::memory_order_relaxed);
   s.tag.store(Tag(cohort, kPhase2), std::memory_order_release);
-  // A solo cohort's former goes on by itself; the others all have work.
-  Wake(b >= buffers_ ? 0 : kAll);
+  // A solo cohort's former goes on by itself; the others all have work,
+  // as many as can run: with stealing, the threads running take the
+  // shares of those left asleep (without, each share waits for its own).
+  Wake(b >= buffers_ ? 0 : kAll, /*cpu_bound=*/steal_after_ns_ >= 0);
 }
 
 void CohortPipeline::Free(uint32_t b, uint64_t cohort) {
   slots_[b].tag.store(Tag(cohort, kFree), std::memory_order_release);
   epoch_.fetch_add(1, std::memory_order_seq_cst);
-  if (idle_.load(std::memory_order_seq_cst) == 0) return;
+  const uint32_t idle = idle_.load(std::memory_order_seq_cst);
+  if (idle == 0) return;
   // A split cohort's buffer is room to form the next one, which matters
   // only to queued events: with none queued, an idle thread has nothing to
   // form, and the next push wakes one. A solo cohort's slot is its
@@ -250,10 +267,11 @@ void CohortPipeline::Free(uint32_t b, uint64_t cohort) {
   // event under 8 and 16 closed-loop clients, and a 2-partition one 2 to 3
   // per event at one client (2-core VM). (Read after idle_: a sleeper
   // counted there had seen the queue, under the lock, before it slept.)
-  if ((b < buffers_ && queued_.load(std::memory_order_relaxed) > 0) ||
-      changes_.load(std::memory_order_relaxed) ||
+  if (changes_.load(std::memory_order_relaxed) ||
       closed_.load(std::memory_order_relaxed)) {
-    WakeSleepers(kAll);  // room to form a cohort, or to plan a change
+    WakeSleepers(kAll);  // to plan a change, or to exit
+  } else if (b < buffers_ && queued_.load(std::memory_order_relaxed) > 0) {
+    WakeSleepers(CpuRoom(idle));  // room to form a cohort
   }
 }
 
@@ -495,7 +513,7 @@ bool CohortPipeline::TakeForm(uint32_t p, Work* work, int64_t* deadline_ns) {
   Changed();
   // Events left behind a solo cohort go to an idle thread, if any (one
   // wake-up each: the next solo former wakes the next).
-  if (solo && ready > 1 && idle > 0) Wake(1);
+  if (solo && ready > 1 && idle > 0) Wake(1, /*cpu_bound=*/true);
   return true;
 }
 
@@ -583,7 +601,8 @@ bool CohortPipeline::Formed(uint32_t buffer,
   // A sleeper for each task at most: a thread woken to find every task
   // taken only sleeps again.
   Wake(static_cast<int>(std::min<size_t>(
-      preferred.size(), idle_.load(std::memory_order_relaxed))));
+           preferred.size(), idle_.load(std::memory_order_relaxed))),
+       /*cpu_bound=*/true);
   return false;
 }
 

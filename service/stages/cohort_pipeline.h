@@ -22,8 +22,9 @@
 //     own shares, and its clusters stay in its cache. With units() > 1, a
 //     share is cut into that many runs of the partition's cluster lists,
 //     claimed one at a time in order by its thread and thieves alike, so
-//     a thread descheduled inside a share holds up one unit of it, not the
-//     rest (Work::unit; each unit is its own MatchDone).
+//     idle threads finish the rest of a share whose thread is slow (a
+//     descheduled thread still holds the unit it claimed). Work::unit
+//     names the unit; each unit is its own MatchDone.
 //   - The thread reports what it did: Formed, TaskDone, MatchDone,
 //     UpdatePlanned, UpdateApplied, UpdateFinished.
 //   - A split cohort holds one of buffers() mask buffers. From
@@ -33,10 +34,10 @@
 // Thread safety: every method may be called from any thread. No lock is
 // on a cohort's path once it is formed: its slot's state is one atomic word
 // (the cohort's number and its phase), a thread claims a phase-1 task or a
-// partition's share of phase 2 with one compare-and-swap, and the last
-// task done (TaskDone) and the last match done (MatchDone) move the slot
-// on with a release store. So a thread preempted anywhere holds up only
-// the task or share it claimed. A mutex guards what is left: the queue of
+// partition's share of phase 2 (a unit of it) with one compare-and-swap,
+// and the last task done (TaskDone) and the last match done (MatchDone)
+// move the slot on with a release store. So a thread preempted anywhere
+// holds up only the task or share (unit) it claimed. A mutex guards what is left: the queue of
 // events and changes, forming a cohort (one former at a time), and the
 // steps of a change. A buffer's contents belong to the thread given kForm
 // until Formed; its tasks then write disjoint masks, read-only for every
@@ -46,13 +47,13 @@
 // moved since), and a hand-off that gives a sleeper work wakes it;
 // counts() counts both.
 //
-// Invariants: cohorts are numbered in formation order; every partition's
-// share of every cohort with live events is matched exactly once (a solo
-// cohort's on its former's thread, a split one's on any thread); at most
-// buffers() split cohorts are in flight, and a thread's solo cohort is in
-// its own slot (buffers() + the thread), at most one at a time; a change
-// is planned only when no slot is in use, and no cohort forms until it is
-// finished.
+// Invariants: cohorts are numbered in formation order; every unit of every
+// partition's share of every cohort with live events is matched exactly
+// once (a solo cohort's, all at once, on its former's thread, a split
+// one's on any thread); at most buffers() split cohorts are in flight, and
+// a thread's solo cohort is in its own slot (buffers() + the thread), at
+// most one at a time; a change is planned only when no slot is in use, and
+// no cohort forms until it is finished.
 #ifndef COHORT_SERVICE_STAGES_COHORT_PIPELINE_H_
 #define COHORT_SERVICE_STAGES_COHORT_PIPELINE_H_
 
@@ -197,12 +198,15 @@ class CohortPipeline {
   // every other thread idle is always split, and without `solo_cohorts`
   // every cohort is (the server passes SoloCohortsFor(partitions)).
   // With `steal_after_ns` < 0 (kNoStealing), partition p's shares go to
-  // thread p only.
+  // thread p only. `cpus` > 0: the CPUs this pipeline's threads may run on
+  // (the server: the usable CPUs, shared out over the index copies); a
+  // hand-off then wakes no more sleepers than there are CPUs not already
+  // running a partition thread (0: as many as it has work for).
   CohortPipeline(uint32_t partitions, uint32_t cohort_max,
                  int64_t cohort_wait_ns, uint32_t buffers,
                  InServerFn in_server = nullptr, bool solo_cohorts = true,
                  int64_t steal_after_ns = kStealAfterNs,
-                 uint32_t units = kDefaultUnits);
+                 uint32_t units = kDefaultUnits, uint32_t cpus = 0);
   CohortPipeline(const CohortPipeline&) = delete;
   CohortPipeline& operator=(const CohortPipeline&) = delete;
 
@@ -396,10 +400,17 @@ class CohortPipeline {
   absl::InlinedVector<Seen, 32> InFlightByAge() const;
   // Records that the locked state changed (needs_lock_), under mu_.
   void Changed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Moves the event count on and wakes up to `n` sleeping threads.
-  void Wake(int n);
+  // Moves the event count on and wakes up to `n` sleeping threads; with
+  // `cpu_bound` (work any thread may do), no more than CpuRoom.
+  void Wake(int n, bool cpu_bound = false);
   // Wakes up to `n` sleeping threads, the event count moved already.
   void WakeSleepers(int n);
+  // How many sleepers a hand-off of work any thread may do wakes at most,
+  // `idle` of the threads sleeping (idle_ read after the event count
+  // moved): the CPUs not running a partition thread, with `cpus` given;
+  // else all. A thread woken with every CPU busy only waits for one, and
+  // the threads running take the work (or steal it) when they next look.
+  int CpuRoom(uint32_t idle) const;
   // Sleeps while the event count is `seen`, until `deadline_ns` (0: no
   // deadline) or a Wake.
   void Sleep(uint32_t seen, int64_t deadline_ns);
@@ -411,6 +422,7 @@ class CohortPipeline {
   const bool solo_cohorts_;
   const int64_t steal_after_ns_;
   const uint32_t units_;
+  const uint32_t cpus_;
   std::unique_ptr<Slot[]> slots_;
   std::atomic<uint64_t> steals_{0};
   std::atomic<uint64_t> sleeps_{0};

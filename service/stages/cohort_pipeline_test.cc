@@ -674,6 +674,39 @@ TEST(CohortPipeline, SoloCohortTakesEveryUnitAtOnce) {
   EXPECT_FALSE(pipeline.Next(0, &work)) << "the solo cohort is still in flight";
 }
 
+// With every CPU running a partition thread, a hand-off wakes nobody: the
+// thread running does the cohort, stealing the shares of those asleep.
+TEST(CohortPipeline, WakesNoMoreThreadsThanCpusCanRun) {
+  CohortPipeline pipeline(3, 64, 0, 1, nullptr, /*solo_cohorts=*/false,
+                          /*steal_after_ns=*/0, /*units=*/1, /*cpus=*/1);
+  std::vector<std::future<bool>> sleepers;
+  for (uint32_t p = 1; p <= 2; ++p) {
+    sleepers.push_back(std::async(std::launch::async, [&pipeline, p] {
+      CohortPipeline::Work work;
+      return pipeline.Next(p, &work);
+    }));
+  }
+  // Both are asleep once the pipeline has counted their sleeps.
+  while (pipeline.counts().sleeps < 2) std::this_thread::yield();
+  auto job = Job(4);
+  const uint32_t buffer = FormSplit(pipeline, job.get(), 0);
+  for (uint32_t p = 0; p < 3; ++p) {
+    CohortPipeline::Work work;
+    ASSERT_TRUE(pipeline.Next(0, &work));
+    ASSERT_EQ(work.kind, Kind::kMatch);
+    EXPECT_EQ(work.partition, p);
+    EXPECT_EQ(work.stolen, p != 0);
+    pipeline.MatchDone(buffer, p);
+  }
+  EXPECT_EQ(pipeline.counts().wakeups, 0u) << "woke a thread with no CPU";
+  for (auto& sleeper : sleepers) {
+    EXPECT_EQ(sleeper.wait_for(std::chrono::milliseconds(0)),
+              std::future_status::timeout);
+  }
+  pipeline.Close();  // wakes everyone, CPUs or not
+  for (auto& sleeper : sleepers) EXPECT_FALSE(sleeper.get());
+}
+
 TEST(CohortPipeline, DefaultUnits) {
   for (uint32_t p : {1u, 2u, 4u, 16u, 64u}) {
     EXPECT_GE(CohortPipeline::DefaultUnits(p), 1u);
@@ -759,10 +792,10 @@ TEST(CohortPipeline, DefaultBuffers) {
 // The invariants with P threads working, publishers pushing and a changer
 // queueing changes (see the file comment), with 1, 2 and 8 buffers, with
 // solo cohorts and without, with phase 2 stolen or not, in whole shares
-// or in steal units.
+// or in steal units, waking every sleeper or only as many as 1 CPU runs.
 class CohortPipelineThreads
     : public testing::TestWithParam<
-          std::tuple<uint32_t, bool, int64_t, uint32_t>> {};
+          std::tuple<uint32_t, bool, int64_t, uint32_t, uint32_t>> {};
 
 TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
   constexpr uint32_t kP = 3;
@@ -772,6 +805,7 @@ TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
   const bool solo_cohorts = std::get<1>(GetParam());
   const int64_t steal_after_ns = std::get<2>(GetParam());
   const uint32_t units = std::get<3>(GetParam());
+  const uint32_t cpus = std::get<4>(GetParam());
   // Every other lone event is told the server is busy, so that both solo
   // and split cohorts form whatever the threads' timing (called from any
   // partition thread, so the counter is atomic); without solo cohorts, so
@@ -779,7 +813,7 @@ TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
   std::atomic<uint64_t> asked{0};
   CohortPipeline pipeline(kP, 16, 50 * 1000, buffers,
                           [&asked] { return ++asked % 2 == 0 ? kP : 0; },
-                          solo_cohorts, steal_after_ns, units);
+                          solo_cohorts, steal_after_ns, units, cpus);
   std::vector<std::unique_ptr<PublishJob>> jobs;
   for (int j = 0; j < kJobs; ++j) jobs.push_back(Job(1 + j % 7));
   std::vector<UpdateBatch> changes(kChanges);
@@ -971,13 +1005,13 @@ TEST_P(CohortPipelineThreads, DoEveryPieceOnce) {
 }
 
 // Stealing off, at once, and after the server's delay; whole shares and 3
-// units each.
+// units each; every sleeper woken, or no more than 1 CPU can run.
 INSTANTIATE_TEST_SUITE_P(
     BuffersSolosAndStealing, CohortPipelineThreads,
     testing::Combine(testing::Values(1u, 2u, 8u), testing::Bool(),
                      testing::Values(CohortPipeline::kNoStealing, int64_t{0},
                                      CohortPipeline::kStealAfterNs),
-                     testing::Values(1u, 3u)));
+                     testing::Values(1u, 3u), testing::Values(0u, 1u)));
 
 }  // namespace
 }  // namespace service

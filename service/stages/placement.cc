@@ -3,9 +3,11 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "service/stages/numa.h"
@@ -38,8 +40,34 @@ int Pin(uint32_t index, uint32_t partitions) {
 
 }  // namespace
 
+uint32_t UsableCpus() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) {
+    return std::max(1u, std::thread::hardware_concurrency());
+  }
+  return static_cast<uint32_t>(CPU_COUNT(&allowed));
+}
+
+bool OverSubscribed(uint32_t partitions) {
+  return partitions > UsableCpus();
+}
+
+bool SetBatch() {
+  sched_param param{};
+  param.sched_priority = 0;
+  if (const int err = pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
+      err != 0) {
+    std::fprintf(stderr, "cohortd: could not run a partition thread under "
+                 "SCHED_BATCH: error %d\n", err);
+    return false;
+  }
+  return true;
+}
+
 void PlacePartitionThread(uint32_t index, const EngineOptions& options,
                           StageProfile* profile) {
+  if (OverSubscribed(options.partitions)) SetBatch();
   std::optional<uint32_t> cpu, node;
   if (options.pin_cores) {
     if (const int pinned = Pin(index, options.partitions); pinned >= 0) {
