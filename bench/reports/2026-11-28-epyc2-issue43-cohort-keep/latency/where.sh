@@ -4,23 +4,29 @@
 # server's CPU seconds over the run and, from issue 43's lock-free
 # pipeline on (bench/reports/2026-11-28-epyc2-issue43-lockfree), its
 # partition threads' sleeps and wake-ups ("-" for a build without them).
-#   where.sh BIN RATE OUT   (BIN: a folder with cohortd and cohort;
-#   2 partitions, fabret-1m, 2 open-loop clients for 10 s, metrics on
-#   port 19391)
+#   where.sh BIN RATE OUT [COHORTD FLAGS...]   (BIN: a folder with cohortd
+#   and cohort; fabret-1m, 2 open-loop clients for 10 s, metrics on port
+#   19391; cohortd with --partitions=2 unless flags are given)
+# RATE closed:N instead has N closed-loop clients (experiment 1's load;
+# the steal-units report's exp1-4clients).
 set -euo pipefail
 bin=$(realpath "$1") rate=$2 out=$(realpath -m "$3")
+flags=("${@:4}")
+((${#flags[@]})) || flags=(--partitions=2)
+clients=(--clients=2 --rate="${rate}")
+[[ "${rate}" == closed:* ]] && clients=(--clients="${rate#closed:}" --rate=0)
 cd "$(dirname "$0")/../../../.."  # the repository: tools/testing/cohortd.sh
 source tools/testing/cohortd.sh
 mkdir -p "${out}"
 start_cohortd "${out}/cohortd.log" "${bin}/cohortd" --listen=127.0.0.1:0 \
-  --partitions=2 --metrics_port=19391 || exit 1
+  "${flags[@]}" --metrics_port=19391 || exit 1
 pid=${COHORTD_PID}
 trap 'stop_cohortd ${pid}' EXIT
 "${bin}/cohort" load --server="127.0.0.1:${COHORTD_PORT}" --preset=fabret-1m --mode=none >/dev/null
 curl -s http://127.0.0.1:19391/metrics >"${out}/before.txt"
 cpu0=$(awk '{print $14 + $15}' "/proc/${pid}/stat")
 "${bin}/cohort" load --server="127.0.0.1:${COHORTD_PORT}" --preset=fabret-1m \
-  --skip_load --mode=unary --batch=1 --clients=2 --rate="${rate}" \
+  --skip_load --mode=unary --batch=1 "${clients[@]}" \
   --warmup=0 --duration=10 --out="${out}/load.json" >/dev/null
 cpu1=$(awk '{print $14 + $15}' "/proc/${pid}/stat")
 curl -s http://127.0.0.1:19391/metrics >"${out}/after.txt"
