@@ -106,6 +106,27 @@ def test_the_deadline_bounds_all_attempts() -> None:
         fake.stop()
 
 
+def test_a_pause_that_overruns_the_deadline_raises_the_last_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A retry pause fits in the deadline when it starts, but the sleep
+    ends past it (a loaded machine): the call raises the attempt's
+    UNAVAILABLE, not a DeadlineExceeded for an attempt never made."""
+    fake = FakeServer(fail=1000)
+    real_sleep = time.sleep
+    # The client pauses with time.sleep.
+    monkeypatch.setattr(time, "sleep",
+                        lambda seconds: real_sleep(seconds + 0.4))
+    retry = cohort.Retry(max_attempts=10, initial_backoff=0.05,
+                         max_backoff=0.05)
+    try:
+        with cohort.Client(fake.target, retry=retry, timeout=0.3) as c:
+            with pytest.raises(cohort.Unavailable):
+                c.stats()
+        assert fake.calls["GetStats"] == 1
+    finally:
+        fake.stop()
+
+
 def test_backoff_grows_and_is_capped() -> None:
     r = cohort.Retry(initial_backoff=0.1,
                      max_backoff=0.3,

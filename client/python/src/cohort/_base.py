@@ -152,6 +152,20 @@ class ClientBase:
             return timeout
         return self.timeout if default else None
 
+    @staticmethod
+    def _attempt_timeout(deadline: Deadline,
+                         last_error: Optional[grpc.RpcError]) -> Optional[float]:
+        """The timeout of the next attempt of a call: what is left of its
+        deadline. If none is left after a failed attempt (a retry pause
+        can end a little past the deadline it fitted in), raises that
+        attempt's CohortError rather than DeadlineExceeded."""
+        try:
+            return deadline.remaining()
+        except DeadlineExceeded:
+            if last_error is None:
+                raise
+            raise from_rpc_error(last_error) from None
+
     def _retry_pause(
             self,
             error: grpc.RpcError,

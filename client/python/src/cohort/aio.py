@@ -87,13 +87,16 @@ class Client(ClientBase):
     ) -> _Response:
         deadline = Deadline(self._timeout(timeout))
         attempts = 0
+        last_error: Optional[grpc.RpcError] = None
         while True:
             attempts += 1
+            attempt_timeout = self._attempt_timeout(deadline, last_error)
             try:
                 return await method(request,
-                                    timeout=deadline.remaining(),
+                                    timeout=attempt_timeout,
                                     metadata=self._metadata)
             except grpc.RpcError as e:
+                last_error = e
                 await asyncio.sleep(
                     self._retry_pause(e, attempts, deadline, idempotent,
                                       retry_if))
