@@ -354,8 +354,8 @@ struct ThreadTimes {
 uint64_t RunThreads(
     const std::vector<std::unique_ptr<matcher::PartitionedIndex>>& copies,
     const Workload& workload, uint32_t threads, size_t chunk, bool steal,
-    uint32_t units, bool wake_all, bool batch, double* seconds, bool* pinned, ThreadTimes* times,
-    service::CohortPipeline::Counts* counts) {
+    uint32_t units, bool wake_all, bool batch, double* seconds, bool* pinned,
+    ThreadTimes* times, service::CohortPipeline::Counts* counts) {
   using service::CohortPipeline;
   using service::PublishJob;
   const uint32_t g = static_cast<uint32_t>(copies.size());

@@ -37,15 +37,15 @@
 // partition's share of phase 2 (a unit of it) with one compare-and-swap,
 // and the last task done (TaskDone) and the last match done (MatchDone)
 // move the slot on with a release store. So a thread preempted anywhere
-// holds up only the task or share (unit) it claimed. A mutex guards what is left: the queue of
-// events and changes, forming a cohort (one former at a time), and the
-// steps of a change. A buffer's contents belong to the thread given kForm
-// until Formed; its tasks then write disjoint masks, read-only for every
-// thread from the cohort's last TaskDone to its last MatchDone. A thread
-// with nothing to do sleeps on a futex (an event count: a waiter reads the
-// count before it looks for work and sleeps only if the count has not
-// moved since), and a hand-off that gives a sleeper work wakes it;
-// counts() counts both.
+// holds up only the task or share (unit) it claimed. A mutex guards what
+// is left: the queue of events and changes, forming a cohort (one former
+// at a time), and the steps of a change. A buffer's contents belong to the
+// thread given kForm until Formed; its tasks then write disjoint masks,
+// read-only for every thread from the cohort's last TaskDone to its last
+// MatchDone. A thread with nothing to do sleeps on a futex (an event
+// count: a waiter reads the count before it looks for work and sleeps only
+// if the count has not moved since), and a hand-off that gives a sleeper
+// work wakes it; counts() counts both.
 //
 // Invariants: cohorts are numbered in formation order; every unit of every
 // partition's share of every cohort with live events is matched exactly
@@ -194,9 +194,10 @@ class CohortPipeline {
   using InServerFn = std::function<uint64_t()>;
 
   // REQUIRES: partitions >= 1; 1 <= cohort_max <= 64;
-  // 1 <= buffers <= kMaxBuffers; 1 <= units <= kMaxUnits. Without `in_server`, a lone event with
-  // every other thread idle is always split, and without `solo_cohorts`
-  // every cohort is (the server passes SoloCohortsFor(partitions)).
+  // 1 <= buffers <= kMaxBuffers; 1 <= units <= kMaxUnits. Without
+  // `in_server`, a lone event with every other thread idle is always
+  // split, and without `solo_cohorts` every cohort is (the server passes
+  // SoloCohortsFor(partitions)).
   // With `steal_after_ns` < 0 (kNoStealing), partition p's shares go to
   // thread p only. `cpus` > 0: the CPUs this pipeline's threads may run on
   // (the server: the usable CPUs, shared out over the index copies); a

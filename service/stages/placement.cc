@@ -56,7 +56,8 @@ bool OverSubscribed(uint32_t partitions) {
 bool SetBatch() {
   sched_param param{};
   param.sched_priority = 0;
-  if (const int err = pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
+  if (const int err =
+          pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
       err != 0) {
     std::fprintf(stderr, "cohortd: could not run a partition thread under "
                  "SCHED_BATCH: error %d\n", err);
