@@ -379,18 +379,16 @@ uint64_t RunThreads(
                    CohortPipeline::SoloCohortsFor(p),
                    steal ? CohortPipeline::kStealAfterNs
                          : CohortPipeline::kNoStealing,
-                   units == 0 ? CohortPipeline::DefaultUnits(p) : units,
-                   cpus),
+                   CohortPipeline::UnitsFor(p, units), cpus),
           cohorts(pipeline.slots()) {}
     CohortPipeline pipeline;
     std::vector<Cohort> cohorts;
   };
+  // As the server: the usable CPUs shared out over the copies, so that a
+  // hand-off wakes no more threads than there are CPUs to run them.
+  const uint32_t cpus = wake_all ? 0 : service::UsableCpusPerCopy(g);
   std::vector<std::unique_ptr<Copy>> states;
   for (uint32_t c = 0; c < g; ++c) {
-    // As the server: the usable CPUs shared out over the copies, so that a
-    // hand-off wakes no more threads than there are CPUs to run them.
-    const uint32_t cpus =
-        wake_all ? 0 : std::max<uint32_t>(1, service::UsableCpus() / g);
     states.push_back(std::make_unique<Copy>(p, chunk, steal, units, cpus));
   }
   const uint64_t batch_positions = absl::GetFlag(FLAGS_task_batch_positions);
@@ -461,17 +459,17 @@ uint64_t RunThreads(
           mark(ThreadTimes::kReport);
           break;
         case CohortPipeline::Work::Kind::kMatch: {
-          // A solo cohort's match is every unit of every partition's, one
-          // after another (as PartitionedEngine::Run does it).
-          const uint32_t units = pipeline.units();
-          const uint32_t first =
-              w.all_partitions ? 0 : w.partition * units + w.unit;
-          const uint32_t end = w.all_partitions ? p * units : first + 1;
-          for (uint32_t k = first; k < end; ++k) {
+          // A solo cohort's match is every partition's whole, one after
+          // another; a split one's, one unit of one partition (as
+          // PartitionedEngine::Run and ClusterPartition::Match do it).
+          const uint32_t units = w.all_partitions ? 1 : pipeline.units();
+          const uint32_t first = w.all_partitions ? 0 : w.partition;
+          const uint32_t end = w.all_partitions ? p : w.partition + 1;
+          for (uint32_t q = first; q < end; ++q) {
             out.Reset(c.views.size());
             out.BeginChunk(0);
-            index.MatchPartitionUnit(k / units, k % units, units, c.masks,
-                                     &out, &counters);
+            index.MatchPartitionUnit(q, w.unit, units, c.masks, &out,
+                                     &counters);
             out.CountPerEvent(counts.data());
             for (size_t i = 0; i < c.views.size(); ++i) found += counts[i];
           }

@@ -132,12 +132,14 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
   // (FillPartials); timed with the partition.
   matcher::CohortMatches out;
   std::vector<uint64_t> counts(chunk);
+  // With `units` > 1, unit `unit` of p's share (MatchPartitionUnit).
   auto match = [&](const matcher::PartitionedIndex& in, uint32_t p,
                    const matcher::internal::CohortMasks& m, size_t events,
-                   matcher::IndexCounters* counters) {
+                   matcher::IndexCounters* counters, uint32_t unit = 0,
+                   uint32_t units = 1) {
     out.Reset(events);
     out.BeginChunk(0);
-    in.MatchPartition(p, m, &out, counters);
+    in.MatchPartitionUnit(p, unit, units, m, &out, counters);
     out.CountPerEvent(counts.data());
   };
   matcher::IndexCounters baseline_counters;
@@ -204,10 +206,7 @@ SharedLayoutWork TimeSharedLayout(const matcher::PartitionedIndex& index,
         const uint32_t p = static_cast<uint32_t>((q + k) % p_count);
         for (uint32_t u = 0; u < units; ++u) {
           start = std::chrono::steady_clock::now();
-          out.Reset(cohort.size());
-          out.BeginChunk(0);
-          index.MatchPartitionUnit(p, u, units, masks, &out, &unit_counters);
-          out.CountPerEvent(counts.data());
+          match(index, p, masks, cohort.size(), &unit_counters, u, units);
           const double unit_seconds = Since(start);
           w.phase2_unit_seconds += unit_seconds;
           if (steal(by_units, p, unit_seconds)) ++w.stolen_units;

@@ -297,10 +297,9 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   }
   o.engine.phase2_stealing = absl::GetFlag(FLAGS_phase2_stealing);
   o.engine.steal_units = absl::GetFlag(FLAGS_steal_units);
-  if (o.engine.steal_units > CohortPipeline::kMaxUnits) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--steal_units: at most ", CohortPipeline::kMaxUnits,
-                     " (0 = the default)"));
+  if (absl::Status s = CohortPipeline::CheckStealUnits(o.engine.steal_units);
+      !s.ok()) {
+    return s;
   }
   o.engine.pin_cores = absl::GetFlag(FLAGS_pin_cores);
   const std::string numa = absl::GetFlag(FLAGS_numa);

@@ -10,6 +10,7 @@
 #include <climits>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "service/observability/stage_profile.h"
 
 namespace cohort {
@@ -83,6 +84,14 @@ uint32_t CohortPipeline::DefaultBuffers(uint32_t partitions) {
 
 uint32_t CohortPipeline::DefaultUnits(uint32_t /*partitions*/) {
   return kDefaultUnits;
+}
+
+absl::Status CohortPipeline::CheckStealUnits(uint32_t steal_units) {
+  if (steal_units > kMaxUnits) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--steal_units: at most ", kMaxUnits, " (0 = the default)"));
+  }
+  return absl::OkStatus();
 }
 
 uint32_t CohortPipeline::BuffersFor(uint32_t partitions,

@@ -66,6 +66,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/functional/function_ref.h"
 #include "absl/types/span.h"
@@ -144,6 +145,9 @@ class CohortPipeline {
   static uint32_t UnitsFor(uint32_t partitions, uint32_t steal_units) {
     return steal_units > 0 ? steal_units : DefaultUnits(partitions);
   }
+  // OK if `steal_units` (--steal_units; 0: the default) is at most
+  // kMaxUnits, else INVALID_ARGUMENT naming the flag and the limit.
+  static absl::Status CheckStealUnits(uint32_t steal_units);
 
   // The most tasks of one cohort one partition may prefer (Formed).
   static constexpr size_t kMaxQueueTasks = (size_t{1} << 20) - 1;

@@ -26,10 +26,9 @@ absl::StatusOr<std::unique_ptr<Engine>> CreateEngine(
           absl::StrCat("--cohorts_in_flight: at most ",
                        CohortPipeline::kMaxBuffers, " (0 = the default)"));
     }
-    if (options.steal_units > CohortPipeline::kMaxUnits) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--steal_units: at most ", CohortPipeline::kMaxUnits,
-                       " (0 = the default)"));
+    if (absl::Status s = CohortPipeline::CheckStealUnits(options.steal_units);
+        !s.ok()) {
+      return s;
     }
     if (options.index_layout != IndexLayout::kShardedPhase1) {
       // Partitioned, or replicated: the partitioned engine with a copy of

@@ -54,9 +54,7 @@ PartitionedEngine::Copy::Copy(PartitionedEngine* engine,
                StealUnits(engine->options_),
                // Wake no more threads than the CPUs can run: this copy's
                // share of the usable ones.
-               std::max<uint32_t>(
-                   1, UsableCpus() / std::max<uint32_t>(
-                                         engine->options_.index_copies, 1))),
+               UsableCpusPerCopy(engine->options_.index_copies)),
       predicate(&index, &pipeline, &engine->predicate_profile_,
                 [this, engine](PublishJob* job, uint32_t event) {
                   events.fetch_sub(1, std::memory_order_relaxed);

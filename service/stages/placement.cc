@@ -49,6 +49,10 @@ uint32_t UsableCpus() {
   return static_cast<uint32_t>(CPU_COUNT(&allowed));
 }
 
+uint32_t UsableCpusPerCopy(uint32_t copies) {
+  return std::max<uint32_t>(1, UsableCpus() / std::max<uint32_t>(copies, 1));
+}
+
 bool OverSubscribed(uint32_t partitions) {
   return partitions > UsableCpus();
 }

@@ -30,6 +30,10 @@ void PlacePartitionThread(uint32_t index, const EngineOptions& options,
 // count, at least 1, if that cannot be read).
 uint32_t UsableCpus();
 
+// The usable CPUs shared out over `copies` index copies (at least 1 each):
+// what one copy's pipeline may wake threads for (CohortPipeline's `cpus`).
+uint32_t UsableCpusPerCopy(uint32_t copies);
+
 // Whether `partitions` threads outnumber the usable CPUs.
 bool OverSubscribed(uint32_t partitions);
 
