@@ -106,25 +106,43 @@ def test_the_deadline_bounds_all_attempts() -> None:
         fake.stop()
 
 
-def test_a_pause_that_overruns_the_deadline_raises_the_last_error(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A retry pause fits in the deadline when it starts, but the sleep
-    ends past it (a loaded machine): the call raises the attempt's
-    UNAVAILABLE, not a DeadlineExceeded for an attempt never made."""
-    fake = FakeServer(fail=1000)
+# Retries with a short pause, each of which fits in a 0.3 s deadline.
+SHORT_PAUSES = cohort.Retry(max_attempts=10, initial_backoff=0.05,
+                            max_backoff=0.05)
+
+
+@pytest.fixture()
+def overrunning(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeServer]:
+    """A server that always fails, and every pause of the client (it pauses
+    with time.sleep) 0.4 s longer than asked, as on a loaded machine."""
     real_sleep = time.sleep
-    # The client pauses with time.sleep.
     monkeypatch.setattr(time, "sleep",
                         lambda seconds: real_sleep(seconds + 0.4))
-    retry = cohort.Retry(max_attempts=10, initial_backoff=0.05,
-                         max_backoff=0.05)
-    try:
-        with cohort.Client(fake.target, retry=retry, timeout=0.3) as c:
-            with pytest.raises(cohort.Unavailable):
-                c.stats()
-        assert fake.calls["GetStats"] == 1
-    finally:
-        fake.stop()
+    fake = FakeServer(fail=1000)
+    yield fake
+    fake.stop()
+
+
+def test_a_pause_that_overruns_the_deadline_raises_the_last_error(
+        overrunning: FakeServer) -> None:
+    """A retry pause fits in the deadline when it starts, but the sleep
+    ends past it: the call raises the attempt's UNAVAILABLE, not a
+    DeadlineExceeded for an attempt never made."""
+    with cohort.Client(overrunning.target, retry=SHORT_PAUSES,
+                       timeout=0.3) as c:
+        with pytest.raises(cohort.Unavailable):
+            c.stats()
+    assert overrunning.calls["GetStats"] == 1
+
+
+def test_a_reconnect_pause_that_overruns_the_deadline_raises_the_error(
+        overrunning: FakeServer) -> None:
+    """As above, for the connect of listen: its retry ends with the
+    connect's UNAVAILABLE."""
+    with cohort.Client(overrunning.target, retry=SHORT_PAUSES) as c:
+        with pytest.raises(cohort.Unavailable):
+            list(c.listen("s", timeout=0.3))
+    assert overrunning.calls["Listen"] == 1
 
 
 def test_backoff_grows_and_is_capped() -> None:

@@ -218,6 +218,18 @@ class ListenerBase:
     def last_sequence(self) -> int:
         return self._tracker.last_sequence
 
+    def _restart(self) -> bool:
+        """Starts the stream again after a reconnect pause; False if the
+        pause ended past the deadline (it fitted when it began): the
+        failure that caused it then stands, not a DeadlineExceeded."""
+        try:
+            call = self._start()
+        except DeadlineExceeded:
+            return False
+        self._attempts += 1
+        self._call = call
+        return True
+
     def _reconnect_pause(self, error: grpc.RpcError) -> Optional[float]:
         """After the stream failed with `error`: the pause before starting
         it again, or None if it is not retried (not UNAVAILABLE, after a

@@ -331,11 +331,7 @@ class Listener(ListenerBase, Iterator[Delivery]):
             return False
         time.sleep(pause)
         with self._lock:
-            if self._cancelled:
-                return False
-            self._attempts += 1
-            self._call = self._start()
-        return True
+            return not self._cancelled and self._restart()
 
     def cancel(self) -> None:
         """Ends the stream; iteration then stops (StopIteration)."""

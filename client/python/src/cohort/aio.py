@@ -354,11 +354,7 @@ class Listener(ListenerBase, AsyncIterator[Delivery]):
         if pause is None:
             return False
         await asyncio.sleep(pause)
-        if self._cancelled:
-            return False
-        self._attempts += 1
-        self._call = self._start()
-        return True
+        return not self._cancelled and self._restart()
 
     def cancel(self) -> None:
         """Ends the stream; iteration then stops."""
