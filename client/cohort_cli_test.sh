@@ -117,15 +117,26 @@ check "a string range never holds for an int64" \
 out=$(cohort subscribe --subscriber=bob 'type = "order' 2>&1)
 check "an unterminated string exits 2" test $? -eq 2
 check "... pointing at the string" grep -q "^         ^^^^^^$" <<<"${out}"
+out=$(cohort subscribe --subscriber=bob 'file suffix ".png"' 2>&1)
+suffix_id=$(cut -f1 <<<"${out}")
+out=$(cohort publish --ids 'file="cat.png"' 'file="png"' 'file=5')
+check "a suffix holds for a string ending with it" \
+  grep -q "^file=\"cat.png\"	matched 1	${suffix_id}$" <<<"${out}"
+check "... not for a shorter string" \
+  grep -q "^file=\"png\"	matched 0	$" <<<"${out}"
+check "... nor for an int64" grep -q "^file=5	matched 0	$" <<<"${out}"
 out=$(cohort stats)
+header="^attribute  *strings  *prefixes prefix lengths  *range bounds"
 check "stats lists the string attributes" \
-  grep -q "^attribute  *strings  *prefixes prefix lengths  *range bounds$" \
-  <<<"${out}"
-check "... region with 2 strings" grep -q "^region  *2  *0  *0  *0$" <<<"${out}"
+  grep -q "${header}  *suffixes suffix lengths$" <<<"${out}"
+check "... region with 2 strings" \
+  grep -q "^region  *2  *0  *0  *0  *0  *0$" <<<"${out}"
 check "... path with 1 prefix of 1 length" \
-  grep -q "^path  *0  *1  *1  *0$" <<<"${out}"
+  grep -q "^path  *0  *1  *1  *0  *0  *0$" <<<"${out}"
 check "... name with the 2 bounds of its range" \
-  grep -q "^name  *0  *0  *0  *2$" <<<"${out}"
+  grep -q "^name  *0  *0  *0  *2  *0  *0$" <<<"${out}"
+check "... file with 1 suffix of 1 length" \
+  grep -q "^file  *0  *0  *0  *0  *1  *1$" <<<"${out}"
 
 out=$(cohort subscribe --subscriber=alice 'price is 5' 2>&1)
 check "parse error exits 2" test $? -eq 2

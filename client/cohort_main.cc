@@ -411,17 +411,21 @@ void PrintStatsTable(const v1::Stats& s) {
     std::printf("\nplacement: %s\n", absl::StrJoin(placement, ", ").c_str());
   }
   // The attributes on which subscriptions have named strings: distinct
-  // string operands, distinct prefixes and their lengths, distinct bounds
-  // of string ranges.
+  // string operands, distinct bounds of string ranges, distinct prefixes
+  // and suffixes and their lengths.
   if (s.attributes_size() > 0) {
-    std::printf("\n%-24s %12s %12s %14s %12s\n", "attribute", "strings",
-                "prefixes", "prefix lengths", "range bounds");
+    std::printf("\n%-24s %12s %12s %14s %12s %12s %14s\n", "attribute",
+                "strings", "prefixes", "prefix lengths", "range bounds",
+                "suffixes", "suffix lengths");
     for (const v1::AttributeStats& a : s.attributes()) {
-      std::printf("%-24s %12llu %12llu %14u %12llu\n", a.name().c_str(),
+      std::printf("%-24s %12llu %12llu %14u %12llu %12llu %14u\n",
+                  a.name().c_str(),
                   static_cast<unsigned long long>(a.distinct_strings()),
                   static_cast<unsigned long long>(a.distinct_prefixes()),
                   a.prefix_lengths(),
-                  static_cast<unsigned long long>(a.range_bounds()));
+                  static_cast<unsigned long long>(a.range_bounds()),
+                  static_cast<unsigned long long>(a.distinct_suffixes()),
+                  a.suffix_lengths());
     }
   }
 }

@@ -94,6 +94,8 @@ std::string FormatPredicate(const v1::Predicate& p) {
       return absl::StrCat(name, " not in ", ListText(p));
     case v1::OP_PREFIX:
       return absl::StrCat(name, " prefix ", ScalarText(p));
+    case v1::OP_SUFFIX:
+      return absl::StrCat(name, " suffix ", ScalarText(p));
     default:
       break;
   }

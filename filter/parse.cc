@@ -25,7 +25,7 @@ namespace {
 constexpr size_t kMaxAttributeNameLength = 64;
 
 constexpr absl::string_view kOperatorList =
-    "(=, !=, <, <=, >, >=, between, in, not in, prefix)";
+    "(=, !=, <, <=, >, >=, between, in, not in, prefix, suffix)";
 
 constexpr absl::string_view kEscapeList =
     "the escapes are \\\" \\\\ \\n \\t \\r \\0 and \\xHH";
@@ -370,11 +370,12 @@ v1::Op ComparisonOp(const Token& token) {
 }
 
 // True iff `token` is what may follow the name of a predicate: a
-// comparison, or "between", "in", "not" (in) or "prefix".
+// comparison, or "between", "in", "not" (in), "prefix" or "suffix".
 bool StartsOperator(const Token& token) {
   return ComparisonOp(token) != v1::OP_UNSPECIFIED ||
          IsWord(token, "between") || IsWord(token, "in") ||
-         IsWord(token, "not") || IsWord(token, "prefix");
+         IsWord(token, "not") || IsWord(token, "prefix") ||
+         IsWord(token, "suffix");
 }
 
 bool IsConnector(const Token& token) {
@@ -475,11 +476,13 @@ class Parser {
   absl::Status Predicate(v1::Predicate* out);
   // True if the "exists" that comes next is the keyword, not a name.
   bool ExistsIsKeyword() const;
-  // The rest of a predicate after its "between", "in", "not" or "prefix".
+  // The rest of a predicate after its "between", "in", "not", "prefix" or
+  // "suffix".
   absl::Status Between(const Token& keyword, v1::Predicate* out);
   absl::Status In(const Token& keyword, v1::Predicate* out);
   absl::Status NotIn(const Token& keyword, v1::Predicate* out);
-  absl::Status Prefix(const Token& keyword, v1::Predicate* out);
+  // "prefix" and "suffix": OP_PREFIX or OP_SUFFIX with a string.
+  absl::Status Affix(const Token& keyword, v1::Op op, v1::Predicate* out);
   // Reads "[" value { "," value } "]" into `out` as the list of `op`
   // (spelled `spelling` in messages).
   absl::Status List(v1::Op op, absl::string_view spelling, v1::Predicate* out);
@@ -589,7 +592,8 @@ absl::Status Parser::Predicate(v1::Predicate* out) {
   if (IsWord(op, "between")) return Between(op, out);
   if (IsWord(op, "in")) return In(op, out);
   if (IsWord(op, "not")) return NotIn(op, out);
-  if (IsWord(op, "prefix")) return Prefix(op, out);
+  if (IsWord(op, "prefix")) return Affix(op, v1::OP_PREFIX, out);
+  if (IsWord(op, "suffix")) return Affix(op, v1::OP_SUFFIX, out);
   const v1::Op comparison = ComparisonOp(op);
   if (comparison == v1::OP_UNSPECIFIED) {
     // `coupon exists`: say where the keyword goes.
@@ -660,7 +664,8 @@ absl::Status Parser::NotIn(const Token& keyword, v1::Predicate* out) {
   return List(v1::OP_NOT_IN, "not in", out);
 }
 
-absl::Status Parser::Prefix(const Token& keyword, v1::Predicate* out) {
+absl::Status Parser::Affix(const Token& keyword, v1::Op op,
+                           v1::Predicate* out) {
   const Token& token = Peek();
   absl::StatusOr<Operand> value =
       Value(absl::StrCat("after ", Describe(keyword)));
@@ -670,7 +675,7 @@ absl::Status Parser::Prefix(const Token& keyword, v1::Predicate* out) {
                                      Describe(keyword), ", got ",
                                      DescribeOperand(*value)));
   }
-  out->set_op(v1::OP_PREFIX);
+  out->set_op(op);
   out->set_string_value(std::move(value->bytes));
   return absl::OkStatus();
 }

@@ -31,6 +31,7 @@
 //                 | name "in" list                       OP_IN
 //                 | name "not" "in" list                 OP_NOT_IN
 //                 | name "prefix" string                 OP_PREFIX
+//                 | name "suffix" string                 OP_SUFFIX
 //                 | "exists" name                        OP_EXISTS
 //                 | "not" "exists" name                  OP_NOT_EXISTS
 //   op           := "=" | "==" | "!=" | "<>" | "<" | "<=" | ">" | ">="

@@ -204,6 +204,12 @@ const ValidCase kValidSubscriptions[] = {
     // PREFIX takes a string, possibly empty.
     {"path prefix \"/api/\"", {"path OP_PREFIX \"/api/\" -"}},
     {"path PREFIX \"\"", {"path OP_PREFIX \"\" -"}},
+    // SUFFIX likewise (issue 44).
+    {"file suffix \".png\"", {"file OP_SUFFIX \".png\" -"}},
+    {"file Suffix \"\" and path prefix \"/\"",
+     {"file OP_SUFFIX \"\" -", "path OP_PREFIX \"/\" -"}},
+    {"suffix suffix \"s\"", {"suffix OP_SUFFIX \"s\" -"}},
+    {"exists suffix", {"suffix OP_EXISTS - -"}},
     // EXISTS and NOT EXISTS: no operand.
     {"exists coupon", {"coupon OP_EXISTS - -"}},
     {"EXISTS coupon", {"coupon OP_EXISTS - -"}},
@@ -286,7 +292,7 @@ TEST(ParseSubscription, ErrorMessageHasColumnEchoAndCarets) {
   EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(got.status().message(),
             "column 7: expected an operator (=, !=, <, <=, >, >=, between, "
-            "in, not in, prefix), got \"is\"\n"
+            "in, not in, prefix, suffix), got \"is\"\n"
             "  price is 5\n"
             "        ^^");
 }
@@ -312,15 +318,15 @@ const ErrorCase kErrors[] = {
     {kSub, "price is 5",
            "      ^^", 7,
      "expected an operator (=, !=, <, <=, >, >=, between, in, not in, "
-     "prefix), got \"is\""},
+     "prefix, suffix), got \"is\""},
     {kSub, "price",
            "     ^", 6, "expected an operator (=, !=, <, <=, >, >=, between, "
-                        "in, not in, prefix), got end of input"},
+                        "in, not in, prefix, suffix), got end of input"},
     {kSub, "price and 5",
            "      ^^^", 7, "expected an operator"},
     {kSub, "price ≥ 5",
            "      ^", 7, "expected an operator (=, !=, <, <=, >, >=, between, "
-                         "in, not in, prefix), got \"≥\""},
+                         "in, not in, prefix, suffix), got \"≥\""},
     {kSub, "price \"eq\" 5",
            "      ^^^^", 7, "got \"\\\"eq\\\"\""},
     {kSub, "price\tis\n5",
@@ -546,6 +552,13 @@ const ErrorCase kTypedErrors[] = {
      "expected a string after \"prefix\", got the integer 5"},
     {kSub, "path prefix",
            "           ^", 12, "missing value after \"prefix\""},
+    // SUFFIX.
+    {kSub, "file suffix -1",
+           "            ^^", 13,
+     "expected a string after \"suffix\", got the integer -1"},
+    {kSub, "file suffix [\"a\"]",
+           "            ^", 13,
+     "expected a value after \"suffix\", got \"[\""},
     // BETWEEN with strings.
     {kSub, "x between 1 and \"m\"",
            "                ^^^", 17,
@@ -580,7 +593,7 @@ const ErrorCase kTypedErrors[] = {
     {kSub, "coupon exists",
            "       ^^^^^^", 8,
      "expected an operator (=, !=, <, <=, >, >=, between, in, not in, "
-     "prefix), got \"exists\"; \"exists\" goes before the name: exists "
+     "prefix, suffix), got \"exists\"; \"exists\" goes before the name: exists "
      "coupon"},
     {kSub, "coupon not exists",
            "           ^^^^^^", 12,
@@ -744,6 +757,7 @@ TEST(FormatPredicate, WritesTheCanonicalForm) {
        "region in [\"eu-west\", \"eu-north\"]"},
       {"kind NOT IN [1,2,2]", "kind not in [1, 2, 2]"},
       {"path PREFIX \"/api/\"", "path prefix \"/api/\""},
+      {"file SUFFIX \".png\"", "file suffix \".png\""},
       {"EXISTS coupon", "exists coupon"},
       {"Not Exists coupon", "not exists coupon"},
       {"s = \"a\\tb\\\\\\\"\\x7f\"", "s = \"a\\x09b\\\\\\\"\\x7F\""},
@@ -802,7 +816,7 @@ class RandomMessages {
   v1::Predicate Predicate() {
     v1::Predicate p;
     p.set_attribute(Name());
-    p.set_op(static_cast<v1::Op>(Uniform(1, 12)));
+    p.set_op(static_cast<v1::Op>(Uniform(1, 13)));
     const bool is_string = Uniform(0, 1) == 1;
     switch (p.op()) {
       case v1::OP_BETWEEN:
@@ -829,6 +843,7 @@ class RandomMessages {
         }
         break;
       case v1::OP_PREFIX:
+      case v1::OP_SUFFIX:
         p.set_string_value(String());
         break;
       case v1::OP_EXISTS:
@@ -872,7 +887,7 @@ class RandomMessages {
   std::string Name() {
     static const char* const kKeywords[] = {
         "and", "AND", "between", "in",  "IN",     "not", "Not", "exists",
-        "EXISTS", "prefix", "eq", "ne", "lt", "le", "gt", "ge"};
+        "EXISTS", "prefix", "suffix", "eq", "ne", "lt", "le", "gt", "ge"};
     if (Uniform(0, 2) == 0) {
       return kKeywords[Uniform(0, std::size(kKeywords) - 1)];
     }

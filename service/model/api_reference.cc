@@ -67,6 +67,10 @@ bool ApiHolds(const v1::Predicate& p, const v1::Event& event) {
     return event_string && operand_string &&
            absl::StartsWith(found->string_value(), p.string_value());
   }
+  if (p.op() == v1::OP_SUFFIX) {
+    return event_string && operand_string &&
+           absl::EndsWith(found->string_value(), p.string_value());
+  }
   if (event_string != operand_string) return false;
   if (p.op() == v1::OP_IN || p.op() == v1::OP_NOT_IN) {
     bool in;

@@ -97,8 +97,8 @@ absl::StatusOr<uint32_t> TypedAttributes::DerivedId(absl::string_view field,
   if (role == 's' && d.strings != kNone) return d.strings;
   if (role == 'a' && d.any != kNone) return d.any;
   if (role == 'o' && d.ordered != kNone) return d.ordered;
-  if (role == 'p') {
-    for (const auto& [l, id] : d.prefixes) {
+  if (role == 'p' || role == 'x') {
+    for (const auto& [l, id] : role == 'p' ? d.prefixes : d.suffixes) {
       if (l == length) return id;
     }
   }
@@ -112,6 +112,9 @@ absl::StatusOr<uint32_t> TypedAttributes::DerivedId(absl::string_view field,
       break;
     case 'o':
       derived_name = absl::StrCat("$o:", name);
+      break;
+    case 'x':
+      derived_name = absl::StrCat("$x", length, ":", name);
       break;
     default:
       derived_name = absl::StrCat("$p", length, ":", name);
@@ -148,10 +151,12 @@ void TypedAttributes::Adopt(uint32_t id, absl::string_view name) {
     d.ordered = id;
     dictionaries_[id];
     orders_[id];
-  } else if (uint32_t length = 0; absl::StartsWith(role, "p") &&
-                                   absl::SimpleAtoi(role.substr(1), &length)) {
-    d.prefixes.emplace_back(length, id);
-    std::sort(d.prefixes.begin(), d.prefixes.end());
+  } else if (uint32_t length = 0;
+             (absl::StartsWith(role, "p") || absl::StartsWith(role, "x")) &&
+             absl::SimpleAtoi(role.substr(1), &length)) {
+    auto& lengths = role[0] == 'p' ? d.prefixes : d.suffixes;
+    lengths.emplace_back(length, id);
+    std::sort(lengths.begin(), lengths.end());
     dictionaries_[id];
   }
 }
@@ -163,11 +168,13 @@ absl::StatusOr<int64_t> TypedAttributes::InternString(
   const int64_t code = Code(dictionary, bytes);
   if (dictionary.contains(code)) return code;
   if (dictionary.size() >= max_distinct_strings_) {
+    const std::string derived = names_->Name(attribute);
     return absl::ResourceExhaustedError(absl::StrCat(
         field, ": attribute \"", name, "\" already has ", dictionary.size(),
-        " distinct ", absl::StartsWith(names_->Name(attribute), "$p")
-                          ? "prefixes of this length"
-                          : "strings",
+        " distinct ",
+        absl::StartsWith(derived, "$p")   ? "prefixes of this length"
+        : absl::StartsWith(derived, "$x") ? "suffixes of this length"
+                                          : "strings",
         " named by subscriptions; the limit is ", max_distinct_strings_,
         " (--max_distinct_strings)"));
   }
@@ -272,18 +279,20 @@ absl::Status TypedAttributes::Lower(absl::string_view field,
         q.values.push_back(*code);
       }
       break;
-    case v1::OP_PREFIX: {
-      const std::string& prefix = p.string_value();
-      if (prefix.empty()) {  // any string value
+    case v1::OP_PREFIX:
+    case v1::OP_SUFFIX: {  // EQ on the first (last) L bytes' code
+      const std::string& affix = p.string_value();
+      if (affix.empty()) {  // any string value
         if (absl::Status s = string_attribute(); !s.ok()) return s;
         q.op = matcher::Op::kExists;
         break;
       }
-      const uint32_t length = static_cast<uint32_t>(prefix.size());
-      absl::StatusOr<uint32_t> id = DerivedId(field, *plain, name, 'p', length);
+      const uint32_t length = static_cast<uint32_t>(affix.size());
+      absl::StatusOr<uint32_t> id = DerivedId(
+          field, *plain, name, p.op() == v1::OP_PREFIX ? 'p' : 'x', length);
       if (!id.ok()) return id.status();
       absl::StatusOr<int64_t> code = InternString(
-          absl::StrCat(field, ".string_value"), *id, name, prefix);
+          absl::StrCat(field, ".string_value"), *id, name, affix);
       if (!code.ok()) return code.status();
       q.attribute = *id;
       q.op = matcher::Op::kEq;
@@ -404,6 +413,12 @@ void TypedAttributes::Encode(
               {prefix, Code(dictionaries_.find(prefix)->second,
                             s.substr(0, length))});
         }
+        for (const auto& [length, suffix] : d->suffixes) {
+          if (length > s.size()) break;
+          record.push_back(
+              {suffix, Code(dictionaries_.find(suffix)->second,
+                            s.substr(s.size() - length))});
+        }
       }
       if (d != nullptr && d->any != kNone) record.push_back({d->any, 0});
     }
@@ -468,7 +483,8 @@ void TypedAttributes::FillStats(v1::Stats* stats) const {
     std::shared_lock<std::shared_mutex> lock(mu_);
     for (uint32_t plain = 0; plain < derived_.size(); ++plain) {
       const Derived& d = derived_[plain];
-      if (d.strings == kNone && d.prefixes.empty() && d.ordered == kNone) {
+      if (d.strings == kNone && d.prefixes.empty() && d.suffixes.empty() &&
+          d.ordered == kNone) {
         continue;
       }
       v1::AttributeStats entry;
@@ -483,6 +499,12 @@ void TypedAttributes::FillStats(v1::Stats* stats) const {
       }
       entry.set_distinct_prefixes(prefixes);
       entry.set_prefix_lengths(static_cast<uint32_t>(d.prefixes.size()));
+      uint64_t suffixes = 0;
+      for (const auto& [length, id] : d.suffixes) {
+        suffixes += dictionaries_.find(id)->second.size();
+      }
+      entry.set_distinct_suffixes(suffixes);
+      entry.set_suffix_lengths(static_cast<uint32_t>(d.suffixes.size()));
       if (d.ordered != kNone) {
         entry.set_range_bounds(orders_.find(d.ordered)->second.size());
       }

@@ -18,6 +18,10 @@
 //                     one value for each prefix length L <= n that some
 //                     subscription uses). The empty prefix is "any string
 //                     value": EXISTS on "$s:<name>".
+//   "$x<L>:<name>"    the last L bytes of the name's string values, coded
+//                     the same way: OP_SUFFIX as OP_PREFIX is, from the
+//                     other end (issue 44). The empty suffix is EXISTS on
+//                     "$s:<name>" too.
 //   "$o:<name>"       the name's string values as *order labels*, for the
 //                     range operators on strings: each bound a range
 //                     predicate names gets an int64 label when first
@@ -129,7 +133,7 @@ class TypedAttributes {
   }
 
   // Adds one Stats.attributes entry per name with string operands,
-  // prefixes or string range bounds, by name.
+  // prefixes, suffixes or string range bounds, by name.
   void FillStats(v1::Stats* stats) const;
 
   // Distinct strings of derived attribute `attribute` (0 if none).
@@ -144,6 +148,8 @@ class TypedAttributes {
     uint32_t ordered = kNone;  // "$o:<name>"
     // (L, id of "$p<L>:<name>"), by L.
     std::vector<std::pair<uint32_t, uint32_t>> prefixes;
+    // (L, id of "$x<L>:<name>"), by L.
+    std::vector<std::pair<uint32_t, uint32_t>> suffixes;
   };
   // The strings of one derived attribute, by code.
   using Dictionary = absl::flat_hash_map<int64_t, std::string>;

@@ -176,6 +176,32 @@ TEST(TypedAttributes, StringOperatorsHoldAsDocumented) {
   EXPECT_EQ(f.MatchOne(Event({{"path", "#1"}})), (Ids{7}));
 }
 
+// Issue 44: OP_SUFFIX, as OP_PREFIX from the other end, with several
+// lengths on one name, next to prefixes of the same length.
+TEST(TypedAttributes, SuffixesHoldAsDocumented) {
+  Front f;
+  ASSERT_TRUE(f.Subscribe(1, Spec({Str("file", v1::OP_SUFFIX, ".png")})).ok());
+  ASSERT_TRUE(f.Subscribe(2, Spec({Str("file", v1::OP_SUFFIX, "g")})).ok());
+  ASSERT_TRUE(f.Subscribe(3, Spec({Str("file", v1::OP_SUFFIX, "")})).ok());
+  ASSERT_TRUE(f.Subscribe(4, Spec({Str("file", v1::OP_PREFIX, ".png")})).ok());
+  ASSERT_TRUE(f.Subscribe(5, Spec({Str("file", v1::OP_SUFFIX, "a.png"),
+                                   Str("file", v1::OP_PREFIX, "a")}))
+                  .ok());
+  ASSERT_TRUE(f.Subscribe(6, Spec({Str("file", v1::OP_SUFFIX, "\xff")})).ok());
+
+  EXPECT_EQ(f.MatchOne(Event({{"file", "cat.png"}})), (Ids{1, 2, 3}));
+  EXPECT_EQ(f.MatchOne(Event({{"file", "a.png"}})), (Ids{1, 2, 3, 5}));
+  EXPECT_EQ(f.MatchOne(Event({{"file", ".png"}})), (Ids{1, 2, 3, 4}));
+  // Shorter than a suffix: that suffix cannot hold, the shorter ones can.
+  EXPECT_EQ(f.MatchOne(Event({{"file", "png"}})), (Ids{2, 3}));
+  EXPECT_EQ(f.MatchOne(Event({{"file", ""}})), (Ids{3}));
+  EXPECT_EQ(f.MatchOne(Event({{"file", "x.PNG"}})), (Ids{3}));  // bytes
+  EXPECT_EQ(f.MatchOne(Event({{"file", "\x01\xff"}})), (Ids{3, 6}));
+  // An int64 has no suffix, not even the empty one.
+  EXPECT_EQ(f.MatchOne(Event({{"file", "#7"}})), (Ids{}));
+  EXPECT_EQ(f.MatchOne(Event({{"other", "cat.png"}})), (Ids{}));
+}
+
 v1::Predicate StrBetween(const std::string& name, const std::string& low,
                          const std::string& high) {
   v1::Predicate p = Str(name, v1::OP_BETWEEN, low);
@@ -279,6 +305,17 @@ TEST(TypedAttributes, DistinctStringsAreBoundedPerAttribute) {
   EXPECT_TRUE(f.Subscribe(4, Spec({Str("u", v1::OP_EQ, "c")})).ok());
   EXPECT_TRUE(f.Subscribe(5, Spec({Str("t", v1::OP_PREFIX, "c")})).ok());
   EXPECT_TRUE(f.Subscribe(6, Spec({StrBetween("t", "d", "e")})).ok());
+  // Suffixes of one length count apart from prefixes of that length.
+  EXPECT_TRUE(f.Subscribe(8, Spec({Str("t", v1::OP_SUFFIX, "c")})).ok());
+  EXPECT_TRUE(f.Subscribe(9, Spec({Str("t", v1::OP_SUFFIX, "d")})).ok());
+  EXPECT_TRUE(f.Subscribe(10, Spec({Str("t", v1::OP_SUFFIX, "xy")})).ok());
+  const absl::Status suffixes =
+      f.Subscribe(11, Spec({Str("t", v1::OP_SUFFIX, "e")}));
+  EXPECT_EQ(suffixes.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(suffixes.message()),
+              HasSubstr("subscriptions[0].predicates[0].string_value: "
+                        "attribute \"t\" already has 2 distinct suffixes of "
+                        "this length"));
   const absl::Status bounds = f.Subscribe(7, Spec({Str("t", v1::OP_GT, "f")}));
   EXPECT_EQ(bounds.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(bounds.message()),
@@ -291,6 +328,8 @@ TEST(TypedAttributes, DistinctStringsAreBoundedPerAttribute) {
   EXPECT_EQ(stats.attributes(0).distinct_prefixes(), 1u);
   EXPECT_EQ(stats.attributes(0).prefix_lengths(), 1u);
   EXPECT_EQ(stats.attributes(0).range_bounds(), 2u);
+  EXPECT_EQ(stats.attributes(0).distinct_suffixes(), 3u);
+  EXPECT_EQ(stats.attributes(0).suffix_lengths(), 2u);
   EXPECT_EQ(stats.attributes(1).name(), "u");
   EXPECT_EQ(stats.attributes(1).distinct_strings(), 1u);
 }
@@ -330,12 +369,13 @@ TEST(TypedAttributes, RestoredFromNamesAndStrings) {
   *request.add_subscriptions() =
       Spec({Strs("t", v1::OP_IN, {"a", "b"}), Str("p", v1::OP_PREFIX, "/x"),
             Bare("c", v1::OP_NOT_EXISTS), Str("t", v1::OP_LT, "bb"),
-            StrBetween("p", "/a", "/z")});
+            StrBetween("p", "/a", "/z"), Str("p", v1::OP_SUFFIX, "y")});
   Interner subscribers(4);
   std::vector<SubscriptionInput> built;
   ASSERT_TRUE(BuildSubscriptions(request, &f.typed(), &subscribers, &built)
                   .ok());
-  ASSERT_EQ(strings.size(), 6u);  // 2 codes, a prefix, 3 order bounds
+  // 2 codes, a prefix, 3 order bounds, a suffix
+  ASSERT_EQ(strings.size(), 7u);
 
   Interner names(1 << 16);
   for (uint32_t id = 0; id < f.names().size(); ++id) {
@@ -352,6 +392,7 @@ TEST(TypedAttributes, RestoredFromNamesAndStrings) {
   *publish.add_events() = Event({{"t", "b"}, {"p", "/xy"}});
   *publish.add_events() = Event({{"t", "b"}, {"p", "/xy"}, {"c", "#1"}});
   *publish.add_events() = Event({{"t", "c"}, {"p", "/xy"}});
+  *publish.add_events() = Event({{"t", "b"}, {"p", "/xz"}});
   std::vector<std::vector<matcher::AttributeValue>> records;
   BuildEvents(publish, restored, &records);
   std::vector<matcher::EventView> views(records.begin(), records.end());
@@ -360,6 +401,7 @@ TEST(TypedAttributes, RestoredFromNamesAndStrings) {
   EXPECT_EQ(got[0], Ids{1});
   EXPECT_TRUE(got[1].empty());
   EXPECT_TRUE(got[2].empty());
+  EXPECT_TRUE(got[3].empty());  // the suffix "y" no longer holds
 }
 
 // The differential test: random typed subscriptions (every operator, int64
@@ -386,11 +428,14 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
       p.set_attribute(kNames[next(4)]);
       const bool strings = next(2) == 0;
       static const v1::Op kOps[] = {
-          v1::OP_EQ,    v1::OP_NE,     v1::OP_LT,        v1::OP_LE,
-          v1::OP_GT,    v1::OP_GE,     v1::OP_BETWEEN,   v1::OP_IN,
-          v1::OP_NOT_IN, v1::OP_PREFIX, v1::OP_EXISTS,   v1::OP_NOT_EXISTS};
-      v1::Op op = kOps[next(12)];
-      if (!strings && op == v1::OP_PREFIX) op = v1::OP_NE;
+          v1::OP_EQ,     v1::OP_NE,     v1::OP_LT,     v1::OP_LE,
+          v1::OP_GT,     v1::OP_GE,     v1::OP_BETWEEN, v1::OP_IN,
+          v1::OP_NOT_IN, v1::OP_PREFIX, v1::OP_EXISTS, v1::OP_NOT_EXISTS,
+          v1::OP_SUFFIX};
+      v1::Op op = kOps[next(13)];
+      if (!strings && (op == v1::OP_PREFIX || op == v1::OP_SUFFIX)) {
+        op = v1::OP_NE;
+      }
       p.set_op(op);
       if (op == v1::OP_EXISTS || op == v1::OP_NOT_EXISTS) return p;
       if (op == v1::OP_IN || op == v1::OP_NOT_IN) {

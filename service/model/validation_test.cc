@@ -109,7 +109,8 @@ void ExpectRejected(
 
 const char kOpList[] =
     "is not an operator; use OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, "
-    "OP_BETWEEN, OP_IN, OP_NOT_IN, OP_PREFIX, OP_EXISTS or OP_NOT_EXISTS";
+    "OP_BETWEEN, OP_IN, OP_NOT_IN, OP_PREFIX, OP_SUFFIX, OP_EXISTS or "
+    "OP_NOT_EXISTS";
 constexpr absl::StatusCode kInvalid = absl::StatusCode::kInvalidArgument;
 
 TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
@@ -125,10 +126,10 @@ TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
        kInvalid,
        {absl::StrCat("subscriptions[1].predicates[1].op: unknown value 99 ",
                      kOpList)}},
-      {"op 13, just past OP_NOT_EXISTS",
-       [](R* r) { PredicateOf(r, 0, 0)->set_op(static_cast<v1::Op>(13)); },
+      {"op 14, just past OP_SUFFIX",
+       [](R* r) { PredicateOf(r, 0, 0)->set_op(static_cast<v1::Op>(14)); },
        kInvalid,
-       {"subscriptions[0].predicates[0].op: unknown value 13"}},
+       {"subscriptions[0].predicates[0].op: unknown value 14"}},
       // Issue 19: operands by op, string and list limits.
       {"IN with a single value",
        [](R* r) { PredicateOf(r, 0, 0)->set_op(v1::OP_IN); },
@@ -222,6 +223,27 @@ TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
        },
        kInvalid,
        {"subscriptions[2].predicates[0].string_value: 257 bytes"}},
+      {"SUFFIX of an int64",
+       [](R* r) { PredicateOf(r, 0, 0)->set_op(v1::OP_SUFFIX); },
+       kInvalid,
+       {"subscriptions[0].predicates[0]: OP_SUFFIX needs a string_value "
+        "operand, got value"}},
+      {"SUFFIX of a list",
+       [](R* r) {
+         PredicateOf(r, 1, 0)->set_op(v1::OP_SUFFIX);
+         PredicateOf(r, 1, 0)->mutable_string_values()->add_values("x");
+       },
+       kInvalid,
+       {"subscriptions[1].predicates[0]: OP_SUFFIX needs a string_value "
+        "operand, got string_values"}},
+      {"SUFFIX of 257 bytes",
+       [](R* r) {
+         PredicateOf(r, 2, 0)->set_op(v1::OP_SUFFIX);
+         PredicateOf(r, 2, 0)->set_string_value(std::string(257, '.'));
+       },
+       kInvalid,
+       {"subscriptions[2].predicates[0].string_value: 257 bytes; the limit "
+        "is 256 (--max_string_bytes)"}},
       {"EXISTS with a value",
        [](R* r) { PredicateOf(r, 1, 0)->set_op(v1::OP_EXISTS); },
        kInvalid,

@@ -44,7 +44,7 @@ def random_predicate(rng: random.Random) -> Filter:
     strings = (name in STRING_ATTRIBUTES or
                (name == MIXED and rng.random() < 0.5) or rng.random() < 0.1)
     a = F(name)
-    kind = rng.randrange(12)
+    kind = rng.randrange(13)
     v = random_operand(rng, strings)
     if kind < 6:
         return [a.__eq__, a.__ne__, a.__lt__, a.__le__, a.__gt__,
@@ -60,6 +60,8 @@ def random_predicate(rng: random.Random) -> Filter:
         return a.isin(values) if kind == 7 else a.not_in(values)
     if kind == 9:
         return a.prefix(rng.choice(STRINGS[:6]))
+    if kind == 12:
+        return a.suffix(rng.choice(STRINGS))
     return a.exists() if kind == 10 else a.not_exists()
 
 

@@ -55,6 +55,9 @@ def test_between_isin_not_in_prefix_exists() -> None:
     assert (n.op, list(n.string_values.values)) == (pb.OP_NOT_IN, [b"a", b"b"])
     assert only(F("p").prefix("/api/")).string_value == b"/api/"
     assert only(F("p").startswith(b"")).WhichOneof("operand") == "string_value"
+    x = only(F("f").suffix(".png"))
+    assert (x.op, x.string_value) == (pb.OP_SUFFIX, b".png")
+    assert only(F("f").endswith(b"\xff")).string_value == b"\xff"
     e, ne = only(F("c").exists()), only(F("c").not_exists())
     assert (e.op, e.WhichOneof("operand"), ne.op) == (pb.OP_EXISTS, None,
                                                       pb.OP_NOT_EXISTS)
@@ -115,6 +118,8 @@ def test_builder_mistakes() -> None:
         F("x").isin("abc")
     with pytest.raises(TypeError, match="not an int"):
         F("x").prefix(5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"F\('x'\).suffix: a string"):
+        F("x").suffix(5)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         F("x") == 1.5  # noqa: B015
 
@@ -214,6 +219,15 @@ Event = Dict[str, Union[int, str, bytes]]
         (F("p").prefix(""), {
             "p": 5
         }, False),  # no prefix of an int
+        (F("f").suffix(".png"), {
+            "f": "a.png"
+        }, True),
+        (F("f").suffix(".png"), {
+            "f": "png"
+        }, False),
+        (F("f").suffix(""), {
+            "f": 5
+        }, False),  # no suffix of an int
         (F("c").exists(), {
             "c": 0
         }, True),

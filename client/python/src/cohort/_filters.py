@@ -128,8 +128,8 @@ class F:
     """An attribute, to compare: F("price") <= 500 is a one-predicate Filter.
 
     Operators: == != < <= > >=, and the methods between, isin, not_in,
-    prefix (also startswith), exists and not_exists. Values: int, str or
-    bytes.
+    prefix (also startswith), suffix (also endswith), exists and
+    not_exists. Values: int, str or bytes.
     """
 
     __slots__ = ("attribute",)
@@ -210,17 +210,27 @@ class F:
         """x is none of values (OP_NOT_IN); false if the event lacks x."""
         return self._list(pb.OP_NOT_IN, "not_in", values)
 
+    def _affix(self, op: pb.Op.ValueType, name: str,
+               value: Union[str, bytes]) -> Filter:
+        what = f"F({self.attribute!r}).{name}"
+        checked = operand(value, what)
+        if not isinstance(checked, bytes):
+            raise TypeError(f"{what}: a string, not an int")
+        return Filter((pb.Predicate(attribute=self.attribute,
+                                    op=op,
+                                    string_value=checked),))
+
     def prefix(self, prefix: Union[str, bytes]) -> Filter:
         """x is a string starting with prefix (OP_PREFIX)."""
-        value = operand(prefix, f"F({self.attribute!r}).prefix")
-        if not isinstance(value, bytes):
-            raise TypeError(
-                f"F({self.attribute!r}).prefix: a string, not an int")
-        return Filter((pb.Predicate(attribute=self.attribute,
-                                    op=pb.OP_PREFIX,
-                                    string_value=value),))
+        return self._affix(pb.OP_PREFIX, "prefix", prefix)
 
     startswith = prefix
+
+    def suffix(self, suffix: Union[str, bytes]) -> Filter:
+        """x is a string ending with suffix (OP_SUFFIX)."""
+        return self._affix(pb.OP_SUFFIX, "suffix", suffix)
+
+    endswith = suffix
 
     def exists(self) -> Filter:
         """The event carries the attribute, of either type (OP_EXISTS)."""
@@ -297,6 +307,8 @@ def format_predicate(p: pb.Predicate) -> str:
         return f"{name} {word} [{', '.join(values)}]"
     if p.op == pb.OP_PREFIX:
         return f"{name} prefix {format_string(p.string_value)}"
+    if p.op == pb.OP_SUFFIX:
+        return f"{name} suffix {format_string(p.string_value)}"
     if p.op == pb.OP_EXISTS:
         return f"exists {name}"
     if p.op == pb.OP_NOT_EXISTS:

@@ -80,6 +80,8 @@ def _holds(p: pb.Predicate, x: Optional[Scalar]) -> bool:
         return (x in same_type) == (op == pb.OP_IN)
     if op == pb.OP_PREFIX:
         return isinstance(x, bytes) and x.startswith(p.string_value)
+    if op == pb.OP_SUFFIX:
+        return isinstance(x, bytes) and x.endswith(p.string_value)
     c = _compare(x, _operand(p))
     if c is None:
         return False  # an operand of the other type never holds
