@@ -125,18 +125,27 @@ check "a suffix holds for a string ending with it" \
 check "... not for a shorter string" \
   grep -q "^file=\"png\"	matched 0	$" <<<"${out}"
 check "... nor for an int64" grep -q "^file=5	matched 0	$" <<<"${out}"
+out=$(cohort subscribe --subscriber=bob 'who equals-ignore-case "Zo\xC3\xAB"' 2>&1)
+icase_id=$(cut -f1 <<<"${out}")
+out=$(cohort publish --ids 'who="ZO\xC3\x8B"' 'who="zoe"')
+check "equals-ignore-case folds both sides" \
+  grep -q "^who=\"ZO\\\\xC3\\\\x8B\"	matched 1	${icase_id}$" <<<"${out}"
+check "... and keeps the letters apart" \
+  grep -q "^who=\"zoe\"	matched 0	$" <<<"${out}"
 out=$(cohort stats)
 header="^attribute  *strings  *prefixes prefix lengths  *range bounds"
 check "stats lists the string attributes" \
-  grep -q "${header}  *suffixes suffix lengths$" <<<"${out}"
+  grep -q "${header}  *suffixes suffix lengths  *case folds$" <<<"${out}"
 check "... region with 2 strings" \
-  grep -q "^region  *2  *0  *0  *0  *0  *0$" <<<"${out}"
+  grep -q "^region  *2  *0  *0  *0  *0  *0  *0$" <<<"${out}"
 check "... path with 1 prefix of 1 length" \
-  grep -q "^path  *0  *1  *1  *0  *0  *0$" <<<"${out}"
+  grep -q "^path  *0  *1  *1  *0  *0  *0  *0$" <<<"${out}"
 check "... name with the 2 bounds of its range" \
-  grep -q "^name  *0  *0  *0  *2  *0  *0$" <<<"${out}"
+  grep -q "^name  *0  *0  *0  *2  *0  *0  *0$" <<<"${out}"
 check "... file with 1 suffix of 1 length" \
-  grep -q "^file  *0  *0  *0  *0  *1  *1$" <<<"${out}"
+  grep -q "^file  *0  *0  *0  *0  *1  *1  *0$" <<<"${out}"
+check "... who with 1 case fold" \
+  grep -q "^who  *0  *0  *0  *0  *0  *0  *1$" <<<"${out}"
 
 out=$(cohort subscribe --subscriber=alice 'price is 5' 2>&1)
 check "parse error exits 2" test $? -eq 2

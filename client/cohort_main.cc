@@ -412,20 +412,21 @@ void PrintStatsTable(const v1::Stats& s) {
   }
   // The attributes on which subscriptions have named strings: distinct
   // string operands, distinct bounds of string ranges, distinct prefixes
-  // and suffixes and their lengths.
+  // and suffixes and their lengths, distinct case folds.
   if (s.attributes_size() > 0) {
-    std::printf("\n%-24s %12s %12s %14s %12s %12s %14s\n", "attribute",
+    std::printf("\n%-24s %12s %12s %14s %12s %12s %14s %12s\n", "attribute",
                 "strings", "prefixes", "prefix lengths", "range bounds",
-                "suffixes", "suffix lengths");
+                "suffixes", "suffix lengths", "case folds");
     for (const v1::AttributeStats& a : s.attributes()) {
-      std::printf("%-24s %12llu %12llu %14u %12llu %12llu %14u\n",
+      std::printf("%-24s %12llu %12llu %14u %12llu %12llu %14u %12llu\n",
                   a.name().c_str(),
                   static_cast<unsigned long long>(a.distinct_strings()),
                   static_cast<unsigned long long>(a.distinct_prefixes()),
                   a.prefix_lengths(),
                   static_cast<unsigned long long>(a.range_bounds()),
                   static_cast<unsigned long long>(a.distinct_suffixes()),
-                  a.suffix_lengths());
+                  a.suffix_lengths(),
+                  static_cast<unsigned long long>(a.distinct_folded()));
     }
   }
 }

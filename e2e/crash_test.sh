@@ -59,7 +59,7 @@ client() {
     echo "T ${k}" >>"${attempts}"
     out=$("${COHORT}" subscribe --server="127.0.0.1:${port}" --subscriber="c${n}" \
       "k = ${k}" "k = $((k + 1)) and w >= 0" \
-      "k = $((k + 2)) and region prefix \"eu\" and region suffix \"west\" and not exists coupon" \
+      "k = $((k + 2)) and region prefix \"eu\" and region suffix \"west\" and region equals-ignore-case \"EU-West\" and not exists coupon" \
       2>/dev/null) || continue
     # Acknowledged: the three ids, in order.
     local j=0
@@ -91,7 +91,8 @@ for line in open(acked_path):
         if parts[3] == "1":
             middle.add(int(parts[1]))  # "k = K and w >= 0": needs w
         if parts[3] == "2":
-            # strings: region prefix "eu", suffix "west", no coupon
+            # strings: region prefix "eu", suffix "west", "EU-West" but for
+            # case, no coupon
             third.add(int(parts[1]))
     elif parts[0] == "D":
         doubtful_k.add(int(parts[2]) - int(parts[3]))

@@ -96,6 +96,8 @@ std::string FormatPredicate(const v1::Predicate& p) {
       return absl::StrCat(name, " prefix ", ScalarText(p));
     case v1::OP_SUFFIX:
       return absl::StrCat(name, " suffix ", ScalarText(p));
+    case v1::OP_EQUALS_IGNORE_CASE:
+      return absl::StrCat(name, " equals-ignore-case ", ScalarText(p));
     default:
       break;
   }

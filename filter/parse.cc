@@ -25,7 +25,8 @@ namespace {
 constexpr size_t kMaxAttributeNameLength = 64;
 
 constexpr absl::string_view kOperatorList =
-    "(=, !=, <, <=, >, >=, between, in, not in, prefix, suffix)";
+    "(=, !=, <, <=, >, >=, between, in, not in, prefix, suffix, "
+    "equals-ignore-case)";
 
 constexpr absl::string_view kEscapeList =
     "the escapes are \\\" \\\\ \\n \\t \\r \\0 and \\xHH";
@@ -370,12 +371,13 @@ v1::Op ComparisonOp(const Token& token) {
 }
 
 // True iff `token` is what may follow the name of a predicate: a
-// comparison, or "between", "in", "not" (in), "prefix" or "suffix".
+// comparison, or "between", "in", "not" (in), "prefix", "suffix" or
+// "equals-ignore-case".
 bool StartsOperator(const Token& token) {
   return ComparisonOp(token) != v1::OP_UNSPECIFIED ||
          IsWord(token, "between") || IsWord(token, "in") ||
          IsWord(token, "not") || IsWord(token, "prefix") ||
-         IsWord(token, "suffix");
+         IsWord(token, "suffix") || IsWord(token, "equals-ignore-case");
 }
 
 bool IsConnector(const Token& token) {
@@ -476,12 +478,12 @@ class Parser {
   absl::Status Predicate(v1::Predicate* out);
   // True if the "exists" that comes next is the keyword, not a name.
   bool ExistsIsKeyword() const;
-  // The rest of a predicate after its "between", "in", "not", "prefix" or
-  // "suffix".
+  // The rest of a predicate after its "between", "in", "not", "prefix",
+  // "suffix" or "equals-ignore-case".
   absl::Status Between(const Token& keyword, v1::Predicate* out);
   absl::Status In(const Token& keyword, v1::Predicate* out);
   absl::Status NotIn(const Token& keyword, v1::Predicate* out);
-  // "prefix" and "suffix": OP_PREFIX or OP_SUFFIX with a string.
+  // "prefix", "suffix" and "equals-ignore-case": `op` with a string.
   absl::Status Affix(const Token& keyword, v1::Op op, v1::Predicate* out);
   // Reads "[" value { "," value } "]" into `out` as the list of `op`
   // (spelled `spelling` in messages).
@@ -594,6 +596,9 @@ absl::Status Parser::Predicate(v1::Predicate* out) {
   if (IsWord(op, "not")) return NotIn(op, out);
   if (IsWord(op, "prefix")) return Affix(op, v1::OP_PREFIX, out);
   if (IsWord(op, "suffix")) return Affix(op, v1::OP_SUFFIX, out);
+  if (IsWord(op, "equals-ignore-case")) {
+    return Affix(op, v1::OP_EQUALS_IGNORE_CASE, out);
+  }
   const v1::Op comparison = ComparisonOp(op);
   if (comparison == v1::OP_UNSPECIFIED) {
     // `coupon exists`: say where the keyword goes.

@@ -32,6 +32,7 @@
 //                 | name "not" "in" list                 OP_NOT_IN
 //                 | name "prefix" string                 OP_PREFIX
 //                 | name "suffix" string                 OP_SUFFIX
+//                 | name "equals-ignore-case" string     OP_EQUALS_IGNORE_CASE
 //                 | "exists" name                        OP_EXISTS
 //                 | "not" "exists" name                  OP_NOT_EXISTS
 //   op           := "=" | "==" | "!=" | "<>" | "<" | "<=" | ">" | ">="

@@ -210,6 +210,10 @@ const ValidCase kValidSubscriptions[] = {
      {"file OP_SUFFIX \"\" -", "path OP_PREFIX \"/\" -"}},
     {"suffix suffix \"s\"", {"suffix OP_SUFFIX \"s\" -"}},
     {"exists suffix", {"suffix OP_EXISTS - -"}},
+    // EQUALS-IGNORE-CASE, Event Ruler's spelling (issue 44).
+    {"name equals-ignore-case \"Alice\"",
+     {"name OP_EQUALS_IGNORE_CASE \"Alice\" -"}},
+    {"name EQUALS-Ignore-Case \"\"", {"name OP_EQUALS_IGNORE_CASE \"\" -"}},
     // EXISTS and NOT EXISTS: no operand.
     {"exists coupon", {"coupon OP_EXISTS - -"}},
     {"EXISTS coupon", {"coupon OP_EXISTS - -"}},
@@ -292,7 +296,7 @@ TEST(ParseSubscription, ErrorMessageHasColumnEchoAndCarets) {
   EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(got.status().message(),
             "column 7: expected an operator (=, !=, <, <=, >, >=, between, "
-            "in, not in, prefix, suffix), got \"is\"\n"
+            "in, not in, prefix, suffix, equals-ignore-case), got \"is\"\n"
             "  price is 5\n"
             "        ^^");
 }
@@ -318,15 +322,15 @@ const ErrorCase kErrors[] = {
     {kSub, "price is 5",
            "      ^^", 7,
      "expected an operator (=, !=, <, <=, >, >=, between, in, not in, "
-     "prefix, suffix), got \"is\""},
+     "prefix, suffix, equals-ignore-case), got \"is\""},
     {kSub, "price",
            "     ^", 6, "expected an operator (=, !=, <, <=, >, >=, between, "
-                        "in, not in, prefix, suffix), got end of input"},
+                        "in, not in, prefix, suffix, equals-ignore-case), got end of input"},
     {kSub, "price and 5",
            "      ^^^", 7, "expected an operator"},
     {kSub, "price ≥ 5",
            "      ^", 7, "expected an operator (=, !=, <, <=, >, >=, between, "
-                         "in, not in, prefix, suffix), got \"≥\""},
+                         "in, not in, prefix, suffix, equals-ignore-case), got \"≥\""},
     {kSub, "price \"eq\" 5",
            "      ^^^^", 7, "got \"\\\"eq\\\"\""},
     {kSub, "price\tis\n5",
@@ -556,6 +560,9 @@ const ErrorCase kTypedErrors[] = {
     {kSub, "file suffix -1",
            "            ^^", 13,
      "expected a string after \"suffix\", got the integer -1"},
+    {kSub, "n equals-ignore-case 7",
+           "                     ^", 22,
+     "expected a string after \"equals-ignore-case\", got the integer 7"},
     {kSub, "file suffix [\"a\"]",
            "            ^", 13,
      "expected a value after \"suffix\", got \"[\""},
@@ -593,7 +600,7 @@ const ErrorCase kTypedErrors[] = {
     {kSub, "coupon exists",
            "       ^^^^^^", 8,
      "expected an operator (=, !=, <, <=, >, >=, between, in, not in, "
-     "prefix, suffix), got \"exists\"; \"exists\" goes before the name: exists "
+     "prefix, suffix, equals-ignore-case), got \"exists\"; \"exists\" goes before the name: exists "
      "coupon"},
     {kSub, "coupon not exists",
            "           ^^^^^^", 12,
@@ -758,6 +765,7 @@ TEST(FormatPredicate, WritesTheCanonicalForm) {
       {"kind NOT IN [1,2,2]", "kind not in [1, 2, 2]"},
       {"path PREFIX \"/api/\"", "path prefix \"/api/\""},
       {"file SUFFIX \".png\"", "file suffix \".png\""},
+      {"n Equals-Ignore-Case \"x\"", "n equals-ignore-case \"x\""},
       {"EXISTS coupon", "exists coupon"},
       {"Not Exists coupon", "not exists coupon"},
       {"s = \"a\\tb\\\\\\\"\\x7f\"", "s = \"a\\x09b\\\\\\\"\\x7F\""},
@@ -816,7 +824,7 @@ class RandomMessages {
   v1::Predicate Predicate() {
     v1::Predicate p;
     p.set_attribute(Name());
-    p.set_op(static_cast<v1::Op>(Uniform(1, 13)));
+    p.set_op(static_cast<v1::Op>(Uniform(1, 14)));
     const bool is_string = Uniform(0, 1) == 1;
     switch (p.op()) {
       case v1::OP_BETWEEN:
@@ -844,6 +852,7 @@ class RandomMessages {
         break;
       case v1::OP_PREFIX:
       case v1::OP_SUFFIX:
+      case v1::OP_EQUALS_IGNORE_CASE:
         p.set_string_value(String());
         break;
       case v1::OP_EXISTS:
@@ -887,7 +896,8 @@ class RandomMessages {
   std::string Name() {
     static const char* const kKeywords[] = {
         "and", "AND", "between", "in",  "IN",     "not", "Not", "exists",
-        "EXISTS", "prefix", "suffix", "eq", "ne", "lt", "le", "gt", "ge"};
+        "EXISTS", "prefix", "suffix", "equals-ignore-case", "eq", "ne", "lt",
+        "le", "gt", "ge"};
     if (Uniform(0, 2) == 0) {
       return kKeywords[Uniform(0, std::size(kKeywords) - 1)];
     }

@@ -104,6 +104,7 @@ const PinnedField kPinnedFields[] = {
     {"AttributeStats", "distinct_prefixes", 3, kUint64, false, ""},
     {"AttributeStats", "range_bounds", 5, kUint64, false, ""},
     {"AttributeStats", "distinct_suffixes", 6, kUint64, false, ""},
+    {"AttributeStats", "distinct_folded", 8, kUint64, false, ""},
     {"StageStats", "deliveries", 20, kUint64, false, ""},
     {"ParseFilterRequest", "filter", 1, kString, false, ""},
     {"ParseFilterResponse", "predicates", 1, kMessage, true,
@@ -185,13 +186,13 @@ TEST(PubSubProto, OperandsAreOneofsAroundTheOldFields) {
   EXPECT_EQ(parsed.upper(), 20);
 }
 
-TEST(PubSubProto, OpEnumValuesAreZeroToThirteen) {
+TEST(PubSubProto, OpEnumValuesAreZeroToFourteen) {
   const EnumDescriptor* op = Op_descriptor();
   const std::vector<std::string> names = {
       "OP_UNSPECIFIED", "OP_EQ",     "OP_NE",     "OP_LT",
       "OP_LE",          "OP_GT",     "OP_GE",     "OP_BETWEEN",
       "OP_IN",          "OP_NOT_IN", "OP_PREFIX", "OP_EXISTS",
-      "OP_NOT_EXISTS",  "OP_SUFFIX"};
+      "OP_NOT_EXISTS",  "OP_SUFFIX", "OP_EQUALS_IGNORE_CASE"};
   ASSERT_EQ(op->value_count(), static_cast<int>(names.size()));
   for (int number = 0; number < static_cast<int>(names.size()); ++number) {
     SCOPED_TRACE(names[number]);
@@ -202,6 +203,7 @@ TEST(PubSubProto, OpEnumValuesAreZeroToThirteen) {
   EXPECT_EQ(OP_BETWEEN, 7);
   EXPECT_EQ(OP_NOT_EXISTS, 12);
   EXPECT_EQ(OP_SUFFIX, 13);
+  EXPECT_EQ(OP_EQUALS_IGNORE_CASE, 14);
 }
 
 // One pinned RPC: its name, request and response types, and streaming shape.

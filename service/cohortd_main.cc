@@ -162,8 +162,8 @@ ABSL_FLAG(uint32_t, max_set_size, 64,
           "Values in the list of an OP_IN or OP_NOT_IN predicate.");
 ABSL_FLAG(uint64_t, max_distinct_strings, 1000000,
           "Distinct strings subscriptions may name on one attribute (and, "
-          "apart, distinct prefixes or suffixes of one length, and string "
-          "range bounds); a Subscribe naming one "
+          "apart, distinct prefixes or suffixes of one length, case folds "
+          "and string range bounds); a Subscribe naming one "
           "more fails with RESOURCE_EXHAUSTED. Counted since the service "
           "started (a restart counts those of the recovered "
           "subscriptions).");

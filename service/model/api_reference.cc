@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "service/model/case_fold.h"
 
 namespace cohort {
 namespace service {
@@ -70,6 +71,10 @@ bool ApiHolds(const v1::Predicate& p, const v1::Event& event) {
   if (p.op() == v1::OP_SUFFIX) {
     return event_string && operand_string &&
            absl::EndsWith(found->string_value(), p.string_value());
+  }
+  if (p.op() == v1::OP_EQUALS_IGNORE_CASE) {
+    return event_string && operand_string &&
+           FoldCase(found->string_value()) == FoldCase(p.string_value());
   }
   if (event_string != operand_string) return false;
   if (p.op() == v1::OP_IN || p.op() == v1::OP_NOT_IN) {

@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "service/model/case_fold.h"
 
 namespace cohort {
 namespace service {
@@ -97,6 +98,7 @@ absl::StatusOr<uint32_t> TypedAttributes::DerivedId(absl::string_view field,
   if (role == 's' && d.strings != kNone) return d.strings;
   if (role == 'a' && d.any != kNone) return d.any;
   if (role == 'o' && d.ordered != kNone) return d.ordered;
+  if (role == 'i' && d.folded != kNone) return d.folded;
   if (role == 'p' || role == 'x') {
     for (const auto& [l, id] : role == 'p' ? d.prefixes : d.suffixes) {
       if (l == length) return id;
@@ -115,6 +117,9 @@ absl::StatusOr<uint32_t> TypedAttributes::DerivedId(absl::string_view field,
       break;
     case 'x':
       derived_name = absl::StrCat("$x", length, ":", name);
+      break;
+    case 'i':
+      derived_name = absl::StrCat("$i:", name);
       break;
     default:
       derived_name = absl::StrCat("$p", length, ":", name);
@@ -147,6 +152,9 @@ void TypedAttributes::Adopt(uint32_t id, absl::string_view name) {
     dictionaries_[id];
   } else if (role == "any") {
     d.any = id;
+  } else if (role == "i") {
+    d.folded = id;
+    dictionaries_[id];
   } else if (role == "o") {
     d.ordered = id;
     dictionaries_[id];
@@ -174,6 +182,7 @@ absl::StatusOr<int64_t> TypedAttributes::InternString(
         " distinct ",
         absl::StartsWith(derived, "$p")   ? "prefixes of this length"
         : absl::StartsWith(derived, "$x") ? "suffixes of this length"
+        : absl::StartsWith(derived, "$i") ? "case folds"
                                           : "strings",
         " named by subscriptions; the limit is ", max_distinct_strings_,
         " (--max_distinct_strings)"));
@@ -299,6 +308,18 @@ absl::Status TypedAttributes::Lower(absl::string_view field,
       q.value = *code;
       break;
     }
+    case v1::OP_EQUALS_IGNORE_CASE: {  // EQ on the fold's code
+      absl::StatusOr<uint32_t> id = DerivedId(field, *plain, name, 'i', 0);
+      if (!id.ok()) return id.status();
+      absl::StatusOr<int64_t> code =
+          InternString(absl::StrCat(field, ".string_value"), *id, name,
+                       FoldCase(p.string_value()));
+      if (!code.ok()) return code.status();
+      q.attribute = *id;
+      q.op = matcher::Op::kEq;
+      q.value = *code;
+      break;
+    }
     case v1::OP_EXISTS:
     case v1::OP_NOT_EXISTS: {
       absl::StatusOr<uint32_t> any = DerivedId(field, *plain, name, 'a', 0);
@@ -413,6 +434,11 @@ void TypedAttributes::Encode(
               {prefix, Code(dictionaries_.find(prefix)->second,
                             s.substr(0, length))});
         }
+        if (d->folded != kNone) {
+          record.push_back({d->folded,
+                            Code(dictionaries_.find(d->folded)->second,
+                                 FoldCase(s))});
+        }
         for (const auto& [length, suffix] : d->suffixes) {
           if (length > s.size()) break;
           record.push_back(
@@ -484,7 +510,7 @@ void TypedAttributes::FillStats(v1::Stats* stats) const {
     for (uint32_t plain = 0; plain < derived_.size(); ++plain) {
       const Derived& d = derived_[plain];
       if (d.strings == kNone && d.prefixes.empty() && d.suffixes.empty() &&
-          d.ordered == kNone) {
+          d.ordered == kNone && d.folded == kNone) {
         continue;
       }
       v1::AttributeStats entry;
@@ -505,6 +531,9 @@ void TypedAttributes::FillStats(v1::Stats* stats) const {
       }
       entry.set_distinct_suffixes(suffixes);
       entry.set_suffix_lengths(static_cast<uint32_t>(d.suffixes.size()));
+      if (d.folded != kNone) {
+        entry.set_distinct_folded(dictionaries_.find(d.folded)->second.size());
+      }
       if (d.ordered != kNone) {
         entry.set_range_bounds(orders_.find(d.ordered)->second.size());
       }

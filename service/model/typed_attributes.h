@@ -22,6 +22,9 @@
 //                     the same way: OP_SUFFIX as OP_PREFIX is, from the
 //                     other end (issue 44). The empty suffix is EXISTS on
 //                     "$s:<name>" too.
+//   "$i:<name>"       the case folds of the name's string values
+//                     (case_fold.h), coded the same way:
+//                     OP_EQUALS_IGNORE_CASE is an equality on it.
 //   "$o:<name>"       the name's string values as *order labels*, for the
 //                     range operators on strings: each bound a range
 //                     predicate names gets an int64 label when first
@@ -133,7 +136,7 @@ class TypedAttributes {
   }
 
   // Adds one Stats.attributes entry per name with string operands,
-  // prefixes, suffixes or string range bounds, by name.
+  // prefixes, suffixes, case folds or string range bounds, by name.
   void FillStats(v1::Stats* stats) const;
 
   // Distinct strings of derived attribute `attribute` (0 if none).
@@ -146,6 +149,7 @@ class TypedAttributes {
     uint32_t strings = kNone;  // "$s:<name>"
     uint32_t any = kNone;      // "$any:<name>"
     uint32_t ordered = kNone;  // "$o:<name>"
+    uint32_t folded = kNone;   // "$i:<name>"
     // (L, id of "$p<L>:<name>"), by L.
     std::vector<std::pair<uint32_t, uint32_t>> prefixes;
     // (L, id of "$x<L>:<name>"), by L.

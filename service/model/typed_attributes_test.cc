@@ -202,6 +202,32 @@ TEST(TypedAttributes, SuffixesHoldAsDocumented) {
   EXPECT_EQ(f.MatchOne(Event({{"other", "cat.png"}})), (Ids{}));
 }
 
+// Issue 44: OP_EQUALS_IGNORE_CASE compares simple case folds
+// (case_fold.h), beside an exact EQ on the same name.
+TEST(TypedAttributes, EqualsIgnoreCaseHoldsAsDocumented) {
+  Front f;
+  const v1::Op kIcase = v1::OP_EQUALS_IGNORE_CASE;
+  ASSERT_TRUE(f.Subscribe(1, Spec({Str("name", kIcase, "Caf\xC3\xA9")})).ok());
+  ASSERT_TRUE(
+      f.Subscribe(2, Spec({Str("name", v1::OP_EQ, "caf\xC3\xA9")})).ok());
+  ASSERT_TRUE(f.Subscribe(3, Spec({Str("name", kIcase, "")})).ok());
+  ASSERT_TRUE(
+      f.Subscribe(4, Spec({Str("name", kIcase, "stra\xC3\x9F" "e")})).ok());
+  ASSERT_TRUE(f.Subscribe(5, Spec({Str("name", kIcase, "\xFF" "A")})).ok());
+
+  EXPECT_EQ(f.MatchOne(Event({{"name", "CAF\xC3\x89"}})), (Ids{1}));
+  EXPECT_EQ(f.MatchOne(Event({{"name", "caf\xC3\xA9"}})), (Ids{1, 2}));
+  EXPECT_EQ(f.MatchOne(Event({{"name", "cafe"}})), (Ids{}));
+  EXPECT_EQ(f.MatchOne(Event({{"name", ""}})), (Ids{3}));
+  // ẞ folds to ß; "SS" does not (simple folding).
+  EXPECT_EQ(f.MatchOne(Event({{"name", "STRA\xE1\xBA\x9E" "E"}})), (Ids{4}));
+  EXPECT_EQ(f.MatchOne(Event({{"name", "STRASSE"}})), (Ids{}));
+  // A byte that is not UTF-8 compares as it is; the letter after it folds.
+  EXPECT_EQ(f.MatchOne(Event({{"name", "\xFF" "a"}})), (Ids{5}));
+  EXPECT_EQ(f.MatchOne(Event({{"name", "\xFE" "a"}})), (Ids{}));
+  EXPECT_EQ(f.MatchOne(Event({{"name", "#0"}})), (Ids{}));  // an int64
+}
+
 v1::Predicate StrBetween(const std::string& name, const std::string& low,
                          const std::string& high) {
   v1::Predicate p = Str(name, v1::OP_BETWEEN, low);
@@ -316,6 +342,15 @@ TEST(TypedAttributes, DistinctStringsAreBoundedPerAttribute) {
               HasSubstr("subscriptions[0].predicates[0].string_value: "
                         "attribute \"t\" already has 2 distinct suffixes of "
                         "this length"));
+  // Case folds count apart too; "Q" and "q" are one fold.
+  const v1::Op kIcase = v1::OP_EQUALS_IGNORE_CASE;
+  EXPECT_TRUE(f.Subscribe(12, Spec({Str("t", kIcase, "Q")})).ok());
+  EXPECT_TRUE(f.Subscribe(13, Spec({Str("t", kIcase, "q")})).ok());
+  EXPECT_TRUE(f.Subscribe(14, Spec({Str("t", kIcase, "r")})).ok());
+  const absl::Status folds = f.Subscribe(15, Spec({Str("t", kIcase, "S")}));
+  EXPECT_EQ(folds.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(folds.message()),
+              HasSubstr("attribute \"t\" already has 2 distinct case folds"));
   const absl::Status bounds = f.Subscribe(7, Spec({Str("t", v1::OP_GT, "f")}));
   EXPECT_EQ(bounds.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(bounds.message()),
@@ -329,6 +364,7 @@ TEST(TypedAttributes, DistinctStringsAreBoundedPerAttribute) {
   EXPECT_EQ(stats.attributes(0).prefix_lengths(), 1u);
   EXPECT_EQ(stats.attributes(0).range_bounds(), 2u);
   EXPECT_EQ(stats.attributes(0).distinct_suffixes(), 3u);
+  EXPECT_EQ(stats.attributes(0).distinct_folded(), 2u);
   EXPECT_EQ(stats.attributes(0).suffix_lengths(), 2u);
   EXPECT_EQ(stats.attributes(1).name(), "u");
   EXPECT_EQ(stats.attributes(1).distinct_strings(), 1u);
@@ -369,13 +405,14 @@ TEST(TypedAttributes, RestoredFromNamesAndStrings) {
   *request.add_subscriptions() =
       Spec({Strs("t", v1::OP_IN, {"a", "b"}), Str("p", v1::OP_PREFIX, "/x"),
             Bare("c", v1::OP_NOT_EXISTS), Str("t", v1::OP_LT, "bb"),
-            StrBetween("p", "/a", "/z"), Str("p", v1::OP_SUFFIX, "y")});
+            StrBetween("p", "/a", "/z"), Str("p", v1::OP_SUFFIX, "y"),
+            Str("t", v1::OP_EQUALS_IGNORE_CASE, "B")});
   Interner subscribers(4);
   std::vector<SubscriptionInput> built;
   ASSERT_TRUE(BuildSubscriptions(request, &f.typed(), &subscribers, &built)
                   .ok());
-  // 2 codes, a prefix, 3 order bounds, a suffix
-  ASSERT_EQ(strings.size(), 7u);
+  // 2 codes, a prefix, 3 order bounds, a suffix, a case fold
+  ASSERT_EQ(strings.size(), 8u);
 
   Interner names(1 << 16);
   for (uint32_t id = 0; id < f.names().size(); ++id) {
@@ -410,8 +447,9 @@ TEST(TypedAttributes, RestoredFromNamesAndStrings) {
 // matched in cohorts, against the API's rules on the messages.
 TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
   static const char* const kNames[] = {"a", "b", "c", "d"};
-  static const char* const kStrings[] = {"",   "a",   "ab", "abc", "b",
-                                         "ba", "\xff", "a\xff", "abd"};
+  static const char* const kStrings[] = {
+      "",  "a",     "ab", "abc",        "b",         "ba",
+      "\xff", "a\xff", "abd", "A", "aB", "\xc3\x89", "\xc3\xa9"};
   uint64_t pairs = 0, matches = 0;
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     uint64_t state = seed;
@@ -421,7 +459,7 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
       z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
       return (z ^ (z >> 31)) % n;
     };
-    auto string_value = [&] { return std::string(kStrings[next(9)]); };
+    auto string_value = [&] { return std::string(kStrings[next(13)]); };
     auto int_value = [&] { return static_cast<int64_t>(next(7)) - 3; };
     auto predicate = [&] {
       v1::Predicate p;
@@ -431,9 +469,10 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
           v1::OP_EQ,     v1::OP_NE,     v1::OP_LT,     v1::OP_LE,
           v1::OP_GT,     v1::OP_GE,     v1::OP_BETWEEN, v1::OP_IN,
           v1::OP_NOT_IN, v1::OP_PREFIX, v1::OP_EXISTS, v1::OP_NOT_EXISTS,
-          v1::OP_SUFFIX};
-      v1::Op op = kOps[next(13)];
-      if (!strings && (op == v1::OP_PREFIX || op == v1::OP_SUFFIX)) {
+          v1::OP_SUFFIX, v1::OP_EQUALS_IGNORE_CASE};
+      v1::Op op = kOps[next(14)];
+      if (!strings && (op == v1::OP_PREFIX || op == v1::OP_SUFFIX ||
+                       op == v1::OP_EQUALS_IGNORE_CASE)) {
         op = v1::OP_NE;
       }
       p.set_op(op);

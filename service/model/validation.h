@@ -42,16 +42,16 @@ bool IsValidAttributeName(absl::string_view name);
 
 // ValidateSubscribe()
 //
-// OK iff every subscription of `request` may be added: at most
-// limits.max_batch subscriptions (none is fine); each with a subscriber name
-// of 1 to limits.max_subscriber_bytes bytes and no control characters, and 1
-// to limits.max_predicates predicates; each predicate with a valid attribute
-// name, an op from OP_EQ to OP_SUFFIX, the operand its op takes (the
+// OK iff every subscription of `request` may be added: at most limits.max_batch
+// subscriptions (none is fine); each with a subscriber name of 1 to
+// limits.max_subscriber_bytes bytes and no control characters, and 1 to
+// limits.max_predicates predicates; each predicate with a valid attribute name,
+// an op from OP_EQ to OP_EQUALS_IGNORE_CASE, the operand its op takes (the
 // table in pubsub.proto's Predicate), strings of at most
-// limits.max_string_bytes, lists of 1 to limits.max_set_size values, and
-// value <= upper for OP_BETWEEN (strings in byte order; `upper` is ignored
-// for the other ops). Else INVALID_ARGUMENT for the first problem found, in
-// request order.
+// limits.max_string_bytes, lists of 1 to limits.max_set_size values, and value
+// <= upper for OP_BETWEEN (strings in byte order; `upper` is ignored for the
+// other ops). Else INVALID_ARGUMENT for the first problem found, in request
+// order.
 absl::Status ValidateSubscribe(const v1::SubscribeRequest& request,
                                const Limits& limits);
 

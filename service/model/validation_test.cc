@@ -109,8 +109,8 @@ void ExpectRejected(
 
 const char kOpList[] =
     "is not an operator; use OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, "
-    "OP_BETWEEN, OP_IN, OP_NOT_IN, OP_PREFIX, OP_SUFFIX, OP_EXISTS or "
-    "OP_NOT_EXISTS";
+    "OP_BETWEEN, OP_IN, OP_NOT_IN, OP_PREFIX, OP_SUFFIX, "
+    "OP_EQUALS_IGNORE_CASE, OP_EXISTS or OP_NOT_EXISTS";
 constexpr absl::StatusCode kInvalid = absl::StatusCode::kInvalidArgument;
 
 TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
@@ -126,10 +126,10 @@ TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
        kInvalid,
        {absl::StrCat("subscriptions[1].predicates[1].op: unknown value 99 ",
                      kOpList)}},
-      {"op 14, just past OP_SUFFIX",
-       [](R* r) { PredicateOf(r, 0, 0)->set_op(static_cast<v1::Op>(14)); },
+      {"op 15, just past OP_EQUALS_IGNORE_CASE",
+       [](R* r) { PredicateOf(r, 0, 0)->set_op(static_cast<v1::Op>(15)); },
        kInvalid,
-       {"subscriptions[0].predicates[0].op: unknown value 14"}},
+       {"subscriptions[0].predicates[0].op: unknown value 15"}},
       // Issue 19: operands by op, string and list limits.
       {"IN with a single value",
        [](R* r) { PredicateOf(r, 0, 0)->set_op(v1::OP_IN); },
@@ -236,6 +236,19 @@ TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
        kInvalid,
        {"subscriptions[1].predicates[0]: OP_SUFFIX needs a string_value "
         "operand, got string_values"}},
+      {"EQUALS_IGNORE_CASE of an int64",
+       [](R* r) { PredicateOf(r, 3, 1)->set_op(v1::OP_EQUALS_IGNORE_CASE); },
+       kInvalid,
+       {"subscriptions[3].predicates[1]: OP_EQUALS_IGNORE_CASE needs a "
+        "string_value operand, got value"}},
+      {"EQUALS_IGNORE_CASE of 257 bytes",
+       [](R* r) {
+         PredicateOf(r, 1, 0)->set_op(v1::OP_EQUALS_IGNORE_CASE);
+         PredicateOf(r, 1, 0)->set_string_value(std::string(257, 'A'));
+       },
+       kInvalid,
+       {"subscriptions[1].predicates[0].string_value: 257 bytes; the limit "
+        "is 256 (--max_string_bytes)"}},
       {"SUFFIX of 257 bytes",
        [](R* r) {
          PredicateOf(r, 2, 0)->set_op(v1::OP_SUFFIX);

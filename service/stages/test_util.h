@@ -94,17 +94,19 @@ inline int64_t RandomValue(Rng& rng, int domain) {
 
 inline std::string AttributeName(int i) { return absl::StrCat("a", i); }
 
-// A few strings, some prefixes or suffixes of others, one with a byte
-// above 0x7f.
+// A few strings, some prefixes or suffixes of others, some equal to
+// others but for case ("\xc3\x89" is É, "\xc3\xa9" é), one with a byte
+// that is not UTF-8.
 inline std::string RandomString(Rng& rng) {
-  static const char* const kStrings[] = {"",  "a",  "ab",     "abc",
-                                         "b", "bc", "\xff", "b\xff"};
-  return kStrings[rng() % 8];
+  static const char* const kStrings[] = {
+      "",       "a", "ab", "abc", "b",          "bc",
+      "\xff", "b\xff", "A", "aB", "\xc3\x89", "\xc3\xa9"};
+  return kStrings[rng() % 12];
 }
 
 // One predicate in three is typed (issue 19): a string operand (EQ, NE,
-// IN, NOT_IN, PREFIX, SUFFIX, LT, GE, BETWEEN), an int64 set, or EXISTS /
-// NOT_EXISTS.
+// IN, NOT_IN, PREFIX, SUFFIX, EQUALS_IGNORE_CASE, LT, GE, BETWEEN), an
+// int64 set, or EXISTS / NOT_EXISTS.
 inline v1::Predicate RandomPredicate(Rng& rng, int attributes, int domain) {
   v1::Predicate p;
   p.set_attribute(AttributeName(static_cast<int>(rng() % attributes)));
@@ -112,10 +114,12 @@ inline v1::Predicate RandomPredicate(Rng& rng, int attributes, int domain) {
     static const v1::Op kOps[] = {
         v1::OP_EQ,     v1::OP_NE,     v1::OP_IN,         v1::OP_NOT_IN,
         v1::OP_PREFIX, v1::OP_EXISTS, v1::OP_NOT_EXISTS, v1::OP_LT,
-        v1::OP_GE,     v1::OP_BETWEEN, v1::OP_SUFFIX};
-    p.set_op(kOps[rng() % 11]);
+        v1::OP_GE,     v1::OP_BETWEEN, v1::OP_SUFFIX,
+        v1::OP_EQUALS_IGNORE_CASE};
+    p.set_op(kOps[rng() % 12]);
     const bool strings = rng() % 4 != 0 || p.op() == v1::OP_PREFIX ||
-                         p.op() == v1::OP_SUFFIX;
+                         p.op() == v1::OP_SUFFIX ||
+                         p.op() == v1::OP_EQUALS_IGNORE_CASE;
     switch (p.op()) {
       case v1::OP_EXISTS:
       case v1::OP_NOT_EXISTS:

@@ -23,7 +23,7 @@ STRING_ATTRIBUTES = ["s0", "s1"]
 MIXED = "m"  # sent as an int64 by some events, as a string by others
 STRINGS = [
     b"", b"a", b"ab", b"abc", b"b", b"ba", b"\xff", b"\x00", b"a\xff",
-    "é".encode(), b"z"
+    "é".encode(), b"z", b"A", b"aB", "É".encode(), "\u212a".encode()
 ]
 
 
@@ -44,7 +44,7 @@ def random_predicate(rng: random.Random) -> Filter:
     strings = (name in STRING_ATTRIBUTES or
                (name == MIXED and rng.random() < 0.5) or rng.random() < 0.1)
     a = F(name)
-    kind = rng.randrange(13)
+    kind = rng.randrange(14)
     v = random_operand(rng, strings)
     if kind < 6:
         return [a.__eq__, a.__ne__, a.__lt__, a.__le__, a.__gt__,
@@ -62,6 +62,8 @@ def random_predicate(rng: random.Random) -> Filter:
         return a.prefix(rng.choice(STRINGS[:6]))
     if kind == 12:
         return a.suffix(rng.choice(STRINGS))
+    if kind == 13:
+        return a.equals_ignore_case(rng.choice(STRINGS))
     return a.exists() if kind == 10 else a.not_exists()
 
 

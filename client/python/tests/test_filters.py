@@ -58,6 +58,8 @@ def test_between_isin_not_in_prefix_exists() -> None:
     x = only(F("f").suffix(".png"))
     assert (x.op, x.string_value) == (pb.OP_SUFFIX, b".png")
     assert only(F("f").endswith(b"\xff")).string_value == b"\xff"
+    c = only(F("n").equals_ignore_case("Alice"))
+    assert (c.op, c.string_value) == (pb.OP_EQUALS_IGNORE_CASE, b"Alice")
     e, ne = only(F("c").exists()), only(F("c").not_exists())
     assert (e.op, e.WhichOneof("operand"), ne.op) == (pb.OP_EXISTS, None,
                                                       pb.OP_NOT_EXISTS)
@@ -228,6 +230,21 @@ Event = Dict[str, Union[int, str, bytes]]
         (F("f").suffix(""), {
             "f": 5
         }, False),  # no suffix of an int
+        (F("n").equals_ignore_case("CAFÉ"), {
+            "n": "café"
+        }, True),
+        (F("n").equals_ignore_case("k"), {
+            "n": "\u212a"
+        }, True),  # the Kelvin sign folds to k
+        (F("n").equals_ignore_case("straße"), {
+            "n": "STRASSE"
+        }, False),  # simple folding: one code point to one
+        (F("n").equals_ignore_case(b"\xffA"), {
+            "n": b"\xffa"
+        }, True),  # not UTF-8: the byte as it is, the letter folded
+        (F("n").equals_ignore_case("1"), {
+            "n": 1
+        }, False),
         (F("c").exists(), {
             "c": 0
         }, True),

@@ -34,7 +34,7 @@ def test_text_round_trips_through_the_printed_form(client: cohort.Client,
 def test_parse_gives_the_builders_predicates(client: cohort.Client) -> None:
     f = ((F("price") <= 500) & (F("type") == "order") &
          F("region").isin(["eu", "us"]) & F("p").prefix(b"/\xff") &
-         F("f").suffix(".png") &
+         F("f").suffix(".png") & F("u").equals_ignore_case("Bob") &
          F("n").between(-5, 5) & F("c").not_exists() & F("k").not_in([1, 2]) &
          F("e").exists() & (F("s") > "m") & (F("t") != -1))
     assert client.parse_filter(str(f)) == list(f.predicates)
@@ -54,7 +54,7 @@ def random_filter(rng: random.Random) -> Filter:
         a = F(rng.choice(["a", "b_1", "c.d", "E-f", "_"]))
         strings = rng.random() < 0.5
         v = random_value(rng, strings)
-        kind = rng.randrange(11)
+        kind = rng.randrange(12)
         if kind < 6:
             parts.append(
                 [a.__eq__, a.__ne__, a.__lt__, a.__le__, a.__gt__,
@@ -68,9 +68,10 @@ def random_filter(rng: random.Random) -> Filter:
             ]
             parts.append(
                 a.isin(values) if rng.random() < 0.5 else a.not_in(values))
-        elif kind in (8, 10):
+        elif kind in (8, 10, 11):
             affix = bytes(rng.randrange(256) for _ in range(rng.randrange(4)))
-            parts.append(a.prefix(affix) if kind == 8 else a.suffix(affix))
+            build = {8: a.prefix, 10: a.suffix, 11: a.equals_ignore_case}
+            parts.append(build[kind](affix))
         else:
             parts.append(a.exists() if rng.random() < 0.5 else a.not_exists())
     result = parts[0]
@@ -92,7 +93,7 @@ def test_syntax_error_is_invalid_argument_with_carets(
         client.parse_filter("price is 5")
     assert e.value.details == (
         'filter: column 7: expected an operator (=, !=, <, <=, >, >=, '
-        'between, in, not in, prefix, suffix), got "is"\n'
+        'between, in, not in, prefix, suffix, equals-ignore-case), got "is"\n'
         '  price is 5\n        ^^')
     with pytest.raises(cohort.InvalidArgument, match="column 9"):
         client.parse_filter("price <=")

@@ -128,8 +128,8 @@ class F:
     """An attribute, to compare: F("price") <= 500 is a one-predicate Filter.
 
     Operators: == != < <= > >=, and the methods between, isin, not_in,
-    prefix (also startswith), suffix (also endswith), exists and
-    not_exists. Values: int, str or bytes.
+    prefix (also startswith), suffix (also endswith), equals_ignore_case,
+    exists and not_exists. Values: int, str or bytes.
     """
 
     __slots__ = ("attribute",)
@@ -232,6 +232,12 @@ class F:
 
     endswith = suffix
 
+    def equals_ignore_case(self, value: Union[str, bytes]) -> Filter:
+        """x is a string equal to value but for case: Unicode simple case
+        folding of both (OP_EQUALS_IGNORE_CASE; pubsub.proto says more)."""
+        return self._affix(pb.OP_EQUALS_IGNORE_CASE, "equals_ignore_case",
+                           value)
+
     def exists(self) -> Filter:
         """The event carries the attribute, of either type (OP_EXISTS)."""
         return Filter((pb.Predicate(attribute=self.attribute,
@@ -309,6 +315,8 @@ def format_predicate(p: pb.Predicate) -> str:
         return f"{name} prefix {format_string(p.string_value)}"
     if p.op == pb.OP_SUFFIX:
         return f"{name} suffix {format_string(p.string_value)}"
+    if p.op == pb.OP_EQUALS_IGNORE_CASE:
+        return f"{name} equals-ignore-case {format_string(p.string_value)}"
     if p.op == pb.OP_EXISTS:
         return f"exists {name}"
     if p.op == pb.OP_NOT_EXISTS:

@@ -14,13 +14,15 @@ attribute (so NE and NOT_IN do not match an event lacking it); an int64
 operand never matches a string value or the reverse; strings compare byte
 by byte, unsigned (Python's bytes order); EXISTS holds for a value of either
 type; a comparison without an operand compares with the int64 0, and an
-attribute without a value is the int64 0.
+attribute without a value is the int64 0. EQUALS_IGNORE_CASE compares the
+simple case folds of both strings (fold_case).
 """
 
 from __future__ import annotations
 
 from typing import Callable, Dict, Iterable, Mapping, Optional, Union
 
+from cohort._casefold import FOLD
 from cohort._convert import EventLike, attributes_of, fill_event
 from cohort._filters import Filter
 from cohort.v1 import pubsub_pb2 as pb
@@ -39,6 +41,15 @@ def _event_values(event: EventLike) -> Mapping[str, Scalar]:
 def _operand(p: pb.Predicate) -> Scalar:
     return p.string_value if p.WhichOneof(
         "operand") == "string_value" else p.value
+
+
+def fold_case(value: bytes) -> bytes:
+    """value with Unicode's simple case folding applied to its UTF-8 code
+    points, as the server folds for OP_EQUALS_IGNORE_CASE; bytes that are
+    not well-formed UTF-8 stay as they are."""
+    text = value.decode("utf-8", "surrogateescape")
+    folded = "".join(chr(FOLD.get(ord(c), ord(c))) for c in text)
+    return folded.encode("utf-8", "surrogateescape")
 
 
 def _compare(x: Scalar, y: Scalar) -> Optional[int]:
@@ -82,6 +93,9 @@ def _holds(p: pb.Predicate, x: Optional[Scalar]) -> bool:
         return isinstance(x, bytes) and x.startswith(p.string_value)
     if op == pb.OP_SUFFIX:
         return isinstance(x, bytes) and x.endswith(p.string_value)
+    if op == pb.OP_EQUALS_IGNORE_CASE:
+        return isinstance(x, bytes) and fold_case(x) == fold_case(
+            p.string_value)
     c = _compare(x, _operand(p))
     if c is None:
         return False  # an operand of the other type never holds
