@@ -132,6 +132,20 @@ check "equals-ignore-case folds both sides" \
   grep -q "^who=\"ZO\\\\xC3\\\\x8B\"	matched 1	${icase_id}$" <<<"${out}"
 check "... and keeps the letters apart" \
   grep -q "^who=\"zoe\"	matched 0	$" <<<"${out}"
+out=$(cohort subscribe --subscriber=bob 'file not suffix ".tmp"' 2>&1)
+not_suffix_id=$(cut -f1 <<<"${out}")
+out=$(cohort publish --ids 'file="a.txt"' 'file="a.tmp"' 'file="tmp"')
+check "not suffix holds for another ending" \
+  grep -q "^file=\"a.txt\"	matched 1	${not_suffix_id}$" <<<"${out}"
+check "... not for the excluded one" \
+  grep -q "^file=\"a.tmp\"	matched 0	$" <<<"${out}"
+check "... and for a string shorter than it" \
+  grep -q "^file=\"tmp\"	matched 1	${not_suffix_id}$" <<<"${out}"
+out=$(cohort subscribe --subscriber=bob 'file not prefix ""' 2>&1)
+check "an empty excluded prefix exits 1" test $? -eq 1
+check "... naming the field and the rule" grep -q \
+  'predicates\[0\].string_value: empty; OP_NOT_PREFIX needs 1 byte or more' \
+  <<<"${out}"
 out=$(cohort stats)
 header="^attribute  *strings  *prefixes prefix lengths  *range bounds"
 check "stats lists the string attributes" \
@@ -142,8 +156,8 @@ check "... path with 1 prefix of 1 length" \
   grep -q "^path  *0  *1  *1  *0  *0  *0  *0$" <<<"${out}"
 check "... name with the 2 bounds of its range" \
   grep -q "^name  *0  *0  *0  *2  *0  *0  *0$" <<<"${out}"
-check "... file with 1 suffix of 1 length" \
-  grep -q "^file  *0  *0  *0  *0  *1  *1  *0$" <<<"${out}"
+check "... file with 2 suffixes of 2 lengths (one excluded)" \
+  grep -q "^file  *0  *0  *0  *0  *2  *2  *0$" <<<"${out}"
 check "... who with 1 case fold" \
   grep -q "^who  *0  *0  *0  *0  *0  *0  *1$" <<<"${out}"
 

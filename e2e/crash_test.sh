@@ -53,13 +53,19 @@ start_server() {
 # what was acknowledged, until killed.
 client() {
   local n=$1 cycle=$2 i=0 out k
+  # The string operators with derived attributes of their own (prefixes,
+  # suffixes, case folds, excluded prefixes and suffixes): recovery must
+  # rebuild each.
+  local strings='region prefix "eu" and region suffix "west" and region'
+  strings+=' equals-ignore-case "EU-West" and region not prefix "us" and'
+  strings+=' region not suffix "east" and not exists coupon'
   while :; do
     i=$((i + 1))
     k=$(((cycle * 100 + n) * 100000 + i * 3))
     echo "T ${k}" >>"${attempts}"
     out=$("${COHORT}" subscribe --server="127.0.0.1:${port}" --subscriber="c${n}" \
       "k = ${k}" "k = $((k + 1)) and w >= 0" \
-      "k = $((k + 2)) and region prefix \"eu\" and region suffix \"west\" and region equals-ignore-case \"EU-West\" and not exists coupon" \
+      "k = $((k + 2)) and ${strings}" \
       2>/dev/null) || continue
     # Acknowledged: the three ids, in order.
     local j=0
@@ -91,8 +97,7 @@ for line in open(acked_path):
         if parts[3] == "1":
             middle.add(int(parts[1]))  # "k = K and w >= 0": needs w
         if parts[3] == "2":
-            # strings: region prefix "eu", suffix "west", "EU-West" but for
-            # case, no coupon
+            # the string operators, which region="eu-west" satisfies
             third.add(int(parts[1]))
     elif parts[0] == "D":
         doubtful_k.add(int(parts[2]) - int(parts[3]))

@@ -482,8 +482,10 @@ class Parser {
   // "suffix" or "equals-ignore-case".
   absl::Status Between(const Token& keyword, v1::Predicate* out);
   absl::Status In(const Token& keyword, v1::Predicate* out);
-  absl::Status NotIn(const Token& keyword, v1::Predicate* out);
-  // "prefix", "suffix" and "equals-ignore-case": `op` with a string.
+  // "not in", "not prefix" and "not suffix".
+  absl::Status Not(const Token& keyword, v1::Predicate* out);
+  // "prefix", "suffix", "equals-ignore-case", "not prefix" and "not
+  // suffix": `op` with a string.
   absl::Status Affix(const Token& keyword, v1::Op op, v1::Predicate* out);
   // Reads "[" value { "," value } "]" into `out` as the list of `op`
   // (spelled `spelling` in messages).
@@ -593,7 +595,7 @@ absl::Status Parser::Predicate(v1::Predicate* out) {
   const Token& op = Next();
   if (IsWord(op, "between")) return Between(op, out);
   if (IsWord(op, "in")) return In(op, out);
-  if (IsWord(op, "not")) return NotIn(op, out);
+  if (IsWord(op, "not")) return Not(op, out);
   if (IsWord(op, "prefix")) return Affix(op, v1::OP_PREFIX, out);
   if (IsWord(op, "suffix")) return Affix(op, v1::OP_SUFFIX, out);
   if (IsWord(op, "equals-ignore-case")) {
@@ -654,8 +656,10 @@ absl::Status Parser::In(const Token& keyword, v1::Predicate* out) {
   return Bounds(*lower, *upper, first, last, out);
 }
 
-absl::Status Parser::NotIn(const Token& keyword, v1::Predicate* out) {
+absl::Status Parser::Not(const Token& keyword, v1::Predicate* out) {
   const Token& in = Next();
+  if (IsWord(in, "prefix")) return Affix(in, v1::OP_NOT_PREFIX, out);
+  if (IsWord(in, "suffix")) return Affix(in, v1::OP_NOT_SUFFIX, out);
   if (!IsWord(in, "in")) {
     const std::string hint =
         IsWord(in, "exists")
@@ -663,8 +667,10 @@ absl::Status Parser::NotIn(const Token& keyword, v1::Predicate* out) {
                            "exists ",
                            out->attribute())
             : "";
-    return Error(in, absl::StrCat("expected \"in\" after ", Describe(keyword),
-                                  ", got ", Describe(in), hint));
+    return Error(in, absl::StrCat("expected \"in\", \"prefix\" or \"suffix\" "
+                                  "after ",
+                                  Describe(keyword), ", got ", Describe(in),
+                                  hint));
   }
   return List(v1::OP_NOT_IN, "not in", out);
 }

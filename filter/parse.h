@@ -33,6 +33,8 @@
 //                 | name "prefix" string                 OP_PREFIX
 //                 | name "suffix" string                 OP_SUFFIX
 //                 | name "equals-ignore-case" string     OP_EQUALS_IGNORE_CASE
+//                 | name "not" "prefix" string           OP_NOT_PREFIX
+//                 | name "not" "suffix" string           OP_NOT_SUFFIX
 //                 | "exists" name                        OP_EXISTS
 //                 | "not" "exists" name                  OP_NOT_EXISTS
 //   op           := "=" | "==" | "!=" | "<>" | "<" | "<=" | ">" | ">="

@@ -214,6 +214,10 @@ const ValidCase kValidSubscriptions[] = {
     {"name equals-ignore-case \"Alice\"",
      {"name OP_EQUALS_IGNORE_CASE \"Alice\" -"}},
     {"name EQUALS-Ignore-Case \"\"", {"name OP_EQUALS_IGNORE_CASE \"\" -"}},
+    // NOT PREFIX and NOT SUFFIX: anything-but a prefix or a suffix.
+    {"path not prefix \"/int/\"", {"path OP_NOT_PREFIX \"/int/\" -"}},
+    {"f NOT Suffix \".tmp\", not not suffix \"x\"",
+     {"f OP_NOT_SUFFIX \".tmp\" -", "not OP_NOT_SUFFIX \"x\" -"}},
     // EXISTS and NOT EXISTS: no operand.
     {"exists coupon", {"coupon OP_EXISTS - -"}},
     {"EXISTS coupon", {"coupon OP_EXISTS - -"}},
@@ -549,7 +553,11 @@ const ErrorCase kTypedErrors[] = {
      "expected \"[\" to start the list of \"not in\" (\"not in [1, 2]\"), got "
      "\"5\""},
     {kSub, "x not 5",
-           "      ^", 7, "expected \"in\" after \"not\", got \"5\""},
+           "      ^", 7,
+     "expected \"in\", \"prefix\" or \"suffix\" after \"not\", got \"5\""},
+    {kSub, "x not prefix 5",
+           "             ^", 14,
+     "expected a string after \"prefix\", got the integer 5"},
     // PREFIX.
     {kSub, "path prefix 5",
            "            ^", 13,
@@ -604,7 +612,8 @@ const ErrorCase kTypedErrors[] = {
      "coupon"},
     {kSub, "coupon not exists",
            "           ^^^^^^", 12,
-     "expected \"in\" after \"not\", got \"exists\"; \"not exists\" goes "
+     "expected \"in\", \"prefix\" or \"suffix\" after \"not\", got "
+     "\"exists\"; \"not exists\" goes "
      "before the name: not exists coupon"},
     {kSub, "exists",
            "      ^", 7, "expected an attribute name, got end of input"},
@@ -766,6 +775,8 @@ TEST(FormatPredicate, WritesTheCanonicalForm) {
       {"path PREFIX \"/api/\"", "path prefix \"/api/\""},
       {"file SUFFIX \".png\"", "file suffix \".png\""},
       {"n Equals-Ignore-Case \"x\"", "n equals-ignore-case \"x\""},
+      {"p NOT PREFIX \"/\"", "p not prefix \"/\""},
+      {"p not  suffix \"/\"", "p not suffix \"/\""},
       {"EXISTS coupon", "exists coupon"},
       {"Not Exists coupon", "not exists coupon"},
       {"s = \"a\\tb\\\\\\\"\\x7f\"", "s = \"a\\x09b\\\\\\\"\\x7F\""},
@@ -824,7 +835,7 @@ class RandomMessages {
   v1::Predicate Predicate() {
     v1::Predicate p;
     p.set_attribute(Name());
-    p.set_op(static_cast<v1::Op>(Uniform(1, 14)));
+    p.set_op(static_cast<v1::Op>(Uniform(1, 16)));
     const bool is_string = Uniform(0, 1) == 1;
     switch (p.op()) {
       case v1::OP_BETWEEN:
@@ -853,6 +864,8 @@ class RandomMessages {
       case v1::OP_PREFIX:
       case v1::OP_SUFFIX:
       case v1::OP_EQUALS_IGNORE_CASE:
+      case v1::OP_NOT_PREFIX:
+      case v1::OP_NOT_SUFFIX:
         p.set_string_value(String());
         break;
       case v1::OP_EXISTS:

@@ -72,6 +72,14 @@ bool ApiHolds(const v1::Predicate& p, const v1::Event& event) {
     return event_string && operand_string &&
            absl::EndsWith(found->string_value(), p.string_value());
   }
+  if (p.op() == v1::OP_NOT_PREFIX) {
+    return event_string && operand_string &&
+           !absl::StartsWith(found->string_value(), p.string_value());
+  }
+  if (p.op() == v1::OP_NOT_SUFFIX) {
+    return event_string && operand_string &&
+           !absl::EndsWith(found->string_value(), p.string_value());
+  }
   if (p.op() == v1::OP_EQUALS_IGNORE_CASE) {
     return event_string && operand_string &&
            FoldCase(found->string_value()) == FoldCase(p.string_value());

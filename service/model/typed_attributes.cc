@@ -99,8 +99,8 @@ absl::StatusOr<uint32_t> TypedAttributes::DerivedId(absl::string_view field,
   if (role == 'a' && d.any != kNone) return d.any;
   if (role == 'o' && d.ordered != kNone) return d.ordered;
   if (role == 'i' && d.folded != kNone) return d.folded;
-  if (role == 'p' || role == 'x') {
-    for (const auto& [l, id] : role == 'p' ? d.prefixes : d.suffixes) {
+  if (role == 'p' || role == 'x' || role == 'P' || role == 'X') {
+    for (const auto& [l, id] : d.Lengths(role)) {
       if (l == length) return id;
     }
   }
@@ -116,7 +116,9 @@ absl::StatusOr<uint32_t> TypedAttributes::DerivedId(absl::string_view field,
       derived_name = absl::StrCat("$o:", name);
       break;
     case 'x':
-      derived_name = absl::StrCat("$x", length, ":", name);
+    case 'P':
+    case 'X':
+      derived_name = absl::StrCat("$", std::string(1, role), length, ":", name);
       break;
     case 'i':
       derived_name = absl::StrCat("$i:", name);
@@ -160,9 +162,11 @@ void TypedAttributes::Adopt(uint32_t id, absl::string_view name) {
     dictionaries_[id];
     orders_[id];
   } else if (uint32_t length = 0;
-             (absl::StartsWith(role, "p") || absl::StartsWith(role, "x")) &&
+             !role.empty() &&
+             absl::string_view("pxPX").find(role[0]) !=
+                 absl::string_view::npos &&
              absl::SimpleAtoi(role.substr(1), &length)) {
-    auto& lengths = role[0] == 'p' ? d.prefixes : d.suffixes;
+    auto& lengths = d.Lengths(role[0]);
     lengths.emplace_back(length, id);
     std::sort(lengths.begin(), lengths.end());
     dictionaries_[id];
@@ -182,6 +186,8 @@ absl::StatusOr<int64_t> TypedAttributes::InternString(
         " distinct ",
         absl::StartsWith(derived, "$p")   ? "prefixes of this length"
         : absl::StartsWith(derived, "$x") ? "suffixes of this length"
+        : absl::StartsWith(derived, "$P") ? "excluded prefixes of this length"
+        : absl::StartsWith(derived, "$X") ? "excluded suffixes of this length"
         : absl::StartsWith(derived, "$i") ? "case folds"
                                           : "strings",
         " named by subscriptions; the limit is ", max_distinct_strings_,
@@ -289,22 +295,28 @@ absl::Status TypedAttributes::Lower(absl::string_view field,
       }
       break;
     case v1::OP_PREFIX:
-    case v1::OP_SUFFIX: {  // EQ on the first (last) L bytes' code
-      const std::string& affix = p.string_value();
+    case v1::OP_SUFFIX:
+    case v1::OP_NOT_PREFIX:
+    case v1::OP_NOT_SUFFIX: {  // EQ (NE) on the first (last) L bytes' code
+      const std::string& affix = p.string_value();  // NOT_*: not empty
       if (affix.empty()) {  // any string value
         if (absl::Status s = string_attribute(); !s.ok()) return s;
         q.op = matcher::Op::kExists;
         break;
       }
+      const char role = p.op() == v1::OP_PREFIX       ? 'p'
+                        : p.op() == v1::OP_SUFFIX     ? 'x'
+                        : p.op() == v1::OP_NOT_PREFIX ? 'P'
+                                                      : 'X';
       const uint32_t length = static_cast<uint32_t>(affix.size());
-      absl::StatusOr<uint32_t> id = DerivedId(
-          field, *plain, name, p.op() == v1::OP_PREFIX ? 'p' : 'x', length);
+      absl::StatusOr<uint32_t> id =
+          DerivedId(field, *plain, name, role, length);
       if (!id.ok()) return id.status();
       absl::StatusOr<int64_t> code = InternString(
           absl::StrCat(field, ".string_value"), *id, name, affix);
       if (!code.ok()) return code.status();
       q.attribute = *id;
-      q.op = matcher::Op::kEq;
+      q.op = role == 'p' || role == 'x' ? matcher::Op::kEq : matcher::Op::kNe;
       q.value = *code;
       break;
     }
@@ -445,6 +457,22 @@ void TypedAttributes::Encode(
               {suffix, Code(dictionaries_.find(suffix)->second,
                             s.substr(s.size() - length))});
         }
+        // Excluded prefixes and suffixes: a string shorter than L carries
+        // the code of the empty string, which no L-byte string has, so
+        // that NE holds for it.
+        for (const auto& [length, excluded] : d->not_prefixes) {
+          record.push_back(
+              {excluded, Code(dictionaries_.find(excluded)->second,
+                              length > s.size() ? absl::string_view()
+                                                : s.substr(0, length))});
+        }
+        for (const auto& [length, excluded] : d->not_suffixes) {
+          record.push_back(
+              {excluded,
+               Code(dictionaries_.find(excluded)->second,
+                    length > s.size() ? absl::string_view()
+                                      : s.substr(s.size() - length))});
+        }
       }
       if (d != nullptr && d->any != kNone) record.push_back({d->any, 0});
     }
@@ -510,6 +538,7 @@ void TypedAttributes::FillStats(v1::Stats* stats) const {
     for (uint32_t plain = 0; plain < derived_.size(); ++plain) {
       const Derived& d = derived_[plain];
       if (d.strings == kNone && d.prefixes.empty() && d.suffixes.empty() &&
+          d.not_prefixes.empty() && d.not_suffixes.empty() &&
           d.ordered == kNone && d.folded == kNone) {
         continue;
       }
@@ -519,18 +548,25 @@ void TypedAttributes::FillStats(v1::Stats* stats) const {
         entry.set_distinct_strings(
             dictionaries_.find(d.strings)->second.size());
       }
-      uint64_t prefixes = 0;
-      for (const auto& [length, id] : d.prefixes) {
-        prefixes += dictionaries_.find(id)->second.size();
-      }
+      // Distinct strings over the derived attributes of one role pair
+      // (prefixes and excluded ones), and how many there are.
+      const auto count = [&](const LengthIds& a, const LengthIds& b) {
+        uint64_t n = 0;
+        for (const LengthIds* lengths : {&a, &b}) {
+          for (const auto& [length, id] : *lengths) {
+            n += dictionaries_.find(id)->second.size();
+          }
+        }
+        return std::make_pair(n, static_cast<uint32_t>(a.size() + b.size()));
+      };
+      const auto [prefixes, prefix_lengths] =
+          count(d.prefixes, d.not_prefixes);
       entry.set_distinct_prefixes(prefixes);
-      entry.set_prefix_lengths(static_cast<uint32_t>(d.prefixes.size()));
-      uint64_t suffixes = 0;
-      for (const auto& [length, id] : d.suffixes) {
-        suffixes += dictionaries_.find(id)->second.size();
-      }
+      entry.set_prefix_lengths(prefix_lengths);
+      const auto [suffixes, suffix_lengths] =
+          count(d.suffixes, d.not_suffixes);
       entry.set_distinct_suffixes(suffixes);
-      entry.set_suffix_lengths(static_cast<uint32_t>(d.suffixes.size()));
+      entry.set_suffix_lengths(suffix_lengths);
       if (d.folded != kNone) {
         entry.set_distinct_folded(dictionaries_.find(d.folded)->second.size());
       }

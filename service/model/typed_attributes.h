@@ -22,6 +22,13 @@
 //                     the same way: OP_SUFFIX as OP_PREFIX is, from the
 //                     other end (issue 44). The empty suffix is EXISTS on
 //                     "$s:<name>" too.
+//   "$P<L>:<name>",   as "$p<L>:" and "$x<L>:", for OP_NOT_PREFIX and
+//   "$X<L>:<name>"    OP_NOT_SUFFIX (NE on the code), except that an event
+//                     string shorter than L carries the code of the empty
+//                     string, which no L-byte string has, so NE holds for
+//                     it. Apart from "$p"/"$x", so that events need not
+//                     carry that code for the attributes of OP_PREFIX and
+//                     OP_SUFFIX alone.
 //   "$i:<name>"       the case folds of the name's string values
 //                     (case_fold.h), coded the same way:
 //                     OP_EQUALS_IGNORE_CASE is an equality on it.
@@ -144,16 +151,31 @@ class TypedAttributes {
 
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
+  // (L, id of a derived attribute of L-byte prefixes or suffixes), by L.
+  using LengthIds = std::vector<std::pair<uint32_t, uint32_t>>;
   // The derived attributes of one name (by the name's own id).
   struct Derived {
     uint32_t strings = kNone;  // "$s:<name>"
     uint32_t any = kNone;      // "$any:<name>"
     uint32_t ordered = kNone;  // "$o:<name>"
     uint32_t folded = kNone;   // "$i:<name>"
-    // (L, id of "$p<L>:<name>"), by L.
-    std::vector<std::pair<uint32_t, uint32_t>> prefixes;
-    // (L, id of "$x<L>:<name>"), by L.
-    std::vector<std::pair<uint32_t, uint32_t>> suffixes;
+    LengthIds prefixes;      // "$p<L>:<name>"
+    LengthIds suffixes;      // "$x<L>:<name>"
+    LengthIds not_prefixes;  // "$P<L>:<name>"
+    LengthIds not_suffixes;  // "$X<L>:<name>"
+    // The lengths of `role` ('p', 'x', 'P' or 'X').
+    LengthIds& Lengths(char role) {
+      switch (role) {
+        case 'p':
+          return prefixes;
+        case 'x':
+          return suffixes;
+        case 'P':
+          return not_prefixes;
+        default:
+          return not_suffixes;
+      }
+    }
   };
   // The strings of one derived attribute, by code.
   using Dictionary = absl::flat_hash_map<int64_t, std::string>;

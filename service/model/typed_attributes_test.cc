@@ -228,6 +228,38 @@ TEST(TypedAttributes, EqualsIgnoreCaseHoldsAsDocumented) {
   EXPECT_EQ(f.MatchOne(Event({{"name", "#0"}})), (Ids{}));  // an int64
 }
 
+// Issue 44: OP_NOT_PREFIX and OP_NOT_SUFFIX (anything-but prefix and
+// suffix) hold for strings shorter than their operand, and apart from
+// OP_PREFIX of the same length.
+TEST(TypedAttributes, ExcludedPrefixesAndSuffixesHoldAsDocumented) {
+  Front f;
+  const v1::Op kNotPrefix = v1::OP_NOT_PREFIX;
+  const v1::Op kNotSuffix = v1::OP_NOT_SUFFIX;
+  ASSERT_TRUE(f.Subscribe(1, Spec({Str("p", kNotPrefix, "/int/")})).ok());
+  ASSERT_TRUE(f.Subscribe(2, Spec({Str("p", v1::OP_PREFIX, "/api/")})).ok());
+  ASSERT_TRUE(f.Subscribe(3, Spec({Str("p", kNotSuffix, ".tmp")})).ok());
+  ASSERT_TRUE(f.Subscribe(4, Spec({Str("p", kNotPrefix, "/"),
+                                   Str("p", kNotSuffix, "/")}))
+                  .ok());
+
+  EXPECT_EQ(f.MatchOne(Event({{"p", "/int/x"}})), (Ids{3}));
+  EXPECT_EQ(f.MatchOne(Event({{"p", "/api/x"}})), (Ids{1, 2, 3}));
+  EXPECT_EQ(f.MatchOne(Event({{"p", "/api/x.tmp"}})), (Ids{1, 2}));
+  EXPECT_EQ(f.MatchOne(Event({{"p", "x"}})), (Ids{1, 3, 4}));  // short
+  EXPECT_EQ(f.MatchOne(Event({{"p", ""}})), (Ids{1, 3, 4}));
+  EXPECT_EQ(f.MatchOne(Event({{"p", "a/"}})), (Ids{1, 3}));
+  // Like NE: not for an int64, nor for an event without the attribute.
+  EXPECT_EQ(f.MatchOne(Event({{"p", "#1"}})), (Ids{}));
+  EXPECT_EQ(f.MatchOne(Event({{"q", "x"}})), (Ids{}));
+  v1::Stats stats;
+  f.typed().FillStats(&stats);
+  ASSERT_EQ(stats.attributes_size(), 1);
+  EXPECT_EQ(stats.attributes(0).distinct_prefixes(), 3u);  // 2 excluded
+  EXPECT_EQ(stats.attributes(0).prefix_lengths(), 3u);  // /int/ /api/ /
+  EXPECT_EQ(stats.attributes(0).distinct_suffixes(), 2u);
+  EXPECT_EQ(stats.attributes(0).suffix_lengths(), 2u);
+}
+
 v1::Predicate StrBetween(const std::string& name, const std::string& low,
                          const std::string& high) {
   v1::Predicate p = Str(name, v1::OP_BETWEEN, low);
@@ -406,13 +438,16 @@ TEST(TypedAttributes, RestoredFromNamesAndStrings) {
       Spec({Strs("t", v1::OP_IN, {"a", "b"}), Str("p", v1::OP_PREFIX, "/x"),
             Bare("c", v1::OP_NOT_EXISTS), Str("t", v1::OP_LT, "bb"),
             StrBetween("p", "/a", "/z"), Str("p", v1::OP_SUFFIX, "y"),
-            Str("t", v1::OP_EQUALS_IGNORE_CASE, "B")});
+            Str("t", v1::OP_EQUALS_IGNORE_CASE, "B"),
+            Str("p", v1::OP_NOT_PREFIX, "/a"),
+            Str("p", v1::OP_NOT_SUFFIX, "z")});
   Interner subscribers(4);
   std::vector<SubscriptionInput> built;
   ASSERT_TRUE(BuildSubscriptions(request, &f.typed(), &subscribers, &built)
                   .ok());
-  // 2 codes, a prefix, 3 order bounds, a suffix, a case fold
-  ASSERT_EQ(strings.size(), 8u);
+  // 2 codes, a prefix, 3 order bounds, a suffix, a case fold, an excluded
+  // prefix and suffix
+  ASSERT_EQ(strings.size(), 10u);
 
   Interner names(1 << 16);
   for (uint32_t id = 0; id < f.names().size(); ++id) {
@@ -469,10 +504,13 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
           v1::OP_EQ,     v1::OP_NE,     v1::OP_LT,     v1::OP_LE,
           v1::OP_GT,     v1::OP_GE,     v1::OP_BETWEEN, v1::OP_IN,
           v1::OP_NOT_IN, v1::OP_PREFIX, v1::OP_EXISTS, v1::OP_NOT_EXISTS,
-          v1::OP_SUFFIX, v1::OP_EQUALS_IGNORE_CASE};
-      v1::Op op = kOps[next(14)];
+          v1::OP_SUFFIX, v1::OP_EQUALS_IGNORE_CASE, v1::OP_NOT_PREFIX,
+          v1::OP_NOT_SUFFIX};
+      v1::Op op = kOps[next(16)];
+      const bool excluded =
+          op == v1::OP_NOT_PREFIX || op == v1::OP_NOT_SUFFIX;
       if (!strings && (op == v1::OP_PREFIX || op == v1::OP_SUFFIX ||
-                       op == v1::OP_EQUALS_IGNORE_CASE)) {
+                       op == v1::OP_EQUALS_IGNORE_CASE || excluded)) {
         op = v1::OP_NE;
       }
       p.set_op(op);
@@ -489,6 +527,7 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
       }
       if (strings) {
         std::string low = string_value();
+        while (excluded && low.empty()) low = string_value();
         if (op == v1::OP_BETWEEN) {
           std::string high = string_value();
           if (high < low) std::swap(low, high);

@@ -173,15 +173,15 @@ absl::Status CheckPredicate(const FieldPath& path,
       CheckAttributeName(FieldPath{&path, "attribute"}, predicate.attribute());
   if (!status.ok()) return status;
   const int op = predicate.op();
-  if (op < v1::OP_EQ || op > v1::OP_EQUALS_IGNORE_CASE) {
+  if (op < v1::OP_EQ || op > v1::OP_NOT_SUFFIX) {
     const std::string what = op == v1::OP_UNSPECIFIED
                                  ? std::string("OP_UNSPECIFIED (0)")
                                  : absl::StrCat("unknown value ", op);
     return Invalid(FieldPath{&path, "op"}, what,
                    " is not an operator; use OP_EQ, OP_NE, OP_LT, OP_LE, "
                    "OP_GT, OP_GE, OP_BETWEEN, OP_IN, OP_NOT_IN, OP_PREFIX, "
-                   "OP_SUFFIX, OP_EQUALS_IGNORE_CASE, OP_EXISTS or "
-                   "OP_NOT_EXISTS");
+                   "OP_SUFFIX, OP_EQUALS_IGNORE_CASE, OP_NOT_PREFIX, "
+                   "OP_NOT_SUFFIX, OP_EXISTS or OP_NOT_EXISTS");
   }
   const absl::string_view op_name = v1::Op_Name(predicate.op());
   const auto operand = predicate.operand_case();
@@ -229,9 +229,17 @@ absl::Status CheckPredicate(const FieldPath& path,
     case v1::OP_PREFIX:
     case v1::OP_SUFFIX:
     case v1::OP_EQUALS_IGNORE_CASE:
+    case v1::OP_NOT_PREFIX:
+    case v1::OP_NOT_SUFFIX:
       if (operand != v1::Predicate::kStringValue) {
         return Invalid(path, op_name, " needs a string_value operand, got ",
                        OperandName(predicate));
+      }
+      if ((op == v1::OP_NOT_PREFIX || op == v1::OP_NOT_SUFFIX) &&
+          predicate.string_value().empty()) {
+        return Invalid(FieldPath{&path, "string_value"}, "empty; ", op_name,
+                       " needs 1 byte or more (every string starts and ends "
+                       "with the empty string, so it would never hold)");
       }
       return CheckString(FieldPath{&path, "string_value"},
                          predicate.string_value(), limits);

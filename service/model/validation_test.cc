@@ -110,7 +110,8 @@ void ExpectRejected(
 const char kOpList[] =
     "is not an operator; use OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, "
     "OP_BETWEEN, OP_IN, OP_NOT_IN, OP_PREFIX, OP_SUFFIX, "
-    "OP_EQUALS_IGNORE_CASE, OP_EXISTS or OP_NOT_EXISTS";
+    "OP_EQUALS_IGNORE_CASE, OP_NOT_PREFIX, OP_NOT_SUFFIX, OP_EXISTS or "
+    "OP_NOT_EXISTS";
 constexpr absl::StatusCode kInvalid = absl::StatusCode::kInvalidArgument;
 
 TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
@@ -126,10 +127,10 @@ TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
        kInvalid,
        {absl::StrCat("subscriptions[1].predicates[1].op: unknown value 99 ",
                      kOpList)}},
-      {"op 15, just past OP_EQUALS_IGNORE_CASE",
-       [](R* r) { PredicateOf(r, 0, 0)->set_op(static_cast<v1::Op>(15)); },
+      {"op 17, just past OP_NOT_SUFFIX",
+       [](R* r) { PredicateOf(r, 0, 0)->set_op(static_cast<v1::Op>(17)); },
        kInvalid,
-       {"subscriptions[0].predicates[0].op: unknown value 15"}},
+       {"subscriptions[0].predicates[0].op: unknown value 17"}},
       // Issue 19: operands by op, string and list limits.
       {"IN with a single value",
        [](R* r) { PredicateOf(r, 0, 0)->set_op(v1::OP_IN); },
@@ -248,6 +249,35 @@ TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
        },
        kInvalid,
        {"subscriptions[1].predicates[0].string_value: 257 bytes; the limit "
+        "is 256 (--max_string_bytes)"}},
+      {"NOT_PREFIX of an int64",
+       [](R* r) { PredicateOf(r, 2, 1)->set_op(v1::OP_NOT_PREFIX); },
+       kInvalid,
+       {"subscriptions[2].predicates[1]: OP_NOT_PREFIX needs a "
+        "string_value operand, got value"}},
+      {"NOT_PREFIX of the empty string",
+       [](R* r) {
+         PredicateOf(r, 2, 1)->set_op(v1::OP_NOT_PREFIX);
+         PredicateOf(r, 2, 1)->set_string_value("");
+       },
+       kInvalid,
+       {"subscriptions[2].predicates[1].string_value: empty; OP_NOT_PREFIX "
+        "needs 1 byte or more"}},
+      {"NOT_SUFFIX of the empty string",
+       [](R* r) {
+         PredicateOf(r, 0, 0)->set_op(v1::OP_NOT_SUFFIX);
+         PredicateOf(r, 0, 0)->set_string_value("");
+       },
+       kInvalid,
+       {"subscriptions[0].predicates[0].string_value: empty; OP_NOT_SUFFIX "
+        "needs 1 byte or more"}},
+      {"NOT_SUFFIX of 257 bytes",
+       [](R* r) {
+         PredicateOf(r, 3, 0)->set_op(v1::OP_NOT_SUFFIX);
+         PredicateOf(r, 3, 0)->set_string_value(std::string(257, 'z'));
+       },
+       kInvalid,
+       {"subscriptions[3].predicates[0].string_value: 257 bytes; the limit "
         "is 256 (--max_string_bytes)"}},
       {"SUFFIX of 257 bytes",
        [](R* r) {

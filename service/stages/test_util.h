@@ -105,8 +105,8 @@ inline std::string RandomString(Rng& rng) {
 }
 
 // One predicate in three is typed (issue 19): a string operand (EQ, NE,
-// IN, NOT_IN, PREFIX, SUFFIX, EQUALS_IGNORE_CASE, LT, GE, BETWEEN), an
-// int64 set, or EXISTS / NOT_EXISTS.
+// IN, NOT_IN, PREFIX, SUFFIX, EQUALS_IGNORE_CASE, NOT_PREFIX, NOT_SUFFIX,
+// LT, GE, BETWEEN), an int64 set, or EXISTS / NOT_EXISTS.
 inline v1::Predicate RandomPredicate(Rng& rng, int attributes, int domain) {
   v1::Predicate p;
   p.set_attribute(AttributeName(static_cast<int>(rng() % attributes)));
@@ -115,11 +115,13 @@ inline v1::Predicate RandomPredicate(Rng& rng, int attributes, int domain) {
         v1::OP_EQ,     v1::OP_NE,     v1::OP_IN,         v1::OP_NOT_IN,
         v1::OP_PREFIX, v1::OP_EXISTS, v1::OP_NOT_EXISTS, v1::OP_LT,
         v1::OP_GE,     v1::OP_BETWEEN, v1::OP_SUFFIX,
-        v1::OP_EQUALS_IGNORE_CASE};
-    p.set_op(kOps[rng() % 12]);
+        v1::OP_EQUALS_IGNORE_CASE, v1::OP_NOT_PREFIX, v1::OP_NOT_SUFFIX};
+    p.set_op(kOps[rng() % 14]);
+    const bool excluded =
+        p.op() == v1::OP_NOT_PREFIX || p.op() == v1::OP_NOT_SUFFIX;
     const bool strings = rng() % 4 != 0 || p.op() == v1::OP_PREFIX ||
                          p.op() == v1::OP_SUFFIX ||
-                         p.op() == v1::OP_EQUALS_IGNORE_CASE;
+                         p.op() == v1::OP_EQUALS_IGNORE_CASE || excluded;
     switch (p.op()) {
       case v1::OP_EXISTS:
       case v1::OP_NOT_EXISTS:
@@ -142,6 +144,7 @@ inline v1::Predicate RandomPredicate(Rng& rng, int attributes, int domain) {
             if (high < low) std::swap(low, high);
             p.set_string_upper(high);
           }
+          if (excluded && low.empty()) low = "a";  // 1 byte or more
           p.set_string_value(low);
         } else {
           int64_t low = RandomValue(rng, domain);

@@ -44,7 +44,7 @@ def random_predicate(rng: random.Random) -> Filter:
     strings = (name in STRING_ATTRIBUTES or
                (name == MIXED and rng.random() < 0.5) or rng.random() < 0.1)
     a = F(name)
-    kind = rng.randrange(14)
+    kind = rng.randrange(16)
     v = random_operand(rng, strings)
     if kind < 6:
         return [a.__eq__, a.__ne__, a.__lt__, a.__le__, a.__gt__,
@@ -64,6 +64,9 @@ def random_predicate(rng: random.Random) -> Filter:
         return a.suffix(rng.choice(STRINGS))
     if kind == 13:
         return a.equals_ignore_case(rng.choice(STRINGS))
+    if kind in (14, 15):
+        excluded = rng.choice(STRINGS[1:])  # not the empty string
+        return a.not_prefix(excluded) if kind == 14 else a.not_suffix(excluded)
     return a.exists() if kind == 10 else a.not_exists()
 
 

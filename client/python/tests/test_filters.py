@@ -58,6 +58,11 @@ def test_between_isin_not_in_prefix_exists() -> None:
     x = only(F("f").suffix(".png"))
     assert (x.op, x.string_value) == (pb.OP_SUFFIX, b".png")
     assert only(F("f").endswith(b"\xff")).string_value == b"\xff"
+    np_, ns = only(F("p").not_prefix("/int/")), only(F("p").not_suffix("~"))
+    assert (np_.op, np_.string_value, ns.op) == (pb.OP_NOT_PREFIX, b"/int/",
+                                                  pb.OP_NOT_SUFFIX)
+    with pytest.raises(ValueError, match="never hold"):
+        F("p").not_prefix("")
     c = only(F("n").equals_ignore_case("Alice"))
     assert (c.op, c.string_value) == (pb.OP_EQUALS_IGNORE_CASE, b"Alice")
     e, ne = only(F("c").exists()), only(F("c").not_exists())
@@ -244,6 +249,19 @@ Event = Dict[str, Union[int, str, bytes]]
         }, True),  # not UTF-8: the byte as it is, the letter folded
         (F("n").equals_ignore_case("1"), {
             "n": 1
+        }, False),
+        (F("p").not_prefix("/int/"), {
+            "p": "/api"
+        }, True),
+        (F("p").not_prefix("/int/"), {
+            "p": "/int/x"
+        }, False),
+        (F("p").not_suffix(".tmp"), {
+            "p": "tmp"
+        }, True),  # shorter than the suffix
+        (F("p").not_suffix(".tmp"), {}, False),  # like NE: needs p
+        (F("p").not_suffix(".tmp"), {
+            "p": 5
         }, False),
         (F("c").exists(), {
             "c": 0

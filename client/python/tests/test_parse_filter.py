@@ -35,6 +35,7 @@ def test_parse_gives_the_builders_predicates(client: cohort.Client) -> None:
     f = ((F("price") <= 500) & (F("type") == "order") &
          F("region").isin(["eu", "us"]) & F("p").prefix(b"/\xff") &
          F("f").suffix(".png") & F("u").equals_ignore_case("Bob") &
+         F("f").not_prefix("tmp") & F("f").not_suffix("~") &
          F("n").between(-5, 5) & F("c").not_exists() & F("k").not_in([1, 2]) &
          F("e").exists() & (F("s") > "m") & (F("t") != -1))
     assert client.parse_filter(str(f)) == list(f.predicates)
@@ -54,7 +55,7 @@ def random_filter(rng: random.Random) -> Filter:
         a = F(rng.choice(["a", "b_1", "c.d", "E-f", "_"]))
         strings = rng.random() < 0.5
         v = random_value(rng, strings)
-        kind = rng.randrange(12)
+        kind = rng.randrange(14)
         if kind < 6:
             parts.append(
                 [a.__eq__, a.__ne__, a.__lt__, a.__le__, a.__gt__,
@@ -68,9 +69,17 @@ def random_filter(rng: random.Random) -> Filter:
             ]
             parts.append(
                 a.isin(values) if rng.random() < 0.5 else a.not_in(values))
-        elif kind in (8, 10, 11):
-            affix = bytes(rng.randrange(256) for _ in range(rng.randrange(4)))
-            build = {8: a.prefix, 10: a.suffix, 11: a.equals_ignore_case}
+        elif kind in (8, 10, 11, 12, 13):
+            affix = bytes(
+                rng.randrange(256)
+                for _ in range(rng.randrange(1 if kind >= 12 else 0, 4)))
+            build = {
+                8: a.prefix,
+                10: a.suffix,
+                11: a.equals_ignore_case,
+                12: a.not_prefix,
+                13: a.not_suffix
+            }
             parts.append(build[kind](affix))
         else:
             parts.append(a.exists() if rng.random() < 0.5 else a.not_exists())

@@ -128,8 +128,9 @@ class F:
     """An attribute, to compare: F("price") <= 500 is a one-predicate Filter.
 
     Operators: == != < <= > >=, and the methods between, isin, not_in,
-    prefix (also startswith), suffix (also endswith), equals_ignore_case,
-    exists and not_exists. Values: int, str or bytes.
+    prefix (also startswith), suffix (also endswith), not_prefix,
+    not_suffix, equals_ignore_case, exists and not_exists. Values: int,
+    str or bytes.
     """
 
     __slots__ = ("attribute",)
@@ -232,6 +233,24 @@ class F:
 
     endswith = suffix
 
+    def not_prefix(self, prefix: Union[str, bytes]) -> Filter:
+        """x is a string not starting with prefix, which is not empty
+        (OP_NOT_PREFIX); false if the event lacks x or carries an int."""
+        return self._excluded(pb.OP_NOT_PREFIX, "not_prefix", prefix)
+
+    def not_suffix(self, suffix: Union[str, bytes]) -> Filter:
+        """x is a string not ending with suffix, which is not empty
+        (OP_NOT_SUFFIX); false if the event lacks x or carries an int."""
+        return self._excluded(pb.OP_NOT_SUFFIX, "not_suffix", suffix)
+
+    def _excluded(self, op: pb.Op.ValueType, name: str,
+                  value: Union[str, bytes]) -> Filter:
+        f = self._affix(op, name, value)
+        if not f.predicates[0].string_value:
+            raise ValueError(f"F({self.attribute!r}).{name}: an empty "
+                             "string would never hold; give 1 byte or more")
+        return f
+
     def equals_ignore_case(self, value: Union[str, bytes]) -> Filter:
         """x is a string equal to value but for case: Unicode simple case
         folding of both (OP_EQUALS_IGNORE_CASE; pubsub.proto says more)."""
@@ -317,6 +336,10 @@ def format_predicate(p: pb.Predicate) -> str:
         return f"{name} suffix {format_string(p.string_value)}"
     if p.op == pb.OP_EQUALS_IGNORE_CASE:
         return f"{name} equals-ignore-case {format_string(p.string_value)}"
+    if p.op == pb.OP_NOT_PREFIX:
+        return f"{name} not prefix {format_string(p.string_value)}"
+    if p.op == pb.OP_NOT_SUFFIX:
+        return f"{name} not suffix {format_string(p.string_value)}"
     if p.op == pb.OP_EXISTS:
         return f"exists {name}"
     if p.op == pb.OP_NOT_EXISTS:

@@ -93,6 +93,10 @@ def _holds(p: pb.Predicate, x: Optional[Scalar]) -> bool:
         return isinstance(x, bytes) and x.startswith(p.string_value)
     if op == pb.OP_SUFFIX:
         return isinstance(x, bytes) and x.endswith(p.string_value)
+    if op == pb.OP_NOT_PREFIX:
+        return isinstance(x, bytes) and not x.startswith(p.string_value)
+    if op == pb.OP_NOT_SUFFIX:
+        return isinstance(x, bytes) and not x.endswith(p.string_value)
     if op == pb.OP_EQUALS_IGNORE_CASE:
         return isinstance(x, bytes) and fold_case(x) == fold_case(
             p.string_value)
