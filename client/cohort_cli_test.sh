@@ -141,6 +141,20 @@ check "... not for the excluded one" \
   grep -q "^file=\"a.tmp\"	matched 0	$" <<<"${out}"
 check "... and for a string shorter than it" \
   grep -q "^file=\"tmp\"	matched 1	${not_suffix_id}$" <<<"${out}"
+out=$(cohort subscribe --subscriber=bob 'src cidr "10.0.0.0/8"' 2>&1)
+cidr_id=$(cut -f1 <<<"${out}")
+out=$(cohort publish --ids 'src="10.9.8.7"' 'src="11.0.0.1"' \
+  'src="::ffff:10.0.0.1"')
+check "cidr holds for an address in the network" \
+  grep -q "^src=\"10.9.8.7\"	matched 1	${cidr_id}$" <<<"${out}"
+check "... not for one outside it" \
+  grep -q "^src=\"11.0.0.1\"	matched 0	$" <<<"${out}"
+check "... nor for IPv6" \
+  grep -q "^src=\"::ffff:10.0.0.1\"	matched 0	$" <<<"${out}"
+out=$(cohort subscribe --subscriber=bob 'src cidr "10.0.0.0/33"' 2>&1)
+check "a bad network exits 1" test $? -eq 1
+check "... naming it" grep -q \
+  'string_value: "10.0.0.0/33" is not an IPv4 or IPv6 network' <<<"${out}"
 out=$(cohort subscribe --subscriber=bob 'file not prefix ""' 2>&1)
 check "an empty excluded prefix exits 1" test $? -eq 1
 check "... naming the field and the rule" grep -q \

@@ -102,6 +102,8 @@ std::string FormatPredicate(const v1::Predicate& p) {
       return absl::StrCat(name, " not prefix ", ScalarText(p));
     case v1::OP_NOT_SUFFIX:
       return absl::StrCat(name, " not suffix ", ScalarText(p));
+    case v1::OP_CIDR:
+      return absl::StrCat(name, " cidr ", ScalarText(p));
     default:
       break;
   }

@@ -35,6 +35,7 @@
 //                 | name "equals-ignore-case" string     OP_EQUALS_IGNORE_CASE
 //                 | name "not" "prefix" string           OP_NOT_PREFIX
 //                 | name "not" "suffix" string           OP_NOT_SUFFIX
+//                 | name "cidr" string                   OP_CIDR
 //                 | "exists" name                        OP_EXISTS
 //                 | "not" "exists" name                  OP_NOT_EXISTS
 //   op           := "=" | "==" | "!=" | "<>" | "<" | "<=" | ">" | ">="

@@ -218,6 +218,9 @@ const ValidCase kValidSubscriptions[] = {
     {"path not prefix \"/int/\"", {"path OP_NOT_PREFIX \"/int/\" -"}},
     {"f NOT Suffix \".tmp\", not not suffix \"x\"",
      {"f OP_NOT_SUFFIX \".tmp\" -", "not OP_NOT_SUFFIX \"x\" -"}},
+    // CIDR: the parser takes any string; the server checks the network.
+    {"src CIDR \"10.0.0.0/8\"", {"src OP_CIDR \"10.0.0.0/8\" -"}},
+    {"cidr cidr \"::/0\"", {"cidr OP_CIDR \"::/0\" -"}},
     // EXISTS and NOT EXISTS: no operand.
     {"exists coupon", {"coupon OP_EXISTS - -"}},
     {"EXISTS coupon", {"coupon OP_EXISTS - -"}},
@@ -300,7 +303,8 @@ TEST(ParseSubscription, ErrorMessageHasColumnEchoAndCarets) {
   EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(got.status().message(),
             "column 7: expected an operator (=, !=, <, <=, >, >=, between, "
-            "in, not in, prefix, suffix, equals-ignore-case), got \"is\"\n"
+            "in, not in, prefix, suffix, equals-ignore-case, cidr), got "
+            "\"is\"\n"
             "  price is 5\n"
             "        ^^");
 }
@@ -326,15 +330,17 @@ const ErrorCase kErrors[] = {
     {kSub, "price is 5",
            "      ^^", 7,
      "expected an operator (=, !=, <, <=, >, >=, between, in, not in, "
-     "prefix, suffix, equals-ignore-case), got \"is\""},
+     "prefix, suffix, equals-ignore-case, cidr), got \"is\""},
     {kSub, "price",
            "     ^", 6, "expected an operator (=, !=, <, <=, >, >=, between, "
-                        "in, not in, prefix, suffix, equals-ignore-case), got end of input"},
+                        "in, not in, prefix, suffix, equals-ignore-case, "
+                        "cidr), got end of input"},
     {kSub, "price and 5",
            "      ^^^", 7, "expected an operator"},
     {kSub, "price ≥ 5",
            "      ^", 7, "expected an operator (=, !=, <, <=, >, >=, between, "
-                         "in, not in, prefix, suffix, equals-ignore-case), got \"≥\""},
+                         "in, not in, prefix, suffix, equals-ignore-case, "
+                         "cidr), got \"≥\""},
     {kSub, "price \"eq\" 5",
            "      ^^^^", 7, "got \"\\\"eq\\\"\""},
     {kSub, "price\tis\n5",
@@ -608,8 +614,8 @@ const ErrorCase kTypedErrors[] = {
     {kSub, "coupon exists",
            "       ^^^^^^", 8,
      "expected an operator (=, !=, <, <=, >, >=, between, in, not in, "
-     "prefix, suffix, equals-ignore-case), got \"exists\"; \"exists\" goes before the name: exists "
-     "coupon"},
+     "prefix, suffix, equals-ignore-case, cidr), got \"exists\"; \"exists\" "
+     "goes before the name: exists coupon"},
     {kSub, "coupon not exists",
            "           ^^^^^^", 12,
      "expected \"in\", \"prefix\" or \"suffix\" after \"not\", got "
@@ -777,6 +783,7 @@ TEST(FormatPredicate, WritesTheCanonicalForm) {
       {"n Equals-Ignore-Case \"x\"", "n equals-ignore-case \"x\""},
       {"p NOT PREFIX \"/\"", "p not prefix \"/\""},
       {"p not  suffix \"/\"", "p not suffix \"/\""},
+      {"ip Cidr \"2001:db8::/32\"", "ip cidr \"2001:db8::/32\""},
       {"EXISTS coupon", "exists coupon"},
       {"Not Exists coupon", "not exists coupon"},
       {"s = \"a\\tb\\\\\\\"\\x7f\"", "s = \"a\\x09b\\\\\\\"\\x7F\""},
@@ -835,7 +842,7 @@ class RandomMessages {
   v1::Predicate Predicate() {
     v1::Predicate p;
     p.set_attribute(Name());
-    p.set_op(static_cast<v1::Op>(Uniform(1, 16)));
+    p.set_op(static_cast<v1::Op>(Uniform(1, 17)));
     const bool is_string = Uniform(0, 1) == 1;
     switch (p.op()) {
       case v1::OP_BETWEEN:
@@ -866,6 +873,7 @@ class RandomMessages {
       case v1::OP_EQUALS_IGNORE_CASE:
       case v1::OP_NOT_PREFIX:
       case v1::OP_NOT_SUFFIX:
+      case v1::OP_CIDR:
         p.set_string_value(String());
         break;
       case v1::OP_EXISTS:
@@ -909,8 +917,8 @@ class RandomMessages {
   std::string Name() {
     static const char* const kKeywords[] = {
         "and", "AND", "between", "in",  "IN",     "not", "Not", "exists",
-        "EXISTS", "prefix", "suffix", "equals-ignore-case", "eq", "ne", "lt",
-        "le", "gt", "ge"};
+        "EXISTS", "prefix", "suffix", "equals-ignore-case", "cidr", "eq", "ne",
+        "lt", "le", "gt", "ge"};
     if (Uniform(0, 2) == 0) {
       return kKeywords[Uniform(0, std::size(kKeywords) - 1)];
     }

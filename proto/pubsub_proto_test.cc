@@ -186,14 +186,14 @@ TEST(PubSubProto, OperandsAreOneofsAroundTheOldFields) {
   EXPECT_EQ(parsed.upper(), 20);
 }
 
-TEST(PubSubProto, OpEnumValuesAreZeroToSixteen) {
+TEST(PubSubProto, OpEnumValuesAreZeroToSeventeen) {
   const EnumDescriptor* op = Op_descriptor();
   const std::vector<std::string> names = {
       "OP_UNSPECIFIED", "OP_EQ",     "OP_NE",     "OP_LT",
       "OP_LE",          "OP_GT",     "OP_GE",     "OP_BETWEEN",
       "OP_IN",          "OP_NOT_IN", "OP_PREFIX", "OP_EXISTS",
       "OP_NOT_EXISTS",  "OP_SUFFIX", "OP_EQUALS_IGNORE_CASE",
-      "OP_NOT_PREFIX",  "OP_NOT_SUFFIX"};
+      "OP_NOT_PREFIX",  "OP_NOT_SUFFIX", "OP_CIDR"};
   ASSERT_EQ(op->value_count(), static_cast<int>(names.size()));
   for (int number = 0; number < static_cast<int>(names.size()); ++number) {
     SCOPED_TRACE(names[number]);
@@ -207,6 +207,7 @@ TEST(PubSubProto, OpEnumValuesAreZeroToSixteen) {
   EXPECT_EQ(OP_EQUALS_IGNORE_CASE, 14);
   EXPECT_EQ(OP_NOT_PREFIX, 15);
   EXPECT_EQ(OP_NOT_SUFFIX, 16);
+  EXPECT_EQ(OP_CIDR, 17);
 }
 
 // One pinned RPC: its name, request and response types, and streaming shape.

@@ -1,10 +1,12 @@
 #include "service/model/api_reference.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "absl/strings/match.h"
 #include "service/model/case_fold.h"
+#include "service/model/ip_network.h"
 
 namespace cohort {
 namespace service {
@@ -79,6 +81,14 @@ bool ApiHolds(const v1::Predicate& p, const v1::Event& event) {
   if (p.op() == v1::OP_NOT_SUFFIX) {
     return event_string && operand_string &&
            !absl::EndsWith(found->string_value(), p.string_value());
+  }
+  if (p.op() == v1::OP_CIDR) {
+    if (!event_string || !operand_string) return false;
+    const std::optional<IpAddress> address =
+        ParseIpAddress(found->string_value());
+    const std::optional<IpNetwork> network = ParseIpNetwork(p.string_value());
+    return address.has_value() && network.has_value() &&
+           InNetwork(*address, *network);
   }
   if (p.op() == v1::OP_EQUALS_IGNORE_CASE) {
     return event_string && operand_string &&

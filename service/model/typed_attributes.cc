@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "service/model/case_fold.h"
+#include "service/model/ip_network.h"
 
 namespace cohort {
 namespace service {
@@ -22,6 +23,17 @@ uint64_t Mix(uint64_t z) {
   z ^= z >> 27;
   z *= 0x94d049bb133111ebull;
   return z ^ (z >> 31);
+}
+
+// An unsigned 64-bit half of an IPv6 address as an int64 in the same
+// order.
+int64_t Ordered(uint64_t word) {
+  return static_cast<int64_t>(word ^ (uint64_t{1} << 63));
+}
+
+// The top `bits` bits set (0 to 64).
+uint64_t TopBits(int bits) {
+  return bits == 0 ? 0 : ~uint64_t{0} << (64 - bits);
 }
 
 constexpr absl::string_view kNamesEpoch = "$names";
@@ -89,42 +101,32 @@ TypedAttributes::Derived& TypedAttributes::DerivedOf(uint32_t plain) {
   return derived_[plain];
 }
 
+uint32_t* TypedAttributes::Slot(Derived& d, absl::string_view role) {
+  if (role == "s") return &d.strings;
+  if (role == "any") return &d.any;
+  if (role == "o") return &d.ordered;
+  if (role == "i") return &d.folded;
+  if (role == "ip4") return &d.ip4;
+  if (role == "ip6h") return &d.ip6_high;
+  if (role == "ip6l") return &d.ip6_low;
+  return nullptr;
+}
+
 absl::StatusOr<uint32_t> TypedAttributes::DerivedId(absl::string_view field,
                                                     uint32_t plain,
                                                     absl::string_view name,
-                                                    char role,
+                                                    absl::string_view role,
                                                     uint32_t length) {
   Derived& d = DerivedOf(plain);
-  if (role == 's' && d.strings != kNone) return d.strings;
-  if (role == 'a' && d.any != kNone) return d.any;
-  if (role == 'o' && d.ordered != kNone) return d.ordered;
-  if (role == 'i' && d.folded != kNone) return d.folded;
-  if (role == 'p' || role == 'x' || role == 'P' || role == 'X') {
-    for (const auto& [l, id] : d.Lengths(role)) {
+  std::string derived_name;
+  if (const uint32_t* slot = Slot(d, role); slot != nullptr) {
+    if (*slot != kNone) return *slot;
+    derived_name = absl::StrCat("$", role, ":", name);
+  } else {  // one of the roles with lengths
+    for (const auto& [l, id] : d.Lengths(role[0])) {
       if (l == length) return id;
     }
-  }
-  std::string derived_name;
-  switch (role) {
-    case 's':
-      derived_name = absl::StrCat("$s:", name);
-      break;
-    case 'a':
-      derived_name = absl::StrCat("$any:", name);
-      break;
-    case 'o':
-      derived_name = absl::StrCat("$o:", name);
-      break;
-    case 'x':
-    case 'P':
-    case 'X':
-      derived_name = absl::StrCat("$", std::string(1, role), length, ":", name);
-      break;
-    case 'i':
-      derived_name = absl::StrCat("$i:", name);
-      break;
-    default:
-      derived_name = absl::StrCat("$p", length, ":", name);
+    derived_name = absl::StrCat("$", role, length, ":", name);
   }
   absl::StatusOr<uint32_t> id = InternName(field, derived_name);
   if (!id.ok()) return id.status();
@@ -149,18 +151,11 @@ void TypedAttributes::Adopt(uint32_t id, absl::string_view name) {
   const std::optional<uint32_t> plain = names_->Find(name.substr(colon + 1));
   if (!plain.has_value()) return;
   Derived& d = DerivedOf(*plain);
-  if (role == "s") {
-    d.strings = id;
-    dictionaries_[id];
-  } else if (role == "any") {
-    d.any = id;
-  } else if (role == "i") {
-    d.folded = id;
-    dictionaries_[id];
-  } else if (role == "o") {
-    d.ordered = id;
-    dictionaries_[id];
-    orders_[id];
+  if (uint32_t* slot = Slot(d, role); slot != nullptr) {
+    *slot = id;
+    // Roles of strings have a dictionary; "o" also an order.
+    if (role == "s" || role == "o" || role == "i") dictionaries_[id];
+    if (role == "o") orders_[id];
   } else if (uint32_t length = 0;
              !role.empty() &&
              absl::string_view("pxPX").find(role[0]) !=
@@ -272,7 +267,7 @@ absl::Status TypedAttributes::Lower(absl::string_view field,
   const bool strings = p.operand_case() == v1::Predicate::kStringValue ||
                        p.operand_case() == v1::Predicate::kStringValues;
   auto string_attribute = [&]() -> absl::Status {
-    absl::StatusOr<uint32_t> id = DerivedId(field, *plain, name, 's', 0);
+    absl::StatusOr<uint32_t> id = DerivedId(field, *plain, name, "s", 0);
     if (!id.ok()) return id.status();
     q.attribute = *id;
     return absl::OkStatus();
@@ -304,10 +299,10 @@ absl::Status TypedAttributes::Lower(absl::string_view field,
         q.op = matcher::Op::kExists;
         break;
       }
-      const char role = p.op() == v1::OP_PREFIX       ? 'p'
-                        : p.op() == v1::OP_SUFFIX     ? 'x'
-                        : p.op() == v1::OP_NOT_PREFIX ? 'P'
-                                                      : 'X';
+      const absl::string_view role = p.op() == v1::OP_PREFIX       ? "p"
+                                     : p.op() == v1::OP_SUFFIX     ? "x"
+                                     : p.op() == v1::OP_NOT_PREFIX ? "P"
+                                                                   : "X";
       const uint32_t length = static_cast<uint32_t>(affix.size());
       absl::StatusOr<uint32_t> id =
           DerivedId(field, *plain, name, role, length);
@@ -316,12 +311,56 @@ absl::Status TypedAttributes::Lower(absl::string_view field,
           absl::StrCat(field, ".string_value"), *id, name, affix);
       if (!code.ok()) return code.status();
       q.attribute = *id;
-      q.op = role == 'p' || role == 'x' ? matcher::Op::kEq : matcher::Op::kNe;
+      q.op = role == "p" || role == "x" ? matcher::Op::kEq : matcher::Op::kNe;
       q.value = *code;
       break;
     }
+    case v1::OP_CIDR: {  // a range of addresses (ValidateSubscribe parsed it)
+      const std::optional<IpNetwork> network =
+          ParseIpNetwork(p.string_value());
+      if (!network.has_value()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ".string_value: not an IP network"));
+      }
+      const IpWords words = WordsOf(network->address);
+      const int length = network->prefix_length;
+      q.op = matcher::Op::kBetween;
+      if (!network->address.v6) {  // the 32 bits in the low half of `high`
+        absl::StatusOr<uint32_t> id = DerivedId(field, *plain, name, "ip4", 0);
+        if (!id.ok()) return id.status();
+        const uint64_t mask = TopBits(length) >> 32;
+        const uint64_t host = ~mask & 0xFFFFFFFFu;
+        q.attribute = *id;
+        q.value = static_cast<int64_t>(words.high & mask);
+        q.upper = static_cast<int64_t>((words.high & mask) | host);
+        break;
+      }
+      // Both halves exist once any IPv6 network names the name, so that
+      // every IPv6 event string carries both.
+      absl::StatusOr<uint32_t> high = DerivedId(field, *plain, name, "ip6h", 0);
+      if (!high.ok()) return high.status();
+      absl::StatusOr<uint32_t> low = DerivedId(field, *plain, name, "ip6l", 0);
+      if (!low.ok()) return low.status();
+      if (length <= 64) {
+        const uint64_t mask = TopBits(length);
+        q.attribute = *high;
+        q.value = Ordered(words.high & mask);
+        q.upper = Ordered(words.high | ~mask);
+        break;
+      }
+      matcher::Predicate same_high;
+      same_high.attribute = *high;
+      same_high.op = matcher::Op::kEq;
+      same_high.value = Ordered(words.high);
+      out->push_back(std::move(same_high));
+      const uint64_t mask = TopBits(length - 64);
+      q.attribute = *low;
+      q.value = Ordered(words.low & mask);
+      q.upper = Ordered(words.low | ~mask);
+      break;
+    }
     case v1::OP_EQUALS_IGNORE_CASE: {  // EQ on the fold's code
-      absl::StatusOr<uint32_t> id = DerivedId(field, *plain, name, 'i', 0);
+      absl::StatusOr<uint32_t> id = DerivedId(field, *plain, name, "i", 0);
       if (!id.ok()) return id.status();
       absl::StatusOr<int64_t> code =
           InternString(absl::StrCat(field, ".string_value"), *id, name,
@@ -334,7 +373,7 @@ absl::Status TypedAttributes::Lower(absl::string_view field,
     }
     case v1::OP_EXISTS:
     case v1::OP_NOT_EXISTS: {
-      absl::StatusOr<uint32_t> any = DerivedId(field, *plain, name, 'a', 0);
+      absl::StatusOr<uint32_t> any = DerivedId(field, *plain, name, "any", 0);
       if (!any.ok()) return any.status();
       q.attribute = *any;
       if (p.op() == v1::OP_EXISTS) break;
@@ -359,7 +398,7 @@ absl::Status TypedAttributes::Lower(absl::string_view field,
         break;
       }
       if (p.op() != v1::OP_EQ && p.op() != v1::OP_NE) {  // a string range
-        absl::StatusOr<uint32_t> id = DerivedId(field, *plain, name, 'o', 0);
+        absl::StatusOr<uint32_t> id = DerivedId(field, *plain, name, "o", 0);
         if (!id.ok()) return id.status();
         q.attribute = *id;
         absl::StatusOr<Bound> low = InternBound(
@@ -456,6 +495,18 @@ void TypedAttributes::Encode(
           record.push_back(
               {suffix, Code(dictionaries_.find(suffix)->second,
                             s.substr(s.size() - length))});
+        }
+        if (d->ip4 != kNone || d->ip6_high != kNone) {
+          const std::optional<IpAddress> ip = ParseIpAddress(s);
+          if (ip.has_value()) {
+            const IpWords words = WordsOf(*ip);
+            if (!ip->v6 && d->ip4 != kNone) {
+              record.push_back({d->ip4, static_cast<int64_t>(words.high)});
+            } else if (ip->v6 && d->ip6_high != kNone) {
+              record.push_back({d->ip6_high, Ordered(words.high)});
+              record.push_back({d->ip6_low, Ordered(words.low)});
+            }
+          }
         }
         // Excluded prefixes and suffixes: a string shorter than L carries
         // the code of the empty string, which no L-byte string has, so

@@ -29,6 +29,13 @@
 //                     it. Apart from "$p"/"$x", so that events need not
 //                     carry that code for the attributes of OP_PREFIX and
 //                     OP_SUFFIX alone.
+//   "$ip4:<name>",    the name's string values that are IP addresses
+//   "$ip6h:<name>",   (ip_network.h): an IPv4 address as its 32 bits on
+//   "$ip6l:<name>"    "$ip4:", an IPv6 address as its two 64-bit halves
+//                     on "$ip6h:" and "$ip6l:" (each XOR 2^63, so that
+//                     int64 order is unsigned order). OP_CIDR is a
+//                     BETWEEN on one of them, and for an IPv6 prefix
+//                     longer than 64 bits an EQ on the high half too.
 //   "$i:<name>"       the case folds of the name's string values
 //                     (case_fold.h), coded the same way:
 //                     OP_EQUALS_IGNORE_CASE is an equality on it.
@@ -159,6 +166,9 @@ class TypedAttributes {
     uint32_t any = kNone;      // "$any:<name>"
     uint32_t ordered = kNone;  // "$o:<name>"
     uint32_t folded = kNone;   // "$i:<name>"
+    uint32_t ip4 = kNone;      // "$ip4:<name>"
+    uint32_t ip6_high = kNone;  // "$ip6h:<name>"
+    uint32_t ip6_low = kNone;   // "$ip6l:<name>"
     LengthIds prefixes;      // "$p<L>:<name>"
     LengthIds suffixes;      // "$x<L>:<name>"
     LengthIds not_prefixes;  // "$P<L>:<name>"
@@ -201,11 +211,15 @@ class TypedAttributes {
   absl::StatusOr<uint32_t> InternName(absl::string_view field,
                                       const std::string& name)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The id of derived name `prefix` + `name`, interned (and recorded in
-  // derived_) if new.
+  // The id of `d`'s derived attribute of `role` ("s", "any", "o", "i",
+  // "ip4", "ip6h" or "ip6l"), or nullptr for the roles with lengths ("p",
+  // "x", "P", "X").
+  static uint32_t* Slot(Derived& d, absl::string_view role);
+  // The id of the derived name "$<role>:<name>" (a role with lengths:
+  // "$<role><length>:<name>"), interned (and recorded in derived_) if new.
   absl::StatusOr<uint32_t> DerivedId(absl::string_view field, uint32_t plain,
-                                     absl::string_view name, char role,
-                                     uint32_t length)
+                                     absl::string_view name,
+                                     absl::string_view role, uint32_t length)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<int64_t> InternString(absl::string_view field,
                                        uint32_t attribute,

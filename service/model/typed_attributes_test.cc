@@ -260,6 +260,37 @@ TEST(TypedAttributes, ExcludedPrefixesAndSuffixesHoldAsDocumented) {
   EXPECT_EQ(stats.attributes(0).suffix_lengths(), 2u);
 }
 
+// Issue 44: OP_CIDR, IPv4 and IPv6 apart, prefixes on either side of the
+// 64-bit halves of an IPv6 address.
+TEST(TypedAttributes, CidrHoldsAsDocumented) {
+  Front f;
+  const v1::Op kCidr = v1::OP_CIDR;
+  ASSERT_TRUE(f.Subscribe(1, Spec({Str("ip", kCidr, "10.0.0.0/8")})).ok());
+  ASSERT_TRUE(f.Subscribe(2, Spec({Str("ip", kCidr, "10.1.2.3")})).ok());
+  ASSERT_TRUE(f.Subscribe(3, Spec({Str("ip", kCidr, "0.0.0.0/0")})).ok());
+  ASSERT_TRUE(f.Subscribe(4, Spec({Str("ip", kCidr, "2001:db8::/32")})).ok());
+  ASSERT_TRUE(
+      f.Subscribe(5, Spec({Str("ip", kCidr, "2001:db8::8000:0:0:0/65")}))
+          .ok());
+  ASSERT_TRUE(f.Subscribe(6, Spec({Str("ip", kCidr, "255.0.0.0/8")})).ok());
+
+  EXPECT_EQ(f.MatchOne(Event({{"ip", "10.1.2.3"}})), (Ids{1, 2, 3}));
+  EXPECT_EQ(f.MatchOne(Event({{"ip", "10.255.255.255"}})), (Ids{1, 3}));
+  EXPECT_EQ(f.MatchOne(Event({{"ip", "11.0.0.0"}})), (Ids{3}));
+  EXPECT_EQ(f.MatchOne(Event({{"ip", "255.255.255.255"}})), (Ids{3, 6}));
+  EXPECT_EQ(f.MatchOne(Event({{"ip", "2001:db8::1"}})), (Ids{4}));
+  EXPECT_EQ(f.MatchOne(Event({{"ip", "2001:db8::8000:0:0:1"}})), (Ids{4, 5}));
+  EXPECT_EQ(f.MatchOne(Event({{"ip", "2001:db9::"}})), (Ids{}));
+  // The low half of /65, under another high half.
+  EXPECT_EQ(f.MatchOne(Event({{"ip", "2001:db9::8000:0:0:1"}})), (Ids{}));
+  // IPv4 in IPv6 is IPv6; what is no address holds nothing.
+  EXPECT_EQ(f.MatchOne(Event({{"ip", "::ffff:10.1.2.3"}})), (Ids{}));
+  EXPECT_EQ(f.MatchOne(Event({{"ip", "10.1.2.3 "}})), (Ids{}));
+  EXPECT_EQ(f.MatchOne(Event({{"ip", "#167838211"}})), (Ids{}));  // int64
+  const absl::Status bad = f.Subscribe(7, Spec({Str("ip", kCidr, "10.0/8")}));
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+}
+
 v1::Predicate StrBetween(const std::string& name, const std::string& low,
                          const std::string& high) {
   v1::Predicate p = Str(name, v1::OP_BETWEEN, low);
@@ -440,7 +471,9 @@ TEST(TypedAttributes, RestoredFromNamesAndStrings) {
             StrBetween("p", "/a", "/z"), Str("p", v1::OP_SUFFIX, "y"),
             Str("t", v1::OP_EQUALS_IGNORE_CASE, "B"),
             Str("p", v1::OP_NOT_PREFIX, "/a"),
-            Str("p", v1::OP_NOT_SUFFIX, "z")});
+            Str("p", v1::OP_NOT_SUFFIX, "z"),
+            Str("ip", v1::OP_CIDR, "10.0.0.0/8"),
+            Str("ip6", v1::OP_CIDR, "2001:db8::1:0:0:0/80")});
   Interner subscribers(4);
   std::vector<SubscriptionInput> built;
   ASSERT_TRUE(BuildSubscriptions(request, &f.typed(), &subscribers, &built)
@@ -461,10 +494,17 @@ TEST(TypedAttributes, RestoredFromNamesAndStrings) {
   matcher::Index index;
   ASSERT_TRUE(index.Add(1, built[0].predicates).ok());
   v1::PublishRequest publish;
-  *publish.add_events() = Event({{"t", "b"}, {"p", "/xy"}});
-  *publish.add_events() = Event({{"t", "b"}, {"p", "/xy"}, {"c", "#1"}});
-  *publish.add_events() = Event({{"t", "c"}, {"p", "/xy"}});
-  *publish.add_events() = Event({{"t", "b"}, {"p", "/xz"}});
+  const std::pair<std::string, std::string> ip{"ip", "10.9.9.9"};
+  const std::pair<std::string, std::string> ip6{"ip6", "2001:db8::1:2:3:4"};
+  *publish.add_events() = Event({{"t", "b"}, {"p", "/xy"}, ip, ip6});
+  *publish.add_events() =
+      Event({{"t", "b"}, {"p", "/xy"}, {"c", "#1"}, ip, ip6});
+  *publish.add_events() = Event({{"t", "c"}, {"p", "/xy"}, ip, ip6});
+  *publish.add_events() = Event({{"t", "b"}, {"p", "/xz"}, ip, ip6});
+  *publish.add_events() =
+      Event({{"t", "b"}, {"p", "/xy"}, {"ip", "11.0.0.1"}, ip6});
+  *publish.add_events() =
+      Event({{"t", "b"}, {"p", "/xy"}, ip, {"ip6", "2001:db8::2:0:0:0"}});
   std::vector<std::vector<matcher::AttributeValue>> records;
   BuildEvents(publish, restored, &records);
   std::vector<matcher::EventView> views(records.begin(), records.end());
@@ -474,6 +514,8 @@ TEST(TypedAttributes, RestoredFromNamesAndStrings) {
   EXPECT_TRUE(got[1].empty());
   EXPECT_TRUE(got[2].empty());
   EXPECT_TRUE(got[3].empty());  // the suffix "y" no longer holds
+  EXPECT_TRUE(got[4].empty());  // nor the IPv4 network
+  EXPECT_TRUE(got[5].empty());  // nor the IPv6 one
 }
 
 // The differential test: random typed subscriptions (every operator, int64
@@ -483,8 +525,15 @@ TEST(TypedAttributes, RestoredFromNamesAndStrings) {
 TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
   static const char* const kNames[] = {"a", "b", "c", "d"};
   static const char* const kStrings[] = {
-      "",  "a",     "ab", "abc",        "b",         "ba",
-      "\xff", "a\xff", "abd", "A", "aB", "\xc3\x89", "\xc3\xa9"};
+      "",           "a",       "ab",         "abc",         "b",
+      "ba",         "\xff",   "a\xff",     "abd",         "A",
+      "aB",         "\xc3\x89", "\xc3\xa9", "10.1.2.3",   "10.200.0.1",
+      "2001:db8::1", "2001:db8::8000:0:0:1", "::ffff:10.1.2.3",
+      "2001:db9::8000:0:0:1"};
+  static const char* const kNetworks[] = {
+      "10.0.0.0/8",  "10.1.0.0/16",   "0.0.0.0/0",       "10.1.2.3",
+      "::/0",        "2001:db8::/32", "2001:db8::1/128", "2001:db8::/64",
+      "2001:db8::8000:0:0:0/65"};
   uint64_t pairs = 0, matches = 0;
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     uint64_t state = seed;
@@ -494,7 +543,7 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
       z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
       return (z ^ (z >> 31)) % n;
     };
-    auto string_value = [&] { return std::string(kStrings[next(13)]); };
+    auto string_value = [&] { return std::string(kStrings[next(19)]); };
     auto int_value = [&] { return static_cast<int64_t>(next(7)) - 3; };
     auto predicate = [&] {
       v1::Predicate p;
@@ -505,8 +554,8 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
           v1::OP_GT,     v1::OP_GE,     v1::OP_BETWEEN, v1::OP_IN,
           v1::OP_NOT_IN, v1::OP_PREFIX, v1::OP_EXISTS, v1::OP_NOT_EXISTS,
           v1::OP_SUFFIX, v1::OP_EQUALS_IGNORE_CASE, v1::OP_NOT_PREFIX,
-          v1::OP_NOT_SUFFIX};
-      v1::Op op = kOps[next(16)];
+          v1::OP_NOT_SUFFIX, v1::OP_CIDR};
+      v1::Op op = kOps[next(17)];
       const bool excluded =
           op == v1::OP_NOT_PREFIX || op == v1::OP_NOT_SUFFIX;
       if (!strings && (op == v1::OP_PREFIX || op == v1::OP_SUFFIX ||
@@ -514,6 +563,10 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
         op = v1::OP_NE;
       }
       p.set_op(op);
+      if (op == v1::OP_CIDR) {  // strings or not
+        p.set_string_value(kNetworks[next(9)]);
+        return p;
+      }
       if (op == v1::OP_EXISTS || op == v1::OP_NOT_EXISTS) return p;
       if (op == v1::OP_IN || op == v1::OP_NOT_IN) {
         for (uint64_t n = 1 + next(3); n > 0; --n) {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "filter/parse.h"
+#include "service/model/ip_network.h"
 
 namespace cohort {
 namespace service {
@@ -173,7 +174,7 @@ absl::Status CheckPredicate(const FieldPath& path,
       CheckAttributeName(FieldPath{&path, "attribute"}, predicate.attribute());
   if (!status.ok()) return status;
   const int op = predicate.op();
-  if (op < v1::OP_EQ || op > v1::OP_NOT_SUFFIX) {
+  if (op < v1::OP_EQ || op > v1::OP_CIDR) {
     const std::string what = op == v1::OP_UNSPECIFIED
                                  ? std::string("OP_UNSPECIFIED (0)")
                                  : absl::StrCat("unknown value ", op);
@@ -181,7 +182,7 @@ absl::Status CheckPredicate(const FieldPath& path,
                    " is not an operator; use OP_EQ, OP_NE, OP_LT, OP_LE, "
                    "OP_GT, OP_GE, OP_BETWEEN, OP_IN, OP_NOT_IN, OP_PREFIX, "
                    "OP_SUFFIX, OP_EQUALS_IGNORE_CASE, OP_NOT_PREFIX, "
-                   "OP_NOT_SUFFIX, OP_EXISTS or OP_NOT_EXISTS");
+                   "OP_NOT_SUFFIX, OP_CIDR, OP_EXISTS or OP_NOT_EXISTS");
   }
   const absl::string_view op_name = v1::Op_Name(predicate.op());
   const auto operand = predicate.operand_case();
@@ -231,6 +232,7 @@ absl::Status CheckPredicate(const FieldPath& path,
     case v1::OP_EQUALS_IGNORE_CASE:
     case v1::OP_NOT_PREFIX:
     case v1::OP_NOT_SUFFIX:
+    case v1::OP_CIDR:
       if (operand != v1::Predicate::kStringValue) {
         return Invalid(path, op_name, " needs a string_value operand, got ",
                        OperandName(predicate));
@@ -240,6 +242,14 @@ absl::Status CheckPredicate(const FieldPath& path,
         return Invalid(FieldPath{&path, "string_value"}, "empty; ", op_name,
                        " needs 1 byte or more (every string starts and ends "
                        "with the empty string, so it would never hold)");
+      }
+      if (op == v1::OP_CIDR &&
+          !ParseIpNetwork(predicate.string_value()).has_value()) {
+        return Invalid(FieldPath{&path, "string_value"}, "\"",
+                       absl::CHexEscape(predicate.string_value().substr(0, 64)),
+                       "\" is not an IPv4 or IPv6 network (an address, and "
+                       "optionally \"/\" and a prefix length: 10.0.0.0/8, "
+                       "2001:db8::/32)");
       }
       return CheckString(FieldPath{&path, "string_value"},
                          predicate.string_value(), limits);

@@ -110,8 +110,8 @@ void ExpectRejected(
 const char kOpList[] =
     "is not an operator; use OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, "
     "OP_BETWEEN, OP_IN, OP_NOT_IN, OP_PREFIX, OP_SUFFIX, "
-    "OP_EQUALS_IGNORE_CASE, OP_NOT_PREFIX, OP_NOT_SUFFIX, OP_EXISTS or "
-    "OP_NOT_EXISTS";
+    "OP_EQUALS_IGNORE_CASE, OP_NOT_PREFIX, OP_NOT_SUFFIX, OP_CIDR, "
+    "OP_EXISTS or OP_NOT_EXISTS";
 constexpr absl::StatusCode kInvalid = absl::StatusCode::kInvalidArgument;
 
 TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
@@ -127,10 +127,10 @@ TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
        kInvalid,
        {absl::StrCat("subscriptions[1].predicates[1].op: unknown value 99 ",
                      kOpList)}},
-      {"op 17, just past OP_NOT_SUFFIX",
-       [](R* r) { PredicateOf(r, 0, 0)->set_op(static_cast<v1::Op>(17)); },
+      {"op 18, just past OP_CIDR",
+       [](R* r) { PredicateOf(r, 0, 0)->set_op(static_cast<v1::Op>(18)); },
        kInvalid,
-       {"subscriptions[0].predicates[0].op: unknown value 17"}},
+       {"subscriptions[0].predicates[0].op: unknown value 18"}},
       // Issue 19: operands by op, string and list limits.
       {"IN with a single value",
        [](R* r) { PredicateOf(r, 0, 0)->set_op(v1::OP_IN); },
@@ -250,6 +250,28 @@ TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
        kInvalid,
        {"subscriptions[1].predicates[0].string_value: 257 bytes; the limit "
         "is 256 (--max_string_bytes)"}},
+      {"CIDR of an int64",
+       [](R* r) { PredicateOf(r, 1, 1)->set_op(v1::OP_CIDR); },
+       kInvalid,
+       {"subscriptions[1].predicates[1]: OP_CIDR needs a string_value "
+        "operand, got value"}},
+      {"CIDR of no network",
+       [](R* r) {
+         PredicateOf(r, 1, 1)->set_op(v1::OP_CIDR);
+         PredicateOf(r, 1, 1)->set_string_value("10.0.0.0/33");
+       },
+       kInvalid,
+       {"subscriptions[1].predicates[1].string_value: \"10.0.0.0/33\" is not "
+        "an IPv4 or IPv6 network (an address, and optionally \"/\" and a "
+        "prefix length: 10.0.0.0/8, 2001:db8::/32)"}},
+      {"CIDR of a name",
+       [](R* r) {
+         PredicateOf(r, 0, 1)->set_op(v1::OP_CIDR);
+         PredicateOf(r, 0, 1)->set_string_value("host\n.example/8");
+       },
+       kInvalid,
+       {"subscriptions[0].predicates[1].string_value: \"host\\n.example/8\" "
+        "is not an IPv4 or IPv6 network"}},
       {"NOT_PREFIX of an int64",
        [](R* r) { PredicateOf(r, 2, 1)->set_op(v1::OP_NOT_PREFIX); },
        kInvalid,

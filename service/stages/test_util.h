@@ -96,17 +96,30 @@ inline std::string AttributeName(int i) { return absl::StrCat("a", i); }
 
 // A few strings, some prefixes or suffixes of others, some equal to
 // others but for case ("\xc3\x89" is É, "\xc3\xa9" é), one with a byte
-// that is not UTF-8.
+// that is not UTF-8, and IP addresses.
 inline std::string RandomString(Rng& rng) {
   static const char* const kStrings[] = {
-      "",       "a", "ab", "abc", "b",          "bc",
-      "\xff", "b\xff", "A", "aB", "\xc3\x89", "\xc3\xa9"};
-  return kStrings[rng() % 12];
+      "",         "a",           "ab",          "abc",
+      "b",        "bc",          "\xff",       "b\xff",
+      "A",        "aB",          "\xc3\x89",  "\xc3\xa9",
+      "10.1.2.3", "10.200.0.1",  "2001:db8::1", "2001:db8::8000:0:0:1",
+      "::ffff:10.1.2.3", "2001:db9::8000:0:0:1"};
+  return kStrings[rng() % 18];
+}
+
+// Networks for OP_CIDR, of both families and prefix lengths around the
+// byte and word edges.
+inline std::string RandomNetwork(Rng& rng) {
+  static const char* const kNetworks[] = {
+      "10.0.0.0/8",    "10.1.0.0/16", "0.0.0.0/0",   "10.1.2.3",
+      "10.128.0.0/9",  "::/0",        "2001:db8::/32", "2001:db8::1/128",
+      "2001:db8::8000:0:0:0/65", "2001:db8::/64"};
+  return kNetworks[rng() % 10];
 }
 
 // One predicate in three is typed (issue 19): a string operand (EQ, NE,
 // IN, NOT_IN, PREFIX, SUFFIX, EQUALS_IGNORE_CASE, NOT_PREFIX, NOT_SUFFIX,
-// LT, GE, BETWEEN), an int64 set, or EXISTS / NOT_EXISTS.
+// CIDR, LT, GE, BETWEEN), an int64 set, or EXISTS / NOT_EXISTS.
 inline v1::Predicate RandomPredicate(Rng& rng, int attributes, int domain) {
   v1::Predicate p;
   p.set_attribute(AttributeName(static_cast<int>(rng() % attributes)));
@@ -115,8 +128,13 @@ inline v1::Predicate RandomPredicate(Rng& rng, int attributes, int domain) {
         v1::OP_EQ,     v1::OP_NE,     v1::OP_IN,         v1::OP_NOT_IN,
         v1::OP_PREFIX, v1::OP_EXISTS, v1::OP_NOT_EXISTS, v1::OP_LT,
         v1::OP_GE,     v1::OP_BETWEEN, v1::OP_SUFFIX,
-        v1::OP_EQUALS_IGNORE_CASE, v1::OP_NOT_PREFIX, v1::OP_NOT_SUFFIX};
-    p.set_op(kOps[rng() % 14]);
+        v1::OP_EQUALS_IGNORE_CASE, v1::OP_NOT_PREFIX, v1::OP_NOT_SUFFIX,
+        v1::OP_CIDR};
+    p.set_op(kOps[rng() % 15]);
+    if (p.op() == v1::OP_CIDR) {
+      p.set_string_value(RandomNetwork(rng));
+      return p;
+    }
     const bool excluded =
         p.op() == v1::OP_NOT_PREFIX || p.op() == v1::OP_NOT_SUFFIX;
     const bool strings = rng() % 4 != 0 || p.op() == v1::OP_PREFIX ||

@@ -63,6 +63,8 @@ def test_between_isin_not_in_prefix_exists() -> None:
                                                   pb.OP_NOT_SUFFIX)
     with pytest.raises(ValueError, match="never hold"):
         F("p").not_prefix("")
+    cidr = only(F("ip").cidr("10.0.0.0/8"))
+    assert (cidr.op, cidr.string_value) == (pb.OP_CIDR, b"10.0.0.0/8")
     c = only(F("n").equals_ignore_case("Alice"))
     assert (c.op, c.string_value) == (pb.OP_EQUALS_IGNORE_CASE, b"Alice")
     e, ne = only(F("c").exists()), only(F("c").not_exists())
@@ -263,6 +265,18 @@ Event = Dict[str, Union[int, str, bytes]]
         (F("p").not_suffix(".tmp"), {
             "p": 5
         }, False),
+        (F("ip").cidr("10.0.0.0/8"), {
+            "ip": "10.255.0.1"
+        }, True),
+        (F("ip").cidr("10.0.0.0/8"), {
+            "ip": "::ffff:10.0.0.1"
+        }, False),  # IPv6, though it holds IPv4
+        (F("ip").cidr("2001:db8::/32"), {
+            "ip": "2001:DB8::1"
+        }, True),
+        (F("ip").cidr("10.0.0.0/8"), {
+            "ip": "010.0.0.1"
+        }, False),  # no leading zeros (inet_pton)
         (F("c").exists(), {
             "c": 0
         }, True),

@@ -129,8 +129,8 @@ class F:
 
     Operators: == != < <= > >=, and the methods between, isin, not_in,
     prefix (also startswith), suffix (also endswith), not_prefix,
-    not_suffix, equals_ignore_case, exists and not_exists. Values: int,
-    str or bytes.
+    not_suffix, equals_ignore_case, cidr, exists and not_exists. Values:
+    int, str or bytes.
     """
 
     __slots__ = ("attribute",)
@@ -251,6 +251,11 @@ class F:
                              "string would never hold; give 1 byte or more")
         return f
 
+    def cidr(self, network: Union[str, bytes]) -> Filter:
+        """x is a string holding an IP address in network ("10.0.0.0/8",
+        "2001:db8::/32"; OP_CIDR). The server checks the network."""
+        return self._affix(pb.OP_CIDR, "cidr", network)
+
     def equals_ignore_case(self, value: Union[str, bytes]) -> Filter:
         """x is a string equal to value but for case: Unicode simple case
         folding of both (OP_EQUALS_IGNORE_CASE; pubsub.proto says more)."""
@@ -340,6 +345,8 @@ def format_predicate(p: pb.Predicate) -> str:
         return f"{name} not prefix {format_string(p.string_value)}"
     if p.op == pb.OP_NOT_SUFFIX:
         return f"{name} not suffix {format_string(p.string_value)}"
+    if p.op == pb.OP_CIDR:
+        return f"{name} cidr {format_string(p.string_value)}"
     if p.op == pb.OP_EXISTS:
         return f"exists {name}"
     if p.op == pb.OP_NOT_EXISTS:

@@ -15,11 +15,14 @@ operand never matches a string value or the reverse; strings compare byte
 by byte, unsigned (Python's bytes order); EXISTS holds for a value of either
 type; a comparison without an operand compares with the int64 0, and an
 attribute without a value is the int64 0. EQUALS_IGNORE_CASE compares the
-simple case folds of both strings (fold_case).
+simple case folds of both strings (fold_case); CIDR holds for a string that
+is an IP address of the network's family inside it (ip_address).
 """
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from typing import Callable, Dict, Iterable, Mapping, Optional, Union
 
 from cohort._casefold import FOLD
@@ -50,6 +53,47 @@ def fold_case(value: bytes) -> bytes:
     text = value.decode("utf-8", "surrogateescape")
     folded = "".join(chr(FOLD.get(ord(c), ord(c))) for c in text)
     return folded.encode("utf-8", "surrogateescape")
+
+
+# inet_pton's forms: IPv4 dotted decimal with no leading zeros (Python's
+# ipaddress agrees), IPv6 without a zone (Python takes "%zone"; the server
+# does not).
+_IPV4 = re.compile(r"(0|[1-9][0-9]{0,2})(\.(0|[1-9][0-9]{0,2})){3}")
+
+
+def ip_address(
+        value: bytes
+) -> Optional[Union[ipaddress.IPv4Address, ipaddress.IPv6Address]]:
+    """The IP address value holds, as the server reads it, or None."""
+    try:
+        text = value.decode("ascii")
+    except UnicodeDecodeError:
+        return None
+    if "%" in text or text != text.strip():
+        return None
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        return None
+    if address.version == 4 and not _IPV4.fullmatch(text):
+        return None
+    return address
+
+
+def _in_network(x: bytes, network: bytes) -> bool:
+    address = ip_address(x)
+    text = network.decode("ascii", "replace")
+    host, slash, length = text.partition("/")
+    base = ip_address(host.encode())
+    if address is None or base is None or address.version != base.version:
+        return False
+    bits = 32 if base.version == 4 else 128
+    if slash and not (length.isdigit() and len(length) <= 3 and
+                      int(length) <= bits):
+        return False
+    n = int(length) if slash else bits
+    shift = bits - n
+    return int(address) >> shift == int(base) >> shift
 
 
 def _compare(x: Scalar, y: Scalar) -> Optional[int]:
@@ -93,6 +137,8 @@ def _holds(p: pb.Predicate, x: Optional[Scalar]) -> bool:
         return isinstance(x, bytes) and x.startswith(p.string_value)
     if op == pb.OP_SUFFIX:
         return isinstance(x, bytes) and x.endswith(p.string_value)
+    if op == pb.OP_CIDR:
+        return isinstance(x, bytes) and _in_network(x, p.string_value)
     if op == pb.OP_NOT_PREFIX:
         return isinstance(x, bytes) and not x.startswith(p.string_value)
     if op == pb.OP_NOT_SUFFIX:
