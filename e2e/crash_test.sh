@@ -54,11 +54,12 @@ start_server() {
 client() {
   local n=$1 cycle=$2 i=0 out k
   # The string operators with derived attributes of their own (prefixes,
-  # suffixes, case folds, excluded prefixes and suffixes): recovery must
-  # rebuild each.
+  # suffixes, case folds, excluded prefixes and suffixes, IPv4 and IPv6
+  # networks): recovery must rebuild each.
   local strings='region prefix "eu" and region suffix "west" and region'
   strings+=' equals-ignore-case "EU-West" and region not prefix "us" and'
-  strings+=' region not suffix "east" and not exists coupon'
+  strings+=' region not suffix "east" and src cidr "10.0.0.0/8" and'
+  strings+=' src6 cidr "2001:db8::/80" and not exists coupon'
   while :; do
     i=$((i + 1))
     k=$(((cycle * 100 + n) * 100000 + i * 3))
@@ -109,8 +110,10 @@ try:
 except FileNotFoundError:
     pass
 ids = sorted(subs)
+# What the third subscription of a request needs besides k.
+THIRD = ' region="eu-west" src="10.1.2.3" src6="2001:db8::1"'
 events = [f"k={subs[i]}" + (" w=1" if i in middle else "") +
-          (' region="eu-west"' if i in third else "") for i in ids]
+          (THIRD if i in third else "") for i in ids]
 failures = 0
 for start in range(0, len(events), 500):
     chunk = events[start:start + 500]
@@ -135,7 +138,7 @@ for start in range(0, len(pending), 150):
     ks = pending[start:start + 150]
     events = []
     for k in ks:
-        events += [f"k={k}", f"k={k + 1} w=1", f'k={k + 2} region="eu-west"']
+        events += [f"k={k}", f"k={k + 1} w=1", f"k={k + 2}{THIRD}"]
     out = subprocess.run([cohort, "publish", f"--server=127.0.0.1:{port}",
                           *events], capture_output=True, text=True)
     if out.returncode != 0:
