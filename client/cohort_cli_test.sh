@@ -151,6 +151,16 @@ check "... not for one outside it" \
   grep -q "^src=\"11.0.0.1\"	matched 0	$" <<<"${out}"
 check "... nor for IPv6" \
   grep -q "^src=\"::ffff:10.0.0.1\"	matched 0	$" <<<"${out}"
+out=$(cohort subscribe --subscriber=bob 'img wildcard "img-*.png"' 2>&1)
+wildcard_id=$(cut -f1 <<<"${out}")
+out=$(cohort publish --ids 'img="img-7.png"' 'img="img.png"')
+check "a wildcard holds for what it matches" \
+  grep -q "^img=\"img-7.png\"	matched 1	${wildcard_id}$" <<<"${out}"
+check "... not for a string too short for both sides" \
+  grep -q "^img=\"img.png\"	matched 0	$" <<<"${out}"
+out=$(cohort subscribe --subscriber=bob 'img wildcard "a*b*c"' 2>&1)
+check "a second star exits 1" test $? -eq 1
+check "... naming the limit" grep -q "a second '\*'; the limit is 1" <<<"${out}"
 out=$(cohort subscribe --subscriber=bob 'src cidr "10.0.0.0/33"' 2>&1)
 check "a bad network exits 1" test $? -eq 1
 check "... naming it" grep -q \

@@ -55,11 +55,12 @@ client() {
   local n=$1 cycle=$2 i=0 out k
   # The string operators with derived attributes of their own (prefixes,
   # suffixes, case folds, excluded prefixes and suffixes, IPv4 and IPv6
-  # networks): recovery must rebuild each.
+  # networks, string lengths): recovery must rebuild each.
   local strings='region prefix "eu" and region suffix "west" and region'
   strings+=' equals-ignore-case "EU-West" and region not prefix "us" and'
   strings+=' region not suffix "east" and src cidr "10.0.0.0/8" and'
-  strings+=' src6 cidr "2001:db8::/80" and not exists coupon'
+  strings+=' src6 cidr "2001:db8::/80" and region wildcard "eu-*t" and'
+  strings+=' not exists coupon'
   while :; do
     i=$((i + 1))
     k=$(((cycle * 100 + n) * 100000 + i * 3))

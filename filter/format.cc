@@ -104,6 +104,8 @@ std::string FormatPredicate(const v1::Predicate& p) {
       return absl::StrCat(name, " not suffix ", ScalarText(p));
     case v1::OP_CIDR:
       return absl::StrCat(name, " cidr ", ScalarText(p));
+    case v1::OP_WILDCARD:
+      return absl::StrCat(name, " wildcard ", ScalarText(p));
     default:
       break;
   }

@@ -26,7 +26,7 @@ constexpr size_t kMaxAttributeNameLength = 64;
 
 constexpr absl::string_view kOperatorList =
     "(=, !=, <, <=, >, >=, between, in, not in, prefix, suffix, "
-    "equals-ignore-case, cidr)";
+    "equals-ignore-case, cidr, wildcard)";
 
 constexpr absl::string_view kEscapeList =
     "the escapes are \\\" \\\\ \\n \\t \\r \\0 and \\xHH";
@@ -372,13 +372,13 @@ v1::Op ComparisonOp(const Token& token) {
 
 // True iff `token` is what may follow the name of a predicate: a
 // comparison, or "between", "in", "not" (in), "prefix", "suffix",
-// "equals-ignore-case" or "cidr".
+// "equals-ignore-case", "cidr" or "wildcard".
 bool StartsOperator(const Token& token) {
   return ComparisonOp(token) != v1::OP_UNSPECIFIED ||
          IsWord(token, "between") || IsWord(token, "in") ||
          IsWord(token, "not") || IsWord(token, "prefix") ||
          IsWord(token, "suffix") || IsWord(token, "equals-ignore-case") ||
-         IsWord(token, "cidr");
+         IsWord(token, "cidr") || IsWord(token, "wildcard");
 }
 
 bool IsConnector(const Token& token) {
@@ -486,7 +486,7 @@ class Parser {
   // "not in", "not prefix" and "not suffix".
   absl::Status Not(const Token& keyword, v1::Predicate* out);
   // "prefix", "suffix", "equals-ignore-case", "not prefix", "not suffix"
-  // and "cidr": `op` with a string.
+  // "cidr" and "wildcard": `op` with a string.
   absl::Status Affix(const Token& keyword, v1::Op op, v1::Predicate* out);
   // Reads "[" value { "," value } "]" into `out` as the list of `op`
   // (spelled `spelling` in messages).
@@ -603,6 +603,7 @@ absl::Status Parser::Predicate(v1::Predicate* out) {
     return Affix(op, v1::OP_EQUALS_IGNORE_CASE, out);
   }
   if (IsWord(op, "cidr")) return Affix(op, v1::OP_CIDR, out);
+  if (IsWord(op, "wildcard")) return Affix(op, v1::OP_WILDCARD, out);
   const v1::Op comparison = ComparisonOp(op);
   if (comparison == v1::OP_UNSPECIFIED) {
     // `coupon exists`: say where the keyword goes.

@@ -36,6 +36,7 @@
 //                 | name "not" "prefix" string           OP_NOT_PREFIX
 //                 | name "not" "suffix" string           OP_NOT_SUFFIX
 //                 | name "cidr" string                   OP_CIDR
+//                 | name "wildcard" string               OP_WILDCARD
 //                 | "exists" name                        OP_EXISTS
 //                 | "not" "exists" name                  OP_NOT_EXISTS
 //   op           := "=" | "==" | "!=" | "<>" | "<" | "<=" | ">" | ">="

@@ -221,6 +221,7 @@ const ValidCase kValidSubscriptions[] = {
     // CIDR: the parser takes any string; the server checks the network.
     {"src CIDR \"10.0.0.0/8\"", {"src OP_CIDR \"10.0.0.0/8\" -"}},
     {"cidr cidr \"::/0\"", {"cidr OP_CIDR \"::/0\" -"}},
+    {"f wildcard \"img-*.png\"", {"f OP_WILDCARD \"img-*.png\" -"}},
     // EXISTS and NOT EXISTS: no operand.
     {"exists coupon", {"coupon OP_EXISTS - -"}},
     {"EXISTS coupon", {"coupon OP_EXISTS - -"}},
@@ -303,7 +304,8 @@ TEST(ParseSubscription, ErrorMessageHasColumnEchoAndCarets) {
   EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(got.status().message(),
             "column 7: expected an operator (=, !=, <, <=, >, >=, between, "
-            "in, not in, prefix, suffix, equals-ignore-case, cidr), got "
+            "in, not in, prefix, suffix, equals-ignore-case, cidr, wildcard), "
+            "got "
             "\"is\"\n"
             "  price is 5\n"
             "        ^^");
@@ -330,17 +332,17 @@ const ErrorCase kErrors[] = {
     {kSub, "price is 5",
            "      ^^", 7,
      "expected an operator (=, !=, <, <=, >, >=, between, in, not in, "
-     "prefix, suffix, equals-ignore-case, cidr), got \"is\""},
+     "prefix, suffix, equals-ignore-case, cidr, wildcard), got \"is\""},
     {kSub, "price",
            "     ^", 6, "expected an operator (=, !=, <, <=, >, >=, between, "
                         "in, not in, prefix, suffix, equals-ignore-case, "
-                        "cidr), got end of input"},
+                        "cidr, wildcard), got end of input"},
     {kSub, "price and 5",
            "      ^^^", 7, "expected an operator"},
     {kSub, "price ≥ 5",
            "      ^", 7, "expected an operator (=, !=, <, <=, >, >=, between, "
                          "in, not in, prefix, suffix, equals-ignore-case, "
-                         "cidr), got \"≥\""},
+                         "cidr, wildcard), got \"≥\""},
     {kSub, "price \"eq\" 5",
            "      ^^^^", 7, "got \"\\\"eq\\\"\""},
     {kSub, "price\tis\n5",
@@ -614,7 +616,8 @@ const ErrorCase kTypedErrors[] = {
     {kSub, "coupon exists",
            "       ^^^^^^", 8,
      "expected an operator (=, !=, <, <=, >, >=, between, in, not in, "
-     "prefix, suffix, equals-ignore-case, cidr), got \"exists\"; \"exists\" "
+     "prefix, suffix, equals-ignore-case, cidr, wildcard), got \"exists\"; "
+     "\"exists\" "
      "goes before the name: exists coupon"},
     {kSub, "coupon not exists",
            "           ^^^^^^", 12,
@@ -784,6 +787,7 @@ TEST(FormatPredicate, WritesTheCanonicalForm) {
       {"p NOT PREFIX \"/\"", "p not prefix \"/\""},
       {"p not  suffix \"/\"", "p not suffix \"/\""},
       {"ip Cidr \"2001:db8::/32\"", "ip cidr \"2001:db8::/32\""},
+      {"f WILDCARD \"*.png\"", "f wildcard \"*.png\""},
       {"EXISTS coupon", "exists coupon"},
       {"Not Exists coupon", "not exists coupon"},
       {"s = \"a\\tb\\\\\\\"\\x7f\"", "s = \"a\\x09b\\\\\\\"\\x7F\""},
@@ -842,7 +846,7 @@ class RandomMessages {
   v1::Predicate Predicate() {
     v1::Predicate p;
     p.set_attribute(Name());
-    p.set_op(static_cast<v1::Op>(Uniform(1, 17)));
+    p.set_op(static_cast<v1::Op>(Uniform(1, 18)));
     const bool is_string = Uniform(0, 1) == 1;
     switch (p.op()) {
       case v1::OP_BETWEEN:
@@ -874,6 +878,7 @@ class RandomMessages {
       case v1::OP_NOT_PREFIX:
       case v1::OP_NOT_SUFFIX:
       case v1::OP_CIDR:
+      case v1::OP_WILDCARD:
         p.set_string_value(String());
         break;
       case v1::OP_EXISTS:
@@ -917,8 +922,8 @@ class RandomMessages {
   std::string Name() {
     static const char* const kKeywords[] = {
         "and", "AND", "between", "in",  "IN",     "not", "Not", "exists",
-        "EXISTS", "prefix", "suffix", "equals-ignore-case", "cidr", "eq", "ne",
-        "lt", "le", "gt", "ge"};
+        "EXISTS", "prefix", "suffix", "equals-ignore-case", "cidr", "wildcard",
+        "eq", "ne", "lt", "le", "gt", "ge"};
     if (Uniform(0, 2) == 0) {
       return kKeywords[Uniform(0, std::size(kKeywords) - 1)];
     }

@@ -49,6 +49,35 @@ bool Compares(v1::Op op, const T& x, const T& value, const T& upper,
 
 int CompareInts(int64_t a, int64_t b) { return a < b ? -1 : (a > b ? 1 : 0); }
 
+// Event Ruler's wildcard over bytes, read straight from the pattern (any
+// number of stars; "\*" and "\\" literal): the plain backtracking glob,
+// apart from the lowering's prefix, suffix and length.
+bool Glob(absl::string_view pattern, absl::string_view s) {
+  size_t p = 0, i = 0;
+  size_t star_p = absl::string_view::npos, star_i = 0;
+  while (i < s.size()) {
+    if (p < pattern.size() && pattern[p] == '*') {
+      star_p = ++p;
+      star_i = i;
+      continue;
+    }
+    if (p < pattern.size()) {
+      const bool escaped = pattern[p] == '\\' && p + 1 < pattern.size();
+      const char want = escaped ? pattern[p + 1] : pattern[p];
+      if (want == s[i]) {
+        p += escaped ? 2 : 1;
+        ++i;
+        continue;
+      }
+    }
+    if (star_p == absl::string_view::npos) return false;
+    p = star_p;
+    i = ++star_i;
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
 }  // namespace
 
 bool ApiHolds(const v1::Predicate& p, const v1::Event& event) {
@@ -81,6 +110,10 @@ bool ApiHolds(const v1::Predicate& p, const v1::Event& event) {
   if (p.op() == v1::OP_NOT_SUFFIX) {
     return event_string && operand_string &&
            !absl::EndsWith(found->string_value(), p.string_value());
+  }
+  if (p.op() == v1::OP_WILDCARD) {
+    return event_string && operand_string &&
+           Glob(p.string_value(), found->string_value());
   }
   if (p.op() == v1::OP_CIDR) {
     if (!event_string || !operand_string) return false;

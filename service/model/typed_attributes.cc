@@ -12,6 +12,7 @@
 #include "absl/types/span.h"
 #include "service/model/case_fold.h"
 #include "service/model/ip_network.h"
+#include "service/model/wildcard.h"
 
 namespace cohort {
 namespace service {
@@ -109,6 +110,7 @@ uint32_t* TypedAttributes::Slot(Derived& d, absl::string_view role) {
   if (role == "ip4") return &d.ip4;
   if (role == "ip6h") return &d.ip6_high;
   if (role == "ip6l") return &d.ip6_low;
+  if (role == "len") return &d.length;
   return nullptr;
 }
 
@@ -359,6 +361,53 @@ absl::Status TypedAttributes::Lower(absl::string_view field,
       q.upper = Ordered(words.low | ~mask);
       break;
     }
+    case v1::OP_WILDCARD: {  // a prefix, a suffix and a length
+      const absl::StatusOr<Wildcard> w = ParseWildcard(p.string_value());
+      if (!w.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ".string_value: ", w.status().message()));
+      }
+      if (!w->star || (w->left.empty() && w->right.empty())) {
+        // The string itself, or any string.
+        if (absl::Status s = string_attribute(); !s.ok()) return s;
+        if (!w->star) {
+          absl::StatusOr<int64_t> code =
+              InternString(absl::StrCat(field, ".string_value"), q.attribute,
+                           name, w->left);
+          if (!code.ok()) return code.status();
+          q.op = matcher::Op::kEq;
+          q.value = *code;
+        } else {
+          q.op = matcher::Op::kExists;
+        }
+        break;
+      }
+      // "a*b": prefix a, suffix b, and at least |a| + |b| bytes (else "a"
+      // would match "a*a"). One part empty: the other alone.
+      for (const auto& [part, role] :
+           {std::make_pair(&w->left, "p"), std::make_pair(&w->right, "x")}) {
+        if (part->empty()) continue;
+        absl::StatusOr<uint32_t> id = DerivedId(
+            field, *plain, name, role, static_cast<uint32_t>(part->size()));
+        if (!id.ok()) return id.status();
+        absl::StatusOr<int64_t> code = InternString(
+            absl::StrCat(field, ".string_value"), *id, name, *part);
+        if (!code.ok()) return code.status();
+        matcher::Predicate affix;
+        affix.attribute = *id;
+        affix.op = matcher::Op::kEq;
+        affix.value = *code;
+        out->push_back(std::move(affix));
+      }
+      if (w->left.empty() || w->right.empty()) return absl::OkStatus();
+      absl::StatusOr<uint32_t> length =
+          DerivedId(field, *plain, name, "len", 0);
+      if (!length.ok()) return length.status();
+      q.attribute = *length;
+      q.op = matcher::Op::kGe;
+      q.value = static_cast<int64_t>(w->left.size() + w->right.size());
+      break;
+    }
     case v1::OP_EQUALS_IGNORE_CASE: {  // EQ on the fold's code
       absl::StatusOr<uint32_t> id = DerivedId(field, *plain, name, "i", 0);
       if (!id.ok()) return id.status();
@@ -495,6 +544,9 @@ void TypedAttributes::Encode(
           record.push_back(
               {suffix, Code(dictionaries_.find(suffix)->second,
                             s.substr(s.size() - length))});
+        }
+        if (d->length != kNone) {
+          record.push_back({d->length, static_cast<int64_t>(s.size())});
         }
         if (d->ip4 != kNone || d->ip6_high != kNone) {
           const std::optional<IpAddress> ip = ParseIpAddress(s);

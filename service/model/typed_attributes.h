@@ -36,6 +36,9 @@
 //                     int64 order is unsigned order). OP_CIDR is a
 //                     BETWEEN on one of them, and for an IPv6 prefix
 //                     longer than 64 bits an EQ on the high half too.
+//   "$len:<name>"     the byte length of the name's string values: a
+//                     one-star OP_WILDCARD "a*b" is EQ on "$p<|a|>:" and
+//                     "$x<|b|>:" and GE |a| + |b| on it (wildcard.h).
 //   "$i:<name>"       the case folds of the name's string values
 //                     (case_fold.h), coded the same way:
 //                     OP_EQUALS_IGNORE_CASE is an equality on it.
@@ -169,6 +172,7 @@ class TypedAttributes {
     uint32_t ip4 = kNone;      // "$ip4:<name>"
     uint32_t ip6_high = kNone;  // "$ip6h:<name>"
     uint32_t ip6_low = kNone;   // "$ip6l:<name>"
+    uint32_t length = kNone;    // "$len:<name>"
     LengthIds prefixes;      // "$p<L>:<name>"
     LengthIds suffixes;      // "$x<L>:<name>"
     LengthIds not_prefixes;  // "$P<L>:<name>"
@@ -212,8 +216,8 @@ class TypedAttributes {
                                       const std::string& name)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The id of `d`'s derived attribute of `role` ("s", "any", "o", "i",
-  // "ip4", "ip6h" or "ip6l"), or nullptr for the roles with lengths ("p",
-  // "x", "P", "X").
+  // "ip4", "ip6h", "ip6l" or "len"), or nullptr for the roles with
+  // lengths ("p", "x", "P", "X").
   static uint32_t* Slot(Derived& d, absl::string_view role);
   // The id of the derived name "$<role>:<name>" (a role with lengths:
   // "$<role><length>:<name>"), interned (and recorded in derived_) if new.

@@ -291,6 +291,32 @@ TEST(TypedAttributes, CidrHoldsAsDocumented) {
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Issue 44: OP_WILDCARD with one star is a prefix, a suffix and a length.
+TEST(TypedAttributes, WildcardsHoldAsDocumented) {
+  Front f;
+  const v1::Op kWild = v1::OP_WILDCARD;
+  ASSERT_TRUE(f.Subscribe(1, Spec({Str("f", kWild, "img-*.png")})).ok());
+  ASSERT_TRUE(f.Subscribe(2, Spec({Str("f", kWild, "a*a")})).ok());
+  ASSERT_TRUE(f.Subscribe(3, Spec({Str("f", kWild, "*")})).ok());
+  ASSERT_TRUE(f.Subscribe(4, Spec({Str("f", kWild, "*.png")})).ok());
+  ASSERT_TRUE(f.Subscribe(5, Spec({Str("f", kWild, "x\\*")})).ok());
+  ASSERT_TRUE(f.Subscribe(6, Spec({Str("f", kWild, "\\\\*")})).ok());
+
+  EXPECT_EQ(f.MatchOne(Event({{"f", "img-1.png"}})), (Ids{1, 3, 4}));
+  EXPECT_EQ(f.MatchOne(Event({{"f", "img-.png"}})), (Ids{1, 3, 4}));
+  EXPECT_EQ(f.MatchOne(Event({{"f", "img.png"}})), (Ids{3, 4}));  // short
+  EXPECT_EQ(f.MatchOne(Event({{"f", "a"}})), (Ids{3}));  // "a*a": 2 bytes
+  EXPECT_EQ(f.MatchOne(Event({{"f", "aa"}})), (Ids{2, 3}));
+  EXPECT_EQ(f.MatchOne(Event({{"f", "x*"}})), (Ids{3, 5}));  // a literal *
+  EXPECT_EQ(f.MatchOne(Event({{"f", "xy"}})), (Ids{3}));
+  EXPECT_EQ(f.MatchOne(Event({{"f", "\\tmp"}})), (Ids{3, 6}));
+  EXPECT_EQ(f.MatchOne(Event({{"f", "#5"}})), (Ids{}));  // an int64
+  for (const char* bad : {"a*b*", "a\\", "a\\b"}) {
+    const absl::Status s = f.Subscribe(7, Spec({Str("f", kWild, bad)}));
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 v1::Predicate StrBetween(const std::string& name, const std::string& low,
                          const std::string& high) {
   v1::Predicate p = Str(name, v1::OP_BETWEEN, low);
@@ -534,6 +560,8 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
       "10.0.0.0/8",  "10.1.0.0/16",   "0.0.0.0/0",       "10.1.2.3",
       "::/0",        "2001:db8::/32", "2001:db8::1/128", "2001:db8::/64",
       "2001:db8::8000:0:0:0/65"};
+  static const char* const kPatterns[] = {
+      "*", "a*", "*b", "a*b", "a*a", "ab", "\\*", "*\xff", "b\\**", "*c"};
   uint64_t pairs = 0, matches = 0;
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     uint64_t state = seed;
@@ -554,8 +582,8 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
           v1::OP_GT,     v1::OP_GE,     v1::OP_BETWEEN, v1::OP_IN,
           v1::OP_NOT_IN, v1::OP_PREFIX, v1::OP_EXISTS, v1::OP_NOT_EXISTS,
           v1::OP_SUFFIX, v1::OP_EQUALS_IGNORE_CASE, v1::OP_NOT_PREFIX,
-          v1::OP_NOT_SUFFIX, v1::OP_CIDR};
-      v1::Op op = kOps[next(17)];
+          v1::OP_NOT_SUFFIX, v1::OP_CIDR, v1::OP_WILDCARD};
+      v1::Op op = kOps[next(18)];
       const bool excluded =
           op == v1::OP_NOT_PREFIX || op == v1::OP_NOT_SUFFIX;
       if (!strings && (op == v1::OP_PREFIX || op == v1::OP_SUFFIX ||
@@ -565,6 +593,10 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
       p.set_op(op);
       if (op == v1::OP_CIDR) {  // strings or not
         p.set_string_value(kNetworks[next(9)]);
+        return p;
+      }
+      if (op == v1::OP_WILDCARD) {
+        p.set_string_value(kPatterns[next(10)]);
         return p;
       }
       if (op == v1::OP_EXISTS || op == v1::OP_NOT_EXISTS) return p;

@@ -11,6 +11,7 @@
 #include "absl/types/span.h"
 #include "filter/parse.h"
 #include "service/model/ip_network.h"
+#include "service/model/wildcard.h"
 
 namespace cohort {
 namespace service {
@@ -174,7 +175,7 @@ absl::Status CheckPredicate(const FieldPath& path,
       CheckAttributeName(FieldPath{&path, "attribute"}, predicate.attribute());
   if (!status.ok()) return status;
   const int op = predicate.op();
-  if (op < v1::OP_EQ || op > v1::OP_CIDR) {
+  if (op < v1::OP_EQ || op > v1::OP_WILDCARD) {
     const std::string what = op == v1::OP_UNSPECIFIED
                                  ? std::string("OP_UNSPECIFIED (0)")
                                  : absl::StrCat("unknown value ", op);
@@ -182,7 +183,8 @@ absl::Status CheckPredicate(const FieldPath& path,
                    " is not an operator; use OP_EQ, OP_NE, OP_LT, OP_LE, "
                    "OP_GT, OP_GE, OP_BETWEEN, OP_IN, OP_NOT_IN, OP_PREFIX, "
                    "OP_SUFFIX, OP_EQUALS_IGNORE_CASE, OP_NOT_PREFIX, "
-                   "OP_NOT_SUFFIX, OP_CIDR, OP_EXISTS or OP_NOT_EXISTS");
+                   "OP_NOT_SUFFIX, OP_CIDR, OP_WILDCARD, OP_EXISTS or "
+                   "OP_NOT_EXISTS");
   }
   const absl::string_view op_name = v1::Op_Name(predicate.op());
   const auto operand = predicate.operand_case();
@@ -233,6 +235,7 @@ absl::Status CheckPredicate(const FieldPath& path,
     case v1::OP_NOT_PREFIX:
     case v1::OP_NOT_SUFFIX:
     case v1::OP_CIDR:
+    case v1::OP_WILDCARD:
       if (operand != v1::Predicate::kStringValue) {
         return Invalid(path, op_name, " needs a string_value operand, got ",
                        OperandName(predicate));
@@ -250,6 +253,14 @@ absl::Status CheckPredicate(const FieldPath& path,
                        "\" is not an IPv4 or IPv6 network (an address, and "
                        "optionally \"/\" and a prefix length: 10.0.0.0/8, "
                        "2001:db8::/32)");
+      }
+      if (op == v1::OP_WILDCARD) {
+        const absl::StatusOr<Wildcard> w =
+            ParseWildcard(predicate.string_value());
+        if (!w.ok()) {
+          return Invalid(FieldPath{&path, "string_value"},
+                         w.status().message());
+        }
       }
       return CheckString(FieldPath{&path, "string_value"},
                          predicate.string_value(), limits);

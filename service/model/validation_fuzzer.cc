@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,9 @@
 #include "proto/cohort/v1/pubsub.pb.h"
 #include "service/model/api_reference.h"
 #include "service/model/interner.h"
+#include "service/model/ip_network.h"
 #include "service/model/validation.h"
+#include "service/model/wildcard.h"
 #include "tools/fuzz/byte_reader.h"
 #include "tools/fuzz/fail.h"
 
@@ -68,8 +71,18 @@ void CheckRefusal(const absl::Status& status, absl::string_view field,
 
 // How many index predicates `p` lowers into: NOT_EXISTS and string ranges
 // (LT, LE, GT, GE, BETWEEN on strings: the range and its order-count guard)
-// lower into two, every other op into one.
+// lower into two, and so does an IPv6 network longer than /64 (both
+// halves); a wildcard "a*b" with both sides lowers into three (prefix,
+// suffix, length); every other op into one.
 size_t Width(const v1::Predicate& p) {
+  if (p.op() == v1::OP_CIDR) {
+    const std::optional<IpNetwork> n = ParseIpNetwork(p.string_value());
+    return n.has_value() && n->address.v6 && n->prefix_length > 64 ? 2 : 1;
+  }
+  if (p.op() == v1::OP_WILDCARD) {
+    const absl::StatusOr<Wildcard> w = ParseWildcard(p.string_value());
+    return w.ok() && !w->left.empty() && !w->right.empty() ? 3 : 1;
+  }
   const bool string_range =
       p.operand_case() == v1::Predicate::kStringValue &&
       (p.op() == v1::OP_LT || p.op() == v1::OP_LE || p.op() == v1::OP_GT ||

@@ -111,7 +111,7 @@ const char kOpList[] =
     "is not an operator; use OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, "
     "OP_BETWEEN, OP_IN, OP_NOT_IN, OP_PREFIX, OP_SUFFIX, "
     "OP_EQUALS_IGNORE_CASE, OP_NOT_PREFIX, OP_NOT_SUFFIX, OP_CIDR, "
-    "OP_EXISTS or OP_NOT_EXISTS";
+    "OP_WILDCARD, OP_EXISTS or OP_NOT_EXISTS";
 constexpr absl::StatusCode kInvalid = absl::StatusCode::kInvalidArgument;
 
 TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
@@ -127,10 +127,10 @@ TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
        kInvalid,
        {absl::StrCat("subscriptions[1].predicates[1].op: unknown value 99 ",
                      kOpList)}},
-      {"op 18, just past OP_CIDR",
-       [](R* r) { PredicateOf(r, 0, 0)->set_op(static_cast<v1::Op>(18)); },
+      {"op 19, just past OP_WILDCARD",
+       [](R* r) { PredicateOf(r, 0, 0)->set_op(static_cast<v1::Op>(19)); },
        kInvalid,
-       {"subscriptions[0].predicates[0].op: unknown value 18"}},
+       {"subscriptions[0].predicates[0].op: unknown value 19"}},
       // Issue 19: operands by op, string and list limits.
       {"IN with a single value",
        [](R* r) { PredicateOf(r, 0, 0)->set_op(v1::OP_IN); },
@@ -250,6 +250,28 @@ TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
        kInvalid,
        {"subscriptions[1].predicates[0].string_value: 257 bytes; the limit "
         "is 256 (--max_string_bytes)"}},
+      {"WILDCARD with two stars",
+       [](R* r) {
+         PredicateOf(r, 2, 0)->set_op(v1::OP_WILDCARD);
+         PredicateOf(r, 2, 0)->set_string_value("a*b*c");
+       },
+       kInvalid,
+       {"subscriptions[2].predicates[0].string_value: byte 3 of the "
+        "pattern: a second '*'; the limit is 1 (write a literal star as "
+        "\\*)"}},
+      {"WILDCARD with a stray backslash",
+       [](R* r) {
+         PredicateOf(r, 2, 0)->set_op(v1::OP_WILDCARD);
+         PredicateOf(r, 2, 0)->set_string_value("a\\b*");
+       },
+       kInvalid,
+       {"subscriptions[2].predicates[0].string_value: byte 1 of the "
+        "pattern: '\\' must be followed by '*' or '\\'"}},
+      {"WILDCARD of an int64",
+       [](R* r) { PredicateOf(r, 2, 0)->set_op(v1::OP_WILDCARD); },
+       kInvalid,
+       {"subscriptions[2].predicates[0]: OP_WILDCARD needs a string_value "
+        "operand, got value"}},
       {"CIDR of an int64",
        [](R* r) { PredicateOf(r, 1, 1)->set_op(v1::OP_CIDR); },
        kInvalid,

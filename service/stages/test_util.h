@@ -107,6 +107,14 @@ inline std::string RandomString(Rng& rng) {
   return kStrings[rng() % 18];
 }
 
+// Patterns for OP_WILDCARD: a star at either end, in the middle, alone,
+// with overlapping sides ("a*a" needs 2 bytes), escaped, and none.
+inline std::string RandomPattern(Rng& rng) {
+  static const char* const kPatterns[] = {
+      "*", "a*", "*b", "a*b", "a*a", "ab", "\\*", "*\xff", "b\\**", "*c"};
+  return kPatterns[rng() % 10];
+}
+
 // Networks for OP_CIDR, of both families and prefix lengths around the
 // byte and word edges.
 inline std::string RandomNetwork(Rng& rng) {
@@ -119,7 +127,7 @@ inline std::string RandomNetwork(Rng& rng) {
 
 // One predicate in three is typed (issue 19): a string operand (EQ, NE,
 // IN, NOT_IN, PREFIX, SUFFIX, EQUALS_IGNORE_CASE, NOT_PREFIX, NOT_SUFFIX,
-// CIDR, LT, GE, BETWEEN), an int64 set, or EXISTS / NOT_EXISTS.
+// CIDR, WILDCARD, LT, GE, BETWEEN), an int64 set, or EXISTS / NOT_EXISTS.
 inline v1::Predicate RandomPredicate(Rng& rng, int attributes, int domain) {
   v1::Predicate p;
   p.set_attribute(AttributeName(static_cast<int>(rng() % attributes)));
@@ -129,10 +137,14 @@ inline v1::Predicate RandomPredicate(Rng& rng, int attributes, int domain) {
         v1::OP_PREFIX, v1::OP_EXISTS, v1::OP_NOT_EXISTS, v1::OP_LT,
         v1::OP_GE,     v1::OP_BETWEEN, v1::OP_SUFFIX,
         v1::OP_EQUALS_IGNORE_CASE, v1::OP_NOT_PREFIX, v1::OP_NOT_SUFFIX,
-        v1::OP_CIDR};
-    p.set_op(kOps[rng() % 15]);
+        v1::OP_CIDR,   v1::OP_WILDCARD};
+    p.set_op(kOps[rng() % 16]);
     if (p.op() == v1::OP_CIDR) {
       p.set_string_value(RandomNetwork(rng));
+      return p;
+    }
+    if (p.op() == v1::OP_WILDCARD) {
+      p.set_string_value(RandomPattern(rng));
       return p;
     }
     const bool excluded =

@@ -27,6 +27,10 @@ STRINGS = [
     b"10.1.2.3", b"10.200.0.1", b"2001:db8::1", b"2001:db9::8000:0:0:1",
     b"::ffff:10.1.2.3", b"010.1.2.3", b"fe80::1%eth0"
 ]
+PATTERNS = [
+    "*", "a*", "*b", "a*b", "a*a", "ab", "\\*", "*\xff", "b\\**", "*.1",
+    "10.*"
+]
 NETWORKS = [
     "10.0.0.0/8", "10.1.0.0/16", "0.0.0.0/0", "10.1.2.3", "::/0",
     "2001:db8::/32", "2001:db8::8000:0:0:0/65", "2001:db9::/64"
@@ -50,7 +54,7 @@ def random_predicate(rng: random.Random) -> Filter:
     strings = (name in STRING_ATTRIBUTES or
                (name == MIXED and rng.random() < 0.5) or rng.random() < 0.1)
     a = F(name)
-    kind = rng.randrange(17)
+    kind = rng.randrange(18)
     v = random_operand(rng, strings)
     if kind < 6:
         return [a.__eq__, a.__ne__, a.__lt__, a.__le__, a.__gt__,
@@ -72,6 +76,8 @@ def random_predicate(rng: random.Random) -> Filter:
         return a.equals_ignore_case(rng.choice(STRINGS))
     if kind == 16:
         return a.cidr(rng.choice(NETWORKS))
+    if kind == 17:
+        return a.wildcard(rng.choice(PATTERNS))
     if kind in (14, 15):
         excluded = rng.choice(STRINGS[1:])  # not the empty string
         return a.not_prefix(excluded) if kind == 14 else a.not_suffix(excluded)

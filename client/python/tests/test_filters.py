@@ -63,6 +63,8 @@ def test_between_isin_not_in_prefix_exists() -> None:
                                                   pb.OP_NOT_SUFFIX)
     with pytest.raises(ValueError, match="never hold"):
         F("p").not_prefix("")
+    wild = only(F("f").wildcard("*.png"))
+    assert (wild.op, wild.string_value) == (pb.OP_WILDCARD, b"*.png")
     cidr = only(F("ip").cidr("10.0.0.0/8"))
     assert (cidr.op, cidr.string_value) == (pb.OP_CIDR, b"10.0.0.0/8")
     c = only(F("n").equals_ignore_case("Alice"))
@@ -268,6 +270,18 @@ Event = Dict[str, Union[int, str, bytes]]
         (F("ip").cidr("10.0.0.0/8"), {
             "ip": "10.255.0.1"
         }, True),
+        (F("f").wildcard("a*a"), {
+            "f": "a"
+        }, False),  # both sides need their bytes
+        (F("f").wildcard("a*a"), {
+            "f": "aba"
+        }, True),
+        (F("f").wildcard("x\\*"), {
+            "f": "x*"
+        }, True),  # an escaped star
+        (F("f").wildcard("x\\*"), {
+            "f": "xy"
+        }, False),
         (F("ip").cidr("10.0.0.0/8"), {
             "ip": "::ffff:10.0.0.1"
         }, False),  # IPv6, though it holds IPv4

@@ -36,7 +36,7 @@ def test_parse_gives_the_builders_predicates(client: cohort.Client) -> None:
          F("region").isin(["eu", "us"]) & F("p").prefix(b"/\xff") &
          F("f").suffix(".png") & F("u").equals_ignore_case("Bob") &
          F("f").not_prefix("tmp") & F("f").not_suffix("~") &
-         F("ip").cidr("10.0.0.0/8") &
+         F("ip").cidr("10.0.0.0/8") & F("f").wildcard("img-*.png") &
          F("n").between(-5, 5) & F("c").not_exists() & F("k").not_in([1, 2]) &
          F("e").exists() & (F("s") > "m") & (F("t") != -1))
     assert client.parse_filter(str(f)) == list(f.predicates)
@@ -103,8 +103,8 @@ def test_syntax_error_is_invalid_argument_with_carets(
         client.parse_filter("price is 5")
     assert e.value.details == (
         'filter: column 7: expected an operator (=, !=, <, <=, >, >=, '
-        'between, in, not in, prefix, suffix, equals-ignore-case, cidr), '
-        'got "is"\n'
+        'between, in, not in, prefix, suffix, equals-ignore-case, cidr, '
+        'wildcard), got "is"\n'
         '  price is 5\n        ^^')
     with pytest.raises(cohort.InvalidArgument, match="column 9"):
         client.parse_filter("price <=")

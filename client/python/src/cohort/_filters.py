@@ -129,8 +129,8 @@ class F:
 
     Operators: == != < <= > >=, and the methods between, isin, not_in,
     prefix (also startswith), suffix (also endswith), not_prefix,
-    not_suffix, equals_ignore_case, cidr, exists and not_exists. Values:
-    int, str or bytes.
+    not_suffix, equals_ignore_case, cidr, wildcard, exists and not_exists.
+    Values: int, str or bytes.
     """
 
     __slots__ = ("attribute",)
@@ -256,6 +256,11 @@ class F:
         "2001:db8::/32"; OP_CIDR). The server checks the network."""
         return self._affix(pb.OP_CIDR, "cidr", network)
 
+    def wildcard(self, pattern: Union[str, bytes]) -> Filter:
+        """x is a string the pattern matches: '*' any run of bytes, \\* a
+        star, \\\\ a backslash; at most one '*' (OP_WILDCARD)."""
+        return self._affix(pb.OP_WILDCARD, "wildcard", pattern)
+
     def equals_ignore_case(self, value: Union[str, bytes]) -> Filter:
         """x is a string equal to value but for case: Unicode simple case
         folding of both (OP_EQUALS_IGNORE_CASE; pubsub.proto says more)."""
@@ -347,6 +352,8 @@ def format_predicate(p: pb.Predicate) -> str:
         return f"{name} not suffix {format_string(p.string_value)}"
     if p.op == pb.OP_CIDR:
         return f"{name} cidr {format_string(p.string_value)}"
+    if p.op == pb.OP_WILDCARD:
+        return f"{name} wildcard {format_string(p.string_value)}"
     if p.op == pb.OP_EXISTS:
         return f"exists {name}"
     if p.op == pb.OP_NOT_EXISTS:

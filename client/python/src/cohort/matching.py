@@ -16,7 +16,8 @@ by byte, unsigned (Python's bytes order); EXISTS holds for a value of either
 type; a comparison without an operand compares with the int64 0, and an
 attribute without a value is the int64 0. EQUALS_IGNORE_CASE compares the
 simple case folds of both strings (fold_case); CIDR holds for a string that
-is an IP address of the network's family inside it (ip_address).
+is an IP address of the network's family inside it (ip_address); WILDCARD
+for a string the pattern matches (glob).
 """
 
 from __future__ import annotations
@@ -96,6 +97,33 @@ def _in_network(x: bytes, network: bytes) -> bool:
     return int(address) >> shift == int(base) >> shift
 
 
+def glob(pattern: bytes, value: bytes) -> bool:
+    """Whether the wildcard pattern matches value: '*' any run of bytes,
+    backslash-star a star, two backslashes a backslash."""
+    tokens: list[Optional[int]] = []  # None: a star
+    i = 0
+    while i < len(pattern):
+        if pattern[i] == 0x5C and i + 1 < len(pattern):  # backslash
+            tokens.append(pattern[i + 1])
+            i += 2
+        else:
+            tokens.append(None if pattern[i] == 0x2A else pattern[i])
+            i += 1
+    # can[j]: tokens[j:] match the rest of value, filled from the end.
+    can = [False] * (len(tokens) + 1)
+    can[len(tokens)] = True
+    for j in range(len(tokens) - 1, -1, -1):
+        can[j] = can[j + 1] and tokens[j] is None
+    for k in range(len(value) - 1, -1, -1):
+        nxt = can
+        can = [False] * (len(tokens) + 1)
+        for j in range(len(tokens) - 1, -1, -1):
+            t = tokens[j]
+            can[j] = (can[j + 1] or nxt[j]) if t is None else (
+                t == value[k] and nxt[j + 1])
+    return can[0]
+
+
 def _compare(x: Scalar, y: Scalar) -> Optional[int]:
     """-1, 0 or 1 as x is below, equal to or above y; None across types."""
     if isinstance(x, int) and isinstance(y, int):
@@ -137,6 +165,8 @@ def _holds(p: pb.Predicate, x: Optional[Scalar]) -> bool:
         return isinstance(x, bytes) and x.startswith(p.string_value)
     if op == pb.OP_SUFFIX:
         return isinstance(x, bytes) and x.endswith(p.string_value)
+    if op == pb.OP_WILDCARD:
+        return isinstance(x, bytes) and glob(p.string_value, x)
     if op == pb.OP_CIDR:
         return isinstance(x, bytes) and _in_network(x, p.string_value)
     if op == pb.OP_NOT_PREFIX:
