@@ -111,6 +111,48 @@ def validation_seeds():
         data += section(3, listen) + section(0, bad_subscribe)
         write("service/model/testdata/validation_fuzzer", f"session-{limits}", data)
 
+    # Issue 44's string operators, with events that hold and fail each; one
+    # group per session, so that the derived names fit the target's small
+    # name dictionary.
+    groups = {
+        "wildcard": (r"""
+          subscriptions { subscriber: "erin"
+            predicates { attribute: "f" op: OP_WILDCARD string_value: "a*a" } }
+          subscriptions { subscriber: "erin"
+            predicates { attribute: "f" op: OP_WILDCARD string_value: "im*g" } }
+        """, ["a", "aba", "img", "imgg", "im"]),
+        "affixes": (r"""
+          subscriptions { subscriber: "erin"
+            predicates { attribute: "f" op: OP_SUFFIX string_value: ".png" }
+            predicates { attribute: "f" op: OP_NOT_PREFIX string_value: "tmp" }
+            predicates { attribute: "f" op: OP_NOT_SUFFIX string_value: "~" } }
+          subscriptions { subscriber: "frank"
+            predicates { attribute: "f" op: OP_EQUALS_IGNORE_CASE
+                         string_value: "Caf\303\251" } }
+        """, ["a.png", "tmp.png", "x.png~", "CAF\\303\\211", "p"]),
+        "cidr": (r"""
+          subscriptions { subscriber: "erin"
+            predicates { attribute: "f" op: OP_CIDR string_value: "10.0.0.0/8" } }
+          subscriptions { subscriber: "erin"
+            predicates { attribute: "f" op: OP_CIDR
+                         string_value: "2001:db8::8000:0:0:0/65" } }
+        """, ["10.1.2.3", "11.0.0.1", "2001:db8::8000:0:0:1",
+              "2001:db9::8000:0:0:1", "::ffff:10.1.2.3"]),
+    }
+    bad_filters = encode("SubscribeRequest", r"""
+      subscriptions { subscriber: "gina"
+        predicates { attribute: "f" op: OP_WILDCARD string_value: "a*b*c" } }
+    """)
+    for name, (text, values) in groups.items():
+        filters = encode("SubscribeRequest", text)
+        events = encode("PublishRequest", "".join(
+            f'events {{ attributes {{ name: "f" string_value: "{v}" }} }}\n'
+            for v in values))
+        data = bytes([0]) + section(0, filters) + section(2, events)
+        data += section(0, bad_filters) + section(2, events)
+        write("service/model/testdata/validation_fuzzer", f"filters-{name}",
+              data)
+
 
 def parse_seeds():
     """[parser byte: 0 subscription, 1 event] then the text."""
@@ -122,6 +164,9 @@ def parse_seeds():
         "price is 5",
         "x between 5 and 1",
         "caf\u00e9 = 1",
+        'f suffix ".png" and f not prefix "tmp" and f not suffix "~"',
+        'n equals-ignore-case "Alice" and ip cidr "10.0.0.0/8"',
+        'f wildcard "img-*.png" and f not 5',
     ]
     events = ["price=420 kind=7", "price = 420, kind = 7", "a=1 a=2", "x=", "y=9223372036854775807"]
     for i, text in enumerate(subscriptions):
