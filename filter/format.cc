@@ -98,6 +98,8 @@ std::string FormatPredicate(const v1::Predicate& p) {
       return absl::StrCat(name, " suffix ", ScalarText(p));
     case v1::OP_EQUALS_IGNORE_CASE:
       return absl::StrCat(name, " equals-ignore-case ", ScalarText(p));
+    case v1::OP_NOT_EQUALS_IGNORE_CASE:
+      return absl::StrCat(name, " not equals-ignore-case ", ScalarText(p));
     case v1::OP_NOT_PREFIX:
       return absl::StrCat(name, " not prefix ", ScalarText(p));
     case v1::OP_NOT_SUFFIX:

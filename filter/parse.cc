@@ -663,6 +663,9 @@ absl::Status Parser::Not(const Token& keyword, v1::Predicate* out) {
   const Token& in = Next();
   if (IsWord(in, "prefix")) return Affix(in, v1::OP_NOT_PREFIX, out);
   if (IsWord(in, "suffix")) return Affix(in, v1::OP_NOT_SUFFIX, out);
+  if (IsWord(in, "equals-ignore-case")) {
+    return Affix(in, v1::OP_NOT_EQUALS_IGNORE_CASE, out);
+  }
   if (!IsWord(in, "in")) {
     const std::string hint =
         IsWord(in, "exists")
@@ -670,8 +673,8 @@ absl::Status Parser::Not(const Token& keyword, v1::Predicate* out) {
                            "exists ",
                            out->attribute())
             : "";
-    return Error(in, absl::StrCat("expected \"in\", \"prefix\" or \"suffix\" "
-                                  "after ",
+    return Error(in, absl::StrCat("expected \"in\", \"prefix\", \"suffix\" or "
+                                  "\"equals-ignore-case\" after ",
                                   Describe(keyword), ", got ", Describe(in),
                                   hint));
   }
@@ -681,6 +684,20 @@ absl::Status Parser::Not(const Token& keyword, v1::Predicate* out) {
 absl::Status Parser::Affix(const Token& keyword, v1::Op op,
                            v1::Predicate* out) {
   const Token& token = Peek();
+  if ((op == v1::OP_EQUALS_IGNORE_CASE ||
+       op == v1::OP_NOT_EQUALS_IGNORE_CASE) &&
+      IsSymbol(token, "[")) {  // a list of strings
+    const std::string spelling =
+        absl::StrCat(op == v1::OP_NOT_EQUALS_IGNORE_CASE ? "not " : "",
+                     "equals-ignore-case");
+    absl::Status status = List(op, spelling, out);
+    if (!status.ok()) return status;
+    if (out->operand_case() != v1::Predicate::kStringValues) {
+      return Error(token, absl::StrCat("expected a list of strings after ",
+                                       Describe(keyword), ", got integers"));
+    }
+    return absl::OkStatus();
+  }
   absl::StatusOr<Operand> value =
       Value(absl::StrCat("after ", Describe(keyword)));
   if (!value.ok()) return value.status();

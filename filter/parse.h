@@ -33,6 +33,9 @@
 //                 | name "prefix" string                 OP_PREFIX
 //                 | name "suffix" string                 OP_SUFFIX
 //                 | name "equals-ignore-case" string     OP_EQUALS_IGNORE_CASE
+//                 | name "equals-ignore-case" list       OP_EQUALS_IGNORE_CASE
+//                 | name "not" "equals-ignore-case" string_or_list
+//                                              OP_NOT_EQUALS_IGNORE_CASE
 //                 | name "not" "prefix" string           OP_NOT_PREFIX
 //                 | name "not" "suffix" string           OP_NOT_SUFFIX
 //                 | name "cidr" string                   OP_CIDR
@@ -42,6 +45,7 @@
 //   op           := "=" | "==" | "!=" | "<>" | "<" | "<=" | ">" | ">="
 //                 | "eq" | "ne" | "lt" | "le" | "gt" | "ge"
 //   list         := "[" value { "," value } "]"          values of one type
+//   string_or_list := string | list                      strings only
 //
 //   event        := pair { [ "," ] pair }
 //   pair         := name "=" value

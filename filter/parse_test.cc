@@ -222,6 +222,11 @@ const ValidCase kValidSubscriptions[] = {
     {"src CIDR \"10.0.0.0/8\"", {"src OP_CIDR \"10.0.0.0/8\" -"}},
     {"cidr cidr \"::/0\"", {"cidr OP_CIDR \"::/0\" -"}},
     {"f wildcard \"img-*.png\"", {"f OP_WILDCARD \"img-*.png\" -"}},
+    {"c equals-ignore-case [\"Red\", \"green\"]",
+     {"c OP_EQUALS_IGNORE_CASE [\"Red\",\"green\"] -"}},
+    {"c not equals-ignore-case \"x\" and d NOT equals-ignore-case [\"y\"]",
+     {"c OP_NOT_EQUALS_IGNORE_CASE \"x\" -",
+      "d OP_NOT_EQUALS_IGNORE_CASE [\"y\"] -"}},
     // EXISTS and NOT EXISTS: no operand.
     {"exists coupon", {"coupon OP_EXISTS - -"}},
     {"EXISTS coupon", {"coupon OP_EXISTS - -"}},
@@ -562,7 +567,11 @@ const ErrorCase kTypedErrors[] = {
      "\"5\""},
     {kSub, "x not 5",
            "      ^", 7,
-     "expected \"in\", \"prefix\" or \"suffix\" after \"not\", got \"5\""},
+     "expected \"in\", \"prefix\", \"suffix\" or \"equals-ignore-case\" "
+     "after \"not\", got \"5\""},
+    {kSub, "c equals-ignore-case [1, 2]",
+           "                     ^", 22,
+     "expected a list of strings after \"equals-ignore-case\", got integers"},
     {kSub, "x not prefix 5",
            "             ^", 14,
      "expected a string after \"prefix\", got the integer 5"},
@@ -621,8 +630,8 @@ const ErrorCase kTypedErrors[] = {
      "goes before the name: exists coupon"},
     {kSub, "coupon not exists",
            "           ^^^^^^", 12,
-     "expected \"in\", \"prefix\" or \"suffix\" after \"not\", got "
-     "\"exists\"; \"not exists\" goes "
+     "expected \"in\", \"prefix\", \"suffix\" or \"equals-ignore-case\" "
+     "after \"not\", got \"exists\"; \"not exists\" goes "
      "before the name: not exists coupon"},
     {kSub, "exists",
            "      ^", 7, "expected an attribute name, got end of input"},
@@ -788,6 +797,8 @@ TEST(FormatPredicate, WritesTheCanonicalForm) {
       {"p not  suffix \"/\"", "p not suffix \"/\""},
       {"ip Cidr \"2001:db8::/32\"", "ip cidr \"2001:db8::/32\""},
       {"f WILDCARD \"*.png\"", "f wildcard \"*.png\""},
+      {"c not Equals-Ignore-Case [\"a\",\"B\"]",
+       "c not equals-ignore-case [\"a\", \"B\"]"},
       {"EXISTS coupon", "exists coupon"},
       {"Not Exists coupon", "not exists coupon"},
       {"s = \"a\\tb\\\\\\\"\\x7f\"", "s = \"a\\x09b\\\\\\\"\\x7F\""},
@@ -846,7 +857,7 @@ class RandomMessages {
   v1::Predicate Predicate() {
     v1::Predicate p;
     p.set_attribute(Name());
-    p.set_op(static_cast<v1::Op>(Uniform(1, 18)));
+    p.set_op(static_cast<v1::Op>(Uniform(1, 19)));
     const bool is_string = Uniform(0, 1) == 1;
     switch (p.op()) {
       case v1::OP_BETWEEN:
@@ -879,6 +890,7 @@ class RandomMessages {
       case v1::OP_NOT_SUFFIX:
       case v1::OP_CIDR:
       case v1::OP_WILDCARD:
+      case v1::OP_NOT_EQUALS_IGNORE_CASE:
         p.set_string_value(String());
         break;
       case v1::OP_EXISTS:

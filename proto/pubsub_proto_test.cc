@@ -186,14 +186,15 @@ TEST(PubSubProto, OperandsAreOneofsAroundTheOldFields) {
   EXPECT_EQ(parsed.upper(), 20);
 }
 
-TEST(PubSubProto, OpEnumValuesAreZeroToEighteen) {
+TEST(PubSubProto, OpEnumValuesAreZeroToNineteen) {
   const EnumDescriptor* op = Op_descriptor();
   const std::vector<std::string> names = {
       "OP_UNSPECIFIED", "OP_EQ",     "OP_NE",     "OP_LT",
       "OP_LE",          "OP_GT",     "OP_GE",     "OP_BETWEEN",
       "OP_IN",          "OP_NOT_IN", "OP_PREFIX", "OP_EXISTS",
       "OP_NOT_EXISTS",  "OP_SUFFIX", "OP_EQUALS_IGNORE_CASE",
-      "OP_NOT_PREFIX",  "OP_NOT_SUFFIX", "OP_CIDR", "OP_WILDCARD"};
+      "OP_NOT_PREFIX",  "OP_NOT_SUFFIX", "OP_CIDR", "OP_WILDCARD",
+      "OP_NOT_EQUALS_IGNORE_CASE"};
   ASSERT_EQ(op->value_count(), static_cast<int>(names.size()));
   for (int number = 0; number < static_cast<int>(names.size()); ++number) {
     SCOPED_TRACE(names[number]);
@@ -209,6 +210,7 @@ TEST(PubSubProto, OpEnumValuesAreZeroToEighteen) {
   EXPECT_EQ(OP_NOT_SUFFIX, 16);
   EXPECT_EQ(OP_CIDR, 17);
   EXPECT_EQ(OP_WILDCARD, 18);
+  EXPECT_EQ(OP_NOT_EQUALS_IGNORE_CASE, 19);
 }
 
 // One pinned RPC: its name, request and response types, and streaming shape.

@@ -123,9 +123,18 @@ bool ApiHolds(const v1::Predicate& p, const v1::Event& event) {
     return address.has_value() && network.has_value() &&
            InNetwork(*address, *network);
   }
-  if (p.op() == v1::OP_EQUALS_IGNORE_CASE) {
-    return event_string && operand_string &&
-           FoldCase(found->string_value()) == FoldCase(p.string_value());
+  if (p.op() == v1::OP_EQUALS_IGNORE_CASE ||
+      p.op() == v1::OP_NOT_EQUALS_IGNORE_CASE) {
+    if (!event_string || !operand_string) return false;
+    const std::string x = FoldCase(found->string_value());
+    bool equal = false;
+    if (p.operand_case() == v1::Predicate::kStringValue) {
+      equal = x == FoldCase(p.string_value());
+    }
+    for (const std::string& v : p.string_values().values()) {
+      equal = equal || x == FoldCase(v);
+    }
+    return equal == (p.op() == v1::OP_EQUALS_IGNORE_CASE);
   }
   if (event_string != operand_string) return false;
   if (p.op() == v1::OP_IN || p.op() == v1::OP_NOT_IN) {

@@ -408,16 +408,29 @@ absl::Status TypedAttributes::Lower(absl::string_view field,
       q.value = static_cast<int64_t>(w->left.size() + w->right.size());
       break;
     }
-    case v1::OP_EQUALS_IGNORE_CASE: {  // EQ on the fold's code
+    case v1::OP_EQUALS_IGNORE_CASE:
+    case v1::OP_NOT_EQUALS_IGNORE_CASE: {  // EQ, NE, IN, NOT_IN on folds
       absl::StatusOr<uint32_t> id = DerivedId(field, *plain, name, "i", 0);
       if (!id.ok()) return id.status();
-      absl::StatusOr<int64_t> code =
-          InternString(absl::StrCat(field, ".string_value"), *id, name,
-                       FoldCase(p.string_value()));
-      if (!code.ok()) return code.status();
       q.attribute = *id;
-      q.op = matcher::Op::kEq;
-      q.value = *code;
+      const bool equal = p.op() == v1::OP_EQUALS_IGNORE_CASE;
+      if (p.operand_case() == v1::Predicate::kStringValue) {
+        absl::StatusOr<int64_t> code =
+            InternString(absl::StrCat(field, ".string_value"), *id, name,
+                         FoldCase(p.string_value()));
+        if (!code.ok()) return code.status();
+        q.op = equal ? matcher::Op::kEq : matcher::Op::kNe;
+        q.value = *code;
+        break;
+      }
+      for (int i = 0; i < p.string_values().values_size(); ++i) {
+        absl::StatusOr<int64_t> code = InternString(
+            absl::StrCat(field, ".string_values.values[", i, "]"), *id, name,
+            FoldCase(p.string_values().values(i)));
+        if (!code.ok()) return code.status();
+        q.values.push_back(*code);
+      }
+      q.op = equal ? matcher::Op::kIn : matcher::Op::kNotIn;
       break;
     }
     case v1::OP_EXISTS:

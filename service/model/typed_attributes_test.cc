@@ -228,6 +228,28 @@ TEST(TypedAttributes, EqualsIgnoreCaseHoldsAsDocumented) {
   EXPECT_EQ(f.MatchOne(Event({{"name", "#0"}})), (Ids{}));  // an int64
 }
 
+// Lists of either, and the negation (Event Ruler's anything-but
+// equals-ignore-case): folds in a set.
+TEST(TypedAttributes, FoldedListsAndExclusionsHoldAsDocumented) {
+  Front f;
+  ASSERT_TRUE(f.Subscribe(1, Spec({Strs("c", v1::OP_EQUALS_IGNORE_CASE,
+                                        {"Red", "GREEN"})}))
+                  .ok());
+  ASSERT_TRUE(f.Subscribe(2, Spec({Strs("c", v1::OP_NOT_EQUALS_IGNORE_CASE,
+                                        {"red", "Blue"})}))
+                  .ok());
+  ASSERT_TRUE(
+      f.Subscribe(3, Spec({Str("c", v1::OP_NOT_EQUALS_IGNORE_CASE, "BLUE")}))
+          .ok());
+  EXPECT_EQ(f.MatchOne(Event({{"c", "rED"}})), (Ids{1, 3}));
+  EXPECT_EQ(f.MatchOne(Event({{"c", "green"}})), (Ids{1, 2, 3}));
+  EXPECT_EQ(f.MatchOne(Event({{"c", "blue"}})), (Ids{}));
+  EXPECT_EQ(f.MatchOne(Event({{"c", "teal"}})), (Ids{2, 3}));
+  // Like NE: a string is needed.
+  EXPECT_EQ(f.MatchOne(Event({{"c", "#1"}})), (Ids{}));
+  EXPECT_EQ(f.MatchOne(Event({{"d", "teal"}})), (Ids{}));
+}
+
 // Issue 44: OP_NOT_PREFIX and OP_NOT_SUFFIX (anything-but prefix and
 // suffix) hold for strings shorter than their operand, and apart from
 // OP_PREFIX of the same length.
@@ -582,12 +604,15 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
           v1::OP_GT,     v1::OP_GE,     v1::OP_BETWEEN, v1::OP_IN,
           v1::OP_NOT_IN, v1::OP_PREFIX, v1::OP_EXISTS, v1::OP_NOT_EXISTS,
           v1::OP_SUFFIX, v1::OP_EQUALS_IGNORE_CASE, v1::OP_NOT_PREFIX,
-          v1::OP_NOT_SUFFIX, v1::OP_CIDR, v1::OP_WILDCARD};
-      v1::Op op = kOps[next(18)];
+          v1::OP_NOT_SUFFIX, v1::OP_CIDR, v1::OP_WILDCARD,
+          v1::OP_NOT_EQUALS_IGNORE_CASE};
+      v1::Op op = kOps[next(19)];
       const bool excluded =
           op == v1::OP_NOT_PREFIX || op == v1::OP_NOT_SUFFIX;
-      if (!strings && (op == v1::OP_PREFIX || op == v1::OP_SUFFIX ||
-                       op == v1::OP_EQUALS_IGNORE_CASE || excluded)) {
+      const bool folds = op == v1::OP_EQUALS_IGNORE_CASE ||
+                         op == v1::OP_NOT_EQUALS_IGNORE_CASE;
+      if (!strings && (op == v1::OP_PREFIX || op == v1::OP_SUFFIX || folds ||
+                       excluded)) {
         op = v1::OP_NE;
       }
       p.set_op(op);
@@ -597,6 +622,14 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
       }
       if (op == v1::OP_WILDCARD) {
         p.set_string_value(kPatterns[next(10)]);
+        return p;
+      }
+      if ((op == v1::OP_EQUALS_IGNORE_CASE ||
+           op == v1::OP_NOT_EQUALS_IGNORE_CASE) &&
+          next(2) == 0) {  // a list
+        for (uint64_t n = 1 + next(3); n > 0; --n) {
+          p.mutable_string_values()->add_values(string_value());
+        }
         return p;
       }
       if (op == v1::OP_EXISTS || op == v1::OP_NOT_EXISTS) return p;

@@ -175,7 +175,7 @@ absl::Status CheckPredicate(const FieldPath& path,
       CheckAttributeName(FieldPath{&path, "attribute"}, predicate.attribute());
   if (!status.ok()) return status;
   const int op = predicate.op();
-  if (op < v1::OP_EQ || op > v1::OP_WILDCARD) {
+  if (op < v1::OP_EQ || op > v1::OP_NOT_EQUALS_IGNORE_CASE) {
     const std::string what = op == v1::OP_UNSPECIFIED
                                  ? std::string("OP_UNSPECIFIED (0)")
                                  : absl::StrCat("unknown value ", op);
@@ -183,17 +183,32 @@ absl::Status CheckPredicate(const FieldPath& path,
                    " is not an operator; use OP_EQ, OP_NE, OP_LT, OP_LE, "
                    "OP_GT, OP_GE, OP_BETWEEN, OP_IN, OP_NOT_IN, OP_PREFIX, "
                    "OP_SUFFIX, OP_EQUALS_IGNORE_CASE, OP_NOT_PREFIX, "
-                   "OP_NOT_SUFFIX, OP_CIDR, OP_WILDCARD, OP_EXISTS or "
-                   "OP_NOT_EXISTS");
+                   "OP_NOT_SUFFIX, OP_CIDR, OP_WILDCARD, "
+                   "OP_NOT_EQUALS_IGNORE_CASE, OP_EXISTS or OP_NOT_EXISTS");
   }
   const absl::string_view op_name = v1::Op_Name(predicate.op());
   const auto operand = predicate.operand_case();
   const bool list = operand == v1::Predicate::kInt64Values ||
                     operand == v1::Predicate::kStringValues;
+  const bool folds =
+      op == v1::OP_EQUALS_IGNORE_CASE || op == v1::OP_NOT_EQUALS_IGNORE_CASE;
   switch (op) {
+    case v1::OP_EQUALS_IGNORE_CASE:
+    case v1::OP_NOT_EQUALS_IGNORE_CASE:
+      if (operand == v1::Predicate::kStringValue) {
+        return CheckString(FieldPath{&path, "string_value"},
+                           predicate.string_value(), limits);
+      }
+      if (operand != v1::Predicate::kStringValues) {
+        return Invalid(path, op_name,
+                       " needs a string_value or string_values operand, "
+                       "got ",
+                       OperandName(predicate));
+      }
+      [[fallthrough]];  // the list's checks
     case v1::OP_IN:
     case v1::OP_NOT_IN: {
-      if (!list) {
+      if (!list && !folds) {
         return Invalid(path, op_name,
                        " needs a list operand (int64_values or "
                        "string_values), got ",
@@ -231,7 +246,6 @@ absl::Status CheckPredicate(const FieldPath& path,
       return absl::OkStatus();
     case v1::OP_PREFIX:
     case v1::OP_SUFFIX:
-    case v1::OP_EQUALS_IGNORE_CASE:
     case v1::OP_NOT_PREFIX:
     case v1::OP_NOT_SUFFIX:
     case v1::OP_CIDR:

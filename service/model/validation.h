@@ -46,7 +46,7 @@ bool IsValidAttributeName(absl::string_view name);
 // subscriptions (none is fine); each with a subscriber name of 1 to
 // limits.max_subscriber_bytes bytes and no control characters, and 1 to
 // limits.max_predicates predicates; each predicate with a valid attribute name,
-// an op from OP_EQ to OP_WILDCARD, the operand its op takes (the
+// an op from OP_EQ to OP_NOT_EQUALS_IGNORE_CASE, the operand its op takes (the
 // table in pubsub.proto's Predicate), strings of at most
 // limits.max_string_bytes, lists of 1 to limits.max_set_size values, and value
 // <= upper for OP_BETWEEN (strings in byte order; `upper` is ignored for the

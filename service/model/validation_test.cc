@@ -111,7 +111,7 @@ const char kOpList[] =
     "is not an operator; use OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, "
     "OP_BETWEEN, OP_IN, OP_NOT_IN, OP_PREFIX, OP_SUFFIX, "
     "OP_EQUALS_IGNORE_CASE, OP_NOT_PREFIX, OP_NOT_SUFFIX, OP_CIDR, "
-    "OP_WILDCARD, OP_EXISTS or OP_NOT_EXISTS";
+    "OP_WILDCARD, OP_NOT_EQUALS_IGNORE_CASE, OP_EXISTS or OP_NOT_EXISTS";
 constexpr absl::StatusCode kInvalid = absl::StatusCode::kInvalidArgument;
 
 TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
@@ -127,10 +127,33 @@ TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
        kInvalid,
        {absl::StrCat("subscriptions[1].predicates[1].op: unknown value 99 ",
                      kOpList)}},
-      {"op 19, just past OP_WILDCARD",
-       [](R* r) { PredicateOf(r, 0, 0)->set_op(static_cast<v1::Op>(19)); },
+      {"op 20, just past OP_NOT_EQUALS_IGNORE_CASE",
+       [](R* r) { PredicateOf(r, 0, 0)->set_op(static_cast<v1::Op>(20)); },
        kInvalid,
-       {"subscriptions[0].predicates[0].op: unknown value 19"}},
+       {"subscriptions[0].predicates[0].op: unknown value 20"}},
+      {"NOT_EQUALS_IGNORE_CASE of an int64",
+       [](R* r) {
+         PredicateOf(r, 3, 0)->set_op(v1::OP_NOT_EQUALS_IGNORE_CASE);
+       },
+       kInvalid,
+       {"subscriptions[3].predicates[0]: OP_NOT_EQUALS_IGNORE_CASE needs a "
+        "string_value or string_values operand, got value"}},
+      {"EQUALS_IGNORE_CASE of an int64 list",
+       [](R* r) {
+         PredicateOf(r, 3, 0)->set_op(v1::OP_EQUALS_IGNORE_CASE);
+         PredicateOf(r, 3, 0)->mutable_int64_values()->add_values(1);
+       },
+       kInvalid,
+       {"subscriptions[3].predicates[0]: OP_EQUALS_IGNORE_CASE needs a "
+        "string_value or string_values operand, got int64_values"}},
+      {"EQUALS_IGNORE_CASE of an empty list",
+       [](R* r) {
+         PredicateOf(r, 3, 0)->set_op(v1::OP_EQUALS_IGNORE_CASE);
+         PredicateOf(r, 3, 0)->mutable_string_values();
+       },
+       kInvalid,
+       {"subscriptions[3].predicates[0].string_values.values: empty; "
+        "OP_EQUALS_IGNORE_CASE needs 1 to 64 values"}},
       // Issue 19: operands by op, string and list limits.
       {"IN with a single value",
        [](R* r) { PredicateOf(r, 0, 0)->set_op(v1::OP_IN); },
@@ -241,7 +264,7 @@ TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
        [](R* r) { PredicateOf(r, 3, 1)->set_op(v1::OP_EQUALS_IGNORE_CASE); },
        kInvalid,
        {"subscriptions[3].predicates[1]: OP_EQUALS_IGNORE_CASE needs a "
-        "string_value operand, got value"}},
+        "string_value or string_values operand, got value"}},
       {"EQUALS_IGNORE_CASE of 257 bytes",
        [](R* r) {
          PredicateOf(r, 1, 0)->set_op(v1::OP_EQUALS_IGNORE_CASE);

@@ -127,7 +127,8 @@ inline std::string RandomNetwork(Rng& rng) {
 
 // One predicate in three is typed (issue 19): a string operand (EQ, NE,
 // IN, NOT_IN, PREFIX, SUFFIX, EQUALS_IGNORE_CASE, NOT_PREFIX, NOT_SUFFIX,
-// CIDR, WILDCARD, LT, GE, BETWEEN), an int64 set, or EXISTS / NOT_EXISTS.
+// CIDR, WILDCARD, NOT_EQUALS_IGNORE_CASE, LT, GE, BETWEEN; the two
+// ignoring case also with lists), an int64 set, or EXISTS / NOT_EXISTS.
 inline v1::Predicate RandomPredicate(Rng& rng, int attributes, int domain) {
   v1::Predicate p;
   p.set_attribute(AttributeName(static_cast<int>(rng() % attributes)));
@@ -137,8 +138,16 @@ inline v1::Predicate RandomPredicate(Rng& rng, int attributes, int domain) {
         v1::OP_PREFIX, v1::OP_EXISTS, v1::OP_NOT_EXISTS, v1::OP_LT,
         v1::OP_GE,     v1::OP_BETWEEN, v1::OP_SUFFIX,
         v1::OP_EQUALS_IGNORE_CASE, v1::OP_NOT_PREFIX, v1::OP_NOT_SUFFIX,
-        v1::OP_CIDR,   v1::OP_WILDCARD};
-    p.set_op(kOps[rng() % 16]);
+        v1::OP_CIDR,   v1::OP_WILDCARD, v1::OP_NOT_EQUALS_IGNORE_CASE};
+    p.set_op(kOps[rng() % 17]);
+    if ((p.op() == v1::OP_EQUALS_IGNORE_CASE ||
+         p.op() == v1::OP_NOT_EQUALS_IGNORE_CASE) &&
+        rng() % 2 == 0) {
+      for (int n = 1 + static_cast<int>(rng() % 3); n > 0; --n) {
+        p.mutable_string_values()->add_values(RandomString(rng));
+      }
+      return p;
+    }
     if (p.op() == v1::OP_CIDR) {
       p.set_string_value(RandomNetwork(rng));
       return p;
@@ -151,7 +160,8 @@ inline v1::Predicate RandomPredicate(Rng& rng, int attributes, int domain) {
         p.op() == v1::OP_NOT_PREFIX || p.op() == v1::OP_NOT_SUFFIX;
     const bool strings = rng() % 4 != 0 || p.op() == v1::OP_PREFIX ||
                          p.op() == v1::OP_SUFFIX ||
-                         p.op() == v1::OP_EQUALS_IGNORE_CASE || excluded;
+                         p.op() == v1::OP_EQUALS_IGNORE_CASE ||
+                         p.op() == v1::OP_NOT_EQUALS_IGNORE_CASE || excluded;
     switch (p.op()) {
       case v1::OP_EXISTS:
       case v1::OP_NOT_EXISTS:

@@ -54,7 +54,7 @@ def random_predicate(rng: random.Random) -> Filter:
     strings = (name in STRING_ATTRIBUTES or
                (name == MIXED and rng.random() < 0.5) or rng.random() < 0.1)
     a = F(name)
-    kind = rng.randrange(18)
+    kind = rng.randrange(20)
     v = random_operand(rng, strings)
     if kind < 6:
         return [a.__eq__, a.__ne__, a.__lt__, a.__le__, a.__gt__,
@@ -78,6 +78,10 @@ def random_predicate(rng: random.Random) -> Filter:
         return a.cidr(rng.choice(NETWORKS))
     if kind == 17:
         return a.wildcard(rng.choice(PATTERNS))
+    if kind in (18, 19):
+        folded = [rng.choice(STRINGS) for _ in range(rng.randint(1, 3))]
+        return (a.equals_ignore_case(folded)
+                if kind == 18 else a.not_equals_ignore_case(folded))
     if kind in (14, 15):
         excluded = rng.choice(STRINGS[1:])  # not the empty string
         return a.not_prefix(excluded) if kind == 14 else a.not_suffix(excluded)

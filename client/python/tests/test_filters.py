@@ -63,6 +63,11 @@ def test_between_isin_not_in_prefix_exists() -> None:
                                                   pb.OP_NOT_SUFFIX)
     with pytest.raises(ValueError, match="never hold"):
         F("p").not_prefix("")
+    folds = only(F("c").not_equals_ignore_case(["Red", b"blue"]))
+    assert (folds.op, list(folds.string_values.values)) == (
+        pb.OP_NOT_EQUALS_IGNORE_CASE, [b"Red", b"blue"])
+    with pytest.raises(TypeError, match="strings, not ints"):
+        F("c").equals_ignore_case([1, 2])  # type: ignore[list-item]
     wild = only(F("f").wildcard("*.png"))
     assert (wild.op, wild.string_value) == (pb.OP_WILDCARD, b"*.png")
     cidr = only(F("ip").cidr("10.0.0.0/8"))
@@ -273,6 +278,16 @@ Event = Dict[str, Union[int, str, bytes]]
         (F("f").wildcard("a*a"), {
             "f": "a"
         }, False),  # both sides need their bytes
+        (F("c").equals_ignore_case(["Red", "GREEN"]), {
+            "c": "green"
+        }, True),
+        (F("c").not_equals_ignore_case(["Red", "GREEN"]), {
+            "c": "rED"
+        }, False),
+        (F("c").not_equals_ignore_case("red"), {
+            "c": "blue"
+        }, True),
+        (F("c").not_equals_ignore_case("red"), {}, False),  # like NE
         (F("f").wildcard("a*a"), {
             "f": "aba"
         }, True),

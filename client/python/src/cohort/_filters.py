@@ -261,11 +261,32 @@ class F:
         star, \\\\ a backslash; at most one '*' (OP_WILDCARD)."""
         return self._affix(pb.OP_WILDCARD, "wildcard", pattern)
 
-    def equals_ignore_case(self, value: Union[str, bytes]) -> Filter:
-        """x is a string equal to value but for case: Unicode simple case
-        folding of both (OP_EQUALS_IGNORE_CASE; pubsub.proto says more)."""
-        return self._affix(pb.OP_EQUALS_IGNORE_CASE, "equals_ignore_case",
+    def equals_ignore_case(
+            self, value: Union[str, bytes,
+                               Iterable[Union[str, bytes]]]) -> Filter:
+        """x is a string equal to value (or to one of a list of strings)
+        but for case: Unicode simple case folding of both
+        (OP_EQUALS_IGNORE_CASE; pubsub.proto says more)."""
+        return self._folds(pb.OP_EQUALS_IGNORE_CASE, "equals_ignore_case",
                            value)
+
+    def not_equals_ignore_case(
+            self, value: Union[str, bytes,
+                               Iterable[Union[str, bytes]]]) -> Filter:
+        """x is a string equal, ignoring case, to none of value (a string
+        or a list); false if the event lacks x or carries an int
+        (OP_NOT_EQUALS_IGNORE_CASE)."""
+        return self._folds(pb.OP_NOT_EQUALS_IGNORE_CASE,
+                           "not_equals_ignore_case", value)
+
+    def _folds(self, op: pb.Op.ValueType, name: str,
+               value: Union[str, bytes, Iterable[Union[str, bytes]]]) -> Filter:
+        if isinstance(value, (str, bytes)):
+            return self._affix(op, name, value)
+        f = self._list(op, name, value)
+        if f.predicates[0].WhichOneof("operand") != "string_values":
+            raise TypeError(f"F({self.attribute!r}).{name}: strings, not ints")
+        return f
 
     def exists(self) -> Filter:
         """The event carries the attribute, of either type (OP_EXISTS)."""
@@ -344,8 +365,13 @@ def format_predicate(p: pb.Predicate) -> str:
         return f"{name} prefix {format_string(p.string_value)}"
     if p.op == pb.OP_SUFFIX:
         return f"{name} suffix {format_string(p.string_value)}"
-    if p.op == pb.OP_EQUALS_IGNORE_CASE:
-        return f"{name} equals-ignore-case {format_string(p.string_value)}"
+    if p.op in (pb.OP_EQUALS_IGNORE_CASE, pb.OP_NOT_EQUALS_IGNORE_CASE):
+        word = ("equals-ignore-case" if p.op == pb.OP_EQUALS_IGNORE_CASE else
+                "not equals-ignore-case")
+        if p.WhichOneof("operand") == "string_values":
+            listed = ", ".join(format_string(v) for v in p.string_values.values)
+            return f"{name} {word} [{listed}]"
+        return f"{name} {word} {format_string(p.string_value)}"
     if p.op == pb.OP_NOT_PREFIX:
         return f"{name} not prefix {format_string(p.string_value)}"
     if p.op == pb.OP_NOT_SUFFIX:

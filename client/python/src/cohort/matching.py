@@ -173,9 +173,13 @@ def _holds(p: pb.Predicate, x: Optional[Scalar]) -> bool:
         return isinstance(x, bytes) and not x.startswith(p.string_value)
     if op == pb.OP_NOT_SUFFIX:
         return isinstance(x, bytes) and not x.endswith(p.string_value)
-    if op == pb.OP_EQUALS_IGNORE_CASE:
-        return isinstance(x, bytes) and fold_case(x) == fold_case(
-            p.string_value)
+    if op in (pb.OP_EQUALS_IGNORE_CASE, pb.OP_NOT_EQUALS_IGNORE_CASE):
+        if not isinstance(x, bytes):
+            return False
+        operands = (list(p.string_values.values) if p.WhichOneof("operand")
+                    == "string_values" else [p.string_value])
+        equal = fold_case(x) in [fold_case(v) for v in operands]
+        return equal == (op == pb.OP_EQUALS_IGNORE_CASE)
     c = _compare(x, _operand(p))
     if c is None:
         return False  # an operand of the other type never holds
