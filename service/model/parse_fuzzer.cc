@@ -6,7 +6,9 @@
 //   - what parses is what the server accepts: the predicates (or attributes)
 //     pass the server's ValidateSubscribe (ValidatePublish) with limits
 //     large enough for their count, string lengths and list sizes (the
-//     parser applies the API's rules);
+//     parser applies the API's rules), except the operands only the server
+//     checks (CIDR networks, wildcard patterns, empty excluded prefixes
+//     and suffixes), which it must refuse naming their string_value;
 //   - printing the result back in the grammar's canonical form
 //     (FormatSubscription, FormatEvent) and parsing it again gives the same
 //     messages.
@@ -23,7 +25,9 @@
 #include "absl/strings/str_split.h"
 #include "filter/parse.h"
 #include "proto/cohort/v1/pubsub.pb.h"
+#include "service/model/ip_network.h"
 #include "service/model/validation.h"
+#include "service/model/wildcard.h"
 #include "tools/fuzz/byte_reader.h"
 #include "tools/fuzz/fail.h"
 
@@ -64,6 +68,23 @@ void CheckReparse(const std::vector<Message>& parsed,
   }
 }
 
+// True iff `p`'s operand breaks a rule that only the server checks (the
+// grammar takes any string there): a CIDR network, a wildcard pattern, the
+// non-empty operand of NOT_PREFIX and NOT_SUFFIX.
+bool ServerOnlyRefusal(const v1::Predicate& p) {
+  switch (p.op()) {
+    case v1::OP_CIDR:
+      return !ParseIpNetwork(p.string_value()).has_value();
+    case v1::OP_WILDCARD:
+      return !ParseWildcard(p.string_value()).ok();
+    case v1::OP_NOT_PREFIX:
+    case v1::OP_NOT_SUFFIX:
+      return p.string_value().empty();
+    default:
+      return false;
+  }
+}
+
 void CheckSubscription(absl::string_view text) {
   absl::StatusOr<std::vector<v1::Predicate>> parsed = filter::ParseSubscription(text);
   if (!parsed.ok()) return CheckError(parsed.status(), text);
@@ -73,11 +94,29 @@ void CheckSubscription(absl::string_view text) {
   limits.max_predicates = parsed->size();
   limits.max_string_bytes = text.size();
   limits.max_set_size = text.size();
-  // Everything that parses, the string ranges included, validates.
+  // Everything that parses, the string ranges included, validates, but
+  // for the operands only the server checks (those it must refuse).
   v1::SubscribeRequest request;
   v1::SubscriptionSpec* spec = request.add_subscriptions();
   spec->set_subscriber("fuzz");
-  for (const v1::Predicate& p : *parsed) *spec->add_predicates() = p;
+  for (const v1::Predicate& p : *parsed) {
+    if (ServerOnlyRefusal(p)) {
+      v1::SubscribeRequest alone;
+      v1::SubscriptionSpec* one = alone.add_subscriptions();
+      one->set_subscriber("fuzz");
+      *one->add_predicates() = p;
+      const absl::Status s = service::ValidateSubscribe(alone, limits);
+      if (s.code() != absl::StatusCode::kInvalidArgument ||
+          !absl::StrContains(s.message(), "predicates[0].string_value")) {
+        Fail(absl::StrCat("the server does not refuse a bad operand: ",
+                          s.ToString()),
+             text);
+      }
+      continue;
+    }
+    *spec->add_predicates() = p;
+  }
+  if (spec->predicates_size() == 0) return;
   if (absl::Status s = service::ValidateSubscribe(request, limits); !s.ok()) {
     Fail(absl::StrCat("the server refuses what parsed: ", s.ToString()), text);
   }
