@@ -268,6 +268,23 @@ absl::Status TypedAttributes::Lower(absl::string_view field,
   q.op = static_cast<matcher::Op>(p.op());
   const bool strings = p.operand_case() == v1::Predicate::kStringValue ||
                        p.operand_case() == v1::Predicate::kStringValues;
+  // EQ on the code of `affix` in the derived attribute of `role` ("p",
+  // "x", "P" or "X") and its length.
+  auto affix_equality =
+      [&](absl::string_view role,
+          const std::string& affix) -> absl::StatusOr<matcher::Predicate> {
+    absl::StatusOr<uint32_t> id = DerivedId(
+        field, *plain, name, role, static_cast<uint32_t>(affix.size()));
+    if (!id.ok()) return id.status();
+    absl::StatusOr<int64_t> code = InternString(
+        absl::StrCat(field, ".string_value"), *id, name, affix);
+    if (!code.ok()) return code.status();
+    matcher::Predicate eq;
+    eq.attribute = *id;
+    eq.op = matcher::Op::kEq;
+    eq.value = *code;
+    return eq;
+  };
   auto string_attribute = [&]() -> absl::Status {
     absl::StatusOr<uint32_t> id = DerivedId(field, *plain, name, "s", 0);
     if (!id.ok()) return id.status();
@@ -305,16 +322,10 @@ absl::Status TypedAttributes::Lower(absl::string_view field,
                                      : p.op() == v1::OP_SUFFIX     ? "x"
                                      : p.op() == v1::OP_NOT_PREFIX ? "P"
                                                                    : "X";
-      const uint32_t length = static_cast<uint32_t>(affix.size());
-      absl::StatusOr<uint32_t> id =
-          DerivedId(field, *plain, name, role, length);
-      if (!id.ok()) return id.status();
-      absl::StatusOr<int64_t> code = InternString(
-          absl::StrCat(field, ".string_value"), *id, name, affix);
-      if (!code.ok()) return code.status();
-      q.attribute = *id;
-      q.op = role == "p" || role == "x" ? matcher::Op::kEq : matcher::Op::kNe;
-      q.value = *code;
+      absl::StatusOr<matcher::Predicate> eq = affix_equality(role, affix);
+      if (!eq.ok()) return eq.status();
+      q = *std::move(eq);
+      if (role == "P" || role == "X") q.op = matcher::Op::kNe;
       break;
     }
     case v1::OP_CIDR: {  // a range of addresses (ValidateSubscribe parsed it)
@@ -387,17 +398,9 @@ absl::Status TypedAttributes::Lower(absl::string_view field,
       for (const auto& [part, role] :
            {std::make_pair(&w->left, "p"), std::make_pair(&w->right, "x")}) {
         if (part->empty()) continue;
-        absl::StatusOr<uint32_t> id = DerivedId(
-            field, *plain, name, role, static_cast<uint32_t>(part->size()));
-        if (!id.ok()) return id.status();
-        absl::StatusOr<int64_t> code = InternString(
-            absl::StrCat(field, ".string_value"), *id, name, *part);
-        if (!code.ok()) return code.status();
-        matcher::Predicate affix;
-        affix.attribute = *id;
-        affix.op = matcher::Op::kEq;
-        affix.value = *code;
-        out->push_back(std::move(affix));
+        absl::StatusOr<matcher::Predicate> eq = affix_equality(role, *part);
+        if (!eq.ok()) return eq.status();
+        out->push_back(*std::move(eq));
       }
       if (w->left.empty() || w->right.empty()) return absl::OkStatus();
       absl::StatusOr<uint32_t> length =
@@ -541,22 +544,29 @@ void TypedAttributes::Encode(
           record.push_back(
               {d->ordered, OrderLabel(orders_.find(d->ordered)->second, s)});
         }
-        for (const auto& [length, prefix] : d->prefixes) {
-          if (length > s.size()) break;
-          record.push_back(
-              {prefix, Code(dictionaries_.find(prefix)->second,
-                            s.substr(0, length))});
-        }
+        // The codes of s's first (last) L bytes, one per length in use.
+        // Excluded prefixes and suffixes also give a string shorter than L
+        // a value: the code of the empty string, which no L-byte string
+        // has, so that NE holds for it; the others skip those lengths.
+        const auto add_affixes = [&](const LengthIds& lengths, bool last,
+                                     bool short_too) {
+          for (const auto& [length, id] : lengths) {
+            if (length > s.size() && !short_too) break;  // sorted by L
+            const absl::string_view affix =
+                length > s.size() ? absl::string_view()
+                : last            ? s.substr(s.size() - length)
+                                  : s.substr(0, length);
+            record.push_back({id, Code(dictionaries_.find(id)->second, affix)});
+          }
+        };
+        add_affixes(d->prefixes, /*last=*/false, /*short_too=*/false);
+        add_affixes(d->suffixes, /*last=*/true, /*short_too=*/false);
+        add_affixes(d->not_prefixes, /*last=*/false, /*short_too=*/true);
+        add_affixes(d->not_suffixes, /*last=*/true, /*short_too=*/true);
         if (d->folded != kNone) {
           record.push_back({d->folded,
                             Code(dictionaries_.find(d->folded)->second,
                                  FoldCase(s))});
-        }
-        for (const auto& [length, suffix] : d->suffixes) {
-          if (length > s.size()) break;
-          record.push_back(
-              {suffix, Code(dictionaries_.find(suffix)->second,
-                            s.substr(s.size() - length))});
         }
         if (d->length != kNone) {
           record.push_back({d->length, static_cast<int64_t>(s.size())});
@@ -572,22 +582,6 @@ void TypedAttributes::Encode(
               record.push_back({d->ip6_low, Ordered(words.low)});
             }
           }
-        }
-        // Excluded prefixes and suffixes: a string shorter than L carries
-        // the code of the empty string, which no L-byte string has, so
-        // that NE holds for it.
-        for (const auto& [length, excluded] : d->not_prefixes) {
-          record.push_back(
-              {excluded, Code(dictionaries_.find(excluded)->second,
-                              length > s.size() ? absl::string_view()
-                                                : s.substr(0, length))});
-        }
-        for (const auto& [length, excluded] : d->not_suffixes) {
-          record.push_back(
-              {excluded,
-               Code(dictionaries_.find(excluded)->second,
-                    length > s.size() ? absl::string_view()
-                                      : s.substr(s.size() - length))});
         }
       }
       if (d != nullptr && d->any != kNone) record.push_back({d->any, 0});
