@@ -92,24 +92,15 @@ std::string FormatPredicate(const v1::Predicate& p) {
       return absl::StrCat(name, " in ", ListText(p));
     case v1::OP_NOT_IN:
       return absl::StrCat(name, " not in ", ListText(p));
-    case v1::OP_PREFIX:
-      return absl::StrCat(name, " prefix ", ScalarText(p));
-    case v1::OP_SUFFIX:
-      return absl::StrCat(name, " suffix ", ScalarText(p));
-    case v1::OP_EQUALS_IGNORE_CASE:
-      return absl::StrCat(name, " equals-ignore-case ", ScalarText(p));
-    case v1::OP_NOT_EQUALS_IGNORE_CASE:
-      return absl::StrCat(name, " not equals-ignore-case ", ScalarText(p));
-    case v1::OP_NOT_PREFIX:
-      return absl::StrCat(name, " not prefix ", ScalarText(p));
-    case v1::OP_NOT_SUFFIX:
-      return absl::StrCat(name, " not suffix ", ScalarText(p));
-    case v1::OP_CIDR:
-      return absl::StrCat(name, " cidr ", ScalarText(p));
-    case v1::OP_WILDCARD:
-      return absl::StrCat(name, " wildcard ", ScalarText(p));
     default:
       break;
+  }
+  for (const internal::StringOpSpelling& s : internal::kStringOps) {
+    if (s.op == p.op() ||
+        (s.negated != v1::OP_UNSPECIFIED && s.negated == p.op())) {
+      return absl::StrCat(name, s.op == p.op() ? " " : " not ", s.word, " ",
+                          ScalarText(p));
+    }
   }
   for (const internal::Spelling& s : internal::kSpellings) {
     if (s.op == p.op()) {

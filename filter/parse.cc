@@ -371,14 +371,17 @@ v1::Op ComparisonOp(const Token& token) {
 }
 
 // True iff `token` is what may follow the name of a predicate: a
-// comparison, or "between", "in", "not" (in), "prefix", "suffix",
-// "equals-ignore-case", "cidr" or "wildcard".
+// comparison, "between", "in", "not" (in, or a negated word of
+// kStringOps), or a word of kStringOps ("prefix", "cidr", ...).
 bool StartsOperator(const Token& token) {
-  return ComparisonOp(token) != v1::OP_UNSPECIFIED ||
-         IsWord(token, "between") || IsWord(token, "in") ||
-         IsWord(token, "not") || IsWord(token, "prefix") ||
-         IsWord(token, "suffix") || IsWord(token, "equals-ignore-case") ||
-         IsWord(token, "cidr") || IsWord(token, "wildcard");
+  if (ComparisonOp(token) != v1::OP_UNSPECIFIED || IsWord(token, "between") ||
+      IsWord(token, "in") || IsWord(token, "not")) {
+    return true;
+  }
+  for (const internal::StringOpSpelling& s : internal::kStringOps) {
+    if (IsWord(token, s.word)) return true;
+  }
+  return false;
 }
 
 bool IsConnector(const Token& token) {
@@ -597,13 +600,9 @@ absl::Status Parser::Predicate(v1::Predicate* out) {
   if (IsWord(op, "between")) return Between(op, out);
   if (IsWord(op, "in")) return In(op, out);
   if (IsWord(op, "not")) return Not(op, out);
-  if (IsWord(op, "prefix")) return Affix(op, v1::OP_PREFIX, out);
-  if (IsWord(op, "suffix")) return Affix(op, v1::OP_SUFFIX, out);
-  if (IsWord(op, "equals-ignore-case")) {
-    return Affix(op, v1::OP_EQUALS_IGNORE_CASE, out);
+  for (const internal::StringOpSpelling& s : internal::kStringOps) {
+    if (IsWord(op, s.word)) return Affix(op, s.op, out);
   }
-  if (IsWord(op, "cidr")) return Affix(op, v1::OP_CIDR, out);
-  if (IsWord(op, "wildcard")) return Affix(op, v1::OP_WILDCARD, out);
   const v1::Op comparison = ComparisonOp(op);
   if (comparison == v1::OP_UNSPECIFIED) {
     // `coupon exists`: say where the keyword goes.
@@ -661,10 +660,10 @@ absl::Status Parser::In(const Token& keyword, v1::Predicate* out) {
 
 absl::Status Parser::Not(const Token& keyword, v1::Predicate* out) {
   const Token& in = Next();
-  if (IsWord(in, "prefix")) return Affix(in, v1::OP_NOT_PREFIX, out);
-  if (IsWord(in, "suffix")) return Affix(in, v1::OP_NOT_SUFFIX, out);
-  if (IsWord(in, "equals-ignore-case")) {
-    return Affix(in, v1::OP_NOT_EQUALS_IGNORE_CASE, out);
+  for (const internal::StringOpSpelling& s : internal::kStringOps) {
+    if (s.negated != v1::OP_UNSPECIFIED && IsWord(in, s.word)) {
+      return Affix(in, s.negated, out);
+    }
   }
   if (!IsWord(in, "in")) {
     const std::string hint =

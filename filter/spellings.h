@@ -1,5 +1,6 @@
-// How each comparison op is spelled in the filter grammar: the symbol the
-// printer writes (format.cc) and every form the parser reads (parse.cc).
+// How each comparison op, and each operator of a word and a string, is
+// spelled in the filter grammar: what the printer writes (format.cc) and
+// every form the parser reads (parse.cc).
 // Internal to filter/.
 #ifndef COHORT_FILTER_SPELLINGS_H_
 #define COHORT_FILTER_SPELLINGS_H_
@@ -22,6 +23,24 @@ constexpr Spelling kSpellings[] = {
     {"=", "eq", v1::OP_EQ},  {"==", "eq", v1::OP_EQ}, {"!=", "ne", v1::OP_NE},
     {"<>", "ne", v1::OP_NE}, {"<", "lt", v1::OP_LT},  {"<=", "le", v1::OP_LE},
     {">", "gt", v1::OP_GT},  {">=", "ge", v1::OP_GE},
+};
+
+// The operators written as a word and one string (or, for
+// equals-ignore-case, a list of strings) after the name: `name word
+// "..."`; those with a negation are also `name not word "..."`
+// (OP_UNSPECIFIED: none).
+struct StringOpSpelling {
+  absl::string_view word;
+  v1::Op op;
+  v1::Op negated;
+};
+constexpr StringOpSpelling kStringOps[] = {
+    {"prefix", v1::OP_PREFIX, v1::OP_NOT_PREFIX},
+    {"suffix", v1::OP_SUFFIX, v1::OP_NOT_SUFFIX},
+    {"equals-ignore-case", v1::OP_EQUALS_IGNORE_CASE,
+     v1::OP_NOT_EQUALS_IGNORE_CASE},
+    {"cidr", v1::OP_CIDR, v1::OP_UNSPECIFIED},
+    {"wildcard", v1::OP_WILDCARD, v1::OP_UNSPECIFIED},
 };
 
 }  // namespace internal

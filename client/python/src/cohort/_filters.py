@@ -322,6 +322,18 @@ _OP_TEXT = {
     pb.OP_GE: ">="
 }
 
+# The operators written as words before one string (or a list of strings).
+_STRING_OP_TEXT = {
+    pb.OP_PREFIX: "prefix",
+    pb.OP_SUFFIX: "suffix",
+    pb.OP_EQUALS_IGNORE_CASE: "equals-ignore-case",
+    pb.OP_NOT_PREFIX: "not prefix",
+    pb.OP_NOT_SUFFIX: "not suffix",
+    pb.OP_NOT_EQUALS_IGNORE_CASE: "not equals-ignore-case",
+    pb.OP_CIDR: "cidr",
+    pb.OP_WILDCARD: "wildcard",
+}
+
 
 def format_string(value: bytes) -> str:
     """A string literal as the CLI prints it: printable ASCII as is, '"' and
@@ -361,25 +373,12 @@ def format_predicate(p: pb.Predicate) -> str:
             == "string_values" else [str(v) for v in p.int64_values.values])
         word = "in" if p.op == pb.OP_IN else "not in"
         return f"{name} {word} [{', '.join(values)}]"
-    if p.op == pb.OP_PREFIX:
-        return f"{name} prefix {format_string(p.string_value)}"
-    if p.op == pb.OP_SUFFIX:
-        return f"{name} suffix {format_string(p.string_value)}"
-    if p.op in (pb.OP_EQUALS_IGNORE_CASE, pb.OP_NOT_EQUALS_IGNORE_CASE):
-        word = ("equals-ignore-case" if p.op == pb.OP_EQUALS_IGNORE_CASE else
-                "not equals-ignore-case")
-        if p.WhichOneof("operand") == "string_values":
+    if p.op in _STRING_OP_TEXT:
+        word = _STRING_OP_TEXT[p.op]
+        if p.WhichOneof("operand") == "string_values":  # equals-ignore-case
             listed = ", ".join(format_string(v) for v in p.string_values.values)
             return f"{name} {word} [{listed}]"
         return f"{name} {word} {format_string(p.string_value)}"
-    if p.op == pb.OP_NOT_PREFIX:
-        return f"{name} not prefix {format_string(p.string_value)}"
-    if p.op == pb.OP_NOT_SUFFIX:
-        return f"{name} not suffix {format_string(p.string_value)}"
-    if p.op == pb.OP_CIDR:
-        return f"{name} cidr {format_string(p.string_value)}"
-    if p.op == pb.OP_WILDCARD:
-        return f"{name} wildcard {format_string(p.string_value)}"
     if p.op == pb.OP_EXISTS:
         return f"exists {name}"
     if p.op == pb.OP_NOT_EXISTS:
