@@ -25,9 +25,7 @@
 #include "absl/strings/str_split.h"
 #include "filter/parse.h"
 #include "proto/cohort/v1/pubsub.pb.h"
-#include "service/model/ip_network.h"
 #include "service/model/validation.h"
-#include "service/model/wildcard.h"
 #include "tools/fuzz/byte_reader.h"
 #include "tools/fuzz/fail.h"
 
@@ -68,23 +66,6 @@ void CheckReparse(const std::vector<Message>& parsed,
   }
 }
 
-// True iff `p`'s operand breaks a rule that only the server checks (the
-// grammar takes any string there): a CIDR network, a wildcard pattern, the
-// non-empty operand of NOT_PREFIX and NOT_SUFFIX.
-bool ServerOnlyRefusal(const v1::Predicate& p) {
-  switch (p.op()) {
-    case v1::OP_CIDR:
-      return !ParseIpNetwork(p.string_value()).has_value();
-    case v1::OP_WILDCARD:
-      return !ParseWildcard(p.string_value()).ok();
-    case v1::OP_NOT_PREFIX:
-    case v1::OP_NOT_SUFFIX:
-      return p.string_value().empty();
-    default:
-      return false;
-  }
-}
-
 void CheckSubscription(absl::string_view text) {
   absl::StatusOr<std::vector<v1::Predicate>> parsed = filter::ParseSubscription(text);
   if (!parsed.ok()) return CheckError(parsed.status(), text);
@@ -100,7 +81,7 @@ void CheckSubscription(absl::string_view text) {
   v1::SubscriptionSpec* spec = request.add_subscriptions();
   spec->set_subscriber("fuzz");
   for (const v1::Predicate& p : *parsed) {
-    if (ServerOnlyRefusal(p)) {
+    if (!CheckOperandRules(p).ok()) {  // only the server checks these
       v1::SubscribeRequest alone;
       v1::SubscriptionSpec* one = alone.add_subscriptions();
       one->set_subscriber("fuzz");

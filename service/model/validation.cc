@@ -168,6 +168,29 @@ absl::string_view OperandName(const v1::Predicate& p) {
   }
 }
 
+}  // namespace
+
+absl::Status CheckOperandRules(const v1::Predicate& predicate) {
+  const v1::Op op = predicate.op();
+  const std::string& value = predicate.string_value();
+  if ((op == v1::OP_NOT_PREFIX || op == v1::OP_NOT_SUFFIX) && value.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "empty; ", v1::Op_Name(op),
+        " needs 1 byte or more (every string starts and ends with the empty "
+        "string, so it would never hold)"));
+  }
+  if (op == v1::OP_CIDR && !ParseIpNetwork(value).has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", absl::CHexEscape(value.substr(0, 64)),
+        "\" is not an IPv4 or IPv6 network (an address, and optionally \"/\" "
+        "and a prefix length: 10.0.0.0/8, 2001:db8::/32)"));
+  }
+  if (op == v1::OP_WILDCARD) return ParseWildcard(value).status();
+  return absl::OkStatus();
+}
+
+namespace {
+
 absl::Status CheckPredicate(const FieldPath& path,
                             const v1::Predicate& predicate,
                             const Limits& limits) {
@@ -254,27 +277,8 @@ absl::Status CheckPredicate(const FieldPath& path,
         return Invalid(path, op_name, " needs a string_value operand, got ",
                        OperandName(predicate));
       }
-      if ((op == v1::OP_NOT_PREFIX || op == v1::OP_NOT_SUFFIX) &&
-          predicate.string_value().empty()) {
-        return Invalid(FieldPath{&path, "string_value"}, "empty; ", op_name,
-                       " needs 1 byte or more (every string starts and ends "
-                       "with the empty string, so it would never hold)");
-      }
-      if (op == v1::OP_CIDR &&
-          !ParseIpNetwork(predicate.string_value()).has_value()) {
-        return Invalid(FieldPath{&path, "string_value"}, "\"",
-                       absl::CHexEscape(predicate.string_value().substr(0, 64)),
-                       "\" is not an IPv4 or IPv6 network (an address, and "
-                       "optionally \"/\" and a prefix length: 10.0.0.0/8, "
-                       "2001:db8::/32)");
-      }
-      if (op == v1::OP_WILDCARD) {
-        const absl::StatusOr<Wildcard> w =
-            ParseWildcard(predicate.string_value());
-        if (!w.ok()) {
-          return Invalid(FieldPath{&path, "string_value"},
-                         w.status().message());
-        }
+      if (absl::Status rules = CheckOperandRules(predicate); !rules.ok()) {
+        return Invalid(FieldPath{&path, "string_value"}, rules.message());
       }
       return CheckString(FieldPath{&path, "string_value"},
                          predicate.string_value(), limits);

@@ -34,6 +34,16 @@
 namespace cohort {
 namespace service {
 
+// CheckOperandRules()
+//
+// The rules on a string operand that only the server checks (the CLI
+// grammar takes any string there): OP_NOT_PREFIX and OP_NOT_SUFFIX need 1
+// byte or more, OP_CIDR a network (ip_network.h), OP_WILDCARD a pattern
+// (wildcard.h). INVALID_ARGUMENT whose message says what is wrong but names
+// no field (ValidateSubscribe puts it after the operand's field); OK for
+// every other predicate. REQUIRES: a string_value operand for those ops.
+absl::Status CheckOperandRules(const v1::Predicate& predicate);
+
 // IsValidAttributeName()
 //
 // True iff `name` matches [A-Za-z_][A-Za-z0-9_.-]{0,63}: 1 to 64 characters,
