@@ -193,6 +193,38 @@ check "... file with 2 suffixes of 2 lengths (one excluded)" \
 check "... who with 3 case folds" \
   grep -q "^who  *0  *0  *0  *0  *0  *0  *3$" <<<"${out}"
 
+# Event Ruler patterns and SNS policies: as an argument, from --pattern
+# files and from stdin; each id is printed with what the pattern became.
+rule=$(mktemp)
+printf '%s' '{"detail": {"state": [{"anything-but": "init"}],
+  "n": [{"numeric": [">", 0, "<=", 5]}]}}' >"${rule}"
+out=$(cohort subscribe --subscriber=carol '{"src": [{"cidr": "10.0.0.0/8"}]}' \
+  --pattern="${rule},-" <<<'{"tag": ["a", "b"]}')
+check "patterns subscribe: three ids" test "$(wc -l <<<"${out}")" -eq 3
+check "... an argument shown as its predicates" \
+  grep -q '^[0-9]*	src cidr "10.0.0.0/8"$' <<<"${out}"
+check "... a file" grep -q \
+  '^[0-9]*	detail.state != "init" and detail.n > 0 and detail.n <= 5$' \
+  <<<"${out}"
+check "... stdin" grep -q '^[0-9]*	tag in \["a", "b"\]$' <<<"${out}"
+rule_id=$(sed -n 2p <<<"${out}" | cut -f1)
+out=$(cohort publish --ids 'detail.state="up" detail.n=5' \
+  'detail.state="init" detail.n=5' 'detail.state="up" detail.n=0')
+check "a pattern matches as Event Ruler's would" \
+  grep -q "^detail.state=\"up\" detail.n=5	matched 1	${rule_id}$" <<<"${out}"
+check "... not the excluded state" \
+  grep -q '^detail.state="init" detail.n=5	matched 0	$' <<<"${out}"
+check "... nor a number outside the range" \
+  grep -q '^detail.state="up" detail.n=0	matched 0	$' <<<"${out}"
+out=$(cohort subscribe --subscriber=carol '{"p": [19.99]}' 2>&1)
+check "a pattern Cohort cannot express exits 2" test $? -eq 2
+check "... naming the place" grep -q \
+  '^cohort: pattern: at p\[0\]: 19.99 has a fraction' <<<"${out}"
+out=$(cohort subscribe --subscriber=carol --pattern=/nonexistent 2>&1)
+check "an unreadable --pattern file exits 2" test $? -eq 2
+check "... naming it" grep -q "cannot read /nonexistent" <<<"${out}"
+rm -f "${rule}"
+
 out=$(cohort subscribe --subscriber=alice 'price is 5' 2>&1)
 check "parse error exits 2" test $? -eq 2
 check "parse error points at the token" grep -q "^ *\^\^$" <<<"${out}"

@@ -1,6 +1,9 @@
 // cohort: the command-line client of a cohortd server.
 //
 //   cohort subscribe --subscriber=alice 'price <= 500 and kind = 7' [...]
+//   cohort subscribe --subscriber=alice '{"detail": {"price": [...]}}'
+//   cohort subscribe --subscriber=alice --pattern=rule.json [...]
+//       (Event Ruler patterns and SNS filter policies, filter/pattern.h)
 //   cohort unsubscribe 17 18
 //   cohort publish 'price=420 kind=7' [--payload=@file | --payload=text] [--ids]
 //   cohort listen --subscriber=alice [--count=N]
@@ -52,6 +55,7 @@
 #include "client/client.h"
 #include "client/load.h"
 #include "filter/parse.h"
+#include "filter/pattern.h"
 #include "google/protobuf/util/json_util.h"
 #include "service/api/auth.h"
 #include "workload/typed_workload.h"
@@ -89,6 +93,11 @@ ABSL_FLAG(int64_t, deadline_ms, 10000,
 ABSL_FLAG(std::string, subscriber, "",
           "subscribe, listen: the subscriber name (required); token-hash: "
           "print a 'subscriber NAME HASH' line for it.");
+ABSL_FLAG(std::vector<std::string>, pattern, {},
+          "subscribe: files (comma-separated; - for stdin) each holding one "
+          "Event Ruler pattern or SNS filter policy (JSON) to subscribe, "
+          "after the subscriptions given as arguments. An argument that "
+          "starts with '{' is such a pattern too.");
 ABSL_FLAG(std::string, payload, "",
           "publish: the event's payload; @FILE reads it from FILE.");
 ABSL_FLAG(bool, ids, false,
@@ -241,18 +250,48 @@ absl::StatusOr<std::unique_ptr<Client>> ConnectFromFlags() {
   return Client::Connect(options);
 }
 
+// The subscriptions of `subscribe`: each argument, then each --pattern
+// file's text.
+absl::StatusOr<std::vector<std::string>> SubscribeTexts(
+    const std::vector<std::string>& args) {
+  std::vector<std::string> texts = args;
+  for (const std::string& file : absl::GetFlag(FLAGS_pattern)) {
+    std::ostringstream bytes;
+    if (file == "-") {
+      bytes << std::cin.rdbuf();
+    } else {
+      std::ifstream in(file, std::ios::binary);
+      if (!in) {
+        return absl::NotFoundError(
+            absl::StrCat("--pattern: cannot read ", file));
+      }
+      bytes << in.rdbuf();
+    }
+    texts.push_back(bytes.str());
+  }
+  return texts;
+}
+
 int Subscribe(const std::vector<std::string>& args) {
   const std::string subscriber = absl::GetFlag(FLAGS_subscriber);
   if (subscriber.empty()) return Usage("subscribe needs --subscriber=NAME");
-  if (args.empty()) return Usage("subscribe needs at least one subscription");
+  absl::StatusOr<std::vector<std::string>> texts = SubscribeTexts(args);
+  if (!texts.ok()) return Usage(std::string(texts.status().message()));
+  if (texts->empty()) {
+    return Usage("subscribe needs at least one subscription (or --pattern)");
+  }
   std::vector<v1::SubscriptionSpec> specs;
-  for (const std::string& text : args) {
+  std::vector<std::string> shown;  // what each line of the answer shows
+  for (const std::string& text : *texts) {
+    const bool pattern = filter::IsPattern(text);
     absl::StatusOr<std::vector<v1::Predicate>> predicates =
-        filter::ParseSubscription(text);
+        pattern ? filter::ParsePattern(text) : filter::ParseSubscription(text);
     if (!predicates.ok()) return Usage(std::string(predicates.status().message()));
     v1::SubscriptionSpec& spec = specs.emplace_back();
     spec.set_subscriber(subscriber);
     for (v1::Predicate& p : *predicates) *spec.add_predicates() = std::move(p);
+    // A pattern is shown as what it became, in the grammar.
+    shown.push_back(pattern ? filter::FormatSubscription(spec) : text);
   }
   auto client = ConnectFromFlags();
   if (!client.ok()) return Fail(client.status());
@@ -260,7 +299,7 @@ int Subscribe(const std::vector<std::string>& args) {
   if (!ids.ok()) return Fail(ids.status());
   for (size_t i = 0; i < ids->size(); ++i) {
     std::printf("%llu\t%s\n", static_cast<unsigned long long>((*ids)[i]),
-                args[i].c_str());
+                shown[i].c_str());
   }
   return 0;
 }
@@ -685,6 +724,8 @@ int Main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "the Cohort command-line client.\n"
       "  cohort subscribe --subscriber=NAME 'price <= 500 and kind = 7' ...\n"
+      "  cohort subscribe --subscriber=NAME '{\"price\": [{\"numeric\": "
+      "[\"<=\", 500]}]}' ... [--pattern=FILE,...]   (Event Ruler / SNS)\n"
       "  cohort unsubscribe ID ...\n"
       "  cohort publish 'price=420 kind=7' ... [--payload=TEXT|@FILE] [--ids]\n"
       "  cohort listen --subscriber=NAME [--count=N]\n"
@@ -703,7 +744,9 @@ int Main(int argc, char** argv) {
       "Predicates: = == != <> < <= > >= (or eq ne lt le gt ge), "
       "'x between 1 and 5' (or 'x in 1..5'), 'x in [1, 2, 3]', "
       "'x not in [1, 2]', 'path prefix \"/api/\"', 'exists x', "
-      "'not exists x', joined by 'and'. Values are integers or strings in "
+      "'not exists x', 'f suffix \".png\"', 'n equals-ignore-case \"a\"', "
+      "'ip cidr \"10.0.0.0/8\"', 'f wildcard \"a*b\"', 'x not prefix \"t\"', "
+      "joined by 'and'. Values are integers or strings in "
       "double quotes ('type = \"order\"'; escapes \\\" \\\\ \\n \\t "
       "\\r \\0 \\xHH). Changed: 'x in [a, b]' is now a list (IN), not "
       "a range.\n"

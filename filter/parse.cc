@@ -253,9 +253,12 @@ bool IsNameChar(char c) {
          c == '.' || c == '-';
 }
 
-// Why `name` breaks the API's rule [A-Za-z_][A-Za-z0-9_.-]{0,63}, or "" if it
-// does not. `name` is never empty (it is a word).
+}  // namespace
+
+namespace internal {
+
 std::string WhyBadName(absl::string_view name) {
+  if (name.empty()) return "it is empty";
   if (!IsNameStart(name[0])) {
     return absl::StrCat("it starts with ", DescribeCharAt(name, 0),
                         "; a name starts with a letter or '_'");
@@ -274,6 +277,12 @@ std::string WhyBadName(absl::string_view name) {
   }
   return "";
 }
+
+}  // namespace internal
+
+namespace {
+
+using internal::WhyBadName;
 
 // `word` without its leading '+' or '-', if it has one.
 absl::string_view WithoutSign(absl::string_view word) {

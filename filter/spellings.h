@@ -5,6 +5,8 @@
 #ifndef COHORT_FILTER_SPELLINGS_H_
 #define COHORT_FILTER_SPELLINGS_H_
 
+#include <string>
+
 #include "absl/strings/string_view.h"
 #include "proto/cohort/v1/pubsub.pb.h"
 
@@ -42,6 +44,11 @@ constexpr StringOpSpelling kStringOps[] = {
     {"cidr", v1::OP_CIDR, v1::OP_UNSPECIFIED},
     {"wildcard", v1::OP_WILDCARD, v1::OP_UNSPECIFIED},
 };
+
+// Why `name` breaks the API's rule for attribute names,
+// [A-Za-z_][A-Za-z0-9_.-]{0,63}, as a clause ("it contains ' '; a name has
+// only ...", "it is empty"), or "" if it does not (parse.cc).
+std::string WhyBadName(absl::string_view name);
 
 }  // namespace internal
 }  // namespace filter

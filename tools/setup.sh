@@ -31,6 +31,7 @@ readonly PACKAGES=(
   libnuma-dev
   libssl-dev          # libcrypto: token hashes, TLS file checks
   libnats-dev         # cluster mode's NATS JetStream client (service/cluster/)
+  libsimdjson-dev     # Event Ruler patterns and SNS policies (filter/pattern.h)
   openssl             # service/api/testdata/tls/make_certs.sh
   numactl
   clang               # bench/fuzz.sh: the libFuzzer builds (--config=fuzz)

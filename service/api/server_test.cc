@@ -239,9 +239,10 @@ TEST(ServerIntrospection, HealthStatsAndMetrics) {
   EXPECT_EQ(metrics.find("cohort_journal_"), std::string::npos);
 }
 
-// Property: ParseFilter turns the CLI's grammar into the predicates that
-// Subscribe takes (a spec built from them matches as written), and reports
-// a parse error or a broken limit as INVALID_ARGUMENT naming the field.
+// Property: ParseFilter turns the CLI's grammar, and Event Ruler patterns,
+// into the predicates that Subscribe takes (a spec built from them matches
+// as written), and reports a parse error or a broken limit as
+// INVALID_ARGUMENT naming the field.
 TEST(ServerParseFilter, ParsesTheCliGrammarAndChecksLimits) {
   ServerOptions options = OptionsFor(Config{"staged", 2, 64});
   options.limits.max_predicates = 3;
@@ -308,6 +309,25 @@ TEST(ServerParseFilter, ParsesTheCliGrammarAndChecksLimits) {
   expect_invalid(R"(a = "12345")", "predicates[0]");
   expect_invalid(std::string(65537, ' '),
                  "filter: at most 65536 bytes, got 65537");
+  // Event Ruler patterns and SNS policies: told apart by their '{'.
+  ASSERT_TRUE(client
+                  .ParseFilter(R"( {"detail": {"kind": ["a", "b"]},)"
+                               R"( "price": [{"numeric": ["<=", 500]}]})",
+                               &parsed)
+                  .ok());
+  ASSERT_EQ(parsed.predicates_size(), 2);
+  EXPECT_EQ(parsed.predicates(0).attribute(), "detail.kind");
+  EXPECT_EQ(parsed.predicates(0).op(), v1::OP_IN);
+  EXPECT_EQ(parsed.predicates(1).attribute(), "price");
+  EXPECT_EQ(parsed.predicates(1).op(), v1::OP_LE);
+  EXPECT_EQ(parsed.predicates(1).value(), 500);
+  expect_invalid(R"({"a": [{"numeric": [">", 1.5]}]})",
+                 "filter: pattern: at a[0].numeric[1]: 1.5 has a fraction");
+  expect_invalid(R"({"a": [1])", "filter: pattern: not valid JSON: ");
+  expect_invalid(R"({"a": ["12345"]})", "predicates[0]");
+  expect_invalid(R"({"a": [1], "b": [2], "c": [3], "d": [4]})",
+                 "predicates: has 4 predicates; the limit is 3 "
+                 "(--max_predicates)");
   EXPECT_EQ(client.Stats().subscriptions(), 1u);
 }
 

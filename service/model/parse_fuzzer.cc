@@ -1,8 +1,11 @@
-// Fuzz target: the CLI's subscription and event parsers (parse.h) on
-// arbitrary text. The first byte picks the parser; the rest is the text.
-// Properties checked (a failure aborts):
+// Fuzz target: the CLI's subscription and event parsers (parse.h), and the
+// Event Ruler pattern parser (pattern.h), on arbitrary text. The first byte
+// picks subscription or event; a subscription text whose first character
+// other than whitespace is '{' is a pattern, as ParseFilter reads it. The
+// rest is the text. Properties checked (a failure aborts):
 //   - an error is INVALID_ARGUMENT with the three-line message parse.h
-//     describes ("column N: ...", the input, the carets);
+//     describes ("column N: ...", the input, the carets), or for a pattern
+//     one line starting "pattern: ";
 //   - what parses is what the server accepts: the predicates (or attributes)
 //     pass the server's ValidateSubscribe (ValidatePublish) with limits
 //     large enough for their count, string lengths and list sizes (the
@@ -11,7 +14,8 @@
 //     and suffixes), which it must refuse naming their string_value;
 //   - printing the result back in the grammar's canonical form
 //     (FormatSubscription, FormatEvent) and parsing it again gives the same
-//     messages.
+//     messages (for a pattern too: what it lowers to reads back through
+//     the grammar).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -24,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "filter/parse.h"
+#include "filter/pattern.h"
 #include "proto/cohort/v1/pubsub.pb.h"
 #include "service/model/validation.h"
 #include "tools/fuzz/byte_reader.h"
@@ -67,8 +72,20 @@ void CheckReparse(const std::vector<Message>& parsed,
 }
 
 void CheckSubscription(absl::string_view text) {
-  absl::StatusOr<std::vector<v1::Predicate>> parsed = filter::ParseSubscription(text);
-  if (!parsed.ok()) return CheckError(parsed.status(), text);
+  const bool pattern = filter::IsPattern(text);
+  absl::StatusOr<std::vector<v1::Predicate>> parsed =
+      pattern ? filter::ParsePattern(text) : filter::ParseSubscription(text);
+  if (!parsed.ok()) {
+    if (!pattern) return CheckError(parsed.status(), text);
+    if (parsed.status().code() != absl::StatusCode::kInvalidArgument ||
+        !absl::StartsWith(parsed.status().message(), "pattern: ") ||
+        absl::StrContains(parsed.status().message(), "\n")) {
+      Fail(absl::StrCat("malformed pattern error: ",
+                        parsed.status().ToString()),
+           text);
+    }
+    return;
+  }
   if (parsed->empty()) Fail("parsed no predicates", text);
   // No string or list can be longer than the input.
   service::Limits limits;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "filter/parse.h"
+#include "filter/pattern.h"
 #include "service/model/ip_network.h"
 #include "service/model/wildcard.h"
 
@@ -466,7 +467,9 @@ absl::StatusOr<std::vector<v1::Predicate>> ParseFilter(
                    request.filter().size());
   }
   absl::StatusOr<std::vector<v1::Predicate>> predicates =
-      filter::ParseSubscription(request.filter());
+      filter::IsPattern(request.filter())
+          ? filter::ParsePattern(request.filter())
+          : filter::ParseSubscription(request.filter());
   if (!predicates.ok()) {
     return Invalid(filter, predicates.status().message());
   }

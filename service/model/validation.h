@@ -96,12 +96,15 @@ inline constexpr size_t kMaxFilterBytes = 65536;
 // ParseFilter()
 //
 // The predicates of `request.filter`, written in the `cohort` CLI's grammar
-// (filter/parse.h, ParseSubscription), checked as ValidateSubscribe checks a
+// (filter/parse.h, ParseSubscription) or, when its first character other
+// than whitespace is '{', an Event Ruler pattern or SNS filter policy
+// (filter/pattern.h, ParsePattern), checked as ValidateSubscribe checks a
 // spec's: 1 to limits.max_predicates of them, each valid for
 // CheckPredicate's rules and limits. Errors are INVALID_ARGUMENT: "filter:
 // at most 65536 bytes, got N", "filter: " and the parser's three-line
-// message (column, the input echoed, carets), or "predicates[j]..." for a
-// broken limit (the same messages Subscribe gives under
+// message (column, the input echoed, carets) or the pattern's message
+// ("filter: pattern: at detail.state[0]: ..."), or "predicates[j]..." for
+// a broken limit (the same messages Subscribe gives under
 // "subscriptions[i].").
 absl::StatusOr<std::vector<v1::Predicate>> ParseFilter(
     const v1::ParseFilterRequest& request, const Limits& limits);

@@ -6,7 +6,8 @@
 Deterministic: running it again writes the same files. It writes
   matcher/testdata/index_fuzzer/seed-*       op sequences in the target's format
   service/model/testdata/validation_fuzzer/seed-*  requests encoded by protoc --encode
-  service/model/testdata/parse_fuzzer/seed-*        CLI subscriptions and events
+  service/model/testdata/parse_fuzzer/seed-*        CLI subscriptions, Event Ruler
+      patterns and events
   service/storage/testdata/store_fuzzer/seed-*       only with --store_dirs: real
       --data_dir folders written by cohortd, packed in the target's format,
       plus torn and corrupted copies of their newest journal or snapshot.
@@ -168,6 +169,19 @@ def parse_seeds():
         'n equals-ignore-case "Alice" and ip cidr "10.0.0.0/8"',
         'f wildcard "img-*.png" and f not 5',
     ]
+    # Event Ruler patterns (a subscription text starting with '{').
+    patterns = [
+        '{"source": ["aws.ec2"], "detail": {"state": ["running", "stopped"]}}',
+        '{"time": [{"prefix": "2017"}], "d": {"c": [{"numeric": [">", 0, '
+        '"<=", 5]}], "x": [{"anything-but": [100, 200]}], "ip": [{"cidr": '
+        '"10.0.0.0/8"}], "e": [{"exists": false}]}}',
+        '{"s": [{"anything-but": {"equals-ignore-case": ["a", "B"]}}], '
+        '"f": [{"wildcard": "a*b*c"}], "p": [{"anything-but": {"prefix": ""}}]}',
+        '{"n": [3.0e2, -0.0], "m": [{"numeric": [">=", 1, "<=", 5]}]}',
+        '{"$or": [{"a": [1]}, {"b": [2]}], "c": [true, 1.5, "x"]}',
+        '{"a": [1], "a": [2], "u": ["\\u00e9\\ud83d\\ude00"]}',
+    ]
+    subscriptions += patterns
     events = ["price=420 kind=7", "price = 420, kind = 7", "a=1 a=2", "x=", "y=9223372036854775807"]
     for i, text in enumerate(subscriptions):
         write("service/model/testdata/parse_fuzzer", f"subscription-{i}", b"\0" + text.encode())

@@ -68,6 +68,12 @@ async def test_text_filters_and_parse_filter(server: Server,
             ((F("a") == 1) & F("b").exists()).predicates)
         with pytest.raises(cohort.InvalidArgument, match="column 3"):
             await c.parse_filter("a ~ 1")
+        # Event Ruler patterns, as a dict or JSON text.
+        assert await c.parse_filter({"a": {"b": [{"prefix": "x"}]}}) == list(
+            F("a.b").prefix("x").predicates)
+        [pid] = await c.subscribe(subscriber, '{"aio_p": [1, 2]}')
+        [hit] = await c.publish({"aio_p": 2}, return_ids=True)
+        assert pid in hit.subscription_ids
 
 
 @pytest.mark.asyncio

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import random
+from typing import Dict, List, Tuple
 
 import pytest
 
@@ -135,4 +137,84 @@ def test_parse_filter_needs_no_subscription(client: cohort.Client) -> None:
     before = client.stats().subscriptions
     [p] = client.parse_filter("py_nothing = 1")
     assert p == pb.Predicate(attribute="py_nothing", op=pb.OP_EQ, value=1)
+    assert client.stats().subscriptions == before
+
+
+RULE = {
+    "source": ["aws.ec2"],
+    "detail": {
+        "state": [{"anything-but": "initializing"}],
+        "c-count": [{"numeric": [">", 0, "<=", 5]}],
+        "x-limit": [{"anything-but": [100, 200]}],
+        "source-ip": [{"cidr": "10.0.0.0/8"}],
+        "f": [{"wildcard": "img-*.png"}],
+        "u": [{"equals-ignore-case": "Bob"}],
+        "gone": [{"exists": False}],
+    },
+}
+
+
+def test_pattern_gives_the_builders_predicates(client: cohort.Client) -> None:
+    expected = list(((F("source") == "aws.ec2") &
+                     (F("detail.state") != "initializing") &
+                     (F("detail.c-count") > 0) & (F("detail.c-count") <= 5) &
+                     F("detail.x-limit").not_in([100, 200]) &
+                     F("detail.source-ip").cidr("10.0.0.0/8") &
+                     F("detail.f").wildcard("img-*.png") &
+                     F("detail.u").equals_ignore_case("Bob") &
+                     F("detail.gone").not_exists()).predicates)
+    assert client.parse_filter(RULE) == expected
+    # The same pattern as JSON text, as pasted from an EventBridge rule.
+    assert client.parse_filter(json.dumps(RULE, indent=2)) == expected
+
+
+def test_pattern_subscribes_and_matches(client: cohort.Client,
+                                        subscriber: str) -> None:
+    [sid] = client.subscribe(subscriber, RULE)
+    event: Dict[str, cohort.Value] = {
+        "source": "aws.ec2",
+        "detail.state": "running",
+        "detail.c-count": 5,
+        "detail.x-limit": 300,
+        "detail.source-ip": "10.1.2.3",
+        "detail.f": "img-1.png",
+        "detail.u": "BOB",
+    }
+    [hit] = client.publish(event, return_ids=True)
+    assert sid in hit.subscription_ids
+    changes: List[Tuple[str, cohort.Value]] = [
+        ("detail.c-count", 6), ("detail.x-limit", 100),
+        ("detail.state", "initializing"), ("detail.source-ip", "11.0.0.1"),
+        ("detail.gone", 1)
+    ]
+    for name, value in changes:
+        changed = dict(event)
+        changed[name] = value
+        [miss] = client.publish(changed, return_ids=True)
+        assert sid not in miss.subscription_ids, name
+    client.unsubscribe([sid])
+
+
+def test_pattern_errors_name_the_place(client: cohort.Client,
+                                       subscriber: str) -> None:
+    with pytest.raises(cohort.InvalidArgument) as e:
+        client.parse_filter({"detail": {"price": [19.99]}})
+    assert e.value.details.startswith(
+        "filter: pattern: at detail.price[0]: 19.99 has a "
+        "fraction")
+    with pytest.raises(cohort.InvalidArgument) as e:
+        client.parse_filter({"$or": [{"a": [1]}, {"b": [2]}]})
+    assert e.value.details.startswith(
+        'filter: pattern: at $or: "$or" is not supported yet')
+    with pytest.raises(cohort.InvalidArgument, match="not valid JSON"):
+        client.parse_filter('{"a": [1]')
+    # A pattern within the grammar's limits still meets the server's.
+    with pytest.raises(cohort.InvalidArgument) as e:
+        client.parse_filter({"x": list(range(65))})
+    assert e.value.details.startswith("predicates[0].int64_values")
+    with pytest.raises(TypeError, match="^pattern: "):
+        client.parse_filter({"x": [b"bytes"]})
+    before = client.stats().subscriptions
+    with pytest.raises(cohort.InvalidArgument, match="pattern: at b"):
+        client.subscribe(subscriber, {"a": [1]}, {"b": []})
     assert client.stats().subscriptions == before

@@ -28,8 +28,8 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import (Any, Callable, Iterable, Iterator, List, Optional, Tuple,
-                    TypeVar, Union)
+from typing import (Any, Callable, Iterable, Iterator, List, Mapping, Optional,
+                    Tuple, TypeVar, Union)
 
 import grpc
 
@@ -143,22 +143,28 @@ class Client(ClientBase):
 
     def _predicates(self, filter: FilterLike,
                     timeout: Optional[float]) -> List[pb.Predicate]:
-        if isinstance(filter, str):
-            return self.parse_filter(filter, timeout=timeout)
+        text = _convert.filter_text(filter)
+        if text is not None:
+            return self.parse_filter(text, timeout=timeout)
         return _convert.predicates(filter)
 
     # The API.
 
     def parse_filter(self,
-                     text: str,
+                     text: Union[str, Mapping[str, Any]],
                      *,
                      timeout: Optional[float] = None) -> List[pb.Predicate]:
-        """Parses CLI filter text on the server (ParseFilter RPC).
+        """Parses a filter on the server (ParseFilter RPC).
 
-        Returns the predicates, in the order written. Raises InvalidArgument
-        with the server's message (the column, the input echoed and carets
-        under the mistake) for bad text; retried on UNAVAILABLE.
+        text is CLI filter text, or an Event Ruler pattern or SNS filter
+        policy: a dict, or its JSON text. Returns the predicates, in the
+        order written. Raises InvalidArgument with the server's message
+        (for text, the column, the input echoed and carets under the
+        mistake; for a pattern, the place, as "pattern: at
+        detail.state[0]: ...") for a bad filter; retried on UNAVAILABLE.
         """
+        if isinstance(text, Mapping):
+            text = _convert.filter_text(text) or ""
         if not isinstance(text, str):
             raise TypeError(f"filter text: str, got {type(text).__name__}")
         response = self._call(self._stub.ParseFilter,
@@ -175,8 +181,10 @@ class Client(ClientBase):
         """Adds one subscription per filter for subscriber, in one call.
 
         Each filter is CLI text ("price <= 500 and kind = 7", parsed by the
-        server's ParseFilter first), a Filter from F, one pb Predicate or a
-        sequence of them. The Subscribe is all or nothing and never retried.
+        server's ParseFilter first), an Event Ruler pattern or SNS filter
+        policy (a dict such as {"detail": {"price": [{"numeric": ["<=",
+        500]}]}}, or its JSON text; ParseFilter too), a Filter from F, one
+        pb Predicate or a sequence of them. The Subscribe is all or nothing and never retried.
         Returns the new ids, one per filter, in order.
         """
         if not isinstance(subscriber, str):

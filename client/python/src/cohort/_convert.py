@@ -3,15 +3,17 @@
 Events are given as mappings {"price": 420, "kind": "order"} (int: an
 int64 value; str: its UTF-8 bytes as a string value; bytes: a string
 value) or as prebuilt pb.Event messages; filters as CLI text (parsed by the
-server), a Filter, one pb.Predicate or a sequence of them. This module
+server), an Event Ruler pattern or SNS filter policy (a dict, sent to the
+server as JSON), a Filter, one pb.Predicate or a sequence of them. This module
 holds the conversions, the request builders of the publish paths (the hot
 path of publish_stream: one upb call per attribute) and Delivery.
 """
 
 from __future__ import annotations
 
-from typing import (Dict, Iterable, Iterator, List, Mapping, Optional, Sequence,
-                    Union)
+import json
+from typing import (Any, Dict, Iterable, Iterator, List, Mapping, Optional,
+                    Sequence, Union)
 
 from cohort._filters import Filter, operand
 from cohort.v1 import pubsub_pb2 as pb
@@ -20,8 +22,10 @@ from cohort.v1 import pubsub_pb2 as pb
 AttributeValue = Union[int, str, bytes]
 # An event: attribute name -> value, or a prebuilt message.
 EventLike = Union[Mapping[str, AttributeValue], pb.Event]
-# A filter: CLI text (sent to ParseFilter), a Filter, or pb predicates.
-FilterLike = Union[str, Filter, pb.Predicate, Sequence[pb.Predicate]]
+# A filter: CLI text or a pattern (both sent to ParseFilter), a Filter, or pb
+# predicates.
+FilterLike = Union[str, Mapping[str, Any], Filter, pb.Predicate,
+                   Sequence[pb.Predicate]]
 # A payload for every event, or one per event.
 Payload = Union[bytes, Sequence[bytes], None]
 
@@ -196,15 +200,31 @@ def publish_requests(
     return list(batch_requests(events, batch, return_ids, payload))
 
 
+def filter_text(filter: FilterLike) -> Optional[str]:
+    """The text ParseFilter takes for filter, or None if it needs none.
+
+    CLI text is itself; a pattern (a mapping) is its JSON, which the server
+    tells from CLI text by its first character, '{'.
+    """
+    if isinstance(filter, str):
+        return filter
+    if isinstance(filter, Mapping):
+        try:
+            return json.dumps(filter, allow_nan=False, ensure_ascii=False)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"pattern: {e}") from None
+    return None
+
+
 def predicates(filter: FilterLike) -> List[pb.Predicate]:
-    """The predicates of a non-text filter (text goes to ParseFilter)."""
+    """The predicates of a filter that is no text (text goes to ParseFilter)."""
     if isinstance(filter, Filter):
         return list(filter.predicates)
     if isinstance(filter, pb.Predicate):
         return [filter]
-    if isinstance(filter, (str, bytes)):
-        raise TypeError(
-            "a text filter is parsed by the server (Client.parse_filter)")
+    if isinstance(filter, (str, bytes, Mapping)):
+        raise TypeError("a text filter or a pattern is parsed by the server "
+                        "(Client.parse_filter)")
     result = list(filter)
     for i, p in enumerate(result):
         if not isinstance(p, pb.Predicate):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from typing import (Any, AsyncIterable, AsyncIterator, Awaitable, Callable,
-                    Iterable, List, Optional, TypeVar, Union)
+                    Iterable, List, Mapping, Optional, TypeVar, Union)
 
 import grpc
 import grpc.aio
@@ -113,16 +113,19 @@ class Client(ClientBase):
 
     async def _predicates(self, filter: FilterLike,
                           timeout: Optional[float]) -> List[pb.Predicate]:
-        if isinstance(filter, str):
-            return await self.parse_filter(filter, timeout=timeout)
+        text = _convert.filter_text(filter)
+        if text is not None:
+            return await self.parse_filter(text, timeout=timeout)
         return _convert.predicates(filter)
 
     async def parse_filter(
             self,
-            text: str,
+            text: Union[str, Mapping[str, Any]],
             *,
             timeout: Optional[float] = None) -> List[pb.Predicate]:
         """See cohort.Client.parse_filter."""
+        if isinstance(text, Mapping):
+            text = _convert.filter_text(text) or ""
         if not isinstance(text, str):
             raise TypeError(f"filter text: str, got {type(text).__name__}")
         response = await self._call(self._stub.ParseFilter,

@@ -1,0 +1,96 @@
+// Event Ruler patterns and SNS filter policies as they are written: a JSON
+// object such as
+//
+//   {"source": ["aws.ec2"],
+//    "detail": {"state": [{"anything-but": "initializing"}],
+//               "c-count": [{"numeric": [">", 0, "<=", 5]}]}}
+//
+// becomes the v1::Predicate messages of a SubscriptionSpec (issue 44), or is
+// refused with a message pointing at the part Cohort cannot express.
+//
+// Used by the server's ParseFilter (a filter whose first character other
+// than whitespace is '{' is a pattern) and by the `cohort` CLI; pure
+// functions, callable from any thread. The JSON is read by simdjson (its
+// DOM parser), so it must be well-formed UTF-8 JSON, nested at most
+// kMaxPatternDepth deep.
+//
+// Mapping. Nested objects name attributes by path, joined with '.':
+// {"detail": {"state": [...]}} is about the attribute `detail.state` (which
+// must then be an attribute name the API accepts:
+// [A-Za-z_][A-Za-z0-9_.-]{0,63}). Every field must match (a predicate
+// each, in the order written); within a field, one of the listed values or
+// one condition:
+//
+//   ["a"] / [5]                     OP_EQ (a string, or an int64)
+//   ["a", "b"] / [1, 2]             OP_IN (all strings or all numbers)
+//   [{"prefix": "a"}]               OP_PREFIX
+//   [{"suffix": "a"}]               OP_SUFFIX
+//   [{"equals-ignore-case": "a"}]   OP_EQUALS_IGNORE_CASE
+//   [{"wildcard": "a*b"}]           OP_WILDCARD (the server checks stars)
+//   [{"cidr": "10.0.0.0/8"}]        OP_CIDR
+//   [{"exists": true}]              OP_EXISTS
+//   [{"exists": false}]             OP_NOT_EXISTS
+//   [{"numeric": ["<", 5]}]         OP_LT (also "<=", ">", ">=", "=")
+//   [{"numeric": [">=", 1, "<=", 5]}]  OP_BETWEEN 1 5
+//   [{"numeric": [">", 0, "<=", 5]}]   OP_GT 0 and OP_LE 5 (two
+//                                   predicates; a bound that is exclusive
+//                                   stays exclusive)
+//   [{"anything-but": "a"}] / 5     OP_NE
+//   [{"anything-but": ["a", "b"]}]  OP_NOT_IN (all strings or all numbers)
+//   [{"anything-but": {"prefix": "a"}}]   OP_NOT_PREFIX
+//   [{"anything-but": {"suffix": "a"}}]   OP_NOT_SUFFIX
+//   [{"anything-but": {"equals-ignore-case": "a" or ["a", ...]}}]
+//                                   OP_NOT_EQUALS_IGNORE_CASE
+//
+// Numbers are int64: a JSON number with a fraction (19.99), or beyond the
+// int64 range, is refused; an integral one written with an exponent or a
+// ".0" (3.0e2) is that integer.
+//
+// Refused (INVALID_ARGUMENT), each naming the place: what Cohort has no
+// predicate for yet, namely "$or", a list that mixes strings and numbers or
+// holds conditions of several kinds (both need `or` between predicates),
+// true, false and null (they need JSON events), anything-but wildcard, and
+// prefix or suffix with equals-ignore-case; and what is malformed: a leaf
+// that is not a list, an empty list or object, an unknown operator, an
+// operator object with more than one key, a key given twice in one object,
+// a numeric list that is not one comparison or a lower and an upper bound.
+//
+// Errors are INVALID_ARGUMENT, "pattern: " then either "not valid JSON: "
+// and simdjson's message, or "at PLACE: " and what is wrong, where PLACE is
+// the path of keys and list indexes from the top (`detail.state[0]`,
+// `detail.c-count[0].numeric[2]`). Limits that are server flags
+// (--max_predicates, --max_set_size, --max_string_bytes) are left to the
+// server, as for the CLI grammar (parse.h).
+#ifndef COHORT_FILTER_PATTERN_H_
+#define COHORT_FILTER_PATTERN_H_
+
+#include <cstddef>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/cohort/v1/pubsub.pb.h"
+
+namespace cohort {
+namespace filter {
+
+// Deepest nesting of objects and arrays a pattern may have (an attribute
+// path is at most 64 bytes, so a valid pattern is far shallower).
+inline constexpr size_t kMaxPatternDepth = 64;
+
+// IsPattern()
+//
+// True iff the first character of `text` other than ASCII whitespace is
+// '{': a JSON pattern rather than the CLI grammar (which cannot start so).
+bool IsPattern(absl::string_view text);
+
+// ParsePattern()
+//
+// The predicates of the Event Ruler pattern or SNS filter policy `json`
+// (mapping above), in the order written: at least one.
+absl::StatusOr<std::vector<v1::Predicate>> ParsePattern(absl::string_view json);
+
+}  // namespace filter
+}  // namespace cohort
+
+#endif  // COHORT_FILTER_PATTERN_H_

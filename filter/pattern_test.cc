@@ -1,0 +1,314 @@
+#include "filter/pattern.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "filter/parse.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "proto/cohort/v1/pubsub.pb.h"
+
+namespace cohort {
+namespace filter {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The predicates of `json` in the CLI grammar (FormatSubscription), or the
+// error message.
+std::string Lower(const std::string& json) {
+  absl::StatusOr<std::vector<v1::Predicate>> predicates = ParsePattern(json);
+  if (!predicates.ok()) {
+    EXPECT_EQ(predicates.status().code(), absl::StatusCode::kInvalidArgument)
+        << predicates.status();
+    return std::string(predicates.status().message());
+  }
+  v1::SubscriptionSpec spec;
+  for (const v1::Predicate& p : *predicates) *spec.add_predicates() = p;
+  return FormatSubscription(spec);
+}
+
+TEST(IsPattern, FirstCharacterOtherThanWhitespace) {
+  EXPECT_TRUE(IsPattern("{}"));
+  EXPECT_TRUE(IsPattern(" \n\t{\"a\": [1]}"));
+  EXPECT_FALSE(IsPattern("a = 1"));
+  EXPECT_FALSE(IsPattern(""));
+  EXPECT_FALSE(IsPattern("   "));
+  EXPECT_FALSE(IsPattern("[{}]"));
+}
+
+TEST(ParsePattern, EventBridgeRuleAsWritten) {
+  EXPECT_EQ(Lower(R"({
+    "source": ["aws.ec2"],
+    "detail-type": ["EC2 Instance State-change Notification"],
+    "detail": {"state": ["running", "stopped"]}
+  })"),
+            "source = \"aws.ec2\" and detail-type = \"EC2 Instance "
+            "State-change Notification\" and detail.state in [\"running\", "
+            "\"stopped\"]");
+}
+
+TEST(ParsePattern, ValuesAndLists) {
+  EXPECT_EQ(Lower(R"({"n": [5]})"), "n = 5");
+  EXPECT_EQ(Lower(R"({"n": [-5, 7, 7]})"), "n in [-5, 7, 7]");
+  EXPECT_EQ(Lower(R"({"s": ["a"]})"), "s = \"a\"");
+  EXPECT_EQ(Lower(R"({"s": ["caf\u00e9", "x\"y"]})"),
+            "s in [\"caf\\xC3\\xA9\", \"x\\\"y\"]");
+  // Integral numbers however written; the int64 extremes.
+  EXPECT_EQ(Lower(R"({"n": [3.0e2, 4.0, -0.0]})"), "n in [300, 4, 0]");
+  EXPECT_EQ(Lower(R"({"n": [9223372036854775807, -9223372036854775808]})"),
+            "n in [9223372036854775807, -9223372036854775808]");
+}
+
+TEST(ParsePattern, NestingNamesByPath) {
+  EXPECT_EQ(Lower(R"({"a": {"b": {"c": [1]}, "d": [2]}, "e": [3]})"),
+            "a.b.c = 1 and a.d = 2 and e = 3");
+}
+
+TEST(ParsePattern, StringOperators) {
+  EXPECT_EQ(Lower(R"({"t": [{"prefix": "2017-10-02"}]})"),
+            "t prefix \"2017-10-02\"");
+  EXPECT_EQ(Lower(R"({"f": [{"suffix": ".png"}]})"), "f suffix \".png\"");
+  EXPECT_EQ(Lower(R"({"n": [{"equals-ignore-case": "Alice"}]})"),
+            "n equals-ignore-case \"Alice\"");
+  EXPECT_EQ(Lower(R"({"f": [{"wildcard": "img-*.png"}]})"),
+            "f wildcard \"img-*.png\"");
+  EXPECT_EQ(Lower(R"({"ip": [{"cidr": "10.0.0.0/24"}]})"),
+            "ip cidr \"10.0.0.0/24\"");
+}
+
+TEST(ParsePattern, Exists) {
+  EXPECT_EQ(Lower(R"({"c": [{"exists": true}], "d": [{"exists": false}]})"),
+            "exists c and not exists d");
+}
+
+TEST(ParsePattern, Numeric) {
+  EXPECT_EQ(Lower(R"({"n": [{"numeric": ["<", 10]}]})"), "n < 10");
+  EXPECT_EQ(Lower(R"({"n": [{"numeric": ["<=", 10]}]})"), "n <= 10");
+  EXPECT_EQ(Lower(R"({"n": [{"numeric": [">", 10]}]})"), "n > 10");
+  EXPECT_EQ(Lower(R"({"n": [{"numeric": [">=", 10]}]})"), "n >= 10");
+  EXPECT_EQ(Lower(R"({"n": [{"numeric": ["=", 3.018e3]}]})"), "n = 3018");
+  EXPECT_EQ(Lower(R"({"n": [{"numeric": [">=", 1, "<=", 5]}]})"),
+            "n between 1 and 5");
+  EXPECT_EQ(Lower(R"({"n": [{"numeric": [">", 0, "<=", 5]}]})"),
+            "n > 0 and n <= 5");
+  EXPECT_EQ(Lower(R"({"n": [{"numeric": ["<", 5, ">=", 0]}]})"),
+            "n >= 0 and n < 5");
+  EXPECT_EQ(Lower(R"({"n": [{"numeric": [">=", 5, "<=", 5]}]})"),
+            "n between 5 and 5");
+}
+
+TEST(ParsePattern, AnythingBut) {
+  EXPECT_EQ(Lower(R"({"s": [{"anything-but": "init"}]})"),
+            "s != \"init\"");
+  EXPECT_EQ(Lower(R"({"n": [{"anything-but": 123}]})"), "n != 123");
+  EXPECT_EQ(Lower(R"({"s": [{"anything-but": ["a", "b"]}]})"),
+            "s not in [\"a\", \"b\"]");
+  EXPECT_EQ(Lower(R"({"n": [{"anything-but": [100, 200]}]})"),
+            "n not in [100, 200]");
+  EXPECT_EQ(Lower(R"({"s": [{"anything-but": {"prefix": "init"}}]})"),
+            "s not prefix \"init\"");
+  EXPECT_EQ(Lower(R"({"s": [{"anything-but": {"suffix": ".tmp"}}]})"),
+            "s not suffix \".tmp\"");
+  EXPECT_EQ(
+      Lower(R"({"s": [{"anything-but": {"equals-ignore-case": "Bob"}}]})"),
+      "s not equals-ignore-case \"Bob\"");
+  EXPECT_EQ(Lower(
+                R"({"s": [{"anything-but": {"equals-ignore-case": ["a", "B"]}}]})"),
+            "s not equals-ignore-case [\"a\", \"B\"]");
+}
+
+// The README's complex example, whole.
+TEST(ParsePattern, ComplexExample) {
+  EXPECT_EQ(Lower(R"({
+    "time": [{"prefix": "2017-10-02"}],
+    "detail": {
+      "state": [{"anything-but": "initializing"}],
+      "c-count": [{"numeric": [">", 0, "<=", 5]}],
+      "d-count": [{"numeric": ["<", 10]}],
+      "x-limit": [{"anything-but": [100, 200, 300]}],
+      "source-ip": [{"cidr": "10.0.0.0/8"}]
+    }
+  })"),
+            "time prefix \"2017-10-02\" and detail.state != \"initializing\" "
+            "and detail.c-count > 0 and detail.c-count <= 5 and "
+            "detail.d-count < 10 and detail.x-limit not in [100, 200, 300] "
+            "and detail.source-ip cidr \"10.0.0.0/8\"");
+}
+
+// Every lowered pattern reads back through the CLI grammar unchanged.
+TEST(ParsePattern, PrintedFormParsesBack) {
+  const std::string json = R"({"a": {"b": ["x", "y"]},
+      "n": [{"numeric": [">", -3, "<", 9]}],
+      "s": [{"anything-but": {"equals-ignore-case": ["q"]}}],
+      "e": [{"exists": false}]})";
+  absl::StatusOr<std::vector<v1::Predicate>> lowered = ParsePattern(json);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  v1::SubscriptionSpec spec;
+  for (const v1::Predicate& p : *lowered) *spec.add_predicates() = p;
+  absl::StatusOr<std::vector<v1::Predicate>> parsed =
+      ParseSubscription(FormatSubscription(spec));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->size(), lowered->size());
+  for (size_t i = 0; i < parsed->size(); ++i) {
+    EXPECT_EQ((*parsed)[i].SerializeAsString(),
+              (*lowered)[i].SerializeAsString())
+        << i;
+  }
+}
+
+TEST(ParsePattern, RefusesWhatCohortCannotSayYet) {
+  EXPECT_EQ(Lower(R"({"a": [1], "$or": [{"b": [1]}, {"c": [2]}]})"),
+            "pattern: at $or: \"$or\" is not supported yet: Cohort has no "
+            "`or` between predicates (docs/DESIGN.md section 1.6); subscribe "
+            "each alternative as a subscription of its own");
+  EXPECT_EQ(Lower(R"({"a": ["x", 1]})"),
+            "pattern: at a[1]: a list that mixes strings and numbers needs "
+            "`or` between predicates, which Cohort does not have yet "
+            "(docs/DESIGN.md section 1.6)");
+  EXPECT_EQ(Lower(R"({"a": ["x", {"prefix": "y"}]})"),
+            "pattern: at a[1]: a condition in a list of several entries: "
+            "Cohort has no `or` between predicates yet (docs/DESIGN.md "
+            "section 1.6); write the condition alone in its list, or list "
+            "plain values");
+  EXPECT_EQ(Lower(R"({"a": [{"prefix": "y"}, {"prefix": "z"}]})"),
+            "pattern: at a[0]: a condition in a list of several entries: "
+            "Cohort has no `or` between predicates yet (docs/DESIGN.md "
+            "section 1.6); write the condition alone in its list, or list "
+            "plain values");
+  EXPECT_EQ(Lower(R"({"a": {"b": [true]}})"),
+            "pattern: at a.b[0]: true is not supported yet: the JSON "
+            "literals need JSON events (docs/DESIGN.md section 1.6)");
+  EXPECT_EQ(Lower(R"({"a": [null]})"),
+            "pattern: at a[0]: null is not supported yet: the JSON literals "
+            "need JSON events (docs/DESIGN.md section 1.6)");
+  EXPECT_EQ(Lower(R"({"a": [{"anything-but": false}]})"),
+            "pattern: at a[0].anything-but: false is not supported yet: the "
+            "JSON literals need JSON events (docs/DESIGN.md section 1.6)");
+  EXPECT_EQ(Lower(R"({"a": [{"anything-but": {"wildcard": "x*"}}]})"),
+            "pattern: at a[0].anything-but.wildcard: anything-but "
+            "\"wildcard\" is not supported yet (Cohort excludes prefixes, "
+            "suffixes and equals-ignore-case)");
+  EXPECT_EQ(Lower(R"({"a": [{"prefix": {"equals-ignore-case": "x"}}]})"),
+            "pattern: at a[0].prefix: \"prefix\" with an operator inside is "
+            "not supported yet; give it a string");
+  EXPECT_THAT(Lower(R"({"p": [19.99]})"),
+              HasSubstr("pattern: at p[0]: 19.99 has a "
+                        "fraction: Cohort compares int64 numbers only"));
+  EXPECT_THAT(Lower(R"({"p": [{"numeric": ["<", 0.5]}]})"),
+              HasSubstr("pattern: at p[0].numeric[1]: 0.5 has a fraction"));
+}
+
+TEST(ParsePattern, RefusesNumbersBeyondInt64) {
+  EXPECT_EQ(Lower(R"({"n": [9223372036854775808]})"),
+            "pattern: at n[0]: 9223372036854775808 is beyond the int64 range");
+  EXPECT_EQ(Lower(R"({"n": [1e19]})"),
+            "pattern: at n[0]: 1e+19 is beyond the int64 range");
+  EXPECT_EQ(Lower(R"({"n": [-9.3e18]})"),
+            "pattern: at n[0]: -9.3e+18 is beyond the int64 range");
+  EXPECT_THAT(Lower(R"({"n": [1e400]})"), HasSubstr("pattern: not valid JSON"));
+}
+
+TEST(ParsePattern, RefusesMalformedPatterns) {
+  EXPECT_THAT(Lower("{\"a\": [1]"), HasSubstr("pattern: not valid JSON: "));
+  EXPECT_THAT(Lower("{\"a\": [\"\xff\"]}"),
+              HasSubstr("pattern: not valid JSON: "));
+  EXPECT_EQ(Lower("[1]"), "pattern: a pattern is a JSON object, got a list");
+  EXPECT_EQ(Lower("{}"),
+            "pattern: at the top: an empty object names no field to match");
+  EXPECT_EQ(Lower(R"({"a": {}})"),
+            "pattern: at a: an empty object names no field to match");
+  EXPECT_EQ(Lower(R"({"a": []})"),
+            "pattern: at a: an empty list matches nothing");
+  EXPECT_EQ(Lower(R"({"a": "x"})"),
+            "pattern: at a: expected a list of values or conditions, or an "
+            "object, got a string");
+  EXPECT_EQ(Lower(R"({"a": [[1]]})"),
+            "pattern: at a[0]: expected a string or a number, got a list");
+  EXPECT_EQ(Lower(R"({"a": [1], "a": [2]})"),
+            "pattern: at a: this key appears twice in one object");
+  EXPECT_EQ(Lower(R"({"a b": [1]})"),
+            "pattern: at a b: \"a b\" is not an attribute name Cohort "
+            "accepts: it contains byte 0x20; a name has only ASCII letters, "
+            "digits, '_', '.' and '-'");
+  // A message stays one line whatever the keys hold.
+  EXPECT_EQ(Lower(R"({"a\nb": {"c": [1]}})"),
+            "pattern: at a\\x0Ab.c: \"a\\x0Ab.c\" is not an attribute name "
+            "Cohort accepts: it contains byte 0x0A; a name has only ASCII "
+            "letters, digits, '_', '.' and '-'");
+  EXPECT_EQ(Lower(R"({"a": [{"x\ty": 1}]})"),
+            "pattern: at a[0].x\\x09y: unknown operator \"x\\x09y\" (known: "
+            "prefix, suffix, equals-ignore-case, wildcard, cidr, exists, "
+            "numeric, anything-but)");
+  EXPECT_EQ(Lower(R"({"@t": [1]})"),
+            "pattern: at @t: \"@t\" is not an attribute name Cohort accepts: "
+            "it starts with '@'; a name starts with a letter or '_'");
+  EXPECT_EQ(Lower(R"({"a": [{"regex": "x"}]})"),
+            "pattern: at a[0].regex: unknown operator \"regex\" (known: "
+            "prefix, suffix, equals-ignore-case, wildcard, cidr, exists, "
+            "numeric, anything-but)");
+  EXPECT_EQ(Lower(R"({"a": [{"prefix": "x", "suffix": "y"}]})"),
+            "pattern: at a[0]: a condition is an object of one operator, got "
+            "2 keys");
+  EXPECT_EQ(Lower(R"({"a": [{}]})"),
+            "pattern: at a[0]: a condition is an object of one operator, got "
+            "0 keys");
+  EXPECT_EQ(Lower(R"({"a": [{"prefix": 5}]})"),
+            "pattern: at a[0].prefix: expected a string, got a number");
+  EXPECT_EQ(Lower(R"({"a": [{"exists": "yes"}]})"),
+            "pattern: at a[0].exists: expected true or false, got a string");
+  EXPECT_EQ(Lower(R"({"a": [{"anything-but": []}]})"),
+            "pattern: at a[0].anything-but: an empty list excludes nothing; "
+            "drop the condition or use {\"exists\": true}");
+  EXPECT_EQ(Lower(R"({"a": [{"anything-but": {"regex": "x"}}]})"),
+            "pattern: at a[0].anything-but.regex: unknown operator \"regex\" "
+            "inside anything-but (known: prefix, suffix, equals-ignore-case)");
+}
+
+TEST(ParsePattern, RefusesMalformedNumeric) {
+  EXPECT_EQ(Lower(R"({"n": [{"numeric": 5}]})"),
+            "pattern: at n[0].numeric: expected a list such as [\">\", 0, "
+            "\"<=\", 5], got a number");
+  EXPECT_EQ(Lower(R"({"n": [{"numeric": [">", 1, "<"]}]})"),
+            "pattern: at n[0].numeric: expected one comparison and a number, "
+            "or a lower and an upper bound ([\">\", 0, \"<=\", 5]), got 3 "
+            "entries");
+  EXPECT_EQ(Lower(R"({"n": [{"numeric": ["~", 1]}]})"),
+            "pattern: at n[0].numeric[0]: unknown comparison \"~\" (known: "
+            "=, <, <=, >, >=)");
+  EXPECT_EQ(Lower(R"({"n": [{"numeric": [">", 1, ">=", 2]}]})"),
+            "pattern: at n[0].numeric[2]: two lower bounds; the second must "
+            "be an upper bound (< or <=)");
+  EXPECT_EQ(Lower(R"({"n": [{"numeric": ["<", 1, "<=", 2]}]})"),
+            "pattern: at n[0].numeric[2]: two upper bounds; the first must be "
+            "a lower bound (> or >=)");
+  EXPECT_EQ(Lower(R"({"n": [{"numeric": ["=", 1, "<=", 2]}]})"),
+            "pattern: at n[0].numeric[0]: \"=\" stands alone: [\"=\", n]");
+  EXPECT_EQ(Lower(R"({"n": [{"numeric": [">=", 3, "<=", 2]}]})"),
+            "pattern: at n[0].numeric: the range is empty: 3 > 2");
+  EXPECT_EQ(Lower(R"({"n": [{"numeric": [">", "1"]}]})"),
+            "pattern: at n[0].numeric[1]: expected a number, got a string");
+  EXPECT_EQ(Lower(R"({"n": [{"numeric": [1, 1]}]})"),
+            "pattern: at n[0].numeric[0]: expected a string, got a number");
+}
+
+TEST(ParsePattern, RefusesDeepNesting) {
+  std::string deep;
+  for (size_t i = 0; i < kMaxPatternDepth + 1; ++i) deep += "{\"a\":";
+  deep += "[1]";
+  for (size_t i = 0; i < kMaxPatternDepth + 1; ++i) deep += "}";
+  EXPECT_THAT(Lower(deep), HasSubstr("pattern: not valid JSON: "));
+  // Within the depth limit, the path's length is what stops it.
+  std::string long_path;
+  for (int i = 0; i < 40; ++i) long_path += "{\"ab\":";
+  long_path += "[1]";
+  for (int i = 0; i < 40; ++i) long_path += "}";
+  EXPECT_THAT(Lower(long_path),
+              HasSubstr("characters long; the limit is 64"));
+}
+
+}  // namespace
+}  // namespace filter
+}  // namespace cohort
