@@ -46,6 +46,14 @@
 // int64 range, is refused; an integral one written with an exponent or a
 // ".0" (3.0e2) is that integer.
 //
+// One difference from Event Ruler, deliberate: its anything-but holds for a
+// value of the other type (anything-but 503 holds for the string "301"),
+// where OP_NE and OP_NOT_IN hold only for values of their operand's type
+// (pubsub.proto's typing rule). bench/eventruler.sh measures every other
+// answer to agree. Event Ruler 1.8.1 also refuses some patterns this
+// accepts: a range whose bottom is not below its top, a CIDR of /32 (or
+// /128) or without a '/'.
+//
 // Refused (INVALID_ARGUMENT), each naming the place: what Cohort has no
 // predicate for yet, namely "$or", a list that mixes strings and numbers or
 // holds conditions of several kinds (both need `or` between predicates),

@@ -129,6 +129,12 @@ def wait_until(predicate: Callable[[], bool], seconds: float,
     raise AssertionError(f"not within {seconds} s: {what}")
 
 
+def caught_up(address: str, position: int) -> bool:
+    """Whether the node at `address` serves and has applied `position`."""
+    cluster = stats(address).cluster
+    return cluster.serving and cluster.applied_position >= position
+
+
 def node_client(address: str, position: int) -> cohort.Client:
     """A client of one node that reads at least up to `position`."""
     c = cohort.Client(address)
@@ -366,6 +372,11 @@ def check_all_acked(cluster: Cluster, load: Load) -> None:
         position = max(c.stats().cluster.known_position
                        for _ in range(3))
     for address in cluster.addresses:
+        # A node that lost its NATS server catches up after the others; a
+        # Publish to it meanwhile is UNAVAILABLE ("catching up"), which is
+        # not what this checks.
+        wait_until(lambda: caught_up(address, position), 60,
+                   f"{address} applies the log up to {position}")
         with node_client(address, position) as c:
             acked = set(load.acked)
             for start in range(0, len(load.acked), 500):
@@ -643,6 +654,11 @@ def test_node_cut_off_from_nats(cluster: Cluster) -> None:
         with node_client(node.target, position) as c:
             [result] = c.publish({"cut": 1}, return_ids=True)
             assert sid in result.subscription_ids
+        with cohort.Client(cluster.target) as c:
+            known = c.stats().cluster.known_position
+        for address in (node.target, cluster.addresses[0]):
+            wait_until(lambda: caught_up(address, known), 60,
+                       f"{address} applies the log up to {known}")
         assert stats(node.target).subscriptions == stats(
             cluster.addresses[0]).subscriptions
     finally:
