@@ -24,7 +24,7 @@
 #    thread.
 # Writes DIR (default results/eventruler-<UTC time>/): the inputs,
 # ruler.tsv, compare.txt, disagreements.tsv, and with timing time/ with
-# ruler.txt, cohort.json, and report.md.
+# ruler.txt, cohort-load.json, cohort.json, cohort.txt; and report.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,7 +58,8 @@ ruler() {
   java -Xmx8g -cp "bench/eventruler/target/classes:$(cat bench/eventruler/target/classpath.txt)" \
     cohort.bench.RulerDriver "$@"
 }
-bazel build -c opt //service:cohortd //bench:matcher_bench >/dev/null 2>&1
+bazel build -c opt //service:cohortd //bench:matcher_bench \
+  //bench:pattern_load >/dev/null 2>&1
 readonly BIN=.bazel/out/k8-opt/bin
 venv=${COHORT_VENV:-${HOME}/.cache/cohort/python-client-venv}
 if [[ ! -x "${venv}/bin/python" ]]; then
@@ -89,8 +90,9 @@ if [[ "${time_rules}" -gt 0 ]]; then
     --events="${time_events}" --seed=$((seed + 1)) --out="${t}"
   ruler time "${t}/rules.jsonl" "${t}/events.jsonl" "${time_rules}" "${reps}" \
     | tee "${t}/ruler.txt"
-  "${venv}/bin/python" bench/eventruler_compare.py --target="${target}" \
-    --dir="${t}" --no_compare --workload="${t}/workload.txt"
+  "${BIN}/bench/pattern_load" --rules="${t}/rules.jsonl" \
+    --events="${t}/events.txt" --workload_out="${t}/workload.txt" \
+    --repetitions="${reps}" | tee "${t}/cohort-load.json"
   "${BIN}/bench/matcher_bench" --workload="${t}/workload.txt" \
     --cohort_max=event,1,64 --load_batch=0 --repetitions="${reps}" \
     --format=json >"${t}/cohort.json"
@@ -113,7 +115,9 @@ fi
     echo
     echo "Event Ruler: $(cat "${out}/time/ruler.txt")"
     echo
-    echo "Cohort (matcher_bench):"
+    echo "Cohort, loading (pattern_load): $(cat "${out}/time/cohort-load.json")"
+    echo
+    echo "Cohort, matching (matcher_bench):"
     echo
     sed 's/^/    /' "${out}/time/cohort.txt"
   fi

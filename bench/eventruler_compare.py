@@ -58,56 +58,24 @@ def typed_anything_but(predicates: List[pb.Predicate],
     return len(relaxed) < len(predicates) and cohort.matches(relaxed, flat)
 
 
-def write_workload(path: str, subscriptions: List[List[pb.Predicate]],
-                   events: List[Dict[str, Any]]) -> None:
-    """The typed workload format (workload/typed_workload.h, version 2)."""
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("# cohort-workload v2 preset=eventruler seed=0 typed\n")
-        f.write(f"# knobs subscriptions={len(subscriptions)} "
-                f"events={len(events)} seed=0\n")
-        for predicates in subscriptions:
-            f.write("S " + cohort.format_predicates(predicates) + "\n")
-        for event in events:
-            pairs = []
-            for name, value in event.items():
-                p = pb.Predicate(attribute=name, op=pb.OP_EQ)
-                if isinstance(value, str):
-                    p.string_value = value.encode()
-                else:
-                    p.value = value
-                pairs.append(cohort.format_predicate(p))
-            f.write("E " + ", ".join(pairs) + "\n")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--target", required=True)
     parser.add_argument("--dir", required=True)
     parser.add_argument("--show", type=int, default=10)
-    parser.add_argument("--workload", default="",
-                        help="also write the lowered rules (those both "
-                        "accepted) and the flattened events as a typed "
-                        "workload file (version 2), for matcher_bench")
-    parser.add_argument("--no_compare", action="store_true",
-                        help="only lower the rules and write --workload "
-                        "(no ruler.tsv needed; nothing is published)")
     args = parser.parse_args()
     with open(os.path.join(args.dir, "rules.jsonl"), encoding="utf-8") as f:
         rules = [line for line in f if line.strip()]
     with open(os.path.join(args.dir, "events.jsonl"), encoding="utf-8") as f:
         events = [json.loads(line) for line in f if line.strip()]
     ruler: Dict[int, Set[int]] = {}
-    ruler_refused: Set[int] = set()
-    if not args.no_compare:
-        with open(os.path.join(args.dir, "ruler.tsv"), encoding="utf-8") as f:
-            for line in f:
-                number, _, ids = line.rstrip("\n").partition("\t")
-                ruler[int(number)] = {int(i) for i in ids.split(",") if i}
-        with open(os.path.join(args.dir, "ruler.tsv.refused"),
-                  encoding="utf-8") as f:
-            ruler_refused = {
-                int(line.split("\t")[0]) for line in f if line.strip()
-            }
+    with open(os.path.join(args.dir, "ruler.tsv"), encoding="utf-8") as f:
+        for line in f:
+            number, _, ids = line.rstrip("\n").partition("\t")
+            ruler[int(number)] = {int(i) for i in ids.split(",") if i}
+    with open(os.path.join(args.dir, "ruler.tsv.refused"),
+              encoding="utf-8") as f:
+        ruler_refused = {int(line.split("\t")[0]) for line in f if line.strip()}
 
     client = cohort.Client(args.target)
     rule_of: Dict[int, int] = {}
@@ -132,21 +100,12 @@ def main() -> int:
             refused.append(f"rule {i}: {error.details}")
             continue
         lowered[i] = predicates
-        if args.no_compare:
-            continue
         batch.append(predicates)
         indexes.append(i)
         if len(batch) == 500:
             flush()
     if batch:
         flush()
-    if args.workload:
-        write_workload(args.workload, [lowered[i] for i in sorted(lowered)],
-                       [flatten(e) for e in events])
-    if args.no_compare:
-        print(f"rules {len(rules)} (refused by Cohort {len(refused)}), "
-              f"events {len(events)}: wrote {args.workload}")
-        return 0
 
     live = set(rule_of.values())
     pairs = matches = documented = 0

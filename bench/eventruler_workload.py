@@ -3,14 +3,17 @@
 
     bench/eventruler_workload.py --rules=N --events=M --seed=S --out=DIR
 
-writes DIR/rules.jsonl (one pattern per line) and DIR/events.jsonl (one
-JSON event per line), deterministic for a seed. Events look like
+writes DIR/rules.jsonl (one pattern per line), DIR/events.jsonl (one
+JSON event per line) and DIR/events.txt (the same events flattened into
+attributes named by path, in the CLI's grammar: what Cohort is sent until
+it takes JSON events), deterministic for a seed. Events look like
 EventBridge's: a few top-level strings and a nested "detail" object of
 strings and integers, each field missing now and then; one field ("code")
-is a number in some events and a string in others. Patterns name 1 to 4
-of those fields and use every operator Cohort lowers today
-(filter/pattern.h), in the mix below; values are drawn from the events'
-own domains so that patterns match. What Cohort cannot express yet
+is a number in some events and a string in others. Patterns (pattern()
+below) name 1 to 4 of those fields, most of them the event's source, and
+use every operator Cohort lowers today (filter/pattern.h), in the mix of
+OPERATORS; values are drawn from the events' own domains so that
+patterns match. What Cohort cannot express yet
 (arrays, numbers with fractions, true/false/null, $or) is left out.
 """
 
@@ -19,7 +22,7 @@ import json
 import os
 import random
 
-SOURCES = [f"app.svc{i:02d}" for i in range(20)]
+SOURCES = [f"app.svc{i:03d}" for i in range(100)]
 TYPES = [f"Type {c}" for c in "ABCDEFGHIJ"]
 REGIONS = ["us-east-1", "us-west-2", "eu-west-1", "eu-north-1", "ap-south-1",
            "ap-northeast-1", "sa-east-1", "ca-central-1"]
@@ -213,8 +216,16 @@ def condition(rng, path, kind, op):
 
 
 def pattern(rng):
+    """Like an EventBridge rule: most (85%) name their source, one or two
+    of the 100 sources, and then 0 to 3 other fields; the rest name 1 to 4
+    fields of any kind."""
     doc = {}
-    fields = rng.sample(FIELDS, rng.randrange(1, 5))
+    if rng.random() < 0.85:
+        sources = rng.sample(SOURCES, rng.choice([1, 1, 1, 2]))
+        put(doc, "source", sources)
+        fields = rng.sample(FIELDS[1:], rng.randrange(0, 4))
+    else:
+        fields = rng.sample(FIELDS, rng.randrange(1, 5))
     for path, kind in fields:
         kind_for_ops = "ip" if path == "detail.ip" else kind
         ops = [(name, w) for name, w, kinds in OPERATORS
@@ -224,6 +235,37 @@ def pattern(rng):
         op = rng.choices(names, weights)[0]
         put(doc, path, condition(rng, path, kind, op))
     return doc
+
+
+def flatten(doc, prefix=""):
+    out = {}
+    for key, value in doc.items():
+        name = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, dict):
+            out.update(flatten(value, name))
+        else:
+            out[name] = value
+    return out
+
+
+def grammar_string(value):
+    """A string literal of the CLI's grammar (filter/parse.h FormatString)."""
+    out = []
+    for byte in value.encode():
+        c = chr(byte)
+        if c in '"\\':
+            out.append("\\" + c)
+        elif 0x20 <= byte <= 0x7E:
+            out.append(c)
+        else:
+            out.append(f"\\x{byte:02X}")
+    return '"' + "".join(out) + '"'
+
+
+def event_text(doc):
+    return ", ".join(
+        f"{name} = {grammar_string(v) if isinstance(v, str) else v}"
+        for name, v in flatten(doc).items())
 
 
 def main():
@@ -240,9 +282,13 @@ def main():
         for _ in range(args.rules):
             f.write(json.dumps(pattern(rng), ensure_ascii=False) + "\n")
     with open(os.path.join(args.out, "events.jsonl"), "w",
-              encoding="utf-8") as f:
+              encoding="utf-8") as f, open(
+                  os.path.join(args.out, "events.txt"), "w",
+                  encoding="utf-8") as text:
         for _ in range(args.events):
-            f.write(json.dumps(event(rng), ensure_ascii=False) + "\n")
+            doc = event(rng)
+            f.write(json.dumps(doc, ensure_ascii=False) + "\n")
+            text.write(event_text(doc) + "\n")
 
 
 if __name__ == "__main__":
