@@ -29,19 +29,7 @@ from typing import Any, Dict, List, Set
 
 import cohort
 from cohort.v1 import pubsub_pb2 as pb
-
-
-def flatten(doc: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:
-    out: Dict[str, Any] = {}
-    for key, value in doc.items():
-        name = f"{prefix}.{key}" if prefix else key
-        if isinstance(value, dict):
-            out.update(flatten(value, name))
-        elif isinstance(value, (int, str)) and not isinstance(value, bool):
-            out[name] = value
-        else:
-            raise ValueError(f"{name}: {value!r} has no attribute form yet")
-    return out
+from eventruler_workload import flatten  # beside this script
 
 
 def typed_anything_but(predicates: List[pb.Predicate],
