@@ -52,8 +52,11 @@ mkdir -p "${out}"
 out=$(cd "${out}" && pwd)
 
 echo "==> building the Event Ruler driver (Maven) and cohortd, matcher_bench"
+# (Debian's Maven prints terminal resets even with -q: its output goes to
+# mvn.log, shown only on failure.)
 (cd bench/eventruler && mvn -B -q package -DskipTests &&
-  mvn -B -q dependency:build-classpath -Dmdep.outputFile=target/classpath.txt)
+  mvn -B -q dependency:build-classpath -Dmdep.outputFile=target/classpath.txt) \
+  >"${out}/mvn.log" 2>&1 || { cat "${out}/mvn.log"; exit 1; }
 ruler() {
   java -Xmx8g -cp "bench/eventruler/target/classes:$(cat bench/eventruler/target/classpath.txt)" \
     cohort.bench.RulerDriver "$@"
