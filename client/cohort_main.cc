@@ -250,24 +250,35 @@ absl::StatusOr<std::unique_ptr<Client>> ConnectFromFlags() {
   return Client::Connect(options);
 }
 
+// The bytes of `path`, named by flag --`flag`: NOT_FOUND "--FLAG: cannot
+// read PATH" if it cannot be opened; "-" is stdin where `stdin_dash`.
+absl::StatusOr<std::string> ReadFlagPath(absl::string_view flag,
+                                         const std::string& path,
+                                         bool stdin_dash) {
+  std::ostringstream bytes;
+  if (stdin_dash && path == "-") {
+    bytes << std::cin.rdbuf();
+    return bytes.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("--", flag, ": cannot read ", path));
+  }
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
 // The subscriptions of `subscribe`: each argument, then each --pattern
 // file's text.
 absl::StatusOr<std::vector<std::string>> SubscribeTexts(
     const std::vector<std::string>& args) {
   std::vector<std::string> texts = args;
   for (const std::string& file : absl::GetFlag(FLAGS_pattern)) {
-    std::ostringstream bytes;
-    if (file == "-") {
-      bytes << std::cin.rdbuf();
-    } else {
-      std::ifstream in(file, std::ios::binary);
-      if (!in) {
-        return absl::NotFoundError(
-            absl::StrCat("--pattern: cannot read ", file));
-      }
-      bytes << in.rdbuf();
-    }
-    texts.push_back(bytes.str());
+    absl::StatusOr<std::string> text =
+        ReadFlagPath("pattern", file, /*stdin_dash=*/true);
+    if (!text.ok()) return text.status();
+    texts.push_back(*std::move(text));
   }
   return texts;
 }
@@ -326,14 +337,7 @@ int Unsubscribe(const std::vector<std::string>& args) {
 absl::StatusOr<std::string> PayloadFromFlag() {
   const std::string flag = absl::GetFlag(FLAGS_payload);
   if (flag.empty() || flag[0] != '@') return flag;
-  std::ifstream in(flag.substr(1), std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("--payload: cannot read ", flag.substr(1)));
-  }
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
+  return ReadFlagPath("payload", flag.substr(1), /*stdin_dash=*/false);
 }
 
 int Publish(const std::vector<std::string>& args) {

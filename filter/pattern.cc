@@ -111,6 +111,25 @@ class Lowering {
         absl::StrCat("pattern: at ", shown, ": ", what));
   }
 
+  // The refusal of a JSON literal (true, false, null) at `place`.
+  static absl::Status LiteralError(absl::string_view place, const element& e) {
+    return Error(place, absl::StrCat(Literal(e),
+                                     " is not supported yet: the JSON "
+                                     "literals need JSON events "
+                                     "(docs/DESIGN.md section 1.6)"));
+  }
+
+  // The one key of the operator object `e` at `place`; with any other
+  // number of keys, the refusal `expected` followed by the count.
+  static absl::StatusOr<simdjson::dom::key_value_pair> OnlyOperator(
+      absl::string_view place, const element& e, absl::string_view expected) {
+    simdjson::dom::object object = e.get_object().value_unsafe();
+    if (object.size() != 1) {
+      return Error(place, absl::StrCat(expected, object.size(), " keys"));
+    }
+    return *object.begin();
+  }
+
   static std::string Index(absl::string_view place, size_t i) {
     return absl::StrCat(place, "[", i, "]");
   }
@@ -214,10 +233,7 @@ class Lowering {
                         bool first, bool* strings, v1::Predicate* p) {
     const element_type t = item.type();
     if (t == element_type::BOOL || t == element_type::NULL_VALUE) {
-      return Error(place, absl::StrCat(Literal(item),
-                                       " is not supported yet: the JSON "
-                                       "literals need JSON events "
-                                       "(docs/DESIGN.md section 1.6)"));
+      return LiteralError(place, item);
     }
     if (t != element_type::STRING && !IsNumber(item)) {
       return Error(place, absl::StrCat("expected a string or a number, got ",
@@ -286,14 +302,10 @@ class Lowering {
   // The one condition object of attribute `name`'s list, at `place`.
   absl::Status Condition(const std::string& name, const std::string& place,
                          const element& e) {
-    simdjson::dom::object object = e.get_object().value_unsafe();
-    if (object.size() != 1) {
-      return Error(place,
-                   absl::StrCat("a condition is an object of one operator, "
-                                "got ",
-                                object.size(), " keys"));
-    }
-    const simdjson::dom::key_value_pair op = *object.begin();
+    absl::StatusOr<simdjson::dom::key_value_pair> only = OnlyOperator(
+        place, e, "a condition is an object of one operator, got ");
+    if (!only.ok()) return only.status();
+    const simdjson::dom::key_value_pair op = *only;
     const std::string at = Member(place, Sv(op.key));
     v1::Predicate p;
     p.set_attribute(name);
@@ -443,10 +455,7 @@ class Lowering {
         return AnythingButOperator(name, place, e);
       case element_type::BOOL:
       case element_type::NULL_VALUE:
-        return Error(place, absl::StrCat(Literal(e),
-                                         " is not supported yet: the JSON "
-                                         "literals need JSON events "
-                                         "(docs/DESIGN.md section 1.6)"));
+        return LiteralError(place, e);
       default: {
         absl::StatusOr<int64_t> n = Number(place, e);
         if (!n.ok()) return n.status();
@@ -462,14 +471,12 @@ class Lowering {
   absl::Status AnythingButOperator(const std::string& name,
                                    const std::string& place,
                                    const element& e) {
-    simdjson::dom::object object = e.get_object().value_unsafe();
-    if (object.size() != 1) {
-      return Error(place, absl::StrCat("expected an object of one operator "
-                                       "(prefix, suffix or "
-                                       "equals-ignore-case), got ",
-                                       object.size(), " keys"));
-    }
-    const simdjson::dom::key_value_pair op = *object.begin();
+    absl::StatusOr<simdjson::dom::key_value_pair> only =
+        OnlyOperator(place, e,
+                     "expected an object of one operator (prefix, suffix or "
+                     "equals-ignore-case), got ");
+    if (!only.ok()) return only.status();
+    const simdjson::dom::key_value_pair op = *only;
     const std::string at = Member(place, Sv(op.key));
     for (const internal::StringOpSpelling& s : internal::kStringOps) {
       if (Sv(op.key) != s.word) continue;
