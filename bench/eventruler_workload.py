@@ -8,13 +8,14 @@ JSON event per line) and DIR/events.txt (the same events flattened into
 attributes named by path, in the CLI's grammar: what Cohort is sent until
 it takes JSON events), deterministic for a seed. Events look like
 EventBridge's: a few top-level strings and a nested "detail" object of
-strings and integers, each field missing now and then; one field ("code")
-is a number in some events and a string in others. Patterns (pattern()
+strings and numbers, each field missing now and then; one field ("code")
+is a number in some events and a string in others, and one ("amount") a
+price in cents with a fraction (whole now and then). Patterns (pattern()
 below) name 1 to 4 of those fields, most of them the event's source, and
 use every operator Cohort lowers today (filter/pattern.h), in the mix of
 OPERATORS; values are drawn from the events' own domains so that
-patterns match. What Cohort cannot express yet
-(arrays, numbers with fractions, true/false/null, $or) is left out.
+patterns match. What Cohort cannot express yet (arrays, true/false/null,
+$or) is left out.
 """
 
 import argparse
@@ -50,23 +51,24 @@ FIELDS = [
     ("detail.price", "int"), ("detail.user.name", "str"),
     ("detail.user.tier", "int"), ("detail.path", "str"),
     ("detail.file", "str"), ("detail.ip", "str"), ("detail.code", "mixed"),
+    ("detail.amount", "dec"),
 ]
 
 # Operators and their weights (percent); each applies to some field types.
 OPERATORS = [
-    ("exact", 20, {"str", "int", "mixed"}),
-    ("list", 14, {"str", "int", "mixed"}),
+    ("exact", 20, {"str", "int", "mixed", "dec"}),
+    ("list", 14, {"str", "int", "mixed", "dec"}),
     ("prefix", 8, {"str"}),
     ("suffix", 6, {"str"}),
     ("equals-ignore-case", 6, {"str"}),
     ("wildcard", 5, {"str"}),
     ("cidr", 5, {"ip"}),
-    ("exists", 4, {"str", "int", "mixed", "ip"}),
-    ("not-exists", 4, {"str", "int", "mixed", "ip"}),
-    ("numeric", 8, {"int"}),
-    ("numeric-range", 8, {"int"}),
-    ("anything-but", 5, {"str", "int", "mixed"}),
-    ("anything-but-list", 3, {"str", "int", "mixed"}),
+    ("exists", 4, {"str", "int", "mixed", "ip", "dec"}),
+    ("not-exists", 4, {"str", "int", "mixed", "ip", "dec"}),
+    ("numeric", 8, {"int", "dec"}),
+    ("numeric-range", 8, {"int", "dec"}),
+    ("anything-but", 5, {"str", "int", "mixed", "dec"}),
+    ("anything-but-list", 3, {"str", "int", "mixed", "dec"}),
     ("anything-but-prefix", 2, {"str"}),
     ("anything-but-suffix", 1, {"str"}),
     ("anything-but-ignore-case", 1, {"str"}),
@@ -119,6 +121,11 @@ def field_value(rng, path):
     if path == "detail.code":
         code = rng.choice([200, 201, 301, 404, 500, 503])
         return code if rng.random() < 0.7 else str(code)
+    if path == "detail.amount":  # a price in cents, now and then whole
+        cents = rng.randrange(-500, 10001)
+        if rng.random() < 0.2:
+            cents -= cents % 100
+        return cents / 100
     raise ValueError(path)
 
 
@@ -139,12 +146,18 @@ def event(rng):
 
 def int_domain(path):
     return {"detail.count": (0, 100), "detail.price": (-1000, 100000),
-            "detail.user.tier": (1, 5), "detail.code": (200, 503)}[path]
+            "detail.user.tier": (1, 5), "detail.code": (200, 503),
+            "detail.amount": (-500, 10000)}[path]
 
 
 def affix(rng, s, front):
     n = rng.randrange(1, len(s) + 1) if s else 0
     return s[:n] if front else s[len(s) - n:]
+
+
+def number(units, scale):
+    """units / scale, an int when whole (as a pattern would write it)."""
+    return units // scale if units % scale == 0 else units / scale
 
 
 def condition(rng, path, kind, op):
@@ -153,7 +166,7 @@ def condition(rng, path, kind, op):
         def value():
             v = field_value(rng, path)
             return v
-    elif kind == "int":
+    elif kind in ("int", "dec"):
         def value():
             return field_value(rng, path)
     else:
@@ -187,16 +200,18 @@ def condition(rng, path, kind, op):
         return [{"exists": True}]
     if op == "not-exists":
         return [{"exists": False}]
-    lo, hi = int_domain(path) if kind in ("int", "mixed") else (0, 0)
+    lo, hi = int_domain(path) if kind in ("int", "mixed", "dec") else (0, 0)
+    # Amounts in cents (dec): operands with fractions, or whole.
+    scale = 100 if kind == "dec" else 1
     if op == "numeric":
         return [{"numeric": [rng.choice(["<", "<=", ">", ">=", "="]),
-                             rng.randint(lo, hi)]}]
+                             number(rng.randint(lo, hi), scale)]}]
     if op == "numeric-range":
         # Event Ruler refuses a range whose bottom is not below its top.
         a = rng.randint(lo, hi - 1)
         b = rng.randint(a + 1, hi)
-        return [{"numeric": [rng.choice([">", ">="]), a,
-                             rng.choice(["<", "<="]), b]}]
+        return [{"numeric": [rng.choice([">", ">="]), number(a, scale),
+                             rng.choice(["<", "<="]), number(b, scale)]}]
     if op == "anything-but":
         return [{"anything-but": value()}]
     if op == "anything-but-list":

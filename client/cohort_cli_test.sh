@@ -216,10 +216,11 @@ check "... not the excluded state" \
   grep -q '^detail.state="init" detail.n=5	matched 0	$' <<<"${out}"
 check "... nor a number outside the range" \
   grep -q '^detail.state="up" detail.n=0	matched 0	$' <<<"${out}"
-out=$(cohort subscribe --subscriber=carol '{"p": [19.99]}' 2>&1)
+out=$(cohort subscribe --subscriber=carol '{"p": [19.99, "a"]}' 2>&1)
 check "a pattern Cohort cannot express exits 2" test $? -eq 2
 check "... naming the place" grep -q \
-  '^cohort: pattern: at p\[0\]: 19.99 has a fraction' <<<"${out}"
+  '^cohort: pattern: at p\[1\]: a list that mixes strings and numbers' \
+  <<<"${out}"
 out=$(cohort subscribe --subscriber=carol --pattern=/nonexistent 2>&1)
 check "an unreadable --pattern file exits 2" test $? -eq 2
 check "... naming it" grep -q "cannot read /nonexistent" <<<"${out}"

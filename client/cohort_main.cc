@@ -750,7 +750,7 @@ int Main(int argc, char** argv) {
       "'x not in [1, 2]', 'path prefix \"/api/\"', 'exists x', "
       "'not exists x', 'f suffix \".png\"', 'n equals-ignore-case \"a\"', "
       "'ip cidr \"10.0.0.0/8\"', 'f wildcard \"a*b\"', 'x not prefix \"t\"', "
-      "joined by 'and'. Values are integers or strings in "
+      "joined by 'and'. Values are numbers (42, 19.99, 1e-3) or strings in "
       "double quotes ('type = \"order\"'; escapes \\\" \\\\ \\n \\t "
       "\\r \\0 \\xHH). Changed: 'x in [a, b]' is now a list (IN), not "
       "a range.\n"

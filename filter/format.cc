@@ -3,6 +3,9 @@
 // text the parser reads.
 #include "filter/parse.h"
 
+#include <charconv>
+#include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +16,15 @@
 namespace cohort {
 namespace filter {
 namespace {
+
+// A double operand or value: an integer as one ("3" for 3.0, as the
+// parser reads it back), else FormatDouble.
+std::string NumberText(double d) {
+  if (std::trunc(d) == d && d >= -0x1p63 && d < 0x1p63) {
+    return absl::StrCat(static_cast<int64_t>(d));
+  }
+  return FormatDouble(d);
+}
 
 // "[1, 2]" or "[\"a\", \"b\"]"; a scalar operand as a list of one, and no
 // operand as the empty list, so that the text keeps the grammar's shape.
@@ -33,6 +45,16 @@ std::string ListText(const v1::Predicate& p) {
       return absl::StrCat("[", FormatString(p.string_value()), "]");
     case v1::Predicate::kValue:
       return absl::StrCat("[", p.value(), "]");
+    case v1::Predicate::kDoubleValues:
+      return absl::StrCat(
+          "[",
+          absl::StrJoin(p.double_values().values(), ", ",
+                        [](std::string* out, double d) {
+                          out->append(NumberText(d));
+                        }),
+          "]");
+    case v1::Predicate::kDoubleValue:
+      return absl::StrCat("[", NumberText(p.double_value()), "]");
     case v1::Predicate::OPERAND_NOT_SET:
       break;
   }
@@ -47,7 +69,10 @@ std::string ScalarText(const v1::Predicate& p) {
       return FormatString(p.string_value());
     case v1::Predicate::kInt64Values:
     case v1::Predicate::kStringValues:
+    case v1::Predicate::kDoubleValues:
       return ListText(p);
+    case v1::Predicate::kDoubleValue:
+      return NumberText(p.double_value());
     case v1::Predicate::kValue:
     case v1::Predicate::OPERAND_NOT_SET:
       break;
@@ -57,6 +82,13 @@ std::string ScalarText(const v1::Predicate& p) {
 
 
 }  // namespace
+
+std::string FormatDouble(double d) {
+  char buffer[32];
+  const std::to_chars_result r =
+      std::to_chars(buffer, buffer + sizeof(buffer), d);
+  return std::string(buffer, r.ptr);
+}
 
 std::string FormatString(absl::string_view bytes) {
   std::string out = "\"";
@@ -83,11 +115,13 @@ std::string FormatPredicate(const v1::Predicate& p) {
     case v1::OP_NOT_EXISTS:
       return absl::StrCat("not exists ", name);
     case v1::OP_BETWEEN:
-      return absl::StrCat(name, " between ", ScalarText(p), " and ",
-                          p.upper_operand_case() ==
-                                  v1::Predicate::kStringUpper
-                              ? FormatString(p.string_upper())
-                              : absl::StrCat(p.upper()));
+      return absl::StrCat(
+          name, " between ", ScalarText(p), " and ",
+          p.upper_operand_case() == v1::Predicate::kStringUpper
+              ? FormatString(p.string_upper())
+          : p.upper_operand_case() == v1::Predicate::kDoubleUpper
+              ? NumberText(p.double_upper())
+              : absl::StrCat(p.upper()));
     case v1::OP_IN:
       return absl::StrCat(name, " in ", ListText(p));
     case v1::OP_NOT_IN:
@@ -124,6 +158,8 @@ std::string FormatAttribute(const v1::Attribute& a) {
   return absl::StrCat(a.name(), "=",
                       a.kind_case() == v1::Attribute::kStringValue
                           ? FormatString(a.string_value())
+                      : a.kind_case() == v1::Attribute::kDoubleValue
+                          ? NumberText(a.double_value())
                           : absl::StrCat(a.value()));
 }
 

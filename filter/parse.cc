@@ -1,5 +1,7 @@
 #include "filter/parse.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -11,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -344,8 +347,41 @@ bool ToInt64(absl::string_view word, int64_t* out) {
   return true;
 }
 
+// A value as read: a number (an int64, or a double with a fraction) or a
+// string of bytes.
+struct Operand {
+  bool is_string = false;
+  bool is_double = false;
+  int64_t number = 0;
+  double d = 0;
+  std::string bytes;
+};
+
+// True iff `word` is a decimal number written with a fraction or an
+// exponent: [+-]?D(.D)?([eE][+-]?D)?, D as IsIntegerSyntax reads it
+// without a sign, and at least one of the two parts.
+bool IsDecimalSyntax(absl::string_view word) {
+  word = WithoutSign(word);
+  const auto digits = [](absl::string_view part) {
+    return !part.empty() && part[0] != '+' && part[0] != '-' &&
+           IsIntegerSyntax(part);
+  };
+  const size_t exponent = word.find_first_of("eE");
+  const absl::string_view mantissa = word.substr(0, exponent);
+  const size_t dot = mantissa.find('.');
+  if (!digits(mantissa.substr(0, dot))) return false;
+  if (dot != absl::string_view::npos && !digits(mantissa.substr(dot + 1))) {
+    return false;
+  }
+  if (exponent == absl::string_view::npos) {
+    return dot != absl::string_view::npos;
+  }
+  const absl::string_view power = word.substr(exponent + 1);
+  return IsIntegerSyntax(power);  // a sign allowed
+}
+
 // Converts the word `token` to `*out`; returns "" or the error message.
-std::string ParseNumber(const Token& token, int64_t* out) {
+std::string ParseNumber(const Token& token, Operand* out) {
   const char first = token.text[0];
   if (!absl::ascii_isdigit(static_cast<unsigned char>(first)) &&
       first != '+' && first != '-') {
@@ -353,17 +389,43 @@ std::string ParseNumber(const Token& token, int64_t* out) {
     // starts like a name has only printable ASCII, so it can be quoted as is.
     return absl::StrCat(
         "bad value ", Describe(token),
-        ": expected an integer (42, -7, 1_000) or a string in double quotes",
+        ": expected a number (42, -7, 1_000, 19.99) or a string in double "
+        "quotes",
         IsNameStart(first) ? absl::StrCat(" (", Describe(token), ")") : "");
+  }
+  if (IsDecimalSyntax(token.text)) {
+    // A number with a fraction, or written with one ("3.0", "1e3"): an
+    // integer in range stays an integer, so that text prints back as it
+    // reads (FormatPredicate).
+    std::string digits(token.text);
+    digits.erase(std::remove(digits.begin(), digits.end(), '_'),
+                 digits.end());
+    if (digits[0] == '+') digits.erase(0, 1);
+    double d = 0;
+    // Syntax checked above; SimpleAtod rounds to nearest, gives an
+    // infinity past the largest double and 0 below the smallest.
+    if (!absl::SimpleAtod(digits, &d) || std::isinf(d) || d < -0x1p63 ||
+        d >= 0x1p63) {
+      return absl::StrCat("number ", token.text,
+                          " is out of the int64 range numbers compare in "
+                          "(-2^63 to 2^63, 2^63 excluded)");
+    }
+    if (std::trunc(d) == d) {
+      out->number = static_cast<int64_t>(d);
+    } else {
+      out->is_double = true;
+      out->d = d;
+    }
+    return "";
   }
   if (!IsIntegerSyntax(token.text)) {
     return absl::StrCat("bad number ", Describe(token), ": ",
                         IsDigitsAndUnderscores(token.text)
                             ? "'_' may only separate two digits"
-                            : "expected a decimal integer such as 42, -7 or "
-                              "1_000");
+                            : "expected a number such as 42, -7, 1_000 or "
+                              "19.99");
   }
-  if (!ToInt64(token.text, out)) {
+  if (!ToInt64(token.text, &out->number)) {
     return absl::StrCat("number ", token.text, " is out of the int64 range [",
                         std::numeric_limits<int64_t>::min(), ", ",
                         std::numeric_limits<int64_t>::max(), "]");
@@ -400,26 +462,31 @@ bool IsConnector(const Token& token) {
 // ---------------------------------------------------------------------------
 // Values
 
-// A value as read: an integer or a string of bytes.
-struct Operand {
-  bool is_string = false;
-  int64_t number = 0;
-  std::string bytes;
-};
-
-absl::string_view TypeName(bool is_string) {
-  return is_string ? "a string" : "an integer";
+// "5" or "19.99": a number operand, an int64 or a double with a fraction.
+std::string NumberText(const Operand& v) {
+  return v.is_double ? FormatDouble(v.d) : absl::StrCat(v.number);
 }
 
-// "the integer 5", "the string \"a\"", for messages.
+absl::string_view TypeName(bool is_string) {
+  return is_string ? "a string" : "a number";
+}
+
+// "the number 5", "the string \"a\"", for messages.
 std::string DescribeOperand(const Operand& v) {
   return v.is_string ? absl::StrCat("the string ", FormatString(v.bytes))
-                     : absl::StrCat("the integer ", v.number);
+                     : absl::StrCat("the number ", NumberText(v));
 }
 
 // "5" or "\"a\"", for messages.
 std::string OperandText(const Operand& v) {
-  return v.is_string ? FormatString(v.bytes) : absl::StrCat(v.number);
+  return v.is_string ? FormatString(v.bytes) : NumberText(v);
+}
+
+// Exact order of two numbers: long double (x87) holds every int64 and
+// every double.
+long double NumberOf(const Operand& v) {
+  return v.is_double ? static_cast<long double>(v.d)
+                     : static_cast<long double>(v.number);
 }
 
 // ---------------------------------------------------------------------------
@@ -552,7 +619,7 @@ absl::StatusOr<Operand> Parser::Value(absl::string_view context) {
     case TokenKind::kWord:
       break;
   }
-  const std::string error = ParseNumber(token, &value.number);
+  const std::string error = ParseNumber(token, &value);
   if (!error.empty()) return Error(token, error);
   return value;
 }
@@ -628,6 +695,8 @@ absl::Status Parser::Predicate(v1::Predicate* out) {
   out->set_op(comparison);
   if (value->is_string) {
     out->set_string_value(std::move(value->bytes));
+  } else if (value->is_double) {
+    out->set_double_value(value->d);
   } else {
     out->set_value(value->number);
   }
@@ -702,7 +771,7 @@ absl::Status Parser::Affix(const Token& keyword, v1::Op op,
     if (!status.ok()) return status;
     if (out->operand_case() != v1::Predicate::kStringValues) {
       return Error(token, absl::StrCat("expected a list of strings after ",
-                                       Describe(keyword), ", got integers"));
+                                       Describe(keyword), ", got numbers"));
     }
     return absl::OkStatus();
   }
@@ -732,6 +801,7 @@ absl::Status Parser::List(v1::Op op, absl::string_view spelling,
                                   "\" needs at least one value"));
   }
   bool is_string = false;
+  std::vector<std::pair<Operand, const Token*>> numbers;
   for (size_t i = 0;; ++i) {
     const Token& token = Peek();
     absl::StatusOr<Operand> value =
@@ -748,7 +818,7 @@ absl::Status Parser::List(v1::Op op, absl::string_view spelling,
     if (is_string) {
       out->mutable_string_values()->add_values(std::move(value->bytes));
     } else {
-      out->mutable_int64_values()->add_values(value->number);
+      numbers.push_back({*value, &token});
     }
     const Token& after = Next();
     if (IsSymbol(after, "]")) break;
@@ -758,6 +828,29 @@ absl::Status Parser::List(v1::Op op, absl::string_view spelling,
                                 "the list, got ",
                                 Describe(after)));
     }
+  }
+  // Numbers: int64_values, or double_values once one has a fraction, where
+  // an integer must be exact as a double (below 2^53 in magnitude).
+  const bool fractions =
+      std::any_of(numbers.begin(), numbers.end(),
+                  [](const auto& n) { return n.first.is_double; });
+  for (const auto& [number, token] : numbers) {
+    if (!fractions) {
+      out->mutable_int64_values()->add_values(number.number);
+      continue;
+    }
+    if (!number.is_double &&
+        (number.number >= (int64_t{1} << 53) ||
+         number.number <= -(int64_t{1} << 53))) {
+      return Error(*token,
+                   absl::StrCat("the integer ", number.number,
+                                " cannot share a list with a number with a "
+                                "fraction (integers there must be below 2^53 "
+                                "in magnitude); give it a predicate of its "
+                                "own"));
+    }
+    out->mutable_double_values()->add_values(
+        number.is_double ? number.d : static_cast<double>(number.number));
   }
   out->set_op(op);
   return absl::OkStatus();
@@ -771,12 +864,12 @@ absl::Status Parser::Bounds(const Operand& lower, const Operand& upper,
                                     "is ",
                                     DescribeOperand(lower), ", the upper ",
                                     DescribeOperand(upper),
-                                    "; both must be integers or both "
+                                    "; both must be numbers or both "
                                     "strings"));
   }
   // std::string compares bytes as unsigned char, as the API does.
   const bool empty = lower.is_string ? lower.bytes > upper.bytes
-                                     : lower.number > upper.number;
+                                     : NumberOf(lower) > NumberOf(upper);
   if (empty) {
     return SpanError(text_, first.pos, last.end(),
                      absl::StrCat("empty range: the lower bound ",
@@ -789,8 +882,16 @@ absl::Status Parser::Bounds(const Operand& lower, const Operand& upper,
     out->set_string_value(lower.bytes);
     out->set_string_upper(upper.bytes);
   } else {
-    out->set_value(lower.number);
-    out->set_upper(upper.number);
+    if (lower.is_double) {
+      out->set_double_value(lower.d);
+    } else {
+      out->set_value(lower.number);
+    }
+    if (upper.is_double) {
+      out->set_double_upper(upper.d);
+    } else {
+      out->set_upper(upper.number);
+    }
   }
   return absl::OkStatus();
 }
@@ -872,6 +973,8 @@ absl::Status Parser::Pair(NameColumns* seen, v1::Attribute* out) {
   out->set_name(*std::move(name));
   if (value->is_string) {
     out->set_string_value(std::move(value->bytes));
+  } else if (value->is_double) {
+    out->set_double_value(value->d);
   } else {
     out->set_value(value->number);
   }

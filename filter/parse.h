@@ -13,7 +13,8 @@
 // reported against what was typed (with a caret under it) instead of as a
 // server error naming a field index: attribute names match
 // [A-Za-z_][A-Za-z0-9_.-]{0,63} (the server's rule, service/model/validation.h),
-// integers are int64, the bounds of BETWEEN have one type and value <= upper
+// numbers are int64 or doubles within the int64 range, the bounds of
+// BETWEEN have one type (numbers, or strings) and value <= upper
 // (strings compare byte by byte, unsigned), a list is not empty and has
 // values of one type, a prefix is a string, and an event names each
 // attribute once. Limits that are server flags (--max_predicates,
@@ -51,19 +52,27 @@
 //   pair         := name "=" value
 //
 //   name         := [A-Za-z_][A-Za-z0-9_.-]{0,63}
-//   value        := integer | string
-//   integer      := [ "+" | "-" ] digit { [ "_" ] digit }  decimal int64
+//   value        := integer | decimal | string
+//   integer      := [ "+" | "-" ] digits                  decimal int64
+//   decimal      := [ "+" | "-" ] digits [ "." digits ]
+//                   [ ( "e" | "E" ) [ "+" | "-" ] digits ]
+//                                    with a "." or an exponent: a double
+//                                    (an integral one, 3.0 or 1e3, is the
+//                                    int64), in [-2^63, 2^63)
+//   digits       := digit { [ "_" ] digit }
 //   string       := '"' { byte | escape } '"'            any bytes
 //   escape       := '\"' | '\\' | '\n' | '\t' | '\r' | '\0'
 //                 | '\x' hex hex                          one byte, 00 to FF
 //
-// The bounds of a BETWEEN are both integers or both strings, and so are the
+// The bounds of a BETWEEN are both numbers or both strings, and so are the
 // values of a list; an operand's type selects the Predicate field it goes
-// to (value or string_value, upper or string_upper, int64_values or
-// string_values), and likewise a value's the Attribute field (value or
-// string_value). Inside a string every byte but '"' and '\' stands for
-// itself (UTF-8 or not; a raw tab or newline too); a string is bytes, not
-// text. hex is a digit or a letter a-f or A-F.
+// to (value, double_value or string_value; upper, double_upper or
+// string_upper; int64_values, or double_values when a number in the list
+// has a fraction (its integers then below 2^53 in magnitude), or
+// string_values), and likewise a value's the Attribute field (value,
+// double_value or string_value). Inside a string every byte but '"' and
+// '\' stands for itself (UTF-8 or not; a raw tab or newline too); a string
+// is bytes, not text. hex is a digit or a letter a-f or A-F.
 //
 // Changed: `name in [a, b]` used to mean BETWEEN a and b. It is now OP_IN
 // over the list: the value is a or b. A range is written `name between a
@@ -135,7 +144,8 @@ absl::StatusOr<std::vector<v1::Predicate>> ParseSubscription(
 //
 // Parses an event like `price=420 type="order"` (also `price = 420, type =
 // "order"`) into its attributes, in the order written (at least one), each
-// with `value` (an integer) or `string_value` (a string) set. Pairs are
+// with `value` (an integer), `double_value` (a number with a fraction) or
+// `string_value` (a string) set. Pairs are
 // separated by whitespace, a comma, or both; a name given twice is an error.
 absl::StatusOr<std::vector<v1::Attribute>> ParseEvent(absl::string_view text);
 
@@ -145,6 +155,10 @@ absl::StatusOr<std::vector<v1::Attribute>> ParseEvent(absl::string_view text);
 // ASCII (0x20 to 0x7E) as is except '"' and '\' (written \" and \\), every
 // other byte as \xHH with upper-case hex digits (a tab is written \x09).
 std::string FormatString(absl::string_view bytes);
+
+// A number with a fraction as the grammar writes it: the shortest decimal
+// text that reads back as `d` ("19.99", "-0.5", "1e-07").
+std::string FormatDouble(double d);
 
 // FormatPredicate()
 //

@@ -45,6 +45,10 @@ std::string QuoteAll(const google::protobuf::RepeatedPtrField<std::string>& v) {
   return absl::StrJoin(quoted, ",");
 }
 
+// A double field as "d:" and 17 significant digits (exact), so that the
+// expectations tell a double from an int64.
+std::string Double(double d) { return absl::StrFormat("d:%.17g", d); }
+
 // "price OP_LE 500 -": attribute, op, operand, upper; the operand and upper
 // show which oneof field is set: an int64 as a number, a string quoted,
 // a list in brackets, none as "-". Independent of FormatPredicate().
@@ -64,6 +68,15 @@ std::string Format(const v1::Predicate& p) {
     case v1::Predicate::kStringValues:
       operand = absl::StrCat("[", QuoteAll(p.string_values().values()), "]");
       break;
+    case v1::Predicate::kDoubleValue:
+      operand = Double(p.double_value());
+      break;
+    case v1::Predicate::kDoubleValues: {
+      std::vector<std::string> texts;
+      for (double d : p.double_values().values()) texts.push_back(Double(d));
+      operand = absl::StrCat("[", absl::StrJoin(texts, ","), "]");
+      break;
+    }
     case v1::Predicate::OPERAND_NOT_SET:
       break;
   }
@@ -72,6 +85,8 @@ std::string Format(const v1::Predicate& p) {
     upper = absl::StrCat(p.upper());
   } else if (p.upper_operand_case() == v1::Predicate::kStringUpper) {
     upper = Quote(p.string_upper());
+  } else if (p.upper_operand_case() == v1::Predicate::kDoubleUpper) {
+    upper = Double(p.double_upper());
   }
   return absl::StrCat(p.attribute(), " ", v1::Op_Name(p.op()), " ", operand,
                       " ", upper);
@@ -84,6 +99,8 @@ std::string Format(const v1::Attribute& a) {
       return absl::StrCat(a.name(), " ", a.value());
     case v1::Attribute::kStringValue:
       return absl::StrCat(a.name(), " ", Quote(a.string_value()));
+    case v1::Attribute::kDoubleValue:
+      return absl::StrCat(a.name(), " ", Double(a.double_value()));
     case v1::Attribute::KIND_NOT_SET:
       break;
   }
@@ -254,6 +271,22 @@ const ValidCase kValidSubscriptions[] = {
     {"not exists exists", {"exists OP_NOT_EXISTS - -"}},
     {"exists and and exists = 1", {"and OP_EXISTS - -", "exists OP_EQ 1 -"}},
     {"prefix prefix \"p\"", {"prefix OP_PREFIX \"p\" -"}},
+    // Numbers with fractions: a double operand; written with a fraction or
+    // an exponent but an integer, an int64.
+    {"price <= 19.99", {"price OP_LE d:19.989999999999998 -"}},
+    {"price < -0.5", {"price OP_LT d:-0.5 -"}},
+    {"x = 1.5e-7 and y = 2.5E+3", {"x OP_EQ d:1.4999999999999999e-07 -",
+                                   "y OP_EQ 2500 -"}},
+    {"price = 3.0 and n = 1e3 and m = -0.0", {"price OP_EQ 3 -",
+                                              "n OP_EQ 1000 -",
+                                              "m OP_EQ 0 -"}},
+    {"x = 1_000.000_5", {"x OP_EQ d:1000.0005 -"}},
+    {"price between 9.5 and 20", {"price OP_BETWEEN d:9.5 20"}},
+    {"price in 0.5..1.5", {"price OP_BETWEEN d:0.5 d:1.5"}},
+    {"price between 1 and 1.5", {"price OP_BETWEEN 1 d:1.5"}},
+    {"price in [1, 2.5, -3]", {"price OP_IN [d:1,d:2.5,d:-3] -"}},
+    {"price not in [1.25]", {"price OP_NOT_IN [d:1.25] -"}},
+    {"price in [1.0, 2]", {"price OP_IN [1,2] -"}},
     // The example of issue 19.
     {"type = \"order\" and region in [\"eu-west\", \"eu-north\"] and path "
      "prefix \"/api/\" and price between 10 and 20 and not exists coupon",
@@ -272,6 +305,8 @@ const ValidCase kValidEvents[] = {
      {"x -9223372036854775808", "y 9223372036854775807"}},
     {"n=1_000 m=+5 z=-0", {"n 1000", "m 5", "z 0"}},
     {"a.b-c_d=0 _=1", {"a.b-c_d 0", "_ 1"}},
+    {"price=19.99 n=2.0 t=-1e-3", {"price d:19.989999999999998", "n 2",
+                                   "t d:-0.001"}},
     {kName64 + "=64", {kName64 + " 64"}},
     {"and=1 between=2 in=3", {"and 1", "between 2", "in 3"}},
     {"Price=1 price=2", {"Price 1", "price 2"}},  // names are case-sensitive
@@ -357,12 +392,29 @@ const ErrorCase kErrors[] = {
            "        ^", 9, "missing value after \"<=\""},
     {kSub, "price <= abc",
            "         ^^^", 10,
-     "bad value \"abc\": expected an integer (42, -7, 1_000) or a string in "
-     "double quotes (\"abc\")"},
-    {kSub, "price = 1.5",
-           "        ^^^", 9, "bad number \"1.5\""},
-    {kSub, "price = 5e3",
-           "        ^^^", 9, "bad number \"5e3\""},
+     "bad value \"abc\": expected a number (42, -7, 1_000, 19.99) or a "
+     "string in double quotes (\"abc\")"},
+    {kSub, "price = 1.",
+           "        ^^", 9, "bad number \"1.\""},
+    {kSub, "price = 1.5.2",
+           "        ^^^^^", 9, "bad number \"1.5.2\""},
+    {kSub, "price = 5e",
+           "        ^^", 9, "bad number \"5e\""},
+    {kSub, "price = 1._5",
+           "        ^^^^", 9, "bad number \"1._5\""},
+    {kSub, "price = 1e19",
+           "        ^^^^", 9,
+     "number 1e19 is out of the int64 range numbers compare in (-2^63 to "
+     "2^63, 2^63 excluded)"},
+    {kSub, "price = -1e999",
+           "        ^^^^^^", 9, "number -1e999 is out of the int64 range"},
+    {kSub, "price in [0.5, 9007199254740992]",
+           "               ^^^^^^^^^^^^^^^^", 16,
+     "the integer 9007199254740992 cannot share a list with a number with a "
+     "fraction"},
+    {kSub, "price between 2.5 and 2",
+           "              ^^^^^^^^^", 15,
+     "empty range: the lower bound 2.5 is greater than the upper bound 2"},
     {kSub, "price = -",
            "        ^", 9, "bad number \"-\""},
     {kSub, "price = 1__000",
@@ -373,8 +425,8 @@ const ErrorCase kErrors[] = {
            "        ^^", 9, "bad value \"_1\""},
     {kSub, "price = $1",
            "        ^^", 9,
-     "bad value \"$1\": expected an integer (42, -7, 1_000) or a string in "
-     "double quotes"},
+     "bad value \"$1\": expected a number (42, -7, 1_000, 19.99) or a "
+     "string in double quotes"},
     {kSub, "price =< 5",
            "       ^", 8, "expected a value after \"=\", got \"<\""},
     {kSub, "price = 9223372036854775808",
@@ -537,8 +589,8 @@ const ErrorCase kTypedErrors[] = {
      "\",\" or end of input"},
     {kSub, "type = order",
            "       ^^^^^", 8,
-     "bad value \"order\": expected an integer (42, -7, 1_000) or a string in "
-     "double quotes (\"order\")"},
+     "bad value \"order\": expected a number (42, -7, 1_000, 19.99) or a "
+     "string in double quotes (\"order\")"},
     {kSub, "\"price\" = 5",
            "^^^^^^^", 1, "expected an attribute name, got \"\\\"price\\\"\""},
     // Lists.
@@ -549,16 +601,16 @@ const ErrorCase kTypedErrors[] = {
      "empty list: \"not in\" needs at least one value"},
     {kSub, "x in [1, \"a\"]",
            "         ^^^", 10,
-     "mixed types in the list: expected an integer like the first value, got "
+     "mixed types in the list: expected a number like the first value, got "
      "the string \"a\""},
     {kSub, "x in [\"a\", 2]",
            "           ^", 12,
      "mixed types in the list: expected a string like the first value, got "
-     "the integer 2"},
+     "the number 2"},
     {kSub, "x not in [\"a\", 1]",
            "               ^", 16,
      "mixed types in the list: expected a string like the first value, got "
-     "the integer 1"},
+     "the number 1"},
     {kSub, "x in [1,]",
            "        ^", 9, "expected a value after \",\", got \"]\""},
     {kSub, "x not in 5",
@@ -571,35 +623,35 @@ const ErrorCase kTypedErrors[] = {
      "after \"not\", got \"5\""},
     {kSub, "c equals-ignore-case [1, 2]",
            "                     ^", 22,
-     "expected a list of strings after \"equals-ignore-case\", got integers"},
+     "expected a list of strings after \"equals-ignore-case\", got numbers"},
     {kSub, "x not prefix 5",
            "             ^", 14,
-     "expected a string after \"prefix\", got the integer 5"},
+     "expected a string after \"prefix\", got the number 5"},
     // PREFIX.
     {kSub, "path prefix 5",
            "            ^", 13,
-     "expected a string after \"prefix\", got the integer 5"},
+     "expected a string after \"prefix\", got the number 5"},
     {kSub, "path prefix",
            "           ^", 12, "missing value after \"prefix\""},
     // SUFFIX.
     {kSub, "file suffix -1",
            "            ^^", 13,
-     "expected a string after \"suffix\", got the integer -1"},
+     "expected a string after \"suffix\", got the number -1"},
     {kSub, "n equals-ignore-case 7",
            "                     ^", 22,
-     "expected a string after \"equals-ignore-case\", got the integer 7"},
+     "expected a string after \"equals-ignore-case\", got the number 7"},
     {kSub, "file suffix [\"a\"]",
            "            ^", 13,
      "expected a value after \"suffix\", got \"[\""},
     // BETWEEN with strings.
     {kSub, "x between 1 and \"m\"",
            "                ^^^", 17,
-     "bounds of mixed types: the lower bound is the integer 1, the upper the "
-     "string \"m\"; both must be integers or both strings"},
+     "bounds of mixed types: the lower bound is the number 1, the upper the "
+     "string \"m\"; both must be numbers or both strings"},
     {kSub, "x in \"a\"..5",
            "          ^", 11,
      "bounds of mixed types: the lower bound is the string \"a\", the upper "
-     "the integer 5; both must be integers or both strings"},
+     "the number 5; both must be numbers or both strings"},
     {kSub, "x between \"m\" and \"a\"",
            "          ^^^^^^^^^^^", 11,
      "empty range: the lower bound \"m\" is greater than the upper bound "
@@ -663,8 +715,8 @@ const ErrorCase kTypedErrors[] = {
      "bad escape \\y; the escapes are \\\" \\\\ \\n \\t \\r \\0 and \\xHH"},
     {kEvent, "a=x",
              "  ^", 3,
-     "bad value \"x\": expected an integer (42, -7, 1_000) or a string in "
-     "double quotes (\"x\")"},
+     "bad value \"x\": expected a number (42, -7, 1_000, 19.99) or a "
+     "string in double quotes (\"x\")"},
 };
 // clang-format on
 

@@ -216,6 +216,9 @@ class Lowering {
       if (strings) {
         std::string only = p.string_values().values(0);
         p.set_string_value(std::move(only));
+      } else if (p.operand_case() == v1::Predicate::kDoubleValues) {
+        const double only = p.double_values().values(0);
+        p.set_double_value(only);
       } else {
         const int64_t only = p.int64_values().values(0);
         p.set_value(only);
@@ -253,37 +256,80 @@ class Lowering {
           std::string(item.get_string().value_unsafe()));
       return absl::OkStatus();
     }
-    absl::StatusOr<int64_t> n = Number(place, item);
+    absl::StatusOr<Num> n = Number(place, item);
     if (!n.ok()) return n.status();
-    p->mutable_int64_values()->add_values(*n);
+    // int64_values while the list is integers, double_values once a number
+    // has a fraction; an integer there must be exact as a double.
+    const auto exact = [](int64_t v) {
+      return v > -(int64_t{1} << 53) && v < (int64_t{1} << 53);
+    };
+    const char* const kInexact =
+        " cannot share a list with a number with a fraction (integers there "
+        "must be below 2^53 in magnitude); put it in a condition of its own";
+    if (n->is_double && p->operand_case() != v1::Predicate::kDoubleValues) {
+      std::vector<int64_t> before(p->int64_values().values().begin(),
+                                  p->int64_values().values().end());
+      p->mutable_double_values();  // the oneof's case, even before a value
+      for (int64_t v : before) {
+        if (!exact(v)) {
+          return Error(place, absl::StrCat("the integer ", v, kInexact));
+        }
+        p->mutable_double_values()->add_values(static_cast<double>(v));
+      }
+    }
+    if (p->operand_case() == v1::Predicate::kDoubleValues) {
+      if (!n->is_double && !exact(n->integer)) {
+        return Error(place, absl::StrCat("the integer ", n->integer, kInexact));
+      }
+      p->mutable_double_values()->add_values(
+          n->is_double ? n->d : static_cast<double>(n->integer));
+    } else {
+      p->mutable_int64_values()->add_values(n->integer);
+    }
     return absl::OkStatus();
   }
 
-  // A JSON number as an int64.
-  static absl::StatusOr<int64_t> Number(const std::string& place,
-                                        const element& e) {
+  // A JSON number: an int64 if it is an integer, else a double with a
+  // fraction.
+  struct Num {
+    bool is_double = false;
+    int64_t integer = 0;
+    double d = 0;
+    // Exact order (x87 long double holds every int64 and double).
+    long double exact() const {
+      return is_double ? static_cast<long double>(d)
+                       : static_cast<long double>(integer);
+    }
+    std::string text() const {
+      return is_double ? FormatDouble(d) : absl::StrCat(integer);
+    }
+    void SetOperand(v1::Predicate* p) const {
+      if (is_double) {
+        p->set_double_value(d);
+      } else {
+        p->set_value(integer);
+      }
+    }
+  };
+  static absl::StatusOr<Num> Number(const std::string& place,
+                                    const element& e) {
+    const char* const kRange =
+        " is beyond the int64 range numbers compare in (-2^63 to 2^63, 2^63 "
+        "excluded)";
     switch (e.type()) {
       case element_type::INT64:
-        return e.get_int64().value_unsafe();
+        return Num{false, e.get_int64().value_unsafe(), 0};
       case element_type::UINT64:
-        return Error(place, absl::StrCat(e.get_uint64().value_unsafe(),
-                                         " is beyond the int64 range"));
+        return Error(place,
+                     absl::StrCat(e.get_uint64().value_unsafe(), kRange));
       case element_type::DOUBLE: {
         const double d = e.get_double().value_unsafe();
         // [-2^63, 2^63): the doubles that are int64 values when integral.
-        if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 &&
-            std::floor(d) == d) {
-          return static_cast<int64_t>(d);
+        if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) {
+          return Error(place, absl::StrCat(Shortest(d), kRange));
         }
-        if (std::floor(d) == d) {
-          return Error(place,
-                       absl::StrCat(Shortest(d), " is beyond the int64 range"));
-        }
-        return Error(place,
-                     absl::StrCat(Shortest(d),
-                                  " has a fraction: Cohort compares int64 "
-                                  "numbers only for now (numbers with "
-                                  "fractions: docs/DESIGN.md section 1.6)"));
+        if (std::floor(d) == d) return Num{false, static_cast<int64_t>(d), 0};
+        return Num{true, 0, d};
       }
       default:
         return Error(place, absl::StrCat("expected a number, got ", Kind(e)));
@@ -357,7 +403,7 @@ class Lowering {
     }
     struct Bound {
       v1::Op op;
-      int64_t value;
+      Num value;
       bool lower;
     };
     std::vector<Bound> bounds;
@@ -368,15 +414,15 @@ class Lowering {
       if (!word.ok()) return word.status();
       Bound b;
       if (*word == "=") {
-        b = {v1::OP_EQ, 0, false};
+        b = {v1::OP_EQ, {}, false};
       } else if (*word == "<") {
-        b = {v1::OP_LT, 0, false};
+        b = {v1::OP_LT, {}, false};
       } else if (*word == "<=") {
-        b = {v1::OP_LE, 0, false};
+        b = {v1::OP_LE, {}, false};
       } else if (*word == ">") {
-        b = {v1::OP_GT, 0, true};
+        b = {v1::OP_GT, {}, true};
       } else if (*word == ">=") {
-        b = {v1::OP_GE, 0, true};
+        b = {v1::OP_GE, {}, true};
       } else {
         return Error(op_place, absl::StrCat("unknown comparison ",
                                             FormatString(*word),
@@ -385,7 +431,7 @@ class Lowering {
       if (b.op == v1::OP_EQ && list.size() != 2) {
         return Error(op_place, "\"=\" stands alone: [\"=\", n]");
       }
-      absl::StatusOr<int64_t> n =
+      absl::StatusOr<Num> n =
           Number(Index(place, i + 1), list.at(i + 1).value_unsafe());
       if (!n.ok()) return n.status();
       b.value = *n;
@@ -401,16 +447,20 @@ class Lowering {
     if (bounds.size() == 2 && !bounds[0].lower) std::swap(bounds[0], bounds[1]);
     if (bounds.size() == 2 && bounds[0].op == v1::OP_GE &&
         bounds[1].op == v1::OP_LE) {
-      if (bounds[0].value > bounds[1].value) {
+      if (bounds[0].value.exact() > bounds[1].value.exact()) {
         return Error(place, absl::StrCat("the range is empty: ",
-                                         bounds[0].value, " > ",
-                                         bounds[1].value));
+                                         bounds[0].value.text(), " > ",
+                                         bounds[1].value.text()));
       }
       v1::Predicate p;
       p.set_attribute(name);
       p.set_op(v1::OP_BETWEEN);
-      p.set_value(bounds[0].value);
-      p.set_upper(bounds[1].value);
+      bounds[0].value.SetOperand(&p);
+      if (bounds[1].value.is_double) {
+        p.set_double_upper(bounds[1].value.d);
+      } else {
+        p.set_upper(bounds[1].value.integer);
+      }
       out_.push_back(std::move(p));
       return absl::OkStatus();
     }
@@ -418,7 +468,7 @@ class Lowering {
       v1::Predicate p;
       p.set_attribute(name);
       p.set_op(b.op);
-      p.set_value(b.value);
+      b.value.SetOperand(&p);
       out_.push_back(std::move(p));
     }
     return absl::OkStatus();
@@ -457,10 +507,10 @@ class Lowering {
       case element_type::NULL_VALUE:
         return LiteralError(place, e);
       default: {
-        absl::StatusOr<int64_t> n = Number(place, e);
+        absl::StatusOr<Num> n = Number(place, e);
         if (!n.ok()) return n.status();
         p.set_op(v1::OP_NE);
-        p.set_value(*n);
+        n->SetOperand(&p);
       }
     }
     out_.push_back(std::move(p));

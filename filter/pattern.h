@@ -42,9 +42,10 @@
 //   [{"anything-but": {"equals-ignore-case": "a" or ["a", ...]}}]
 //                                   OP_NOT_EQUALS_IGNORE_CASE
 //
-// Numbers are int64: a JSON number with a fraction (19.99), or beyond the
-// int64 range, is refused; an integral one written with an exponent or a
-// ".0" (3.0e2) is that integer.
+// Numbers: an integral JSON number (also 3.0e2) is an int64 operand, one
+// with a fraction (19.99) a double_value (double_values in a list, whose
+// integers must then be below 2^53 in magnitude); both compare as numbers,
+// exactly. A number beyond the int64 range is refused.
 //
 // One difference from Event Ruler, deliberate: its anything-but holds for a
 // value of the other type (anything-but 503 holds for the string "301"),

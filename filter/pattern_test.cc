@@ -194,20 +194,43 @@ TEST(ParsePattern, RefusesWhatCohortCannotSayYet) {
   EXPECT_EQ(Lower(R"({"a": [{"prefix": {"equals-ignore-case": "x"}}]})"),
             "pattern: at a[0].prefix: \"prefix\" with an operator inside is "
             "not supported yet; give it a string");
-  EXPECT_THAT(Lower(R"({"p": [19.99]})"),
-              HasSubstr("pattern: at p[0]: 19.99 has a "
-                        "fraction: Cohort compares int64 numbers only"));
-  EXPECT_THAT(Lower(R"({"p": [{"numeric": ["<", 0.5]}]})"),
-              HasSubstr("pattern: at p[0].numeric[1]: 0.5 has a fraction"));
+}
+
+TEST(ParsePattern, NumbersWithFractions) {
+  EXPECT_EQ(Lower(R"({"p": [19.99]})"), "p = 19.99");
+  EXPECT_EQ(Lower(R"({"p": [19.99, 5, -0.5]})"), "p in [19.99, 5, -0.5]");
+  EXPECT_EQ(Lower(R"({"p": [5, 3.0]})"), "p in [5, 3]");
+  EXPECT_EQ(Lower(R"({"p": [{"numeric": ["<", 0.5]}]})"), "p < 0.5");
+  EXPECT_EQ(Lower(R"({"p": [{"numeric": [">=", 0, "<=", 9.75]}]})"),
+            "p between 0 and 9.75");
+  EXPECT_EQ(Lower(R"({"p": [{"numeric": [">", 0.25, "<", 1e2]}]})"),
+            "p > 0.25 and p < 100");
+  EXPECT_EQ(Lower(R"({"p": [{"anything-but": 2.5}]})"), "p != 2.5");
+  EXPECT_EQ(Lower(R"({"p": [{"anything-but": [1, 2.5]}]})"),
+            "p not in [1, 2.5]");
+  EXPECT_EQ(Lower(R"({"p": [{"numeric": [">=", 1.5, "<=", 1.25]}]})"),
+            "pattern: at p[0].numeric: the range is empty: 1.5 > 1.25");
+  // An integer from 2^53 on is not exact beside a fraction.
+  EXPECT_EQ(Lower(R"({"p": [9007199254740992, 0.5]})"),
+            "pattern: at p[1]: the integer 9007199254740992 cannot share a "
+            "list with a number with a fraction (integers there must be below "
+            "2^53 in magnitude); put it in a condition of its own");
+  EXPECT_EQ(Lower(R"({"p": [0.5, -9007199254740993]})"),
+            "pattern: at p[1]: the integer -9007199254740993 cannot share a "
+            "list with a number with a fraction (integers there must be below "
+            "2^53 in magnitude); put it in a condition of its own");
 }
 
 TEST(ParsePattern, RefusesNumbersBeyondInt64) {
   EXPECT_EQ(Lower(R"({"n": [9223372036854775808]})"),
-            "pattern: at n[0]: 9223372036854775808 is beyond the int64 range");
+            "pattern: at n[0]: 9223372036854775808 is beyond the int64 range "
+            "numbers compare in (-2^63 to 2^63, 2^63 excluded)");
   EXPECT_EQ(Lower(R"({"n": [1e19]})"),
-            "pattern: at n[0]: 1e+19 is beyond the int64 range");
+            "pattern: at n[0]: 1e+19 is beyond the int64 range numbers "
+            "compare in (-2^63 to 2^63, 2^63 excluded)");
   EXPECT_EQ(Lower(R"({"n": [-9.3e18]})"),
-            "pattern: at n[0]: -9.3e+18 is beyond the int64 range");
+            "pattern: at n[0]: -9.3e+18 is beyond the int64 range numbers "
+            "compare in (-2^63 to 2^63, 2^63 excluded)");
   EXPECT_THAT(Lower(R"({"n": [1e400]})"), HasSubstr("pattern: not valid JSON"));
 }
 

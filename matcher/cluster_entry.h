@@ -13,14 +13,31 @@ namespace internal {
 
 using PredicateId = uint32_t;
 
-// A cluster entry (cluster_store.h) is a predicate id below 2^30, with
+// A cluster entry (cluster_store.h) is a predicate id below 2^29, with
 // kNegatedBit set when negated and kRangeEntryBit set when the predicate is
 // of a range kind (kLow, kHigh or kRange; "present" included), so that the
 // per-event check knows, without a lookup, where the predicate's bit lies
-// (see PredicateBits).
+// (see PredicateBits). kOpenBit marks an LT's or GT's kLow or kHigh: the
+// same interval for integers as an LE's or GE's (x < c is x <= c - 1), so
+// the two share one predicate, but for a number with a fraction, in (f, f +
+// 1), an LT c holds where LE c - 1 does not (f = c - 1), and a GT c where
+// GE c + 1 does not (f = c): the per-event check takes those boundary
+// predicates as holding for open entries (PredicateTable::MarkSatisfied's
+// `open` bits). Cohort masks never see such numbers (their cohorts are kept
+// per event) and ignore the bit.
 inline constexpr uint32_t kNegatedBit = 1u << 31;
 inline constexpr uint32_t kRangeEntryBit = 1u << 30;
-inline constexpr uint32_t kEntryIdMask = kRangeEntryBit - 1;
+inline constexpr uint32_t kOpenBit = 1u << 29;
+inline constexpr uint32_t kEntryIdMask = kOpenBit - 1;
+
+// A row of a lead cluster (cluster_store.h) keeps kOpenLeadBit in its id
+// when its lead range is an LT's or a GT's (LeadRange::open): a number with
+// a fraction, in (f, f + 1), then meets the lead's bounds the other way
+// round (against the lower f + 1, against the upper f). Readers of a
+// row's id mask it with kRowIdMask; ids are at most kMaxSubscriptionId, so
+// a flagged id is never the removed row's mark (all bits set).
+inline constexpr uint32_t kOpenLeadBit = 1u << 31;
+inline constexpr uint32_t kRowIdMask = kOpenLeadBit - 1;
 
 // Predicate id 0 never holds (its mask is always zero). It stands for
 // unsatisfiable predicates (LT INT64_MIN) and marks removed rows.

@@ -3,22 +3,13 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <utility>
 
 #include "matcher/growth.h"
 
 namespace cohort {
 namespace matcher {
 namespace internal {
-namespace {
-
-// Starts loading slots[id] of cluster entry `e` if it is a range entry
-// (PredicateBits::Holds reads it); does nothing for an equality.
-inline void PrefetchSlot(uint32_t e, const uint32_t* slots) {
-  if (e & kRangeEntryBit) __builtin_prefetch(slots + (e & kEntryIdMask));
-}
-
-}  // namespace
-
 ClusterStore::~ClusterStore() {
   // Blocks go with the arena; allocations past its largest class do not.
   for (Cluster& c : clusters_) FreeData(c);
@@ -156,7 +147,8 @@ Location ClusterStore::AppendRow(uint32_t* head, PredicateId access,
     Resize(c, c.capacity + std::max<uint32_t>(1, c.capacity / 2));
   }
   const uint32_t row = c.rows++;
-  c.ids()[row] = id;
+  // An LT's or GT's lead flags the id (cluster_entry.h, kOpenLeadBit).
+  c.ids()[row] = id | (lead.has_value() && lead->open ? kOpenLeadBit : 0);
   for (uint32_t col = 0; col < width; ++col) c.column(col)[row] = entries[col];
   for (uint32_t col = width; col < c.width; ++col) {
     c.column(col)[row] = kPadEntry;
@@ -295,14 +287,15 @@ std::optional<LeadRange> ClusterStore::Lead(Location at) const {
   return c.GetLead(at.row);
 }
 
-void ClusterStore::MatchClusterForEvent(const Cluster& c, int64_t value,
+void ClusterStore::MatchClusterForEvent(const Cluster& c, LeadPoint value,
                                         const uint32_t* slots,
                                         const PredicateBits& bits,
+                                        const PredicateBits& open,
                                         std::vector<SubscriptionId>* matches,
                                         uint64_t* visited) {
   if (c.width == 0 && !c.lead) {  // nothing carries a tombstone: test the id
     const uint32_t* ids = c.ids();
-    for (uint32_t row = 0; row < c.rows; ++row) {
+    for (uint32_t row = 0; row < c.rows; ++row) {  // no lead: no flag
       if (ids[row] != kDeadRow) matches->push_back(ids[row]);
     }
     *visited += c.rows;
@@ -317,41 +310,71 @@ void ClusterStore::MatchClusterForEvent(const Cluster& c, int64_t value,
   // (SortedWindows), and the tail (without a lead: one run, all rows).
   Cluster::Window runs[4] = {{0, 0}, {0, 0}, {0, 0}, {0, c.rows}};
   if (c.lead) {
-    const Cluster::Windows w = c.SortedWindows(value, value);
+    const Cluster::Windows w =
+        c.SortedWindows(std::min(value.value, value.upper),
+                        std::max(value.value, value.upper));
     for (int r = 0; r < 3; ++r) runs[r] = w.run[r];
     runs[3].from = c.sorted;
   }
+  // A number with a fraction: open entries and open leads (cluster_entry.h)
+  // take the slower check.
+  const bool fraction = value.value != value.upper || open.any();
   for (const Cluster::Window& run : runs) {
     *visited += run.to - run.from;
     for (uint32_t start = run.from, end; start < run.to; start = end) {
       end = std::min(start + kMatchBlock, run.to);
-      MatchBlockForEvent(c, start, end - start, value, slots, bits, alive,
-                         matches);
+      if (fraction) {
+        MatchBlockForEvent<true>(c, start, end - start, value, slots, bits,
+                                 &open, alive, matches);
+      } else {
+        MatchBlockForEvent<false>(c, start, end - start, value, slots, bits,
+                                  nullptr, alive, matches);
+      }
     }
   }
 }
 
+template <bool kOpen>
 void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
-                                      uint32_t n, int64_t value,
+                                      uint32_t n, LeadPoint value,
                                       const uint32_t* slots,
                                       const PredicateBits& bits,
+                                      const PredicateBits* open,
                                       uint32_t* alive,
                                       std::vector<SubscriptionId>* matches) {
+  // An entry holds by its bit, or, with kOpen, an open entry by its open
+  // bit too (cluster_entry.h; open entries are never negated).
+  const auto holds = [&](uint32_t e) {
+    if (!kOpen) return bits.Holds(e, slots);
+    return bits.Holds(e, slots) |
+           static_cast<uint32_t>((e & kOpenBit) != 0 &&
+                                 open->Holds(e, slots) != 0);
+  };
   const uint32_t* ids = c.ids();
   uint32_t live = 0;
   uint32_t k = 0;  // the first column not yet checked
-  if (c.lead) {
+  if (c.lead && !kOpen) {  // an integer: value == upper
     for (uint32_t j = 0; j < n; ++j) {
       const uint32_t row = start + j;
       alive[live] = j;
-      live += (c.lo(row) <= value) & (value <= c.hi(row)) &
+      live += (c.lo(row) <= value.value) & (value.upper <= c.hi(row)) &
+              (ids[row] != kDeadRow);
+    }
+  } else if (c.lead) {  // an open lead takes the two tests the other way
+    for (uint32_t j = 0; j < n; ++j) {
+      const uint32_t row = start + j;
+      const bool open_lead = (ids[row] & kOpenLeadBit) != 0;
+      const int64_t lower = open_lead ? value.upper : value.value;
+      const int64_t upper = open_lead ? value.value : value.upper;
+      alive[live] = j;
+      live += (c.lo(row) <= lower) & (upper <= c.hi(row)) &
               (ids[row] != kDeadRow);
     }
   } else {
     const uint32_t* col = c.column(0) + start;
     for (uint32_t j = 0; j < n; ++j) {
       alive[live] = j;
-      live += bits.Holds(col[j], slots);
+      live += holds(col[j]);
     }
     k = 1;
   }
@@ -365,18 +388,25 @@ void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
     // so that the misses overlap, then check: ranges-1m's MatchEvent 1.56x.
     // Elsewhere the extra pass only costs (most entries are equalities, or
     // the slots are cached: fabret-1m's MatchEvent lost 5% to it).
+    // A range entry's slot is started here, by hand: through a helper
+    // function GCC 12's -O2 (ipa-modref) took the calls in this template
+    // for free of effects and dropped the pass, and ranges-1m's MatchEvent
+    // ran at 0.55x.
     if (c.lead && bits.large_slot_table()) {
-      for (uint32_t m = 0; m < live; ++m) PrefetchSlot(col[alive[m]], slots);
+      for (uint32_t m = 0; m < live; ++m) {
+        const uint32_t e = col[alive[m]];
+        if (e & kRangeEntryBit) __builtin_prefetch(slots + (e & kEntryIdMask));
+      }
     }
     for (uint32_t m = 0; m < live; ++m) {
       const uint32_t j = alive[m];
       alive[kept] = j;
-      kept += bits.Holds(col[j], slots);
+      kept += holds(col[j]);
     }
     live = kept;
   }
   for (uint32_t m = 0; m < live; ++m) {
-    matches->push_back(ids[start + alive[m]]);
+    matches->push_back(ids[start + alive[m]] & kRowIdMask);
   }
 }
 

@@ -200,7 +200,9 @@ class ClusterStore {
     const uint32_t* lead_hi() const { return data + 2 * capacity; }
     int64_t lo(uint32_t row) const { return LoadInt64(lead_lo() + 2 * row); }
     int64_t hi(uint32_t row) const { return LoadInt64(lead_hi() + 2 * row); }
-    LeadRange GetLead(uint32_t row) const { return {lo(row), hi(row)}; }
+    LeadRange GetLead(uint32_t row) const {
+      return {lo(row), hi(row), (ids()[row] & kOpenLeadBit) != 0};
+    }
     void SetLead(uint32_t row, LeadRange r) {
       std::memcpy(data + 2 * row, &r.lo, sizeof(int64_t));
       std::memcpy(data + 2 * (capacity + row), &r.hi, sizeof(int64_t));
@@ -272,16 +274,21 @@ class ClusterStore {
                          lead_internal::SortedLeadMasks& sorted,
                          const uint32_t* slots, const uint64_t* words,
                          bool every_row, uint64_t* acc, Emit& emit);
-  // Adds the rows visited to *visited.
-  static void MatchClusterForEvent(const Cluster& c, int64_t value,
+  // Adds the rows visited to *visited. `open`: the event's open bits
+  // (PredicateTable::MarkSatisfied), read by open entries.
+  static void MatchClusterForEvent(const Cluster& c, LeadPoint value,
                                    const uint32_t* slots,
                                    const PredicateBits& bits,
+                                   const PredicateBits& open,
                                    std::vector<SubscriptionId>* matches,
                                    uint64_t* visited);
-  // Rows [start, start + n) of c; alive holds kMatchBlock entries.
+  // Rows [start, start + n) of c; alive holds kMatchBlock entries. `open`:
+  // null when the event set no open bits (no number with a fraction).
+  template <bool kOpen>
   static void MatchBlockForEvent(const Cluster& c, uint32_t start, uint32_t n,
-                                 int64_t value, const uint32_t* slots,
-                                 const PredicateBits& bits, uint32_t* alive,
+                                 LeadPoint value, const uint32_t* slots,
+                                 const PredicateBits& bits,
+                                 const PredicateBits* open, uint32_t* alive,
                                  std::vector<SubscriptionId>* matches);
 
   // Frees c's arrays (if any) back to arena_.
@@ -320,7 +327,7 @@ void ClusterStore::AddRow(uint32_t* head, PredicateId access,
   if (!TailDue(c)) return;
   MergeTail(c);
   for (uint32_t row : moved_scratch_) {
-    moved(c.ids()[row], Location{at.cluster, row});
+    moved(c.ids()[row] & kRowIdMask, Location{at.cluster, row});
   }
 }
 
@@ -336,7 +343,7 @@ void ClusterStore::EndBulk(Moved&& moved) {
     if (!TailDue(c)) continue;
     MergeTail(c);
     for (uint32_t row : moved_scratch_) {
-      moved(c.ids()[row], Location{index, row});
+      moved(c.ids()[row] & kRowIdMask, Location{index, row});
     }
   }
   bulk_clusters_.clear();
@@ -360,8 +367,8 @@ void ClusterStore::RemoveRow(uint32_t* head, Location at, Moved&& moved) {
   const uint32_t old_mid = c.lead ? c.sorted_mid() : 0;
   uint32_t out = 0, sorted = 0, low = 0, mid = 0;
   for (uint32_t row = 0; row < c.rows; ++row) {
-    const SubscriptionId id = c.ids()[row];
-    if (id == kDeadRow) continue;
+    const SubscriptionId id = c.ids()[row] & kRowIdMask;
+    if (c.ids()[row] == kDeadRow) continue;
     if (out != row) {
       CopyRow(c, row, c, out);
       moved(id, Location{at.cluster, out});
@@ -478,8 +485,8 @@ void ClusterStore::MatchListsForEvent(size_t n, ListOf&& list_of,
       n, [&](size_t v) { return list_of(v).head; },
       [&](size_t v, const Cluster& c) {
         const EventList list = list_of(v);
-        MatchClusterForEvent(c, list.value, slots, *list.bits, list.matches,
-                             rows);
+        MatchClusterForEvent(c, list.value, slots, *list.bits, *list.open,
+                             list.matches, rows);
         ++*clusters;
       });
 }
@@ -576,7 +583,7 @@ void ClusterStore::MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
     emit.AddBlock(ids + start, acc, n);
   } else {
     for (uint32_t j = 0; j < n; ++j) {
-      if (acc[j] != 0) emit(ids[start + j], acc[j]);
+      if (acc[j] != 0) emit(ids[start + j] & kRowIdMask, acc[j]);
     }
   }
 }

@@ -87,7 +87,7 @@ struct AccessVisit {
 // ranges are checked against).
 struct AccessHit {
   PredicateId id;
-  int64_t value;
+  LeadPoint value;
 };
 
 class CohortMasks {
@@ -174,6 +174,12 @@ class CohortMasks {
   const PredicateBits& event_bits(size_t i) const {
     return event_bits_[serial_ ? 0 : i];
   }
+  // Event i's open bits (PredicateTable::MarkSatisfied): the boundary
+  // predicates of its numbers with fractions, which open entries read.
+  // REQUIRES: per_event(), i < events().
+  const PredicateBits& event_open_bits(size_t i) const {
+    return event_open_bits_[serial_ ? 0 : i];
+  }
 
   // Serial use (one thread runs each event's task and then that event's
   // phase 2, event by event, as Index does): a cohort kept per event then
@@ -193,8 +199,10 @@ class CohortMasks {
   // values of the attribute, or, per event, the one event's value
   // (event_value). For kNoLead (an equality's list, whose rows have no
   // leads) no values and 0, so that callers need not branch.
-  int64_t event_value(uint32_t lead) const {
-    return lead == kNoLead ? 0 : values_[attributes_[lead].first];
+  LeadPoint event_value(uint32_t lead) const {
+    if (lead == kNoLead) return {};
+    const uint32_t first = attributes_[lead].first;
+    return {values_[first], upper_[first]};
   }
   LeadValues lead_values(uint32_t lead) const {
     if (lead == kNoLead) return {nullptr, nullptr, 0, 0, nullptr};
@@ -259,6 +267,7 @@ class CohortMasks {
   bool per_event_ = false;
   bool serial_ = false;
   std::vector<PredicateBits> event_bits_;  // by event (one if serial_)
+  std::vector<PredicateBits> event_open_bits_;  // likewise
   std::vector<EventView> event_views_;     // by event, when per_event_
   // Each event's access hits, in event order, and where each event's
   // begin (BeginCohort's first pass; per event, the tasks read them).
@@ -273,6 +282,10 @@ class CohortMasks {
   uint64_t total_positions_ = 0;
   std::vector<AttributeValues> attributes_;
   std::vector<int64_t> values_;
+  // Per event, each "present" hit's value as an upper bound sees it
+  // (LeadPoint), by values_' index; empty for cohorts kept in masks, which
+  // never hold numbers with fractions.
+  std::vector<int64_t> upper_;
   std::vector<uint64_t> prefix_;
   // LeadValues::rank tables, each rank_size + 1 entries (the last: count).
   std::vector<uint8_t> ranks_;

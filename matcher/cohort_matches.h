@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "matcher/cluster_entry.h"
 #include "matcher/types.h"
 
 namespace cohort {
@@ -58,7 +59,8 @@ class CohortMatches {
     uint64_t* to_masks = masks_.data() + pairs_;
     size_t k = 0;
     for (size_t j = 0; j < n; ++j) {
-      to_ids[k] = ids[j];
+      // A lead row's flag off (cluster_entry.h).
+      to_ids[k] = ids[j] & internal::kRowIdMask;
       to_masks[k] = masks[j];
       k += masks[j] != 0;
     }

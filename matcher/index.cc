@@ -198,7 +198,8 @@ size_t Index::MatchTouchedOfEvent(const internal::CohortMasks& masks,
   MatchEventLists(
       end - first, [&](size_t v) { return touched[first + v].id; },
       [&](size_t v) { return masks.event_value(touched[first + v].lead); },
-      masks.event_bits(e), matches, lists, clusters, rows);
+      masks.event_bits(e), masks.event_open_bits(e), matches, lists, clusters,
+      rows);
   return end;
 }
 
@@ -227,18 +228,21 @@ void Index::MatchOne(EventView event, MatchScratch* scratch,
   // Predicates added since the scratch's last use may have larger ids.
   scratch->bits_.Resize(table_.id_limit(), table_.slot_limit());
   scratch->access_.clear();
-  table_.MarkSatisfied(event, &scratch->bits_, &scratch->access_);
+  table_.MarkSatisfied(event, &scratch->bits_, &scratch->access_,
+                       &scratch->open_);
   // Each satisfied access predicate is reported once, so every cluster (and
   // so every subscription) is visited at most once.
   const size_t before = matches->size();
   const std::vector<internal::AccessHit>& hits = scratch->access_;
   MatchEventLists(
       hits.size(), [&](size_t v) { return hits[v].id; },
-      [&](size_t v) { return hits[v].value; }, scratch->bits_, matches,
+      [&](size_t v) { return hits[v].value; }, scratch->bits_,
+      scratch->open_, matches,
       &counters->cluster_lists, &counters->clusters_checked,
       &counters->rows_checked);
   counters->matches += matches->size() - before;
   scratch->bits_.Clear();
+  scratch->open_.Clear();
 }
 
 size_t Index::MemoryBytes() const {

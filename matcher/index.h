@@ -80,13 +80,14 @@ class MatchScratch {
 
   // Heap bytes held.
   size_t MemoryBytes() const {
-    return bits_.MemoryBytes() +
+    return bits_.MemoryBytes() + open_.MemoryBytes() +
            access_.capacity() * sizeof(internal::AccessHit);
   }
 
  private:
   friend class Index;
   internal::PredicateBits bits_;
+  internal::PredicateBits open_;  // PredicateTable::MarkSatisfied's
   std::vector<internal::AccessHit> access_;
 };
 
@@ -218,6 +219,7 @@ class Index {
   template <typename IdOf, typename ValueOf>
   void MatchEventLists(size_t n, IdOf id_of, ValueOf value_of,
                        const internal::PredicateBits& bits,
+                       const internal::PredicateBits& open,
                        std::vector<SubscriptionId>* matches, uint64_t* lists,
                        uint64_t* clusters, uint64_t* rows) const;
   const internal::Location* Find(SubscriptionId id) const;
@@ -277,6 +279,7 @@ class Index {
 template <typename IdOf, typename ValueOf>
 void Index::MatchEventLists(size_t n, IdOf id_of, ValueOf value_of,
                             const internal::PredicateBits& bits,
+                            const internal::PredicateBits& open,
                             std::vector<SubscriptionId>* matches,
                             uint64_t* lists, uint64_t* clusters,
                             uint64_t* rows) const {
@@ -287,7 +290,7 @@ void Index::MatchEventLists(size_t n, IdOf id_of, ValueOf value_of,
       n,
       [&](size_t v) {
         return internal::EventList{Head(id_of(v)), value_of(v), &bits,
-                                   matches};
+                                   &open, matches};
       },
       table_.slots(), lists, clusters, rows);
 }

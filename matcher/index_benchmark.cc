@@ -107,15 +107,16 @@ BENCHMARK(BM_Phase1)->Arg(1)->Arg(4)->Arg(16)->Arg(64);
 void BM_Phase1PerEvent(benchmark::State& state) {
   Fixture& f = Shared();
   const internal::PredicateTable& table = f.index.table_for_benchmark();
-  internal::PredicateBits bits;
+  internal::PredicateBits bits, open;
   std::vector<internal::AccessHit> access;
   size_t next = 0;
   for (auto _ : state) {
     if (next == f.events.size()) next = 0;
     bits.Resize(table.id_limit(), table.slot_limit());
     access.clear();
-    table.MarkSatisfied(f.events[next++], &bits, &access);
+    table.MarkSatisfied(f.events[next++], &bits, &access, &open);
     bits.Clear();
+    open.Clear();
   }
   state.SetItemsProcessed(state.iterations());
 }

@@ -199,7 +199,12 @@ class Session {
     for (auto& event : events) {
       const uint32_t mask = in.Below(1u << kAttributes);
       for (AttributeId a = 0; a < kAttributes; ++a) {
-        if (mask & (1u << a)) event.push_back({a, Value(in)});
+        if ((mask & (1u << a)) == 0) continue;
+        AttributeValue av{a, Value(in)};
+        // Now and then a number with a fraction, just above the value.
+        av.half_above = av.value != std::numeric_limits<int64_t>::max() &&
+                        in.Below(4) == 0;
+        event.push_back(av);
       }
     }
     std::vector<EventView> views(events.begin(), events.end());

@@ -26,7 +26,11 @@ using Event = std::vector<AttributeValue>;
 // splitmix64: tiny, deterministic, good enough for test data.
 class Rng {
  public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
+  // Odd seeds' events have numbers with fractions (RandomEvent), even
+  // seeds' integers only: cohorts holding such a number are kept per
+  // event, so that the masks' paths stay tested too.
+  explicit Rng(uint64_t seed) : state_(seed), fractions_((seed & 1) != 0) {}
+  bool fractions() const { return fractions_; }
   uint64_t Next() {
     uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -40,6 +44,7 @@ class Rng {
 
  private:
   uint64_t state_;
+  bool fractions_;
 };
 
 // Values cluster in a small domain so predicates often hold, plus the int64
@@ -114,7 +119,14 @@ inline Predicate RandomPredicate(Rng& rng, uint32_t attributes,
 inline Event RandomEvent(Rng& rng, uint32_t attributes, int64_t domain) {
   Event e;
   for (uint32_t a = 0; a < attributes; ++a) {
-    if (rng.Chance(60)) e.push_back({a, RandomValue(rng, domain)});
+    if (!rng.Chance(60)) continue;
+    AttributeValue av{a, RandomValue(rng, domain)};
+    // With an odd seed, one value in five a number with a fraction
+    // (between value and value + 1), beside integers.
+    av.half_above = rng.fractions() &&
+                    av.value != std::numeric_limits<int64_t>::max() &&
+                    rng.Chance(20);
+    e.push_back(av);
   }
   // Attribute order must not matter.
   for (size_t i = e.size(); i > 1; --i) std::swap(e[i - 1], e[rng.Uniform(i)]);
@@ -130,7 +142,15 @@ inline std::string FormatSubscription(const Subscription& s) {
 inline std::string FormatEvent(const Event& e) {
   std::string out = absl::StrCat("E ", e.size());
   for (const AttributeValue& av : e) {
-    absl::StrAppend(&out, " a", av.attribute, " ", av.value);
+    // "5.5" for a number between 5 and 6, "-4.5" between -5 and -4: only
+    // the floor is known.
+    if (!av.half_above) {
+      absl::StrAppend(&out, " a", av.attribute, " ", av.value);
+    } else if (av.value >= 0) {
+      absl::StrAppend(&out, " a", av.attribute, " ", av.value, ".5");
+    } else {
+      absl::StrAppend(&out, " a", av.attribute, " -", -(av.value + 1), ".5");
+    }
   }
   return out;
 }

@@ -22,9 +22,24 @@ namespace internal {
 // table entry, a mask slot and a phase-1 write per cohort, where two
 // bounds in the row cost 16 bytes and a comparison against the event's
 // value.
+// `open`: the entry was an LT's or a GT's, which holds for a number with a
+// fraction just past its integer bound (cluster_entry.h, kOpenBit); such
+// rows sit in clusters of their own (ClusterStore: Cluster::lead 2), whose
+// check swaps the two tests of such a number (LeadPoint).
 struct LeadRange {
   int64_t lo = 0;
   int64_t hi = 0;
+  bool open = false;
+};
+
+// One event's value of an attribute as a lead range sees it: `value`
+// against the lower bound and `upper` against the upper one (UpperTest in
+// types.h: the integer twice, or f and f + 1 for a number in (f, f + 1);
+// an open lead the other way round), so a row's lead holds iff lo <= value
+// and upper <= hi.
+struct LeadPoint {
+  int64_t value = 0;
+  int64_t upper = 0;
 };
 
 // A cohort's values of one attribute, sorted (count of them), with

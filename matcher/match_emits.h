@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "matcher/cohort_matches.h"
+#include "matcher/lead_values.h"
 #include "matcher/predicate_bits.h"
 #include "matcher/types.h"
 
@@ -49,12 +50,14 @@ struct EmitsBlocks<Emit, std::void_t<decltype(&Emit::AddBlock)>>
     : std::true_type {};
 
 // One cluster list of the per-event path (ClusterStore::MatchListsForEvent):
-// its head, the event's value of the access predicate's attribute, the
-// event's satisfied predicates, and where the ids matched go.
+// its head, the event's value of the access predicate's attribute (for the
+// rows' lead ranges), the event's satisfied predicates and its open bits
+// (PredicateTable::MarkSatisfied), and where the ids matched go.
 struct EventList {
   uint32_t head;
-  int64_t value;
+  LeadPoint value;
   const PredicateBits* bits;
+  const PredicateBits* open;
   std::vector<SubscriptionId>* matches;
 };
 

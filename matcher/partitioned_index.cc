@@ -280,12 +280,13 @@ void PartitionedIndex::MatchPartitionUnit(uint32_t p, uint32_t unit,
            ++to) {
       }
       const internal::PredicateBits& bits = masks.event_bits(e);
+      const internal::PredicateBits& open = masks.event_open_bits(e);
       clusters_[p].MatchListsForEvent(
           to - from,
           [&](size_t i) {
             const internal::AccessVisit& v = visits[from + i];
             return internal::EventList{v.head, masks.event_value(v.lead),
-                                       &bits, ids};
+                                       &bits, &open, ids};
           },
           table_.slots(), &lists, &visited, &rows);
       out->EndEvent(e);

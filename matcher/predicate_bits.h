@@ -73,6 +73,8 @@ class PredicateBits {
     return static_cast<uint32_t>(
         ((words_[bit >> 6] >> (bit & 63)) ^ (e >> 31)) & 1);
   }
+  // Whether any bit is set (since the last Clear).
+  bool any() const { return !dirty_.empty(); }
   // SlotTableUncached of the last Resize's slot_limit: range entries' slot
   // lookups are then cache misses worth fetching ahead.
   bool large_slot_table() const { return large_slot_table_; }

@@ -100,7 +100,11 @@ class PredicateTable {
   // are live (RowPlanner::Plan checks this).
   PredicateId Acquire(const NormalPredicate& p);
   // The cluster entry of predicate `id`: the id, kRangeEntryBit for a range
-  // kind, and kNegatedBit if `negated`. REQUIRES: id is live.
+  // kind, kNegatedBit if `negated`, and kOpenBit if `open` (an LT's or GT's
+  // kLow or kHigh, cluster_entry.h). REQUIRES: id is live.
+  uint32_t EntryOf(PredicateId id, bool negated, bool open) const {
+    return EntryOf(id, negated) | (open ? kOpenBit : 0u);
+  }
   uint32_t EntryOf(PredicateId id, bool negated) const {
     const Kind kind = info_[id].kind;
     return id |
@@ -142,7 +146,7 @@ class PredicateTable {
   }
 
   // One more than the largest predicate id issued; ids stay below
-  // kMaxPredicates (2^30), a cluster entry's room (cluster_entry.h).
+  // kMaxPredicates (2^29), a cluster entry's room (cluster_entry.h).
   size_t id_limit() const { return info_.size(); }
 
   // Mask slots by predicate id (see the file comment), one past the largest
@@ -159,10 +163,17 @@ class PredicateTable {
   // and "present"), each once, with the event's value of its attribute.
   // May also set the bits of slots no live predicate holds (removed
   // positions of a group). Writes nothing in the table.
-  // REQUIRES: bits was resized to id_limit() and slot_limit(); event's
-  // attributes are distinct.
+  // A number with a fraction (AttributeValue::half_above) satisfies no
+  // equality or set, and the range predicates as closed intervals; in
+  // `open` it sets the bits of the kLow with hi == its floor and the kHigh
+  // with lo == its floor + 1, which an open entry (an LT's or GT's,
+  // cluster_entry.h) takes as holding besides `bits`.
+  // REQUIRES: bits was resized to id_limit() and slot_limit() (open is
+  // resized here when needed); open has no bit set; event's attributes are
+  // distinct.
   void MarkSatisfied(EventView event, PredicateBits* bits,
-                     std::vector<AccessHit>* access) const;
+                     std::vector<AccessHit>* access,
+                     PredicateBits* open) const;
 
   // The rows listed under an access predicate (0 if none), which the
   // index owning the clusters knows: BeginCohort weighs them.
@@ -288,7 +299,12 @@ class PredicateTable {
   // predicates), and the range groups.
   void MarkEqualities(EventView event, PredicateBits* bits,
                       std::vector<AccessHit>* access) const;
-  void MarkRanges(EventView event, PredicateBits* bits) const;
+  void MarkRanges(EventView event, PredicateBits* bits,
+                  PredicateBits* open) const;
+  // MarkRanges for a number with a fraction (AttributeValue::half_above).
+  static void MarkHalfRanges(const AttributeGroups& groups,
+                             const AttributeValue& av, PredicateBits* bits,
+                             PredicateBits* open);
 
   static Run SortedRun(const Group& g, int64_t v);
   // Whether the kRange walk over `g` is cheaper than one run per value.

@@ -115,6 +115,7 @@ void PredicateTable::ClearPrevious(CohortMasks* m) {
   for (uint32_t slot : m->dirty_eq_slots_) words[slot] = 0;
   if (m->per_event_) {
     for (PredicateBits& bits : m->event_bits_) bits.Clear();
+    for (PredicateBits& bits : m->event_open_bits_) bits.Clear();
   } else {
     for (const CohortMasks::Task& t : m->tasks_) {
       std::memset(words + t.slot_base + t.begin, 0,
@@ -128,6 +129,7 @@ void PredicateTable::ClearPrevious(CohortMasks* m) {
   m->total_positions_ = 0;
   m->attributes_.clear();
   m->values_.clear();
+  m->upper_.clear();
   m->prefix_.clear();
   m->ranks_.clear();
   m->runs_.clear();
@@ -143,6 +145,13 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
   m->events_ = events.size();
   if (m->by_attribute_.size() < attributes_.size()) {
     m->by_attribute_.resize(attributes_.size());
+  }
+  // A number with a fraction (AttributeValue::half_above) is matched per
+  // event: the masks and their walks know integers only.
+  for (const EventView& event : events) {
+    for (const AttributeValue& av : event) {
+      if (av.half_above) keep = CohortKeep::kPerEvent;
+    }
   }
   // A lone event is kept per event (unless told otherwise) and needs no
   // values by attribute: the masks would share nothing.
@@ -197,7 +206,7 @@ void PredicateTable::ListAccessHits(absl::Span<const EventView> events,
         static_cast<uint32_t>(m->event_access_.size()));
     const uint64_t bit = uint64_t{1} << e;
     if (true_ != kFalsePredicate) {
-      m->event_access_.push_back({true_, 0});
+      m->event_access_.push_back({true_, {}});
       if (weigh) cost->rows_sum += rows(true_);
     }
     for (const AttributeValue& av : events[e]) {
@@ -206,20 +215,24 @@ void PredicateTable::ListAccessHits(absl::Span<const EventView> events,
       const double positions =
           groups.low.size() + groups.high.size() + groups.range.size();
       cost->positions_sum += positions;
-      // Never finds the false predicate: its kind is kFalse, not kEq.
-      if (const PredicateId* id = FindEq(av.attribute, av.value)) {
-        m->event_access_.push_back({*id, av.value});
-        if (weigh) cost->rows_sum += rows(*id);
+      const LeadPoint point{av.value, UpperTest(av)};
+      // A number with a fraction equals no operand (all are integers).
+      if (!av.half_above) {
+        // Never finds the false predicate: its kind is kFalse, not kEq.
+        if (const PredicateId* id = FindEq(av.attribute, av.value)) {
+          m->event_access_.push_back({*id, point});
+          if (weigh) cost->rows_sum += rows(*id);
+        }
+        ForEachAccessSet(av.attribute, av.value, [&](PredicateId id) {
+          m->event_access_.push_back({id, point});
+          if (weigh) cost->rows_sum += rows(id);
+        });
       }
-      ForEachAccessSet(av.attribute, av.value, [&](PredicateId id) {
-        m->event_access_.push_back({id, av.value});
-        if (weigh) cost->rows_sum += rows(id);
-      });
       const double present = !weigh || groups.present == kFalsePredicate
                                   ? 0
                                   : rows(groups.present);
       if (groups.present != kFalsePredicate) {
-        m->event_access_.push_back({groups.present, av.value});
+        m->event_access_.push_back({groups.present, point});
         cost->lead_rows_sum += present;
       }
       if (lone) continue;
@@ -363,7 +376,7 @@ void PredicateTable::KeepPerEvent(absl::Span<const EventView> events,
     m->event_sets_begin_.push_back(
         static_cast<uint32_t>(m->event_sets_.size()));
     for (const AttributeValue& av : event) {
-      if (av.attribute >= attributes_.size()) continue;
+      if (av.attribute >= attributes_.size() || av.half_above) continue;
       ForEachColumnSet(av.attribute, av.value,
                        [&](PredicateId id) { m->event_sets_.push_back(id); });
     }
@@ -371,6 +384,9 @@ void PredicateTable::KeepPerEvent(absl::Span<const EventView> events,
   m->event_sets_begin_.push_back(static_cast<uint32_t>(m->event_sets_.size()));
   const size_t vectors = m->serial_ ? 1 : events.size();
   if (m->event_bits_.size() < vectors) m->event_bits_.resize(vectors);
+  if (m->event_open_bits_.size() < vectors) {
+    m->event_open_bits_.resize(vectors);
+  }
   for (size_t b = 0; b < vectors; ++b) {
     m->event_bits_[b].Resize(id_limit(), slot_limit_);
   }
@@ -388,7 +404,8 @@ void PredicateTable::KeepPerEvent(absl::Span<const EventView> events,
                                   static_cast<uint32_t>(m->values_.size()), 1,
                                   static_cast<uint32_t>(m->prefix_.size()),
                                   0});
-        m->values_.push_back(hit.value);
+        m->values_.push_back(hit.value.value);
+        m->upper_.push_back(hit.value.upper);
         m->prefix_.push_back(0);
         m->prefix_.push_back(bit);
       }
@@ -533,7 +550,11 @@ bool PredicateTable::RangeWalkPays(const Group& g,
 void PredicateTable::RunTask(size_t task, CohortMasks* m) const {
   if (m->per_event_) {
     PredicateBits& bits = m->event_bits_[m->serial_ ? 0 : task];
-    if (m->serial_) bits.Clear();  // the previous event's
+    PredicateBits& open = m->event_open_bits_[m->serial_ ? 0 : task];
+    if (m->serial_) {  // the previous event's
+      bits.Clear();
+      open.Clear();
+    }
     for (uint32_t h = m->event_hits_begin_[task];
          h < m->event_hits_begin_[task + 1]; ++h) {
       const AccessHit& hit = m->event_access_[h];
@@ -543,7 +564,7 @@ void PredicateTable::RunTask(size_t task, CohortMasks* m) const {
          h < m->event_sets_begin_[task + 1]; ++h) {
       bits.SetId(m->event_sets_[h]);
     }
-    MarkRanges(m->event_views_[task], &bits);
+    MarkRanges(m->event_views_[task], &bits, &open);
     return;
   }
   const CohortMasks::Task& t = m->tasks_[task];
@@ -611,6 +632,7 @@ size_t CohortMasks::MemoryBytes() const {
                  tasks_.capacity() * sizeof(Task) +
                  attributes_.capacity() * sizeof(AttributeValues) +
                  values_.capacity() * sizeof(int64_t) +
+                 upper_.capacity() * sizeof(int64_t) +
                  prefix_.capacity() * sizeof(uint64_t) + ranks_.capacity() +
                  runs_.capacity() * sizeof(Run) +
                  dirty_eq_slots_.capacity() * sizeof(uint32_t) +
@@ -623,6 +645,7 @@ size_t CohortMasks::MemoryBytes() const {
            event_access_.capacity() * sizeof(AccessHit) +
            event_views_.capacity() * sizeof(EventView);
   for (const PredicateBits& b : event_bits_) bytes += b.MemoryBytes();
+  for (const PredicateBits& b : event_open_bits_) bytes += b.MemoryBytes();
   for (const auto& v : by_attribute_) bytes += v.capacity() * sizeof(ValueBit);
   return bytes;
 }

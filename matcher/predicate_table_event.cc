@@ -53,32 +53,37 @@ PredicateTable::Run PredicateTable::SortedRun(const Group& g, int64_t v) {
 }
 
 void PredicateTable::MarkSatisfied(EventView event, PredicateBits* bits,
-                                   std::vector<AccessHit>* access) const {
+                                   std::vector<AccessHit>* access,
+                                   PredicateBits* open) const {
   MarkEqualities(event, bits, access);
-  MarkRanges(event, bits);
+  MarkRanges(event, bits, open);
 }
 
 void PredicateTable::MarkEqualities(EventView event, PredicateBits* bits,
                                     std::vector<AccessHit>* access) const {
   if (true_ != kFalsePredicate) {
     bits->SetId(true_);
-    access->push_back({true_, 0});
+    access->push_back({true_, {}});
   }
   for (const AttributeValue& av : event) {
     if (av.attribute >= attributes_.size()) continue;  // no predicates on it
-    // Never finds the false predicate: its kind is kFalse, not kEq.
-    if (const PredicateId* id = FindEq(av.attribute, av.value)) {
-      bits->SetId(*id);
-      access->push_back({*id, av.value});
-    }
-    if (const SetHolders* h = HoldersOf(av.attribute, av.value)) {
-      for (size_t i = 0; i < h->ids.size(); ++i) {
-        bits->SetId(h->ids[i]);
-        if (i < h->accesses) access->push_back({h->ids[i], av.value});
+    const LeadPoint point{av.value, UpperTest(av)};
+    // A number with a fraction equals no operand (all are integers).
+    if (!av.half_above) {
+      // Never finds the false predicate: its kind is kFalse, not kEq.
+      if (const PredicateId* id = FindEq(av.attribute, av.value)) {
+        bits->SetId(*id);
+        access->push_back({*id, point});
+      }
+      if (const SetHolders* h = HoldersOf(av.attribute, av.value)) {
+        for (size_t i = 0; i < h->ids.size(); ++i) {
+          bits->SetId(h->ids[i]);
+          if (i < h->accesses) access->push_back({h->ids[i], point});
+        }
       }
     }
     const PredicateId present = attributes_[av.attribute].present;
-    if (present != kFalsePredicate) access->push_back({present, av.value});
+    if (present != kFalsePredicate) access->push_back({present, point});
   }
 }
 
@@ -176,10 +181,18 @@ void SetBetween(uint32_t base, uint32_t begin, uint32_t end,
 // is harmless, as in the cohort masks. The false predicate (whose bit must
 // stay clear: it marks tombstoned rows) is read by id, in the equality
 // part, which this never writes.
-void PredicateTable::MarkRanges(EventView event, PredicateBits* bits) const {
+void PredicateTable::MarkRanges(EventView event, PredicateBits* bits,
+                                PredicateBits* open) const {
   for (const AttributeValue& av : event) {
     if (av.attribute >= attributes_.size()) continue;  // no predicates on it
     const AttributeGroups& groups = attributes_[av.attribute];
+    if (av.half_above) {
+      // Sized only for events with such numbers (it is empty, and stays
+      // unread, for the others).
+      open->Resize(id_limit(), slot_limit_);
+      MarkHalfRanges(groups, av, bits, open);
+      continue;
+    }
     const int64_t v = av.value;
     for (const Group* g : {&groups.low, &groups.high, &groups.range}) {
       if (g->size() == 0) continue;
@@ -205,6 +218,63 @@ void PredicateTable::MarkRanges(EventView event, PredicateBits* bits) const {
           break;
         }
       }
+    }
+  }
+}
+
+// A number in (f, f + 1) against the closed intervals: x <= hi iff f + 1 <=
+// hi, x >= lo iff lo <= f, lo <= x <= hi iff both. An open entry (LT, GT;
+// cluster_entry.h) shares its kLow or kHigh with an LE or GE for integers,
+// and holds besides where that interval's bound is the number's floor (LT
+// f + 1, kLow hi == f) or the floor + 1 (GT f, kHigh lo == f + 1): those
+// positions' bits go to `open`. Removed positions may get bits, as in
+// MarkRanges. Position by position outside the sorted runs: numbers with
+// fractions are not what this path is tuned for.
+void PredicateTable::MarkHalfRanges(const AttributeGroups& groups,
+                                    const AttributeValue& av,
+                                    PredicateBits* bits, PredicateBits* open) {
+  const int64_t f = av.value;  // REQUIRES: f < INT64_MAX
+  const auto set = [](PredicateBits* to, const Group& g, uint32_t i) {
+    to->SetSlotRun(g.base + i, g.base + i + 1);
+  };
+  if (const Group& g = groups.low; g.size() > 0) {
+    const int64_t* key = g.key.data();
+    const auto at = [&](int64_t x) {
+      return static_cast<uint32_t>(std::lower_bound(key, key + g.sorted, x) -
+                                   key);
+    };
+    const uint32_t boundary = at(f);
+    const uint32_t begin = at(f + 1);  // hi >= f + 1
+    bits->SetSlotRun(g.base + begin, g.base + g.sorted);
+    open->SetSlotRun(g.base + boundary, g.base + begin);  // hi == f
+    for (uint32_t i = g.sorted; i < g.size(); ++i) {
+      if (key[i] > f) set(bits, g, i);
+      if (key[i] == f) set(open, g, i);
+    }
+  }
+  if (const Group& g = groups.high; g.size() > 0) {
+    const int64_t* key = g.key.data();
+    const auto after = [&](int64_t x) {
+      return static_cast<uint32_t>(std::upper_bound(key, key + g.sorted, x) -
+                                   key);
+    };
+    const uint32_t end = after(f);  // lo <= f
+    bits->SetSlotRun(g.base, g.base + end);
+    open->SetSlotRun(g.base + end, g.base + after(f + 1));  // lo == f + 1
+    for (uint32_t i = g.sorted; i < g.size(); ++i) {
+      if (key[i] <= f) set(bits, g, i);
+      if (key[i] == f + 1) set(open, g, i);
+    }
+  }
+  if (const Group& g = groups.range; g.size() > 0) {
+    const int64_t* key = g.key.data();
+    const int64_t* hi = g.hi.data();
+    const Run run = SortedRun(g, f);  // lo <= f, within max_width of it
+    for (uint32_t i = run.begin; i < run.end; ++i) {
+      if (hi[i] > f) set(bits, g, i);
+    }
+    for (uint32_t i = g.sorted; i < g.size(); ++i) {
+      if (key[i] <= f && hi[i] > f) set(bits, g, i);
     }
   }
 }

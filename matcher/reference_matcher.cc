@@ -16,7 +16,7 @@ bool Matches(absl::Span<const Predicate> predicates, EventView event) {
     }
     if (found == nullptr) {
       if (p.op != Op::kNotExists) return false;
-    } else if (!Holds(p, found->value)) {
+    } else if (!HoldsFor(p, *found)) {
       return false;
     }
   }

@@ -85,6 +85,8 @@ class RowPlanner::Statistics {
 struct RowPlanner::Entry {
   NormalPredicate predicate;
   bool negated = false;
+  // An LT's or GT's kLow or kHigh (cluster_entry.h, kOpenBit).
+  bool open = false;
 };
 
 // An entry of a subscription being planned: its index among the normalised
@@ -94,6 +96,20 @@ struct RowPlanner::Ranked {
   bool positive_eq;
   double selectivity;
 };
+
+namespace {
+
+// An LT's or GT's interval [lo, hi] (lo INT64_MIN or hi INT64_MAX). At the
+// int64 ends it stays a kLow or kHigh, not the equality [v, v]: x < INT64_MIN
+// + 1 holds for a number in (INT64_MIN, INT64_MIN + 1), x == INT64_MIN does
+// not (and likewise x > INT64_MAX - 1).
+NormalPredicate OpenInterval(AttributeId a, int64_t lo, int64_t hi) {
+  NormalPredicate p = FromInterval(a, lo, hi);
+  if (p.kind == Kind::kEq) p.kind = lo == kMinValue ? Kind::kLow : Kind::kHigh;
+  return p;
+}
+
+}  // namespace
 
 RowPlanner::RowPlanner() : stats_(std::make_unique<Statistics>()) {}
 RowPlanner::~RowPlanner() = default;
@@ -111,7 +127,12 @@ absl::Status RowPlanner::Normalise(absl::Span<const Predicate> predicates,
                      " exceeds the limit of ", kMaxPredicatesPerSubscription));
   }
   auto add = [&](NormalPredicate p, bool negated = false) {
-    e->push_back({p, negated});
+    e->push_back({p, negated, false});
+  };
+  // LT and GT: the interval of LE v - 1 and GE v + 1, shared with them,
+  // open for a number with a fraction (cluster_entry.h).
+  auto add_open = [&](AttributeId a, int64_t lo, int64_t hi) {
+    e->push_back({OpenInterval(a, lo, hi), false, true});
   };
   // The entries' sets point into *sets, which must not reallocate.
   sets->clear();
@@ -129,13 +150,21 @@ absl::Status RowPlanner::Normalise(absl::Span<const Predicate> predicates,
         add(FromInterval(a, v, v), /*negated=*/true);
         break;
       case Op::kLt:
-        add(v == kMinValue ? NormalPredicate{} : FromInterval(a, kMinValue, v - 1));
+        if (v == kMinValue) {
+          add(NormalPredicate{});
+        } else {
+          add_open(a, kMinValue, v - 1);
+        }
         break;
       case Op::kLe:
         add(FromInterval(a, kMinValue, v));
         break;
       case Op::kGt:
-        add(v == kMaxValue ? NormalPredicate{} : FromInterval(a, v + 1, kMaxValue));
+        if (v == kMaxValue) {
+          add(NormalPredicate{});
+        } else {
+          add_open(a, v + 1, kMaxValue);
+        }
         break;
       case Op::kGe:
         add(FromInterval(a, v, kMaxValue));
@@ -189,8 +218,11 @@ absl::Status RowPlanner::Normalise(absl::Span<const Predicate> predicates,
                            x.predicate.lo, x.predicate.hi, x.negated);
   };
   // Sets with equal keys (a hash collision) are ordered by their values.
+  // An LT's or GT's entry after an LE's or GE's on the same interval, which
+  // implies it (for a number with a fraction too) and is the one kept.
   auto less = [&](const Entry& x, const Entry& y) {
     if (key(x) != key(y)) return key(x) < key(y);
+    if (x.open != y.open) return y.open;
     return std::lexicographical_compare(
         x.predicate.set.begin(), x.predicate.set.end(),
         y.predicate.set.begin(), y.predicate.set.end());
@@ -240,7 +272,7 @@ NormalPredicate RowPlanner::ChooseAccess(const std::vector<Entry>& entries,
   auto it = ranked->begin();  // most selective positive entry
   while (entries[it->entry].negated) ++it;
   const NormalPredicate& leading = entries[it->entry].predicate;
-  *lead = LeadRange{leading.lo, leading.hi};
+  *lead = LeadRange{leading.lo, leading.hi, entries[it->entry].open};
   const NormalPredicate present = FromInterval(leading.attribute, kMinValue, kMaxValue);
   ranked->erase(it);
   // Count "present" once: as an entry if it is one, else for itself.
@@ -314,7 +346,7 @@ absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
       continue;
     }
     plan->columns.push_back(
-        table->EntryOf(table->Acquire(e.predicate), e.negated));
+        table->EntryOf(table->Acquire(e.predicate), e.negated, e.open));
   }
   return absl::OkStatus();
 }
@@ -349,8 +381,9 @@ void RowPlanner::Release(PredicateId access,
                          const std::optional<LeadRange>& lead,
                          PredicateTable* table) {
   if (lead.has_value()) {
-    stats_->Count(FromInterval(table->Get(access).attribute, lead->lo,
-                               lead->hi),
+    const AttributeId a = table->Get(access).attribute;
+    stats_->Count(lead->open ? OpenInterval(a, lead->lo, lead->hi)
+                             : FromInterval(a, lead->lo, lead->hi),
                   -1);
   }
   table->DropAccessUse(access);

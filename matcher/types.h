@@ -26,8 +26,10 @@ using AttributeId = uint32_t;
 // sequence numbers); memory grows with the largest id ever added.
 using SubscriptionId = uint32_t;
 
-// Largest id `Index::Add` accepts; bounds the location table.
-inline constexpr SubscriptionId kMaxSubscriptionId = (1u << 31) - 1;
+// Largest id `Index::Add` accepts; bounds the location table. (A lead
+// cluster's rows keep a flag in the top bit of their ids, and the id with
+// every bit set marks a removed row: cluster_entry.h.)
+inline constexpr SubscriptionId kMaxSubscriptionId = (1u << 31) - 2;
 
 // Comparison operators, numbered as in proto `cohort.v1.Op`.
 enum class Op : uint8_t {
@@ -113,11 +115,51 @@ inline bool Holds(const Predicate& p, int64_t x) {
   return false;
 }
 
-// One attribute/value pair of an event.
+// One attribute/value pair of an event. A number with a fraction (the
+// service's doubles, DESIGN 1.6) is its floor with `half_above` set: the
+// number lies strictly between `value` and `value + 1`. No equality or set
+// holds for it (so NE and NOT_IN do), and a range [lo, hi] holds iff
+// lo <= value and value + 1 <= hi: against a lower bound it is `value`,
+// against an upper bound `value + 1` (UpperTest).
+// REQUIRES when half_above: value < INT64_MAX.
 struct AttributeValue {
   AttributeId attribute = 0;
   int64_t value = 0;
+  bool half_above = false;
 };
+
+// What an upper bound is compared with: value, or value + 1 when the number
+// lies above value (AttributeValue).
+inline int64_t UpperTest(const AttributeValue& av) {
+  return av.value + static_cast<int64_t>(av.half_above);
+}
+
+// True iff `p` holds for `av`, a value of its attribute (Holds, with
+// AttributeValue's rule for a number with a fraction).
+inline bool HoldsFor(const Predicate& p, const AttributeValue& av) {
+  if (!av.half_above) return Holds(p, av.value);
+  const int64_t f = av.value;  // the number is in (f, f + 1)
+  switch (p.op) {
+    case Op::kEq:
+    case Op::kIn:
+      return false;
+    case Op::kNe:
+    case Op::kNotIn:
+    case Op::kExists:
+      return true;
+    case Op::kNotExists:
+      return false;
+    case Op::kLt:
+    case Op::kLe:
+      return f < p.value;
+    case Op::kGt:
+    case Op::kGe:
+      return f >= p.value;
+    case Op::kBetween:
+      return p.value <= f && f < p.upper;
+  }
+  return false;
+}
 
 // An event as the matcher sees it. REQUIRES: attributes are distinct.
 using EventView = absl::Span<const AttributeValue>;

@@ -50,6 +50,7 @@ struct PinnedField {
 constexpr FieldDescriptor::Type kString = FieldDescriptor::TYPE_STRING;
 constexpr FieldDescriptor::Type kBytes = FieldDescriptor::TYPE_BYTES;
 constexpr FieldDescriptor::Type kInt64 = FieldDescriptor::TYPE_INT64;
+constexpr FieldDescriptor::Type kDouble = FieldDescriptor::TYPE_DOUBLE;
 constexpr FieldDescriptor::Type kUint64 = FieldDescriptor::TYPE_UINT64;
 constexpr FieldDescriptor::Type kBool = FieldDescriptor::TYPE_BOOL;
 constexpr FieldDescriptor::Type kEnum = FieldDescriptor::TYPE_ENUM;
@@ -66,8 +67,13 @@ const PinnedField kPinnedFields[] = {
     {"Predicate", "string_values", 7, kMessage, false,
      "cohort.v1.StringList"},
     {"Predicate", "string_upper", 8, kBytes, false, ""},
+    {"Predicate", "double_value", 9, kDouble, false, ""},
+    {"Predicate", "double_values", 10, kMessage, false,
+     "cohort.v1.DoubleList"},
+    {"Predicate", "double_upper", 11, kDouble, false, ""},
     {"Int64List", "values", 1, kInt64, true, ""},
     {"StringList", "values", 1, kBytes, true, ""},
+    {"DoubleList", "values", 1, kDouble, true, ""},
     {"SubscriptionSpec", "subscriber", 1, kString, false, ""},
     {"SubscriptionSpec", "predicates", 2, kMessage, true,
      "cohort.v1.Predicate"},
@@ -82,6 +88,7 @@ const PinnedField kPinnedFields[] = {
     {"Attribute", "name", 1, kString, false, ""},
     {"Attribute", "value", 2, kInt64, false, ""},
     {"Attribute", "string_value", 3, kBytes, false, ""},
+    {"Attribute", "double_value", 4, kDouble, false, ""},
     {"Event", "attributes", 1, kMessage, true, "cohort.v1.Attribute"},
     {"Event", "payload", 2, kBytes, false, ""},
     {"PublishRequest", "events", 1, kMessage, true, "cohort.v1.Event"},
@@ -156,13 +163,13 @@ TEST(PubSubProto, EmptyMessagesHaveNoFields) {
 TEST(PubSubProto, OperandsAreOneofsAroundTheOldFields) {
   const Descriptor* predicate = Predicate::descriptor();
   for (const char* name : {"value", "string_value", "int64_values",
-                           "string_values"}) {
+                           "string_values", "double_value", "double_values"}) {
     SCOPED_TRACE(name);
     ASSERT_NE(predicate->FindFieldByName(name)->containing_oneof(), nullptr);
     EXPECT_EQ(predicate->FindFieldByName(name)->containing_oneof()->name(),
               "operand");
   }
-  for (const char* name : {"upper", "string_upper"}) {
+  for (const char* name : {"upper", "string_upper", "double_upper"}) {
     SCOPED_TRACE(name);
     EXPECT_EQ(predicate->FindFieldByName(name)->containing_oneof()->name(),
               "upper_operand");
@@ -172,6 +179,9 @@ TEST(PubSubProto, OperandsAreOneofsAroundTheOldFields) {
             "kind");
   EXPECT_EQ(
       attribute->FindFieldByName("string_value")->containing_oneof()->name(),
+      "kind");
+  EXPECT_EQ(
+      attribute->FindFieldByName("double_value")->containing_oneof()->name(),
       "kind");
   // The bytes of an old client's predicate and attribute.
   Predicate old;

@@ -321,8 +321,15 @@ TEST(ServerParseFilter, ParsesTheCliGrammarAndChecksLimits) {
   EXPECT_EQ(parsed.predicates(1).attribute(), "price");
   EXPECT_EQ(parsed.predicates(1).op(), v1::OP_LE);
   EXPECT_EQ(parsed.predicates(1).value(), 500);
-  expect_invalid(R"({"a": [{"numeric": [">", 1.5]}]})",
-                 "filter: pattern: at a[0].numeric[1]: 1.5 has a fraction");
+  ASSERT_TRUE(
+      client.ParseFilter(R"({"a": [{"numeric": [">", 1.5]}]})", &parsed).ok());
+  ASSERT_EQ(parsed.predicates_size(), 1);
+  EXPECT_EQ(parsed.predicates(0).op(), v1::OP_GT);
+  EXPECT_EQ(parsed.predicates(0).double_value(), 1.5);
+  expect_invalid(R"({"a": [{"numeric": [">", 1e300]}]})",
+                 "filter: pattern: at a[0].numeric[1]: 1e+300 is beyond the "
+                 "int64 range");
+  expect_invalid(R"({"a": [{"$or": [1]}]})", "filter: pattern: at a[0]");
   expect_invalid(R"({"a": [1])", "filter: pattern: not valid JSON: ");
   expect_invalid(R"({"a": ["12345"]})", "predicates[0]");
   expect_invalid(R"({"a": [1], "b": [2], "c": [3], "d": [4]})",

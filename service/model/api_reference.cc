@@ -47,7 +47,17 @@ bool Compares(v1::Op op, const T& x, const T& value, const T& upper,
   }
 }
 
-int CompareInts(int64_t a, int64_t b) { return a < b ? -1 : (a > b ? 1 : 0); }
+// Numbers compare as numbers, int64 and double alike: an x87 long double
+// (a 64-bit significand) holds every int64 and every double exactly.
+int CompareNumbers(long double a, long double b) {
+  return a < b ? -1 : (a > b ? 1 : 0);
+}
+
+long double NumberOf(const v1::Attribute& a) {
+  return a.kind_case() == v1::Attribute::kDoubleValue
+             ? static_cast<long double>(a.double_value())
+             : static_cast<long double>(a.value());
+}
 
 // Event Ruler's wildcard over bytes, read straight from the pattern (any
 // number of stars; "\*" and "\\" literal): the plain backtracking glob,
@@ -144,9 +154,13 @@ bool ApiHolds(const v1::Predicate& p, const v1::Event& event) {
       in = std::find(values.begin(), values.end(), found->string_value()) !=
            values.end();
     } else {
-      const auto& values = p.int64_values().values();
-      in = std::find(values.begin(), values.end(), found->value()) !=
-           values.end();
+      // Numbers as numbers: an int64 list or a double list, either way.
+      const long double x = NumberOf(*found);
+      in = false;
+      for (int64_t v : p.int64_values().values()) in |= x == v;
+      for (double v : p.double_values().values()) {
+        in |= x == static_cast<long double>(v);
+      }
     }
     return p.op() == v1::OP_IN ? in : !in;
   }
@@ -154,7 +168,14 @@ bool ApiHolds(const v1::Predicate& p, const v1::Event& event) {
     return Compares(p.op(), found->string_value(), p.string_value(),
                     p.string_upper(), Compare);
   }
-  return Compares(p.op(), found->value(), p.value(), p.upper(), CompareInts);
+  const long double value = p.operand_case() == v1::Predicate::kDoubleValue
+                                ? static_cast<long double>(p.double_value())
+                                : static_cast<long double>(p.value());
+  const long double upper =
+      p.upper_operand_case() == v1::Predicate::kDoubleUpper
+          ? static_cast<long double>(p.double_upper())
+          : static_cast<long double>(p.upper());
+  return Compares(p.op(), NumberOf(*found), value, upper, CompareNumbers);
 }
 
 bool ApiMatches(const v1::SubscriptionSpec& spec, const v1::Event& event) {

@@ -12,6 +12,7 @@
 #include "absl/types/span.h"
 #include "service/model/case_fold.h"
 #include "service/model/ip_network.h"
+#include "service/model/numbers.h"
 #include "service/model/wildcard.h"
 
 namespace cohort {
@@ -111,6 +112,7 @@ uint32_t* TypedAttributes::Slot(Derived& d, absl::string_view role) {
   if (role == "ip6h") return &d.ip6_high;
   if (role == "ip6l") return &d.ip6_low;
   if (role == "len") return &d.length;
+  if (role == "d") return &d.doubles;
   return nullptr;
 }
 
@@ -291,9 +293,37 @@ absl::Status TypedAttributes::Lower(absl::string_view field,
     q.attribute = *id;
     return absl::OkStatus();
   };
+  // "$d:<name>", where operands with fractions are compared.
+  auto doubles_attribute = [&]() -> absl::StatusOr<uint32_t> {
+    return DerivedId(field, *plain, name, "d", 0);
+  };
   switch (p.op()) {
     case v1::OP_IN:
     case v1::OP_NOT_IN:
+      if (p.operand_case() == v1::Predicate::kDoubleValues) {
+        // Integers alone stay on the name; with a fraction among them, the
+        // whole list goes on "$d:" (validation keeps its integers below
+        // 2^53, exact as doubles).
+        const auto& values = p.double_values().values();
+        int64_t integer;
+        const bool integral =
+            std::all_of(values.begin(), values.end(),
+                        [&](double d) { return IntegralDouble(d, &integer); });
+        if (!integral) {
+          absl::StatusOr<uint32_t> id = doubles_attribute();
+          if (!id.ok()) return id.status();
+          q.attribute = *id;
+        }
+        for (double d : values) {
+          if (integral) {
+            IntegralDouble(d, &integer);
+            q.values.push_back(integer);
+          } else {
+            q.values.push_back(OrderedKey(d));
+          }
+        }
+        break;
+      }
       if (!strings) {
         q.values.assign(p.int64_values().values().begin(),
                         p.int64_values().values().end());
@@ -458,8 +488,47 @@ absl::Status TypedAttributes::Lower(absl::string_view field,
     }
     default:  // EQ to BETWEEN
       if (!strings) {
-        q.value = p.value();
-        q.upper = p.op() == v1::OP_BETWEEN ? p.upper() : 0;
+        // Each bound an integer on the name, or with a fraction on "$d:".
+        struct Bound {
+          bool fraction;
+          int64_t value;  // the integer, or the OrderedKey
+        };
+        const auto bound = [](bool is_double, int64_t integer, double d) {
+          int64_t n;
+          if (!is_double) return Bound{false, integer};
+          if (IntegralDouble(d, &n)) return Bound{false, n};
+          return Bound{true, OrderedKey(d)};
+        };
+        const Bound low =
+            bound(p.operand_case() == v1::Predicate::kDoubleValue, p.value(),
+                  p.double_value());
+        const Bound high =
+            p.op() == v1::OP_BETWEEN
+                ? bound(p.upper_operand_case() == v1::Predicate::kDoubleUpper,
+                        p.upper(), p.double_upper())
+                : Bound{false, 0};
+        uint32_t doubles = kNone;
+        if (low.fraction || high.fraction) {
+          absl::StatusOr<uint32_t> id = doubles_attribute();
+          if (!id.ok()) return id.status();
+          doubles = *id;
+        }
+        q.value = low.value;
+        q.upper = high.value;
+        if (p.op() != v1::OP_BETWEEN || low.fraction == high.fraction) {
+          if (low.fraction) q.attribute = doubles;
+          break;
+        }
+        // One bound of each kind: two predicates, each on its attribute.
+        matcher::Predicate ge;
+        ge.attribute = low.fraction ? doubles : *plain;
+        ge.op = matcher::Op::kGe;
+        ge.value = low.value;
+        out->push_back(std::move(ge));
+        q.attribute = high.fraction ? doubles : *plain;
+        q.op = matcher::Op::kLe;
+        q.value = high.value;
+        q.upper = 0;
         break;
       }
       if (p.op() != v1::OP_EQ && p.op() != v1::OP_NE) {  // a string range
@@ -532,8 +601,25 @@ void TypedAttributes::Encode(
       const std::optional<uint32_t>& id = ids[k++];
       if (!id.has_value()) continue;  // no predicate names it
       const Derived* d = *id < derived_.size() ? &derived_[*id] : nullptr;
-      if (attribute.kind_case() != v1::Attribute::kStringValue) {
+      if (attribute.kind_case() == v1::Attribute::kDoubleValue) {
+        // An integer as itself; with a fraction, its floor marked "just
+        // above" (validation keeps it finite and within the int64 range).
+        const double v = attribute.double_value();
+        int64_t n;
+        if (IntegralDouble(v, &n)) {
+          record.push_back({*id, n});
+        } else {
+          record.push_back({*id, FloorOf(v), /*half_above=*/true});
+        }
+        if (d != nullptr && d->doubles != kNone) {
+          record.push_back({d->doubles, OrderedKey(v)});
+        }
+      } else if (attribute.kind_case() != v1::Attribute::kStringValue) {
         record.push_back({*id, attribute.value()});
+        if (d != nullptr && d->doubles != kNone) {
+          record.push_back(
+              {d->doubles, OrderedKey(static_cast<double>(attribute.value()))});
+        }
       } else if (d != nullptr) {
         const absl::string_view s = attribute.string_value();
         if (d->strings != kNone) {

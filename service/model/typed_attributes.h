@@ -61,6 +61,17 @@
 //                     an event encoded earlier has labels that do not know
 //                     those bounds (the Subscribe is concurrent with its
 //                     Publish, so leaving it out is within the contract).
+//   "$d:<name>"       the name's numbers as doubles, each as its
+//                     OrderedKey (numbers.h; an int64 rounded to the
+//                     nearest double): a comparison with an operand that
+//                     has a fraction (19.99), and a list holding one, is
+//                     on it. Exact: such an operand lies strictly between
+//                     two integers below 2^52, and rounding an int64 to a
+//                     double never carries it past one; the list's other
+//                     integers are below 2^53 (validation refuses the
+//                     rest). Integral operands stay on the name itself,
+//                     where an event's number with a fraction is its
+//                     floor marked "just above" (matcher/types.h).
 //   "$any:<name>"     present (value 0) whenever the event carries the
 //                     name with either type: EXISTS and NOT_EXISTS.
 //   "$names"          the number of attribute names interned when the event
@@ -173,6 +184,7 @@ class TypedAttributes {
     uint32_t ip6_high = kNone;  // "$ip6h:<name>"
     uint32_t ip6_low = kNone;   // "$ip6l:<name>"
     uint32_t length = kNone;    // "$len:<name>"
+    uint32_t doubles = kNone;   // "$d:<name>"
     LengthIds prefixes;      // "$p<L>:<name>"
     LengthIds suffixes;      // "$x<L>:<name>"
     LengthIds not_prefixes;  // "$P<L>:<name>"

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -570,6 +571,106 @@ TEST(TypedAttributes, RestoredFromNamesAndStrings) {
 // and string operands on the same names) and random
 // events (either type per attribute, or none), subscribed, removed and
 // matched in cohorts, against the API's rules on the messages.
+v1::Predicate Dbl(const std::string& name, v1::Op op, double value) {
+  v1::Predicate p = Bare(name, op);
+  p.set_double_value(value);
+  return p;
+}
+
+v1::Event Numbers(std::vector<std::pair<std::string, double>> attributes) {
+  v1::Event e;
+  for (const auto& [name, value] : attributes) {
+    v1::Attribute* a = e.add_attributes();
+    a->set_name(name);
+    a->set_double_value(value);
+  }
+  return e;
+}
+
+TEST(TypedAttributes, NumbersCompareExactlyAcrossInt64AndDouble) {
+  Front f;
+  // The examples: price <= 20 holds for 19.99 and for 20; x = 3
+  // for 3.0.
+  ASSERT_TRUE(f.Subscribe(1, Spec({Int("price", v1::OP_LE, 20)})).ok());
+  ASSERT_TRUE(f.Subscribe(2, Spec({Int("x", v1::OP_EQ, 3)})).ok());
+  ASSERT_TRUE(f.Subscribe(3, Spec({Int("price", v1::OP_LT, 20)})).ok());
+  ASSERT_TRUE(f.Subscribe(4, Spec({Int("price", v1::OP_GT, 19)})).ok());
+  ASSERT_TRUE(f.Subscribe(5, Spec({Dbl("price", v1::OP_LE, 19.99)})).ok());
+  ASSERT_TRUE(f.Subscribe(6, Spec({Dbl("price", v1::OP_GT, 19.99)})).ok());
+  ASSERT_TRUE(f.Subscribe(7, Spec({Int("price", v1::OP_NE, 19)})).ok());
+  ASSERT_TRUE(f.Subscribe(8, Spec({Dbl("price", v1::OP_EQ, 19.99)})).ok());
+  EXPECT_EQ(f.MatchOne(Numbers({{"price", 19.99}})), Ids({1, 3, 4, 5, 7, 8}));
+  EXPECT_EQ(f.MatchOne(Numbers({{"price", 20}})), Ids({1, 4, 6, 7}));
+  EXPECT_EQ(f.MatchOne(Event({{"price", "#20"}})), Ids({1, 4, 6, 7}));
+  EXPECT_EQ(f.MatchOne(Numbers({{"price", 19}})), Ids({1, 3, 5}));
+  EXPECT_EQ(f.MatchOne(Numbers({{"price", 19.995}})), Ids({1, 3, 4, 6, 7}));
+  EXPECT_EQ(f.MatchOne(Numbers({{"price", 20.5}})), Ids({4, 6, 7}));
+  EXPECT_EQ(f.MatchOne(Numbers({{"x", 3.0}})), Ids({2}));
+  EXPECT_EQ(f.MatchOne(Numbers({{"x", 3.0000000000000004}})), Ids({}));
+  EXPECT_EQ(f.MatchOne(Event({{"price", "19.99"}})), Ids({}));  // a string
+
+  // Edges, each against the API's rules (api_reference.h): -0.0,
+  // subnormals, 2^53 +- 1, int64 extremes next to doubles.
+  Front g;
+  const int64_t two53 = int64_t{1} << 53;
+  const int64_t kMin = std::numeric_limits<int64_t>::min();
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  const std::vector<v1::Predicate> operands = {
+      Int("n", v1::OP_EQ, 0),          Dbl("n", v1::OP_LT, -0.0),
+      Dbl("n", v1::OP_LE, 5e-324),     Dbl("n", v1::OP_GT, -5e-324),
+      Int("n", v1::OP_EQ, two53 + 1),  Int("n", v1::OP_GE, two53 + 1),
+      Dbl("n", v1::OP_EQ, 0x1p53),     Int("n", v1::OP_LT, two53),
+      Int("n", v1::OP_LE, kMin),       Int("n", v1::OP_GE, kMax),
+      Dbl("n", v1::OP_LT, -0x1p63),    Dbl("n", v1::OP_GE, -0x1p63),
+      Dbl("n", v1::OP_GT, 0x1p62 + 0.0), Dbl("n", v1::OP_LT, 0.5),
+      Dbl("n", v1::OP_GT, -0.5),       Dbl("n", v1::OP_NE, 0.5),
+      Int("n", v1::OP_GT, kMax - 1),   Int("n", v1::OP_LT, kMin + 1),
+  };
+  matcher::SubscriptionId id = 1;
+  for (const v1::Predicate& p : operands) {
+    ASSERT_TRUE(g.Subscribe(id++, Spec({p})).ok()) << p.ShortDebugString();
+  }
+  v1::Predicate between;
+  between.set_attribute("n");
+  between.set_op(v1::OP_BETWEEN);
+  between.set_double_value(-0.25);
+  between.set_upper(two53);
+  ASSERT_TRUE(g.Subscribe(id++, Spec({between})).ok());
+  v1::Predicate mixed;
+  mixed.set_attribute("n");
+  mixed.set_op(v1::OP_IN);
+  for (double d : {0.5, -0.0, 0x1p53 - 1, -1.75}) {
+    mixed.mutable_double_values()->add_values(d);
+  }
+  ASSERT_TRUE(g.Subscribe(id++, Spec({mixed})).ok());
+  std::vector<v1::Event> events;
+  for (double d : {0.0, -0.0, 5e-324, -5e-324, 0.5, -0.5, 0x1p53, 0x1p62,
+                   -0x1p63, 0x1p63 - 1024, -1.75, 0x1p52 + 0.5, 1e-300}) {
+    events.push_back(Numbers({{"n", d}}));
+  }
+  for (int64_t n : {int64_t{0}, two53 - 1, two53, two53 + 1, kMin, kMin + 1,
+                    kMax - 1, kMax, int64_t{1} << 62}) {
+    v1::Event e;
+    v1::Attribute* a = e.add_attributes();
+    a->set_name("n");
+    a->set_value(n);
+    events.push_back(e);
+  }
+  for (const v1::Event& e : events) {
+    EXPECT_EQ(g.MatchOne(e), g.Expected(e)) << e.ShortDebugString();
+  }
+  // Spot checks of what the rules say, so that the reference is held too.
+  EXPECT_EQ(g.Expected(Numbers({{"n", -0.0}})),
+            g.Expected(Numbers({{"n", 0.0}})));
+  v1::Event two53_plus_one;
+  v1::Attribute* a = two53_plus_one.add_attributes();
+  a->set_name("n");
+  a->set_value(two53 + 1);
+  EXPECT_THAT(g.MatchOne(two53_plus_one), ::testing::Contains(5));
+  EXPECT_THAT(g.MatchOne(two53_plus_one),
+              ::testing::Not(::testing::Contains(7)));
+}
+
 TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
   static const char* const kNames[] = {"a", "b", "c", "d"};
   static const char* const kStrings[] = {
@@ -595,6 +696,11 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
     };
     auto string_value = [&] { return std::string(kStrings[next(19)]); };
     auto int_value = [&] { return static_cast<int64_t>(next(7)) - 3; };
+    // Numbers with fractions between the integers above, and integral
+    // doubles (3.0, -0.0) that must act as the int64s.
+    static const double kDoubles[] = {-2.5, -1.5, -0.5, 0.5,  1.25,
+                                      1.5,  2.75, 3.0,  -0.0, -3.25};
+    auto double_value = [&] { return kDoubles[next(10)]; };
     auto predicate = [&] {
       v1::Predicate p;
       p.set_attribute(kNames[next(4)]);
@@ -633,10 +739,16 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
         return p;
       }
       if (op == v1::OP_EXISTS || op == v1::OP_NOT_EXISTS) return p;
+      // Numbers: now and then a double operand (with a fraction or not).
+      const bool doubles = !strings && next(3) == 0;
       if (op == v1::OP_IN || op == v1::OP_NOT_IN) {
         for (uint64_t n = 1 + next(3); n > 0; --n) {
           if (strings) {
             p.mutable_string_values()->add_values(string_value());
+          } else if (doubles) {
+            p.mutable_double_values()->add_values(
+                next(2) == 0 ? double_value()
+                             : static_cast<double>(int_value()));
           } else {
             p.mutable_int64_values()->add_values(int_value());
           }
@@ -654,8 +766,33 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
         p.set_string_value(low);
         return p;
       }
+      if (doubles) {
+        double low = double_value();
+        if (op == v1::OP_BETWEEN) {
+          // The upper bound an int64 or a double, not below the lower one.
+          const int64_t high = int_value();
+          if (next(2) == 0 && high >= low) {
+            p.set_upper(high);
+          } else {
+            double d = double_value();
+            if (d < low) std::swap(d, low);
+            p.set_double_upper(d);
+          }
+        }
+        p.set_double_value(low);
+        return p;
+      }
       p.set_value(int_value());
-      if (op == v1::OP_BETWEEN) p.set_upper(p.value() + next(3));
+      if (op == v1::OP_BETWEEN) {
+        if (next(3) == 0 && double_value() >= p.value()) {
+          // An int64 lower bound, a double upper one.
+          double d = double_value();
+          while (d < p.value()) d += 1;
+          p.set_double_upper(d);
+        } else {
+          p.set_upper(p.value() + next(3));
+        }
+      }
       return p;
     };
     Front f;
@@ -683,7 +820,11 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
           v1::Attribute* a = event->add_attributes();
           a->set_name(name);
           if (kind == 1) {
-            a->set_value(int_value());
+            if (next(3) == 0) {
+              a->set_double_value(double_value());
+            } else {
+              a->set_value(int_value());
+            }
           } else {
             a->set_string_value(string_value());
           }

@@ -1,5 +1,6 @@
 #include "service/model/validation.h"
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 #include "filter/parse.h"
 #include "filter/pattern.h"
 #include "service/model/ip_network.h"
+#include "service/model/numbers.h"
 #include "service/model/wildcard.h"
 
 namespace cohort {
@@ -164,10 +166,29 @@ absl::string_view OperandName(const v1::Predicate& p) {
       return "int64_values";
     case v1::Predicate::kStringValues:
       return "string_values";
+    case v1::Predicate::kDoubleValue:
+      return "double_value";
+    case v1::Predicate::kDoubleValues:
+      return "double_values";
     default:
       return "nothing";
   }
 }
+
+// A double value or operand the API compares (numbers.h), or
+// INVALID_ARGUMENT naming it.
+absl::Status CheckDouble(const FieldPath& path, double d) {
+  const std::string why = WhyNotComparable(d);
+  if (why.empty()) return absl::OkStatus();
+  return Invalid(path, why);
+}
+
+// A numeric operand: an int64 or a double.
+struct NumberOperand {
+  bool is_double;
+  int64_t integer;
+  double d;
+};
 
 }  // namespace
 
@@ -213,7 +234,8 @@ absl::Status CheckPredicate(const FieldPath& path,
   const absl::string_view op_name = v1::Op_Name(predicate.op());
   const auto operand = predicate.operand_case();
   const bool list = operand == v1::Predicate::kInt64Values ||
-                    operand == v1::Predicate::kStringValues;
+                    operand == v1::Predicate::kStringValues ||
+                    operand == v1::Predicate::kDoubleValues;
   const bool folds =
       op == v1::OP_EQUALS_IGNORE_CASE || op == v1::OP_NOT_EQUALS_IGNORE_CASE;
   switch (op) {
@@ -234,16 +256,18 @@ absl::Status CheckPredicate(const FieldPath& path,
     case v1::OP_NOT_IN: {
       if (!list && !folds) {
         return Invalid(path, op_name,
-                       " needs a list operand (int64_values or "
-                       "string_values), got ",
+                       " needs a list operand (int64_values, double_values "
+                       "or string_values), got ",
                        OperandName(predicate));
       }
       const bool strings = operand == v1::Predicate::kStringValues;
-      const FieldPath values_path{&path, strings ? "string_values.values"
-                                                 : "int64_values.values"};
-      const size_t n = strings
-                           ? predicate.string_values().values_size()
-                           : predicate.int64_values().values_size();
+      const bool doubles = operand == v1::Predicate::kDoubleValues;
+      const FieldPath values_path{&path, strings   ? "string_values.values"
+                                         : doubles ? "double_values.values"
+                                                   : "int64_values.values"};
+      const size_t n = strings   ? predicate.string_values().values_size()
+                       : doubles ? predicate.double_values().values_size()
+                                 : predicate.int64_values().values_size();
       if (n == 0) {
         return Invalid(values_path, "empty; ", op_name, " needs 1 to ",
                        limits.max_set_size, " values");
@@ -257,6 +281,29 @@ absl::Status CheckPredicate(const FieldPath& path,
           status = CheckString(FieldPath{&path, "string_values.values", i},
                                predicate.string_values().values(i), limits);
           if (!status.ok()) return status;
+        }
+      }
+      if (doubles) {
+        const auto& values = predicate.double_values().values();
+        bool fractions = false;
+        for (size_t i = 0; i < n; ++i) {
+          status = CheckDouble(FieldPath{&path, "double_values.values", i},
+                               values[i]);
+          if (!status.ok()) return status;
+          int64_t integer;
+          fractions |= !IntegralDouble(values[i], &integer);
+        }
+        // With a fraction in it, the list is compared on "$d:" as doubles
+        // (typed_attributes.h), where integers from 2^53 on are not exact.
+        for (size_t i = 0; fractions && i < n; ++i) {
+          if (std::fabs(values[i]) >= kExactDoubleIntegers) {
+            return Invalid(
+                FieldPath{&path, "double_values.values", i},
+                FormatNumber(values[i]),
+                " is an integer of magnitude 2^53 or more in a list with a "
+                "number with a fraction, which Cohort cannot compare "
+                "exactly together; put it in a predicate of its own");
+          }
         }
       }
       return absl::OkStatus();
@@ -296,9 +343,12 @@ absl::Status CheckPredicate(const FieldPath& path,
                          predicate.string_value(), limits);
     if (!status.ok()) return status;
     if (op != v1::OP_BETWEEN) return absl::OkStatus();
-    if (predicate.upper_operand_case() == v1::Predicate::kUpper) {
-      return Invalid(FieldPath{&path, "upper"},
-                     "an int64 upper bound for a string lower bound; both "
+    if (predicate.upper_operand_case() == v1::Predicate::kUpper ||
+        predicate.upper_operand_case() == v1::Predicate::kDoubleUpper) {
+      const bool d =
+          predicate.upper_operand_case() == v1::Predicate::kDoubleUpper;
+      return Invalid(FieldPath{&path, d ? "double_upper" : "upper"},
+                     "a number upper bound for a string lower bound; both "
                      "bounds must have one type");
     }
     status = CheckString(FieldPath{&path, "string_upper"},
@@ -314,15 +364,33 @@ absl::Status CheckPredicate(const FieldPath& path,
     }
     return absl::OkStatus();
   }
+  // A number: an int64, or a double the API compares.
+  const NumberOperand lower{operand == v1::Predicate::kDoubleValue,
+                            predicate.value(), predicate.double_value()};
+  if (lower.is_double) {
+    status = CheckDouble(FieldPath{&path, "double_value"}, lower.d);
+    if (!status.ok()) return status;
+  }
   if (op == v1::OP_BETWEEN) {
     if (predicate.upper_operand_case() == v1::Predicate::kStringUpper) {
       return Invalid(FieldPath{&path, "string_upper"},
-                     "a string upper bound for an int64 lower bound; both "
+                     "a string upper bound for a number lower bound; both "
                      "bounds must have one type");
     }
-    if (predicate.value() > predicate.upper()) {
+    const NumberOperand upper{
+        predicate.upper_operand_case() == v1::Predicate::kDoubleUpper,
+        predicate.upper(), predicate.double_upper()};
+    if (upper.is_double) {
+      status = CheckDouble(FieldPath{&path, "double_upper"}, upper.d);
+      if (!status.ok()) return status;
+    }
+    if (CompareNumbers(lower.is_double, lower.integer, lower.d,
+                       upper.is_double, upper.integer, upper.d) > 0) {
+      const auto text = [](const NumberOperand& n) {
+        return n.is_double ? FormatNumber(n.d) : absl::StrCat(n.integer);
+      };
       return Invalid(path, "OP_BETWEEN needs value <= upper, got value ",
-                     predicate.value(), " > upper ", predicate.upper());
+                     text(lower), " > upper ", text(upper));
     }
   }
   return absl::OkStatus();
@@ -421,6 +489,11 @@ absl::Status CheckEvent(const FieldPath& path, const v1::Event& event,
     if (event.attributes(i).kind_case() == v1::Attribute::kStringValue) {
       status = CheckString(FieldPath{&attribute, "string_value"},
                            event.attributes(i).string_value(), limits);
+      if (!status.ok()) return status;
+    } else if (event.attributes(i).kind_case() ==
+               v1::Attribute::kDoubleValue) {
+      status = CheckDouble(FieldPath{&attribute, "double_value"},
+                           event.attributes(i).double_value());
       if (!status.ok()) return status;
     }
   }

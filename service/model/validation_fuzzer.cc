@@ -19,6 +19,7 @@
 //     matcher does, and as the API's rules on the messages themselves say
 //     (api_reference.h: strings, sets, prefixes, existence, types).
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -87,7 +88,19 @@ size_t Width(const v1::Predicate& p) {
       p.operand_case() == v1::Predicate::kStringValue &&
       (p.op() == v1::OP_LT || p.op() == v1::OP_LE || p.op() == v1::OP_GT ||
        p.op() == v1::OP_GE || p.op() == v1::OP_BETWEEN);
-  return p.op() == v1::OP_NOT_EXISTS || string_range ? 2 : 1;
+  // A BETWEEN with one bound a number with a fraction and the other an
+  // integer: GE and LE on two attributes (typed_attributes.h, "$d:").
+  const auto fraction = [](bool is_double, double d) {
+    return is_double && std::trunc(d) != d;
+  };
+  const bool split_range =
+      p.op() == v1::OP_BETWEEN &&
+      p.operand_case() != v1::Predicate::kStringValue &&
+      fraction(p.operand_case() == v1::Predicate::kDoubleValue,
+               p.double_value()) !=
+          fraction(p.upper_operand_case() == v1::Predicate::kDoubleUpper,
+                   p.double_upper());
+  return p.op() == v1::OP_NOT_EXISTS || string_range || split_range ? 2 : 1;
 }
 
 class Session {
@@ -219,7 +232,8 @@ class Session {
       const auto operand = want.operand_case();
       if (want.op() > v1::OP_BETWEEN ||
           (operand != v1::Predicate::kValue &&
-           operand != v1::Predicate::OPERAND_NOT_SET)) {
+           operand != v1::Predicate::OPERAND_NOT_SET) ||
+          want.upper_operand_case() == v1::Predicate::kDoubleUpper) {
         continue;  // typed: checked by matching (ApiMatches)
       }
       const bool between = want.op() == v1::OP_BETWEEN;
@@ -243,7 +257,11 @@ class Session {
       }
     }
     for (const v1::Attribute& a : event.attributes()) {
-      if (a.kind_case() == v1::Attribute::kStringValue) continue;
+      // Strings and doubles: checked by matching (ApiMatches).
+      if (a.kind_case() == v1::Attribute::kStringValue ||
+          a.kind_case() == v1::Attribute::kDoubleValue) {
+        continue;
+      }
       const auto id = attributes_.Find(a.name());
       if (!id.has_value()) continue;  // never named by a subscription
       if (std::find_if(got.begin(), got.end(),

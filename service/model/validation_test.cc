@@ -2,6 +2,7 @@
 // per request; they share the helpers at the top.
 #include "service/model/validation.h"
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -159,7 +160,7 @@ TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
        [](R* r) { PredicateOf(r, 0, 0)->set_op(v1::OP_IN); },
        kInvalid,
        {"subscriptions[0].predicates[0]: OP_IN needs a list operand "
-        "(int64_values or string_values), got value"}},
+        "(int64_values, double_values or string_values), got value"}},
       {"NOT_IN without an operand",
        [](R* r) {
          PredicateOf(r, 1, 0)->set_op(v1::OP_NOT_IN);
@@ -370,7 +371,7 @@ TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
        [](R* r) { PredicateOf(r, 0, 1)->set_string_upper("z"); },
        kInvalid,
        {"subscriptions[0].predicates[1].string_upper: a string upper bound "
-        "for an int64 lower bound"}},
+        "for a number lower bound"}},
       {"BETWEEN of strings, reversed in byte order",
        [](R* r) {
          PredicateOf(r, 2, 1)->set_string_value("b");
@@ -379,10 +380,91 @@ TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
        kInvalid,
        {"subscriptions[2].predicates[1]: OP_BETWEEN needs string_value <= "
         "string_upper (byte order), got \"b\" > \"a\\xff\""}},
+      {"a NaN operand",
+       [](R* r) { PredicateOf(r, 3, 0)->set_double_value(std::nan("")); },
+       kInvalid,
+       {"subscriptions[3].predicates[0].double_value: nan is not a number "
+        "(numbers must be finite, within the int64 range)"}},
+      {"an infinite operand",
+       [](R* r) {
+         PredicateOf(r, 0, 0)->set_double_value(
+             -std::numeric_limits<double>::infinity());
+       },
+       kInvalid,
+       {"subscriptions[0].predicates[0].double_value: -inf is beyond the "
+        "int64 range numbers compare in (-2^63 to 2^63, 2^63 excluded)"}},
+      {"an operand of 2^63",
+       [](R* r) { PredicateOf(r, 2, 0)->set_double_value(0x1p63); },
+       kInvalid,
+       {"subscriptions[2].predicates[0].double_value: 9223372036854775808 is "
+        "beyond the int64 range"}},
+      {"BETWEEN whose double upper bound is below the lower",
+       [](R* r) {
+         PredicateOf(r, 1, 1)->set_value(5);
+         PredicateOf(r, 1, 1)->set_double_upper(4.5);
+       },
+       kInvalid,
+       {"subscriptions[1].predicates[1]: OP_BETWEEN needs value <= upper, "
+        "got value 5 > upper 4.5"}},
+      {"BETWEEN whose double lower bound is above the upper",
+       [](R* r) { PredicateOf(r, 1, 1)->set_double_value(100.25); },
+       kInvalid,
+       {"subscriptions[1].predicates[1]: OP_BETWEEN needs value <= upper, "
+        "got value 100.25 > upper 100"}},
+      {"BETWEEN with a NaN upper bound",
+       [](R* r) { PredicateOf(r, 0, 1)->set_double_upper(std::nan("")); },
+       kInvalid,
+       {"subscriptions[0].predicates[1].double_upper: nan is not a number"}},
+      {"a list with a fraction and 2^53",
+       [](R* r) {
+         v1::Predicate* p = PredicateOf(r, 3, 0);
+         p->set_op(v1::OP_NOT_IN);
+         p->mutable_double_values()->add_values(0.5);
+         p->mutable_double_values()->add_values(-0x1p53);
+       },
+       kInvalid,
+       {"subscriptions[3].predicates[0].double_values.values[1]: "
+        "-9007199254740992 is an integer of magnitude 2^53 or more in a list "
+        "with a number with a fraction"}},
+      {"a list with NaN",
+       [](R* r) {
+         v1::Predicate* p = PredicateOf(r, 2, 1);
+         p->set_op(v1::OP_IN);
+         p->mutable_double_values()->add_values(1);
+         p->mutable_double_values()->add_values(std::nan(""));
+       },
+       kInvalid,
+       {"subscriptions[2].predicates[1].double_values.values[1]: nan is not "
+        "a number"}},
+      {"an empty double list",
+       [](R* r) {
+         v1::Predicate* p = PredicateOf(r, 2, 1);
+         p->set_op(v1::OP_IN);
+         p->mutable_double_values();
+       },
+       kInvalid,
+       {"subscriptions[2].predicates[1].double_values.values: empty; OP_IN "
+        "needs 1 to"}},
+      {"PREFIX of a double",
+       [](R* r) {
+         PredicateOf(r, 1, 0)->set_op(v1::OP_PREFIX);
+         PredicateOf(r, 1, 0)->set_double_value(1.5);
+       },
+       kInvalid,
+       {"subscriptions[1].predicates[0]: OP_PREFIX needs a string_value "
+        "operand, got double_value"}},
+      {"BETWEEN of a string and a double",
+       [](R* r) {
+         PredicateOf(r, 1, 1)->set_string_value("a");
+         PredicateOf(r, 1, 1)->set_double_upper(2.5);
+       },
+       kInvalid,
+       {"subscriptions[1].predicates[1].double_upper: a number upper bound "
+        "for a string lower bound"}},
       {"BETWEEN of a string and an int64",
        [](R* r) { PredicateOf(r, 1, 1)->set_string_value("a"); },
        kInvalid,
-       {"subscriptions[1].predicates[1].upper: an int64 upper bound for a "
+       {"subscriptions[1].predicates[1].upper: a number upper bound for a "
         "string lower bound"}},
       {"BETWEEN of a string with a 257-byte upper bound",
        [](R* r) {
@@ -547,6 +629,20 @@ TEST(ValidatePublish, RejectsEachMalformedRequestNamingFieldAndRule) {
        [](R* r) { r->mutable_events(1)->clear_attributes(); },
        kInvalid,
        {"events[1].attributes: empty; an event needs 1 to 256 attributes"}},
+      {"a NaN value",
+       [](R* r) {
+         r->mutable_events(2)->mutable_attributes(1)->set_double_value(
+             std::nan(""));
+       },
+       kInvalid,
+       {"events[2].attributes[1].double_value: nan is not a number"}},
+      {"a value past the int64 range",
+       [](R* r) {
+         r->mutable_events(0)->mutable_attributes(0)->set_double_value(1e300);
+       },
+       kInvalid,
+       {"events[0].attributes[0].double_value: 1e+300 is beyond the int64 "
+        "range numbers compare in"}},
       {"string value of 257 bytes",
        [](R* r) {
          r->mutable_events(2)->mutable_attributes(1)->set_string_value(
@@ -705,6 +801,25 @@ TEST(ValidateSubscribe, AcceptsEdgeCases) {
   AddPredicate(spec, "a.b-c_d", v1::OP_GT, -1);
   AddPredicate(spec, "_", v1::OP_LE, 0);
   AddPredicate(spec, "X-", v1::OP_GE, 0);
+  // Numbers with fractions at the edges: -2^63 is in range, 2^53 may share
+  // a list with integers alone, a double bound may meet an int64 one.
+  spec->mutable_predicates(2)->set_double_value(-0x1p63);
+  spec->mutable_predicates(3)->set_double_upper(0x1p63 - 1024);
+  v1::Predicate* list = spec->add_predicates();
+  list->set_attribute("f");
+  list->set_op(v1::OP_IN);
+  list->mutable_double_values()->add_values(0x1p53);
+  list->mutable_double_values()->add_values(-0x1p62);
+  v1::Predicate* fractions = spec->add_predicates();
+  fractions->set_attribute("f");
+  fractions->set_op(v1::OP_NOT_IN);
+  fractions->mutable_double_values()->add_values(0.5);
+  fractions->mutable_double_values()->add_values(0x1p53 - 1);
+  v1::Predicate* point = spec->add_predicates();
+  point->set_attribute("g");
+  point->set_op(v1::OP_BETWEEN);
+  point->set_double_value(7);
+  point->set_upper(7);
   while (spec->predicates_size() < 32) {
     AddPredicate(spec, "a", v1::OP_EQ, spec->predicates_size());
   }

@@ -45,8 +45,17 @@ def fresh_server() -> Iterator[Server]:
     s.stop()
 
 
+# Numbers with fractions between the integers, and integral floats.
+FLOATS = [-2.5, -0.5, 0.25, 0.5, 1.5, 3.0, -0.0, 4.75]
+
+
+def random_number(rng: random.Random, span: int) -> cohort.Value:
+    return rng.choice(FLOATS) if rng.random() < 0.25 else rng.randint(
+        -span, span)
+
+
 def random_operand(rng: random.Random, strings: bool) -> cohort.Value:
-    return rng.choice(STRINGS) if strings else rng.randint(-6, 6)
+    return rng.choice(STRINGS) if strings else random_number(rng, 6)
 
 
 def random_predicate(rng: random.Random) -> Filter:
@@ -99,7 +108,7 @@ def random_event(rng: random.Random) -> Dict[str, cohort.AttributeValue]:
     event: Dict[str, cohort.AttributeValue] = {}
     for name in INT_ATTRIBUTES:
         if rng.random() < 0.7:
-            event[name] = rng.randint(-7, 7)
+            event[name] = random_number(rng, 7)
     for name in STRING_ATTRIBUTES:
         if rng.random() < 0.7:
             event[name] = rng.choice(STRINGS)

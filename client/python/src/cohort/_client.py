@@ -224,8 +224,9 @@ class Client(ClientBase):
         """Publishes events in one Publish call; one result per event.
 
         events: one event or an iterable of them; an event is a mapping
-        {"price": 420, "kind": "order"} (int: int64; str: UTF-8 string;
-        bytes: string) or a cohort.v1 Event. payload: bytes for every
+        {"price": 420, "kind": "order"} (int: int64; float: a number that
+        may have a fraction, 19.99; str: UTF-8 string; bytes: string) or a
+        cohort.v1 Event. payload: bytes for every
         mapping event, or a sequence with one per event (a cohort.v1 Event
         keeps its own). Each result has match_count and, with
         return_ids=True, the matched subscription_ids (ascending). Never

@@ -1,8 +1,8 @@
 """Python values to and from cohort.v1 messages (shared by both clients).
 
 Events are given as mappings {"price": 420, "kind": "order"} (int: an
-int64 value; str: its UTF-8 bytes as a string value; bytes: a string
-value) or as prebuilt pb.Event messages; filters as CLI text (parsed by the
+int64 value; float: a number that may have a fraction, sent as a double;
+str: its UTF-8 bytes as a string value; bytes: a string value) or as prebuilt pb.Event messages; filters as CLI text (parsed by the
 server), an Event Ruler pattern or SNS filter policy (a dict, sent to the
 server as JSON), a Filter, one pb.Predicate or a sequence of them. This module
 holds the conversions, the request builders of the publish paths (the hot
@@ -18,8 +18,9 @@ from typing import (Any, Dict, Iterable, Iterator, List, Mapping, Optional,
 from cohort._filters import Filter, operand
 from cohort.v1 import pubsub_pb2 as pb
 
-# An attribute value: an int64, or a string (str as UTF-8, or bytes).
-AttributeValue = Union[int, str, bytes]
+# An attribute value: an int64, a float, or a string (str as UTF-8, or
+# bytes).
+AttributeValue = Union[int, float, str, bytes]
 # An event: attribute name -> value, or a prebuilt message.
 EventLike = Union[Mapping[str, AttributeValue], pb.Event]
 # A filter: CLI text or a pattern (both sent to ParseFilter), a Filter, or pb
@@ -49,6 +50,8 @@ def fill_event(event: pb.Event, attributes: Mapping[str,
                 typed = operand(value, f"attribute {name!r}")
                 if isinstance(typed, int):
                     add(name=name, value=typed)
+                elif isinstance(typed, float):
+                    add(name=name, double_value=typed)
                 else:
                     add(name=name, string_value=typed)
     except ValueError as e:
@@ -235,12 +238,13 @@ def predicates(filter: FilterLike) -> List[pb.Predicate]:
     return result
 
 
-def attributes_of(event: pb.Event) -> Dict[str, Union[int, bytes]]:
-    """An event's attributes as name -> int or bytes."""
-    out: Dict[str, Union[int, bytes]] = {}
+def attributes_of(event: pb.Event) -> Dict[str, Union[int, float, bytes]]:
+    """An event's attributes as name -> int, float or bytes."""
+    out: Dict[str, Union[int, float, bytes]] = {}
     for a in event.attributes:
-        out[a.name] = a.string_value if a.WhichOneof(
-            "kind") == "string_value" else a.value
+        kind = a.WhichOneof("kind")
+        out[a.name] = (a.string_value if kind == "string_value" else
+                       a.double_value if kind == "double_value" else a.value)
     return out
 
 
@@ -266,8 +270,8 @@ class Delivery:
         self.gap = gap
 
     @property
-    def attributes(self) -> Dict[str, Union[int, bytes]]:
-        """The event's attributes: name -> int or bytes."""
+    def attributes(self) -> Dict[str, Union[int, float, bytes]]:
+        """The event's attributes: name -> int, float or bytes."""
         return attributes_of(self.event)
 
     @property

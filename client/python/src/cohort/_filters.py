@@ -13,47 +13,95 @@ for `and`, which would silently drop a side) instead of building a wrong
 filter.
 
 Values are int (an int64 operand; bool is refused with TypeError, an int
-outside int64 with ValueError), str (sent as its UTF-8 bytes) or bytes
-(any bytes). Strings compare byte by byte, unsigned, in ranges.
+outside int64 with ValueError), float (a number that may have a fraction:
+19.99; NaN, infinities and floats beyond the int64 range are ValueError, an
+integral float is sent as the int), str (sent as its UTF-8 bytes) or bytes
+(any bytes). Numbers compare as numbers, int and float alike; strings byte
+by byte, unsigned, in ranges.
 """
 
 from __future__ import annotations
 
+import math
+from decimal import Decimal
 from typing import Iterable, List, Sequence, Tuple, Union
 
 from cohort.v1 import pubsub_pb2 as pb
 
-# An operand or attribute value: int64, or a string (str as UTF-8, or bytes).
-Value = Union[int, str, bytes]
+# An operand or attribute value: an int64, a float (a number with a
+# fraction), or a string (str as UTF-8, or bytes).
+Value = Union[int, float, str, bytes]
+# A checked operand: int, float (with a fraction) or bytes.
+Checked = Union[int, float, bytes]
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
+# Integers at or past this magnitude cannot share a list with a float with a
+# fraction (pubsub.proto, DoubleList).
+EXACT_DOUBLE_INTEGERS = 1 << 53
 
 _PARENTHESES = ("combine comparisons with & and parenthesize each one: "
                 "(F('price') <= 500) & (F('kind') == 7)")
 
 
-def operand(value: object, what: str) -> Union[int, bytes]:
-    """value as an int64 (int) or string (bytes); else TypeError/ValueError."""
+def operand(value: object, what: str) -> Checked:
+    """value as an int64 (int), a number with a fraction (float) or a
+    string (bytes); else TypeError/ValueError. An integral float is its int."""
     if isinstance(value, bool):
         raise TypeError(f"{what}: bool is not a Cohort value (use 0 or 1)")
     if isinstance(value, int):
         if not INT64_MIN <= value <= INT64_MAX:
             raise ValueError(f"{what}: {value} is outside int64")
         return int(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            raise ValueError(f"{what}: nan is not a number")
+        if not -2.0**63 <= value < 2.0**63:
+            raise ValueError(f"{what}: {value!r} is beyond the int64 range "
+                             "numbers compare in")
+        return int(value) if value.is_integer() else float(value)
     if isinstance(value, str):
         return value.encode("utf-8")
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
-    raise TypeError(
-        f"{what}: expected int, str or bytes, got {type(value).__name__}")
+    raise TypeError(f"{what}: expected int, float, str or bytes, got "
+                    f"{type(value).__name__}")
 
 
-def _set_operand(p: pb.Predicate, value: Union[int, bytes]) -> None:
+def _set_operand(p: pb.Predicate, value: Checked) -> None:
     if isinstance(value, int):
         p.value = value
+    elif isinstance(value, float):
+        p.double_value = value
     else:
         p.string_value = value
+
+
+def format_double(value: float) -> str:
+    """A number with a fraction as the CLI prints it (C++'s shortest
+    std::to_chars: the shortest digits that read back, in fixed or
+    scientific notation, whichever is shorter, fixed on a tie)."""
+    if value.is_integer() and -2.0**63 <= value < 2.0**63:
+        return str(int(value))
+    sign, digits, exponent = Decimal(repr(value)).as_tuple()
+    assert isinstance(exponent, int)
+    text = "".join(str(d) for d in digits)
+    while len(text) > 1 and text.endswith("0"):
+        text = text[:-1]
+        exponent += 1
+    # |value| = text * 10^exponent: the decimal point after `point` digits.
+    point = len(text) + exponent
+    if point <= 0:
+        fixed = "0." + "0" * -point + text
+    elif point >= len(text):
+        fixed = text + "0" * (point - len(text))
+    else:
+        fixed = text[:point] + "." + text[point:]
+    power = point - 1
+    scientific = (text[0] + ("." + text[1:] if len(text) > 1 else "") + "e" +
+                  ("-" if power < 0 else "+") + f"{abs(power):02d}")
+    best = fixed if len(fixed) <= len(scientific) else scientific
+    return ("-" if sign else "") + best
 
 
 class Filter:
@@ -130,7 +178,7 @@ class F:
     Operators: == != < <= > >=, and the methods between, isin, not_in,
     prefix (also startswith), suffix (also endswith), not_prefix,
     not_suffix, equals_ignore_case, cidr, wildcard, exists and not_exists.
-    Values: int, str or bytes.
+    Values: int, float, str or bytes.
     """
 
     __slots__ = ("attribute",)
@@ -168,18 +216,24 @@ class F:
     __hash__ = None  # type: ignore[assignment]
 
     def between(self, low: Value, high: Value) -> Filter:
-        """low <= x <= high (both inclusive; both int or both strings)."""
+        """low <= x <= high (both inclusive; both numbers or both
+        strings)."""
         what = f"F({self.attribute!r}).between"
         lo, hi = operand(low, what), operand(high, what)
         p = pb.Predicate(attribute=self.attribute, op=pb.OP_BETWEEN)
-        if isinstance(lo, int) and isinstance(hi, int):
-            ordered = lo <= hi
-            p.value, p.upper = lo, hi
+        if not isinstance(lo, bytes) and not isinstance(hi, bytes):
+            ordered = lo <= hi  # exact across int and float in Python
+            _set_operand(p, lo)
+            if isinstance(hi, float):
+                p.double_upper = hi
+            else:
+                p.upper = hi
         elif isinstance(lo, bytes) and isinstance(hi, bytes):
             ordered = lo <= hi  # bytes compare unsigned, as the server does
             p.string_value, p.string_upper = lo, hi
         else:
-            raise TypeError(f"{what}: bounds of one type (int, or str/bytes)")
+            raise TypeError(
+                f"{what}: bounds of one type (numbers, or str/bytes)")
         if not ordered:
             raise ValueError(f"{what}: low {low!r} is above high {high!r}")
         return Filter((p,))
@@ -193,12 +247,22 @@ class F:
         if not items:
             raise ValueError(f"{what}: needs at least one value")
         p = pb.Predicate(attribute=self.attribute, op=op)
-        ints = [v for v in items if isinstance(v, int)]
+        numbers = [v for v in items if not isinstance(v, bytes)]
         strings = [v for v in items if isinstance(v, bytes)]
-        if ints and strings:
-            raise TypeError(f"{what}: values of one type (int, or str/bytes)")
-        if ints:
-            p.int64_values.values.extend(ints)
+        if numbers and strings:
+            raise TypeError(
+                f"{what}: values of one type (numbers, or str/bytes)")
+        if any(isinstance(v, float) for v in numbers):
+            # double_values, where an integer must be exact as a double.
+            for v in numbers:
+                if isinstance(v, int) and abs(v) >= EXACT_DOUBLE_INTEGERS:
+                    raise ValueError(
+                        f"{what}: the integer {v} cannot share a list with a "
+                        "float with a fraction (integers there must be below "
+                        "2**53 in magnitude); give it a predicate of its own")
+            p.double_values.values.extend(float(v) for v in numbers)
+        elif numbers:
+            p.int64_values.values.extend(int(v) for v in numbers)
         else:
             p.string_values.values.extend(strings)
         return Filter((p,))
@@ -216,7 +280,7 @@ class F:
         what = f"F({self.attribute!r}).{name}"
         checked = operand(value, what)
         if not isinstance(checked, bytes):
-            raise TypeError(f"{what}: a string, not an int")
+            raise TypeError(f"{what}: a string, not a number")
         return Filter((pb.Predicate(attribute=self.attribute,
                                     op=op,
                                     string_value=checked),))
@@ -351,8 +415,11 @@ def format_string(value: bytes) -> str:
 
 
 def _format_value(p: pb.Predicate) -> str:
-    if p.WhichOneof("operand") == "string_value":
+    kind = p.WhichOneof("operand")
+    if kind == "string_value":
         return format_string(p.string_value)
+    if kind == "double_value":
+        return format_double(p.double_value)
     return str(p.value)
 
 
@@ -365,12 +432,16 @@ def format_predicate(p: pb.Predicate) -> str:
         if p.WhichOneof("operand") == "string_value":
             return (f"{name} between {format_string(p.string_value)} and "
                     f"{format_string(p.string_upper)}")
-        return f"{name} between {p.value} and {p.upper}"
+        upper = (format_double(p.double_upper) if p.WhichOneof(
+            "upper_operand") == "double_upper" else str(p.upper))
+        return f"{name} between {_format_value(p)} and {upper}"
     if p.op in (pb.OP_IN, pb.OP_NOT_IN):
         kind = p.WhichOneof("operand")
         values: Sequence[str] = (
             [format_string(v) for v in p.string_values.values] if kind
-            == "string_values" else [str(v) for v in p.int64_values.values])
+            == "string_values" else
+            [format_double(v) for v in p.double_values.values] if kind
+            == "double_values" else [str(v) for v in p.int64_values.values])
         word = "in" if p.op == pb.OP_IN else "not in"
         return f"{name} {word} [{', '.join(values)}]"
     if p.op in _STRING_OP_TEXT:

@@ -10,8 +10,10 @@ slow and meant for tests and for checking what a filter means:
     True
 
 The rules (pubsub.proto, Op): every operator but NOT_EXISTS needs the
-attribute (so NE and NOT_IN do not match an event lacking it); an int64
-operand never matches a string value or the reverse; strings compare byte
+attribute (so NE and NOT_IN do not match an event lacking it); numbers
+(int64 and double) compare as numbers, exactly (Python's int and float
+comparisons are exact); a number operand never matches a string value or
+the reverse; strings compare byte
 by byte, unsigned (Python's bytes order); EXISTS holds for a value of either
 type; a comparison without an operand compares with the int64 0, and an
 attribute without a value is the int64 0. EQUALS_IGNORE_CASE compares the
@@ -31,7 +33,7 @@ from cohort._convert import EventLike, attributes_of, fill_event
 from cohort._filters import Filter
 from cohort.v1 import pubsub_pb2 as pb
 
-Scalar = Union[int, bytes]
+Scalar = Union[int, float, bytes]
 
 
 def _event_values(event: EventLike) -> Mapping[str, Scalar]:
@@ -43,8 +45,13 @@ def _event_values(event: EventLike) -> Mapping[str, Scalar]:
 
 
 def _operand(p: pb.Predicate) -> Scalar:
-    return p.string_value if p.WhichOneof(
-        "operand") == "string_value" else p.value
+    kind = p.WhichOneof("operand")
+    return (p.string_value if kind == "string_value" else
+            p.double_value if kind == "double_value" else p.value)
+
+
+def _is_number(x: Scalar) -> bool:
+    return isinstance(x, (int, float))
 
 
 def fold_case(value: bytes) -> bytes:
@@ -126,8 +133,8 @@ def glob(pattern: bytes, value: bytes) -> bool:
 
 def _compare(x: Scalar, y: Scalar) -> Optional[int]:
     """-1, 0 or 1 as x is below, equal to or above y; None across types."""
-    if isinstance(x, int) and isinstance(y, int):
-        return (x > y) - (x < y)
+    if _is_number(x) and _is_number(y):
+        return (x > y) - (x < y)  # type: ignore[operator]
     if isinstance(x, bytes) and isinstance(y, bytes):
         return (x > y) - (x < y)  # unsigned byte order, shorter first
     return None
@@ -153,11 +160,14 @@ def _holds(p: pb.Predicate, x: Optional[Scalar]) -> bool:
         return True
     if op in (pb.OP_IN, pb.OP_NOT_IN):
         values: Iterable[Scalar]
-        if p.WhichOneof("operand") == "string_values":
+        kind = p.WhichOneof("operand")
+        if kind == "string_values":
             values = list(p.string_values.values)
+        elif kind == "double_values":
+            values = list(p.double_values.values)
         else:
             values = list(p.int64_values.values)
-        same_type = [v for v in values if type(v) is type(x)]
+        same_type = [v for v in values if _is_number(v) == _is_number(x)]
         if not same_type:
             return False  # a list of the other type never holds
         return (x in same_type) == (op == pb.OP_IN)
@@ -184,8 +194,10 @@ def _holds(p: pb.Predicate, x: Optional[Scalar]) -> bool:
     if c is None:
         return False  # an operand of the other type never holds
     if op == pb.OP_BETWEEN:
-        upper: Scalar = (p.string_upper if p.WhichOneof("upper_operand")
-                         == "string_upper" else p.upper)
+        upper_kind = p.WhichOneof("upper_operand")
+        upper: Scalar = (p.string_upper if upper_kind == "string_upper" else
+                         p.double_upper if upper_kind == "double_upper" else
+                         p.upper)
         c_upper = _compare(x, upper)
         return c >= 0 and c_upper is not None and c_upper <= 0
     if op in _HOLDS:
