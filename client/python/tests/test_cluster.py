@@ -336,6 +336,9 @@ class Load:
         self.tag = tag
         self.publish = publish
         self.acked: List[int] = []
+        # The largest n whose subscription ("tag = n") was acknowledged: a
+        # refused Subscribe still uses up its n, so n may pass len(acked).
+        self.last_n = 0
         self.failed = 0
         self.published = 0
         self.publish_failed = 0
@@ -351,6 +354,7 @@ class Load:
                 try:
                     self.acked.extend(
                         c.subscribe(self.tag, f"{self.tag} = {n}"))
+                    self.last_n = n
                 except cohort.CohortError:
                     self.failed += 1
                     time.sleep(0.05)
@@ -379,7 +383,7 @@ def check_all_acked(cluster: Cluster, load: Load) -> None:
                    f"{address} applies the log up to {position}")
         with node_client(address, position) as c:
             acked = set(load.acked)
-            for start in range(0, len(load.acked), 500):
+            for start in range(0, load.last_n, 500):
                 n_values = range(start + 1, start + 501)
                 results = c.publish([{load.tag: n} for n in n_values],
                                     return_ids=True)

@@ -137,7 +137,7 @@ def test_builder_mistakes() -> None:
     with pytest.raises(TypeError, match=r"F\('x'\).suffix: a string"):
         F("x").suffix(5)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="expected int, float, str or bytes"):
-        F("x") == [1]  # type: ignore[operator]  # noqa: B015
+        F("x") == [1]  # noqa: B015
 
 
 def test_text_form_is_the_cli_grammar() -> None:
