@@ -353,19 +353,14 @@ void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
   const uint32_t* ids = c.ids();
   uint32_t live = 0;
   uint32_t k = 0;  // the first column not yet checked
-  if (c.lead && !kOpen) {  // an integer: value == upper
+  if (c.lead) {
     for (uint32_t j = 0; j < n; ++j) {
       const uint32_t row = start + j;
-      alive[live] = j;
-      live += (c.lo(row) <= value.value) & (value.upper <= c.hi(row)) &
-              (ids[row] != kDeadRow);
-    }
-  } else if (c.lead) {  // an open lead takes the two tests the other way
-    for (uint32_t j = 0; j < n; ++j) {
-      const uint32_t row = start + j;
-      const bool open_lead = (ids[row] & kOpenLeadBit) != 0;
-      const int64_t lower = open_lead ? value.upper : value.value;
-      const int64_t upper = open_lead ? value.value : value.upper;
+      int64_t lower = value.value;
+      int64_t upper = value.upper;
+      if constexpr (kOpen) {  // an open lead takes the two tests swapped
+        if (ids[row] & kOpenLeadBit) std::swap(lower, upper);
+      }
       alive[live] = j;
       live += (c.lo(row) <= lower) & (upper <= c.hi(row)) &
               (ids[row] != kDeadRow);

@@ -282,8 +282,9 @@ class ClusterStore {
                                    const PredicateBits& open,
                                    std::vector<SubscriptionId>* matches,
                                    uint64_t* visited);
-  // Rows [start, start + n) of c; alive holds kMatchBlock entries. `open`:
-  // null when the event set no open bits (no number with a fraction).
+  // Rows [start, start + n) of c; alive holds kMatchBlock entries. kOpen:
+  // the event holds a number with a fraction, so open entries also read
+  // `open` (null otherwise) and open leads swap the value's two tests.
   template <bool kOpen>
   static void MatchBlockForEvent(const Cluster& c, uint32_t start, uint32_t n,
                                  LeadPoint value, const uint32_t* slots,

@@ -23,9 +23,9 @@ namespace internal {
 // bounds in the row cost 16 bytes and a comparison against the event's
 // value.
 // `open`: the entry was an LT's or a GT's, which holds for a number with a
-// fraction just past its integer bound (cluster_entry.h, kOpenBit); such
-// rows sit in clusters of their own (ClusterStore: Cluster::lead 2), whose
-// check swaps the two tests of such a number (LeadPoint).
+// fraction just past its integer bound (cluster_entry.h, kOpenBit); the row
+// keeps it as kOpenLeadBit in its id, and its check swaps the two tests of
+// such a number (LeadPoint).
 struct LeadRange {
   int64_t lo = 0;
   int64_t hi = 0;

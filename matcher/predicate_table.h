@@ -102,16 +102,13 @@ class PredicateTable {
   // The cluster entry of predicate `id`: the id, kRangeEntryBit for a range
   // kind, kNegatedBit if `negated`, and kOpenBit if `open` (an LT's or GT's
   // kLow or kHigh, cluster_entry.h). REQUIRES: id is live.
-  uint32_t EntryOf(PredicateId id, bool negated, bool open) const {
-    return EntryOf(id, negated) | (open ? kOpenBit : 0u);
-  }
-  uint32_t EntryOf(PredicateId id, bool negated) const {
+  uint32_t EntryOf(PredicateId id, bool negated, bool open = false) const {
     const Kind kind = info_[id].kind;
     return id |
            (kind == Kind::kLow || kind == Kind::kHigh || kind == Kind::kRange
                 ? kRangeEntryBit
                 : 0u) |
-           (negated ? kNegatedBit : 0u);
+           (negated ? kNegatedBit : 0u) | (open ? kOpenBit : 0u);
   }
   // Drops one reference; the predicate is freed (and its id reused later)
   // when the last reference goes. REQUIRES: id was acquired.

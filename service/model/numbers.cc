@@ -1,10 +1,10 @@
 #include "service/model/numbers.h"
 
-#include <charconv>
 #include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "filter/parse.h"
 
 namespace cohort {
 namespace service {
@@ -15,7 +15,7 @@ std::string WhyNotComparable(double d) {
            "range)";
   }
   if (d < -0x1p63 || d >= 0x1p63) {
-    return absl::StrCat(FormatNumber(d),
+    return absl::StrCat(filter::FormatDouble(d),
                         " is beyond the int64 range numbers compare in "
                         "(-2^63 to 2^63, 2^63 excluded)");
   }
@@ -37,13 +37,6 @@ int64_t OrderedKey(double d) {
   // Positive doubles order as their bits; negative ones the other way
   // round, below every positive one.
   return bits >= 0 ? bits : bits ^ INT64_MAX;
-}
-
-std::string FormatNumber(double d) {
-  char buffer[32];
-  const std::to_chars_result r =
-      std::to_chars(buffer, buffer + sizeof(buffer), d);
-  return std::string(buffer, r.ptr);
 }
 
 int CompareNumbers(bool a_double, int64_t a_int, double a, bool b_double,

@@ -35,9 +35,6 @@ int64_t FloorOf(double d);
 // OrderedKey(b), and -0.0 has 0.0's key. REQUIRES: d is not NaN.
 int64_t OrderedKey(double d);
 
-// The shortest decimal text that reads back as `d` ("19.99", "1e+300").
-std::string FormatNumber(double d);
-
 // Compares two numbers exactly, each an int64 (is_double false) or a
 // double: -1, 0 or 1. REQUIRES: the doubles are comparable.
 int CompareNumbers(bool a_double, int64_t a_int, double a,

@@ -299,7 +299,7 @@ absl::Status CheckPredicate(const FieldPath& path,
           if (std::fabs(values[i]) >= kExactDoubleIntegers) {
             return Invalid(
                 FieldPath{&path, "double_values.values", i},
-                FormatNumber(values[i]),
+                filter::FormatDouble(values[i]),
                 " is an integer of magnitude 2^53 or more in a list with a "
                 "number with a fraction, which Cohort cannot compare "
                 "exactly together; put it in a predicate of its own");
@@ -387,7 +387,8 @@ absl::Status CheckPredicate(const FieldPath& path,
     if (CompareNumbers(lower.is_double, lower.integer, lower.d,
                        upper.is_double, upper.integer, upper.d) > 0) {
       const auto text = [](const NumberOperand& n) {
-        return n.is_double ? FormatNumber(n.d) : absl::StrCat(n.integer);
+        return n.is_double ? filter::FormatDouble(n.d)
+                           : absl::StrCat(n.integer);
       };
       return Invalid(path, "OP_BETWEEN needs value <= upper, got value ",
                      text(lower), " > upper ", text(upper));
