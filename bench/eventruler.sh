@@ -8,10 +8,10 @@
 #                       [--out=DIR]
 #
 # 1. Compare (always): bench/eventruler_workload.py writes --rules patterns
-#    (default 2000) and --events JSON events (default 200); Event Ruler
-#    (bench/eventruler/, RulerDriver match) answers every event; a cohortd
-#    (-c opt, one partition) takes every pattern through ParseFilter and
-#    Subscribe and every event flattened into attributes named by path, and
+#    (default 2000) and --events JSON events (default 200, with arrays);
+#    Event Ruler (bench/eventruler/, RulerDriver match) answers every
+#    event; a cohortd (-c opt, one partition) takes every pattern through
+#    ParseFilter and Subscribe and every event as a JSON event, and
 #    bench/eventruler_compare.py compares the answers pair by pair. Fails
 #    (exit 1) on any disagreement that is not documented (the one
 #    documented: anything-but across types, README's table).
@@ -89,8 +89,9 @@ if [[ "${time_rules}" -gt 0 ]]; then
   t="${out}/time"
   mkdir -p "${t}"
   echo "==> timing: ${time_rules} patterns, ${time_events} events, ${reps} reps"
+  # (Without arrays: the timing path loads flattened events, events.txt.)
   python3 bench/eventruler_workload.py --rules="${time_rules}" \
-    --events="${time_events}" --seed=$((seed + 1)) --out="${t}"
+    --events="${time_events}" --seed=$((seed + 1)) --arrays=0 --out="${t}"
   ruler time "${t}/rules.jsonl" "${t}/events.jsonl" "${time_rules}" "${reps}" \
     | tee "${t}/ruler.txt"
   "${BIN}/bench/pattern_load" --rules="${t}/rules.jsonl" \

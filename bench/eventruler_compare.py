@@ -5,8 +5,7 @@
 
 Subscribes every pattern of DIR/rules.jsonl as it is written (ParseFilter
 lowers it, Subscribe adds it), publishes every event of DIR/events.jsonl
-flattened into attributes named by path (what JSON events will do in the
-server), and compares each event's matches with Event Ruler's answers in
+as it is written (a JSON event, Event.json), and compares each event's matches with Event Ruler's answers in
 DIR/ruler.tsv ("EVENT\\tR1,R2,..."). Prints the pairs compared, the
 matches, the disagreements by kind (the first few in full), and writes
 them all to DIR/disagreements.tsv. Exits 1 if there is any that is not
@@ -16,9 +15,22 @@ Documented (README's table; docs/DESIGN.md section 1.6): Event Ruler's
 anything-but holds for a value of the other type (anything-but 503 holds
 for the string "301"), where Cohort's NE and NOT_IN hold only for values
 of their operand's type. A disagreement counts as that one only if it is
-exactly that: Event Ruler matched, and Cohort's reference matcher
+exactly that: Event Ruler matched, and for some reading of the event
+(one element of each array at a time) Cohort's reference matcher
 (cohort.matches) matches once the NE and NOT_IN predicates whose operand
-type differs from the event's value are left out.
+type differs from the reading's value (true, false and null are of
+neither type) are left out.
+
+Not Cohort's: Event Ruler 1.8.1 errs once some pattern gives a field a
+wildcard starting with '*': an equals-ignore-case condition on that field
+reads its first character as the star (with {"wildcard": "*prod"}
+loaded, {"equals-ignore-case": "Db"} matches "web"; alone, it does not),
+and a suffix ending in a character of several UTF-8 bytes matches any
+character with the same first byte (with {"wildcard": "*"} loaded,
+{"suffix": "oë"} matches "zoË"). Such a disagreement is counted apart as
+Event Ruler's error (ruler_star_defect) when a loaded pattern gives that
+field a '*...' wildcard and the pattern matches in the reference with
+those conditions read Event Ruler's way.
 """
 
 import argparse
@@ -29,21 +41,94 @@ from typing import Any, Dict, List, Set
 
 import cohort
 from cohort.v1 import pubsub_pb2 as pb
-from eventruler_workload import flatten  # beside this script
+from eventruler_workload import readings  # beside this script
 
 
 def typed_anything_but(predicates: List[pb.Predicate],
-                       flat: Dict[str, Any]) -> bool:
+                       doc: Dict[str, Any]) -> bool:
     """Whether Cohort misses this match only by the documented typing rule."""
-    def other_type(p: pb.Predicate) -> bool:
-        if p.op not in (pb.OP_NE, pb.OP_NOT_IN) or p.attribute not in flat:
-            return False
-        kind = p.WhichOneof("operand")
-        string_operand = kind in ("string_value", "string_values")
-        return isinstance(flat[p.attribute], str) != string_operand
+    for flat in readings(doc):
+        def other_type(p: pb.Predicate) -> bool:
+            if p.op not in (pb.OP_NE, pb.OP_NOT_IN) or p.attribute not in flat:
+                return False
+            value = flat[p.attribute]
+            if value is None or isinstance(value, bool):
+                return True
+            kind = p.WhichOneof("operand")
+            string_operand = kind in ("string_value", "string_values")
+            return isinstance(value, str) != string_operand
 
-    relaxed = [p for p in predicates if not other_type(p)]
-    return len(relaxed) < len(predicates) and cohort.matches(relaxed, flat)
+        relaxed = [p for p in predicates if not other_type(p)]
+        scalars = {k: v for k, v in flat.items()
+                   if v is not None and not isinstance(v, bool)}
+        if len(relaxed) < len(predicates) and cohort.matches(relaxed, scalars):
+            return True
+    return False
+
+
+def ruler_star_defect(predicates: List[pb.Predicate], doc: Dict[str, Any],
+                      star_paths: Set[str]) -> bool:
+    """Whether Event Ruler matched only through one of its 1.8.1 errors
+    beside a wildcard starting with '*' on the same field (its automaton
+    shares the star's state): an equals-ignore-case condition reads its
+    first character as that star (with {"wildcard": "*prod"} loaded,
+    {"equals-ignore-case": "Db"} matches "web" and "xb", not "b"), and a
+    suffix whose last character takes several UTF-8 bytes matches any
+    character with the same first byte there (with {"wildcard": "*"}
+    loaded, {"suffix": "oë"} matches "zoË" and "zoé")."""
+    affected = [p for p in predicates if p.attribute in star_paths and
+                p.op in (pb.OP_EQUALS_IGNORE_CASE, pb.OP_SUFFIX)]
+    if not affected:
+        return False
+    rest = [p for p in predicates if p not in affected]
+
+    def star_read(p: pb.Predicate, value: Any) -> bool:
+        if not isinstance(value, str):
+            return False
+        operands = ([p.string_value] if p.WhichOneof("operand") ==
+                    "string_value" else list(p.string_values.values))
+        v = value.encode()
+        for o in operands:
+            if p.op == pb.OP_EQUALS_IGNORE_CASE:
+                text = o.decode()
+                if len(value) >= len(text) and value.lower().endswith(
+                        text[1:].lower()):
+                    return True
+            elif o:
+                last = len(o.decode()[-1].encode())
+                keep = len(o) - last + 1  # through the last one's first byte
+                if last > 1 and len(v) >= len(o) and v[len(v) - len(o):][
+                        :keep] == o[:keep]:
+                    return True
+        return False
+
+    for flat in readings(doc):
+        scalars = {k: v for k, v in flat.items()
+                   if v is not None and not isinstance(v, bool)}
+        if all(star_read(p, flat.get(p.attribute)) or
+               cohort.matches([p], scalars) for p in affected) and (
+                   cohort.matches(rest, scalars) if rest else True):
+            return True
+    return False
+
+
+def star_wildcard_paths(rules: List[str]) -> Set[str]:
+    """The fields some pattern gives a wildcard starting with '*'."""
+    paths: Set[str] = set()
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, list):  # a field's conditions
+            for item in node:
+                if isinstance(item, dict) and str(
+                        item.get("wildcard", "")).startswith("*"):
+                    paths.add(path)
+        elif isinstance(node, dict):  # fields
+            for key, value in node.items():
+                walk(value, f"{path}.{key}" if path else key)
+
+    for rule in rules:
+        walk(json.loads(rule), "")
+    return paths
 
 
 def main() -> int:
@@ -96,12 +181,15 @@ def main() -> int:
         flush()
 
     live = set(rule_of.values())
-    pairs = matches = documented = 0
+    star_paths = star_wildcard_paths([rules[i] for i in live])
+    pairs = matches = documented = ruler_defect = 0
     kinds = {"cohort only": 0, "ruler only": 0}
     lines: List[str] = []
     for start in range(0, len(events), 100):
-        chunk = [flatten(e) for e in events[start:start + 100]]
-        results = client.publish(chunk, return_ids=True)
+        chunk = events[start:start + 100]
+        results = client.publish(
+            [pb.Event(json=json.dumps(e).encode()) for e in chunk],
+            return_ids=True)
         for k, result in enumerate(results):
             e = start + k
             ours = {rule_of[s] for s in result.subscription_ids if s in rule_of}
@@ -115,6 +203,10 @@ def main() -> int:
                             lowered[r], chunk[k]):
                         documented += 1
                         continue
+                    if kind == "ruler only" and ruler_star_defect(
+                            lowered[r], chunk[k], star_paths):
+                        ruler_defect += 1
+                        continue
                     kinds[kind] += 1
                     lines.append(f"{kind}\tevent {e}\trule {r}\t"
                                  f"{json.dumps(events[e], ensure_ascii=False)}"
@@ -126,7 +218,10 @@ def main() -> int:
           f"{len(ruler_refused)}, then by Cohort {len(refused)}), events "
           f"{len(events)}: {pairs} (pattern, event) pairs, {matches} "
           f"matches by Event Ruler; documented disagreements (anything-but "
-          f"across types): {documented}; other disagreements: {len(lines)} ("
+          f"across types): {documented}; Event Ruler's own errors "
+          f"(equals-ignore-case or suffix beside a '*...' wildcard): "
+          f"{ruler_defect}; "
+          f"other disagreements: {len(lines)} ("
           + ", ".join(f"{k} {v}" for k, v in kinds.items()) + ")")
     for why in refused[:args.show]:
         print("refused:", why)

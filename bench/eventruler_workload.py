@@ -14,8 +14,15 @@ price in cents with a fraction (whole now and then). Patterns (pattern()
 below) name 1 to 4 of those fields, most of them the event's source, and
 use every operator Cohort lowers today (filter/pattern.h), in the mix of
 OPERATORS; values are drawn from the events' own domains so that
-patterns match. What Cohort cannot express yet (arrays, true/false/null,
-$or) is left out.
+patterns match. With --arrays=1 (the default) events also carry arrays
+(ARRAY_FIELDS: a list of resource names, a list of tags that may nest
+one, a list of item objects whose fields patterns name together, and
+now and then detail.count as a list) and a true/false/null; patterns
+name those fields too (exists and its negation only on fields outside
+arrays of objects: docs/DESIGN.md 1.7 says why). What Cohort cannot
+express yet (true/false/null in a pattern, $or) is left out. events.txt
+(the flattened events, for the timing path) is written only without
+arrays.
 """
 
 import argparse
@@ -52,6 +59,18 @@ FIELDS = [
     ("detail.user.tier", "int"), ("detail.path", "str"),
     ("detail.file", "str"), ("detail.ip", "str"), ("detail.code", "mixed"),
     ("detail.amount", "dec"),
+]
+
+# Fields whose values are lists (--arrays=1): resources, tags, and the
+# fields of the item objects of detail.items.
+RESOURCES = [f"arn:aws:ec2:{r}:123456789012:instance/i-{k:04x}"
+             for r in REGIONS[:3] for k in range(4)]
+TAGS = ["prod", "staging", "blue", "green", "pci", "batch", "web", "db"]
+SKUS = [f"sku-{c}{n}" for c in "abc" for n in range(4)]
+ARRAY_FIELDS = [
+    ("resources", "str"), ("detail.tags", "str"),
+    ("detail.items.sku", "str"), ("detail.items.qty", "int"),
+    ("detail.items.unit", "dec"),
 ]
 
 # Operators and their weights (percent); each applies to some field types.
@@ -121,11 +140,20 @@ def field_value(rng, path):
     if path == "detail.code":
         code = rng.choice([200, 201, 301, 404, 500, 503])
         return code if rng.random() < 0.7 else str(code)
-    if path == "detail.amount":  # a price in cents, now and then whole
+    if path in ("detail.amount", "detail.items.unit"):
+        # A price in cents, now and then whole.
         cents = rng.randrange(-500, 10001)
         if rng.random() < 0.2:
             cents -= cents % 100
         return cents / 100
+    if path == "resources":
+        return rng.choice(RESOURCES)
+    if path == "detail.tags":
+        return rng.choice(TAGS)
+    if path == "detail.items.sku":
+        return rng.choice(SKUS)
+    if path == "detail.items.qty":
+        return rng.randrange(11)
     raise ValueError(path)
 
 
@@ -136,18 +164,43 @@ def put(doc, path, value):
     doc[parts[-1]] = value
 
 
-def event(rng):
+def event(rng, arrays):
     doc = {}
     for path, _ in FIELDS:
         if rng.random() < 0.9:
             put(doc, path, field_value(rng, path))
+    if not arrays:
+        return doc
+    if rng.random() < 0.9:
+        put(doc, "resources", [field_value(rng, "resources")
+                               for _ in range(rng.randrange(4))])
+    if rng.random() < 0.9:
+        tags = [field_value(rng, "detail.tags") for _ in range(rng.randrange(4))]
+        if tags and rng.random() < 0.2:
+            tags = [tags[:1], tags[1:]]  # an array of arrays: one list
+        put(doc, "detail.tags", tags)
+    if rng.random() < 0.9:
+        items = []
+        for _ in range(rng.randrange(1, 4)):
+            item = {}
+            for name in ("sku", "qty", "unit"):
+                if rng.random() < 0.9:
+                    item[name] = field_value(rng, f"detail.items.{name}")
+            items.append(item)
+        put(doc, "detail.items", items)
+    if rng.random() < 0.5:
+        put(doc, "detail.flag", rng.choice([True, False, None]))
+    if "count" in doc.get("detail", {}) and rng.random() < 0.15:
+        doc["detail"]["count"] = [doc["detail"]["count"],
+                                  field_value(rng, "detail.count")]
     return doc
 
 
 def int_domain(path):
     return {"detail.count": (0, 100), "detail.price": (-1000, 100000),
             "detail.user.tier": (1, 5), "detail.code": (200, 503),
-            "detail.amount": (-500, 10000)}[path]
+            "detail.amount": (-500, 10000), "detail.items.qty": (0, 10),
+            "detail.items.unit": (-500, 10000)}[path]
 
 
 def affix(rng, s, front):
@@ -230,22 +283,24 @@ def condition(rng, path, kind, op):
     raise ValueError(op)
 
 
-def pattern(rng):
+def pattern(rng, arrays):
     """Like an EventBridge rule: most (85%) name their source, one or two
     of the 100 sources, and then 0 to 3 other fields; the rest name 1 to 4
     fields of any kind."""
     doc = {}
+    all_fields = FIELDS + (ARRAY_FIELDS if arrays else [])
     if rng.random() < 0.85:
         sources = rng.sample(SOURCES, rng.choice([1, 1, 1, 2]))
         put(doc, "source", sources)
-        fields = rng.sample(FIELDS[1:], rng.randrange(0, 4))
+        fields = rng.sample(all_fields[1:], rng.randrange(0, 4))
     else:
-        fields = rng.sample(FIELDS, rng.randrange(1, 5))
+        fields = rng.sample(all_fields, rng.randrange(1, 5))
     for path, kind in fields:
         kind_for_ops = "ip" if path == "detail.ip" else kind
         ops = [(name, w) for name, w, kinds in OPERATORS
-               if kind_for_ops in kinds or (kind_for_ops == "ip" and
-                                            "str" in kinds)]
+               if (kind_for_ops in kinds or (kind_for_ops == "ip" and
+                                             "str" in kinds)) and not (
+                   path.startswith("detail.items.") and "exists" in name)]
         names, weights = zip(*ops)
         op = rng.choices(names, weights)[0]
         put(doc, path, condition(rng, path, kind, op))
@@ -261,6 +316,21 @@ def flatten(doc, prefix=""):
         else:
             out[name] = value
     return out
+
+
+def readings(value, path=""):
+    """Every way to read a JSON value one array element at a time: a list
+    of {path: scalar} (Event.json's rule, pubsub.proto; an empty array is
+    one empty reading)."""
+    if isinstance(value, dict):
+        out = [{}]
+        for key, v in value.items():
+            name = f"{path}.{key}" if path else key
+            out = [{**a, **b} for a in out for b in readings(v, name)]
+        return out
+    if isinstance(value, list):
+        return [r for v in value for r in readings(v, path)] or [{}]
+    return [{path: value}]
 
 
 def grammar_string(value):
@@ -288,6 +358,7 @@ def main():
     parser.add_argument("--rules", type=int, default=2000)
     parser.add_argument("--events", type=int, default=200)
     parser.add_argument("--seed", type=int, default=44)
+    parser.add_argument("--arrays", type=int, default=1)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -295,13 +366,15 @@ def main():
     with open(os.path.join(args.out, "rules.jsonl"), "w",
               encoding="utf-8") as f:
         for _ in range(args.rules):
-            f.write(json.dumps(pattern(rng), ensure_ascii=False) + "\n")
+            f.write(json.dumps(pattern(rng, args.arrays),
+                               ensure_ascii=False) + "\n")
+    text_path = os.path.join(args.out, "events.txt")
     with open(os.path.join(args.out, "events.jsonl"), "w",
               encoding="utf-8") as f, open(
-                  os.path.join(args.out, "events.txt"), "w",
+                  text_path if not args.arrays else os.devnull, "w",
                   encoding="utf-8") as text:
         for _ in range(args.events):
-            doc = event(rng)
+            doc = event(rng, args.arrays)
             f.write(json.dumps(doc, ensure_ascii=False) + "\n")
             text.write(event_text(doc) + "\n")
 

@@ -103,6 +103,25 @@ out=$(cohort publish --ids "${printed}")
 check "a printed event pastes back into publish" \
   grep -q "	matched 1	${order_id}$" <<<"${out}"
 
+# JSON events: an argument starting with '{' (or every one, with --json),
+# arrays of objects matched element by element, errors naming the place.
+out=$(cohort subscribe --subscriber=carol \
+  '{"detail": {"items": {"sku": ["x1"], "qty": [{"numeric": [">", 2]}]}}}')
+json_id=$(cut -f1 <<<"${out}")
+out=$(cohort publish --ids \
+  '{"detail": {"items": [{"sku": "x1", "qty": 1}, {"sku": "y", "qty": 5}]}}' \
+  '  {"detail": {"items": [{"sku": "y"}, {"sku": "x1", "qty": 2.5}]}}')
+check "json: no element has both" grep -q '"qty": 5}]}}	matched 0	$' <<<"${out}"
+check "json: one element has both" \
+  grep -q "\"qty\": 2.5}]}}	matched 1	${json_id}$" <<<"${out}"
+out=$(cohort publish --json '{"detail": {"items": {"sku": "x1", "qty": 3}}}')
+check "json: --json publishes a document" grep -q "matched 1$" <<<"${out}"
+out=$(cohort publish '{"detail": {"qty": 1, "qty": 2}}' 2>&1)
+check "json: a duplicate key exits 1" test $? -eq 1
+check "... naming the place" \
+  grep -q "events\[0\].json: at detail.qty: the key is in its object twice" \
+  <<<"${out}"
+
 out=$(cohort subscribe --subscriber=bob 'name between "a" and "m"' 2>&1)
 range_id=$(cut -f1 <<<"${out}")
 out=$(cohort publish --ids 'name="kiwi"' 'name="m"' 'name="ma"' 'name=5')

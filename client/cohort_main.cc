@@ -6,6 +6,7 @@
 //       (Event Ruler patterns and SNS filter policies, filter/pattern.h)
 //   cohort unsubscribe 17 18
 //   cohort publish 'price=420 kind=7' [--payload=@file | --payload=text] [--ids]
+//   cohort publish [--json] '{"detail": {"price": 19.99, "tags": []}}'
 //   cohort listen --subscriber=alice [--count=N]
 //   cohort stats [--json]
 //   cohort workload --preset=fabret-1m [--subscriptions=N] [--events=N]
@@ -107,7 +108,8 @@ ABSL_FLAG(int64_t, count, 0,
           "listen: stop after this many deliveries (0 = until interrupted).");
 ABSL_FLAG(bool, json, false,
           "stats: print the Stats message as JSON; workload: print the report "
-          "as JSON.");
+          "as JSON; publish: every argument is a JSON event (Event.json), as "
+          "an argument starting with '{' is without it.");
 ABSL_FLAG(std::string, workload, "",
           "load: read the workload from this file (written by cohort "
           "workload) instead of generating --preset.");
@@ -347,11 +349,17 @@ int Publish(const std::vector<std::string>& args) {
   v1::PublishRequest request;
   request.set_return_ids(absl::GetFlag(FLAGS_ids));
   for (const std::string& text : args) {
+    v1::Event* event = request.add_events();
+    event->set_payload(*payload);
+    if (absl::GetFlag(FLAGS_json) ||
+        absl::StartsWith(absl::StripLeadingAsciiWhitespace(text), "{")) {
+      // A JSON event, sent as written (the server checks it).
+      event->set_json(text);
+      continue;
+    }
     absl::StatusOr<std::vector<v1::Attribute>> attributes = filter::ParseEvent(text);
     if (!attributes.ok()) return Usage(std::string(attributes.status().message()));
-    v1::Event* event = request.add_events();
     for (v1::Attribute& a : *attributes) *event->add_attributes() = std::move(a);
-    event->set_payload(*payload);
   }
   auto client = ConnectFromFlags();
   if (!client.ok()) return Fail(client.status());
@@ -380,10 +388,15 @@ int Listen() {
   std::mutex mu;
   std::unique_lock<std::mutex> assigning(mu);  // held until assigned
   listening = (*client)->Listen(subscriber, [&](const v1::Delivery& d) {
+    std::string event = filter::FormatEvent(d.event());
+    if (!d.event().json().empty()) {
+      absl::StrAppend(&event, event.empty() ? "" : " ", "json ",
+                      d.event().json());
+    }
     std::printf("seq %llu\tids %s\t%s\tpayload %zu bytes\n",
                 static_cast<unsigned long long>(d.sequence()),
                 absl::StrJoin(d.subscription_ids(), ",").c_str(),
-                filter::FormatEvent(d.event()).c_str(), d.event().payload().size());
+                event.c_str(), d.event().payload().size());
     std::fflush(stdout);
     std::lock_guard<std::mutex> lock(mu);
     if (++received == limit) listening->Stop();

@@ -91,6 +91,7 @@ const PinnedField kPinnedFields[] = {
     {"Attribute", "double_value", 4, kDouble, false, ""},
     {"Event", "attributes", 1, kMessage, true, "cohort.v1.Attribute"},
     {"Event", "payload", 2, kBytes, false, ""},
+    {"Event", "json", 3, kBytes, false, ""},
     {"PublishRequest", "events", 1, kMessage, true, "cohort.v1.Event"},
     {"PublishRequest", "return_ids", 2, kBool, false, ""},
     {"PublishRequest", "min_log_position", 3, kUint64, false, ""},

@@ -160,6 +160,18 @@ ABSL_FLAG(uint32_t, max_string_bytes, 256,
           "operand (OP_PREFIX's prefix and each OP_IN value included).");
 ABSL_FLAG(uint32_t, max_set_size, 64,
           "Values in the list of an OP_IN or OP_NOT_IN predicate.");
+ABSL_FLAG(uint32_t, max_json_bytes, 65536, "Bytes of Event.json.");
+ABSL_FLAG(uint32_t, max_json_depth, 32,
+          "How deep the objects and arrays of an Event.json nest (the "
+          "document's own object is 1).");
+ABSL_FLAG(uint32_t, max_json_values, 1024,
+          "Values (numbers, strings, true, false, null) in an Event.json, "
+          "every array element counted.");
+ABSL_FLAG(uint32_t, max_json_combinations, 256,
+          "Combinations of array elements one JSON event is matched as: "
+          "the product, over the arrays holding fields that subscriptions "
+          "name, of their distinct elements. An event with more fails "
+          "the Publish with RESOURCE_EXHAUSTED.");
 ABSL_FLAG(uint64_t, max_distinct_strings, 1000000,
           "Distinct strings subscriptions may name on one attribute (and, "
           "apart, distinct prefixes or suffixes of one length, case folds "
@@ -340,6 +352,14 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   o.limits.max_batch = absl::GetFlag(FLAGS_max_batch);
   o.limits.max_string_bytes = absl::GetFlag(FLAGS_max_string_bytes);
   o.limits.max_set_size = absl::GetFlag(FLAGS_max_set_size);
+  o.limits.max_json_bytes = absl::GetFlag(FLAGS_max_json_bytes);
+  o.limits.max_json_depth = absl::GetFlag(FLAGS_max_json_depth);
+  o.limits.max_json_values = absl::GetFlag(FLAGS_max_json_values);
+  o.limits.max_json_combinations = absl::GetFlag(FLAGS_max_json_combinations);
+  if (o.limits.max_json_depth == 0 || o.limits.max_json_combinations == 0) {
+    return absl::InvalidArgumentError(
+        "--max_json_depth and --max_json_combinations: at least 1");
+  }
   o.max_distinct_strings = absl::GetFlag(FLAGS_max_distinct_strings);
   o.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   const uint32_t concurrent = absl::GetFlag(FLAGS_max_concurrent_streams);

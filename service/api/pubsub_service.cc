@@ -279,9 +279,13 @@ grpc::ServerUnaryReactor* PubSubService::Unsubscribe(
 absl::Status PubSubService::PreparePublish(const v1::PublishRequest& request,
                                            v1::PublishResponse* response,
                                            PublishJob* job) const {
-  absl::Status status = ValidatePublish(request, limits_);
+  thread_local std::vector<JsonGroup> json;
+  absl::Status status = ValidatePublishAndFlatten(request, limits_, &json);
   if (!status.ok()) return status;
-  BuildEvents(request, *attributes_, &job->events);
+  status = BuildEvents(request, json, *attributes_, limits_, &job->events,
+                       &job->event_of);
+  json.clear();
+  if (!status.ok()) return status;
   job->request = &request;
   job->response = response;
   return absl::OkStatus();

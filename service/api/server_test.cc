@@ -11,10 +11,13 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "service/api/server_test_util.h"
@@ -190,6 +193,110 @@ TEST(ServerOrdering, ChangesAreVisibleToLaterPublishesFromOtherClients) {
   }
   for (std::thread& thread : threads) thread.join();
 }
+
+class ServerJsonTest : public ::testing::TestWithParam<Config> {};
+
+// Property: a JSON event whose arrays give several combinations counts
+// and lists each matched subscription once (return_ids or not), its
+// listener gets it once with the document as sent, and a request with an
+// event over --max_json_combinations fails whole with RESOURCE_EXHAUSTED
+// naming it, matching and delivering nothing.
+TEST_P(ServerJsonTest, ArraysMatchOnceAndLimitsRefuseTheWholeRequest) {
+  ServerOptions options = OptionsFor(GetParam());
+  options.limits.max_json_combinations = 6;
+  auto server = CohortServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+  testing::Client client(port);
+  testing::Listener listener(port, "s");
+  v1::SubscribeRequest subscribe;
+  // tags = "b" (one element); o.p = 1 and o.q = 2 (one element of o);
+  // o.p = 1 and o.q = 9 (never in one element); tags != "a".
+  auto spec = [&](std::vector<std::tuple<std::string, v1::Op, std::string,
+                                          int64_t>> ps) {
+    v1::SubscriptionSpec* s = subscribe.add_subscriptions();
+    s->set_subscriber("s");
+    for (const auto& [name, op, str, num] : ps) {
+      v1::Predicate* p = s->add_predicates();
+      p->set_attribute(name);
+      p->set_op(op);
+      if (str.empty()) {
+        p->set_value(num);
+      } else {
+        p->set_string_value(str);
+      }
+    }
+  };
+  spec({{"tags", v1::OP_EQ, "b", 0}});
+  spec({{"o.p", v1::OP_EQ, "", 1}, {"o.q", v1::OP_EQ, "", 2}});
+  spec({{"o.p", v1::OP_EQ, "", 1}, {"o.q", v1::OP_EQ, "", 9}});
+  spec({{"tags", v1::OP_NE, "a", 0}});
+  v1::SubscribeResponse ids;
+  ASSERT_TRUE(client.Subscribe(subscribe, &ids).ok());
+  ASSERT_EQ(ids.subscription_ids_size(), 4);
+  const std::string json =
+      R"({"tags": ["a", "b", "c"], "o": [{"p": 1, "q": 2}, {"p": 3, "q": 9}]})";
+  for (const bool return_ids : {true, false}) {
+    v1::PublishRequest publish;
+    publish.set_return_ids(return_ids);
+    v1::Event* event = publish.add_events();
+    event->set_json(json);
+    event->set_payload("p");
+    // A second event without json in the same request keeps its place.
+    v1::Event* plain = publish.add_events();
+    v1::Attribute* a = plain->add_attributes();
+    a->set_name("tags");
+    a->set_string_value("b");
+    v1::PublishResponse response;
+    grpc::Status status = client.Publish(publish, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_EQ(response.results_size(), 2);
+    EXPECT_EQ(response.results(0).match_count(), 3u);
+    EXPECT_EQ(response.results(1).match_count(), 2u);
+    if (return_ids) {
+      EXPECT_THAT(testing::Ids(response.results(0)),
+                  ::testing::ElementsAre(ids.subscription_ids(0),
+                                         ids.subscription_ids(1),
+                                         ids.subscription_ids(3)));
+    } else {
+      EXPECT_EQ(response.results(0).subscription_ids_size(), 0);
+    }
+  }
+  // Once per event: 2 x (the JSON event, the plain one).
+  const auto deliveries = listener.WaitFor(4);
+  ASSERT_EQ(deliveries.size(), 4u);
+  EXPECT_EQ(deliveries[0].event().json(), json);
+  EXPECT_EQ(deliveries[0].event().payload(), "p");
+  EXPECT_EQ(deliveries[0].subscription_ids_size(), 3);
+  // 3 tags x 3 elements of o = 9 combinations > 6 (the event above had 6).
+  v1::PublishRequest over;
+  over.add_events()->set_json(R"({"tags": ["b"]})");
+  over.add_events()->set_json(
+      R"({"tags": ["a", "b", "c"], "o": [{"p": 1}, {"p": 2}, {"p": 3}]})");
+  v1::PublishResponse response;
+  grpc::Status status = client.Publish(over, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(),
+              ::testing::HasSubstr("events[1].json: its arrays give more "
+                                   "than 6 combinations"));
+  // Malformed: INVALID_ARGUMENT naming the place.
+  v1::PublishRequest bad;
+  bad.add_events()->set_json(R"({"o": {"p": 1, "p": 2}})");
+  status = client.Publish(bad, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(),
+              ::testing::HasSubstr("events[0].json: at o.p: the key is in "
+                                   "its object twice"));
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_EQ(listener.received(), 4u);  // the refused requests: nothing
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, ServerJsonTest,
+    ::testing::Values(Config{"staged", 1, 64}, Config{"staged", 3, 1},
+                      Config{"staged", 3, 64, "sharded_phase1"},
+                      Config{"threaded", 0, 0}),
+    ConfigName);
 
 // Property: the health service reports SERVING while up, and GetStats and
 // the Prometheus endpoint describe the same server.

@@ -2,11 +2,16 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
+
+#include <simdjson.h>
 
 #include "absl/strings/match.h"
 #include "service/model/case_fold.h"
 #include "service/model/ip_network.h"
+#include "service/model/limits.h"
 
 namespace cohort {
 namespace service {
@@ -179,10 +184,127 @@ bool ApiHolds(const v1::Predicate& p, const v1::Event& event) {
 }
 
 bool ApiMatches(const v1::SubscriptionSpec& spec, const v1::Event& event) {
+  if (!event.json().empty()) return ApiMatchesJson(spec, event);
   for (const v1::Predicate& p : spec.predicates()) {
     if (!ApiHolds(p, event)) return false;
   }
   return true;
+}
+
+namespace {
+
+// One way to read a JSON value: the attributes it gives (literals as
+// attributes with no kind set and a name starting with '!').
+using Reading = std::vector<v1::Attribute>;
+
+// Every reading of `e` at `path`: a scalar one, an object the product of
+// its fields' readings, an array the union of its elements' (none: one
+// empty reading).
+std::vector<Reading> Readings(const simdjson::dom::element& e,
+                              const std::string& path) {
+  using simdjson::dom::element_type;
+  switch (e.type()) {
+    case element_type::OBJECT: {
+      std::vector<Reading> all = {Reading()};
+      const simdjson::dom::object fields = e.get_object().value_unsafe();
+      for (const auto [key, value] : fields) {
+        const std::string child = path.empty()
+                                      ? std::string(key)
+                                      : path + "." + std::string(key);
+        std::vector<Reading> next;
+        for (const Reading& left : all) {
+          for (const Reading& right : Readings(value, child)) {
+            Reading r = left;
+            r.insert(r.end(), right.begin(), right.end());
+            next.push_back(std::move(r));
+          }
+        }
+        all = std::move(next);
+      }
+      return all;
+    }
+    case element_type::ARRAY: {
+      std::vector<Reading> all;
+      const simdjson::dom::array elements = e.get_array().value_unsafe();
+      for (const simdjson::dom::element x : elements) {
+        for (Reading& r : Readings(x, path)) all.push_back(std::move(r));
+      }
+      if (all.empty()) all.push_back(Reading());
+      return all;
+    }
+    default:
+      break;
+  }
+  if (!IsValidAttributeName(path)) return {Reading()};
+  v1::Attribute a;
+  a.set_name(path);
+  switch (e.type()) {
+    case element_type::INT64:
+      a.set_value(e.get_int64().value_unsafe());
+      break;
+    case element_type::UINT64:
+      a.set_double_value(static_cast<double>(e.get_uint64().value_unsafe()));
+      break;
+    case element_type::DOUBLE:
+      a.set_double_value(e.get_double().value_unsafe());
+      break;
+    case element_type::STRING:
+      a.set_string_value(std::string(e.get_string().value_unsafe()));
+      break;
+    default:
+      a.set_name("!" + path);  // true, false, null: seen by EXISTS only
+      break;
+  }
+  return {Reading{a}};
+}
+
+}  // namespace
+
+ApiJsonEvent::ApiJsonEvent(const v1::Event& event) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (parser.parse(event.json().data(), event.json().size()).get(root) !=
+      simdjson::SUCCESS) {
+    return;
+  }
+  // EXISTS and NOT_EXISTS: a value at the path in any reading, or an
+  // attribute of that name.
+  for (const v1::Attribute& a : event.attributes()) present_.insert(a.name());
+  for (const Reading& r : Readings(root, "")) {
+    v1::Event one;
+    *one.mutable_attributes() = event.attributes();
+    for (const v1::Attribute& a : r) {
+      if (a.name()[0] == '!') {
+        present_.insert(a.name().substr(1));
+      } else {
+        present_.insert(a.name());
+        *one.add_attributes() = a;
+      }
+    }
+    readings_.push_back(std::move(one));
+  }
+}
+
+bool ApiJsonEvent::Matches(const v1::SubscriptionSpec& spec) const {
+  for (const v1::Event& one : readings_) {
+    bool all = true;
+    for (const v1::Predicate& p : spec.predicates()) {
+      if (p.op() == v1::OP_EXISTS || p.op() == v1::OP_NOT_EXISTS) {
+        const bool here = present_.count(p.attribute()) > 0;
+        all = here == (p.op() == v1::OP_EXISTS);
+      } else {
+        all = ApiHolds(p, one);
+      }
+      if (!all) break;
+    }
+    if (all) return true;
+  }
+  return false;
+}
+
+bool ApiMatchesJson(const v1::SubscriptionSpec& spec,
+                    const v1::Event& event) {
+  return ApiJsonEvent(event).Matches(spec);
 }
 
 }  // namespace service

@@ -9,6 +9,8 @@
 
 #include <cstddef>
 
+#include "absl/strings/string_view.h"
+
 namespace cohort {
 namespace service {
 
@@ -26,10 +28,40 @@ struct Limits {
   size_t max_string_bytes = 256;
   // Values in an OP_IN or OP_NOT_IN list (--max_set_size).
   size_t max_set_size = 64;
+  // An Event.json document (json_event.h): its bytes (--max_json_bytes),
+  // how deep its objects and arrays nest (--max_json_depth), its values,
+  // every array element counted (--max_json_values), and the combinations
+  // of array elements one event is matched as (--max_json_combinations).
+  size_t max_json_bytes = 65536;
+  size_t max_json_depth = 32;
+  size_t max_json_values = 1024;
+  size_t max_json_combinations = 256;
 };
 
 // Longest attribute name, in characters (the API's rule, not a flag).
 inline constexpr size_t kMaxAttributeNameLength = 64;
+
+inline bool IsLetterOrUnderscore(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+inline bool IsAttributeNameChar(char c) {
+  return IsLetterOrUnderscore(c) || (c >= '0' && c <= '9') || c == '.' ||
+         c == '-';
+}
+
+// IsValidAttributeName()
+//
+// True iff `name` matches [A-Za-z_][A-Za-z0-9_.-]{0,63}: 1 to 64 characters,
+// the first a letter or '_', the rest letters, digits, '_', '.' or '-'.
+inline bool IsValidAttributeName(absl::string_view name) {
+  if (name.empty() || name.size() > kMaxAttributeNameLength) return false;
+  if (!IsLetterOrUnderscore(name[0])) return false;
+  for (size_t i = 1; i < name.size(); ++i) {
+    if (!IsAttributeNameChar(name[i])) return false;
+  }
+  return true;
+}
 
 }  // namespace service
 }  // namespace cohort

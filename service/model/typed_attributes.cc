@@ -4,6 +4,7 @@
 #include <iterator>
 #include <mutex>
 #include <optional>
+#include <tuple>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
@@ -573,9 +574,159 @@ absl::Status TypedAttributes::Lower(absl::string_view field,
   return absl::OkStatus();
 }
 
-void TypedAttributes::Encode(
-    const v1::PublishRequest& request,
-    std::vector<std::vector<matcher::AttributeValue>>* out) const {
+void TypedAttributes::EncodeValue(uint32_t id, const ValueRef& v,
+                                  std::vector<matcher::AttributeValue>* record)
+    const {
+  const Derived* d = id < derived_.size() ? &derived_[id] : nullptr;
+  if (v.kind == JsonValue::Kind::kDouble) {
+    // An integer as itself; with a fraction, its floor marked "just
+    // above" (validation keeps it finite and within the int64 range).
+    int64_t n;
+    if (IntegralDouble(v.d, &n)) {
+      record->push_back({id, n});
+    } else {
+      record->push_back({id, FloorOf(v.d), /*half_above=*/true});
+    }
+    if (d != nullptr && d->doubles != kNone) {
+      record->push_back({d->doubles, OrderedKey(v.d)});
+    }
+  } else if (v.kind == JsonValue::Kind::kInt) {
+    record->push_back({id, v.i});
+    if (d != nullptr && d->doubles != kNone) {
+      record->push_back({d->doubles, OrderedKey(static_cast<double>(v.i))});
+    }
+  } else if (v.kind == JsonValue::Kind::kString && d != nullptr) {
+    const absl::string_view s = v.s;
+    if (d->strings != kNone) {
+      record->push_back(
+          {d->strings, Code(dictionaries_.find(d->strings)->second, s)});
+    }
+    if (d->ordered != kNone) {
+      record->push_back(
+          {d->ordered, OrderLabel(orders_.find(d->ordered)->second, s)});
+    }
+    // The codes of s's first (last) L bytes, one per length in use.
+    // Excluded prefixes and suffixes also give a string shorter than L
+    // a value: the code of the empty string, which no L-byte string
+    // has, so that NE holds for it; the others skip those lengths.
+    const auto add_affixes = [&](const LengthIds& lengths, bool last,
+                                 bool short_too) {
+      for (const auto& [length, affix_id] : lengths) {
+        if (length > s.size() && !short_too) break;  // sorted by L
+        const absl::string_view affix =
+            length > s.size() ? absl::string_view()
+            : last            ? s.substr(s.size() - length)
+                              : s.substr(0, length);
+        record->push_back(
+            {affix_id, Code(dictionaries_.find(affix_id)->second, affix)});
+      }
+    };
+    add_affixes(d->prefixes, /*last=*/false, /*short_too=*/false);
+    add_affixes(d->suffixes, /*last=*/true, /*short_too=*/false);
+    add_affixes(d->not_prefixes, /*last=*/false, /*short_too=*/true);
+    add_affixes(d->not_suffixes, /*last=*/true, /*short_too=*/true);
+    if (d->folded != kNone) {
+      record->push_back({d->folded, Code(dictionaries_.find(d->folded)->second,
+                                         FoldCase(s))});
+    }
+    if (d->length != kNone) {
+      record->push_back({d->length, static_cast<int64_t>(s.size())});
+    }
+    if (d->ip4 != kNone || d->ip6_high != kNone) {
+      const std::optional<IpAddress> ip = ParseIpAddress(s);
+      if (ip.has_value()) {
+        const IpWords words = WordsOf(*ip);
+        if (!ip->v6 && d->ip4 != kNone) {
+          record->push_back({d->ip4, static_cast<int64_t>(words.high)});
+        } else if (ip->v6 && d->ip6_high != kNone) {
+          record->push_back({d->ip6_high, Ordered(words.high)});
+          record->push_back({d->ip6_low, Ordered(words.low)});
+        }
+      }
+    }
+  }
+  // (A literal, true, false or null, has no value an operator compares.)
+}
+
+namespace {
+
+bool Less(const matcher::AttributeValue& a, const matcher::AttributeValue& b) {
+  return std::tie(a.attribute, a.value, a.half_above) <
+         std::tie(b.attribute, b.value, b.half_above);
+}
+
+bool Same(const matcher::AttributeValue& a, const matcher::AttributeValue& b) {
+  return a.attribute == b.attribute && a.value == b.value &&
+         a.half_above == b.half_above;
+}
+
+}  // namespace
+
+bool TypedAttributes::Combine(
+    const JsonGroup& group, absl::Span<const std::optional<uint32_t>> ids,
+    size_t* k, size_t max, std::vector<Record>* out,
+    std::vector<uint32_t>* anys) const {
+  Record own;
+  for (const JsonLeaf& leaf : group.leaves) {
+    const std::optional<uint32_t>& id = ids[(*k)++];
+    if (!id.has_value()) continue;  // no predicate names it
+    const Derived* d = *id < derived_.size() ? &derived_[*id] : nullptr;
+    if (d != nullptr && d->any != kNone) anys->push_back(d->any);
+    EncodeValue(*id,
+                ValueRef{leaf.value.kind, leaf.value.i, leaf.value.d,
+                         leaf.value.s},
+                &own);
+  }
+  out->clear();
+  out->push_back(std::move(own));
+  std::vector<Record> alternatives;
+  std::vector<Record> element;
+  std::vector<Record> product;
+  for (const std::vector<JsonGroup>& array : group.arrays) {
+    alternatives.clear();
+    for (const JsonGroup& e : array) {
+      if (!Combine(e, ids, k, max, &element, anys)) return false;
+      for (Record& r : element) alternatives.push_back(std::move(r));
+    }
+    // Distinct alternatives only; and one with no values is matched by
+    // nothing its siblings' are not (every operator but NOT_EXISTS needs
+    // a value, and EXISTS and NOT_EXISTS look at the whole event).
+    for (Record& r : alternatives) std::sort(r.begin(), r.end(), Less);
+    std::sort(alternatives.begin(), alternatives.end(),
+              [](const Record& a, const Record& b) {
+                return std::lexicographical_compare(a.begin(), a.end(),
+                                                    b.begin(), b.end(), Less);
+              });
+    alternatives.erase(
+        std::unique(alternatives.begin(), alternatives.end(),
+                    [](const Record& a, const Record& b) {
+                      return std::equal(a.begin(), a.end(), b.begin(),
+                                        b.end(), Same);
+                    }),
+        alternatives.end());
+    if (alternatives.size() > 1 && alternatives.front().empty()) {
+      alternatives.erase(alternatives.begin());  // the empty one sorts first
+    }
+    if (alternatives.size() == 1 && alternatives.front().empty()) continue;
+    if (out->size() * alternatives.size() > max) return false;
+    product.clear();
+    for (const Record& left : *out) {
+      for (const Record& right : alternatives) {
+        Record r = left;
+        r.insert(r.end(), right.begin(), right.end());
+        product.push_back(std::move(r));
+      }
+    }
+    out->swap(product);
+  }
+  return true;
+}
+
+absl::Status TypedAttributes::Encode(
+    const v1::PublishRequest& request, absl::Span<const JsonGroup> json,
+    size_t max_combinations,
+    std::vector<std::vector<matcher::AttributeValue>>* out,
+    std::vector<uint32_t>* event_of) const {
   // Scratch for one FindAll over the whole request, kept per thread so that
   // the front stage does not allocate per request once warmed up.
   thread_local std::vector<absl::string_view> names;
@@ -589,96 +740,87 @@ void TypedAttributes::Encode(
       names.push_back(attribute.name());
     }
   }
+  for (const JsonGroup& group : json) CollectPaths(group, &names);
   ids.resize(names.size());
   names_->FindAll(names, absl::MakeSpan(ids));
 
-  out->resize(request.events_size());
-  size_t k = 0;
-  for (int i = 0; i < request.events_size(); ++i) {
-    std::vector<matcher::AttributeValue>& record = (*out)[i];
+  // The tail every record ends with.
+  Record tail;
+  if (names_epoch_ != kNone) tail.push_back({names_epoch_, epoch});
+  if (order_count_id_ != kNone) {
+    tail.push_back({order_count_id_, static_cast<int64_t>(order_count_)});
+  }
+  size_t records = 0;
+  event_of->clear();
+  const auto next_record = [&](int event) -> Record& {
+    if (out->size() <= records) out->emplace_back();
+    event_of->push_back(static_cast<uint32_t>(event));
+    Record& record = (*out)[records++];
     record.clear();
-    for (const v1::Attribute& attribute : request.events(i).attributes()) {
+    return record;
+  };
+  size_t k = 0;
+  size_t kj = 0;  // the json paths' ids start after every attribute's
+  for (const v1::Event& event : request.events()) kj += event.attributes_size();
+  std::vector<Record> combinations;
+  std::vector<uint32_t> anys;
+  for (int i = 0; i < request.events_size(); ++i) {
+    const v1::Event& event = request.events(i);
+    const bool has_json = static_cast<size_t>(i) < json.size() &&
+                          (!json[i].leaves.empty() || !json[i].arrays.empty());
+    Record base;
+    Record& record = has_json ? base : next_record(i);
+    for (const v1::Attribute& attribute : event.attributes()) {
       const std::optional<uint32_t>& id = ids[k++];
       if (!id.has_value()) continue;  // no predicate names it
-      const Derived* d = *id < derived_.size() ? &derived_[*id] : nullptr;
-      if (attribute.kind_case() == v1::Attribute::kDoubleValue) {
-        // An integer as itself; with a fraction, its floor marked "just
-        // above" (validation keeps it finite and within the int64 range).
-        const double v = attribute.double_value();
-        int64_t n;
-        if (IntegralDouble(v, &n)) {
-          record.push_back({*id, n});
-        } else {
-          record.push_back({*id, FloorOf(v), /*half_above=*/true});
-        }
-        if (d != nullptr && d->doubles != kNone) {
-          record.push_back({d->doubles, OrderedKey(v)});
-        }
-      } else if (attribute.kind_case() != v1::Attribute::kStringValue) {
-        record.push_back({*id, attribute.value()});
-        if (d != nullptr && d->doubles != kNone) {
-          record.push_back(
-              {d->doubles, OrderedKey(static_cast<double>(attribute.value()))});
-        }
-      } else if (d != nullptr) {
-        const absl::string_view s = attribute.string_value();
-        if (d->strings != kNone) {
-          record.push_back(
-              {d->strings, Code(dictionaries_.find(d->strings)->second, s)});
-        }
-        if (d->ordered != kNone) {
-          record.push_back(
-              {d->ordered, OrderLabel(orders_.find(d->ordered)->second, s)});
-        }
-        // The codes of s's first (last) L bytes, one per length in use.
-        // Excluded prefixes and suffixes also give a string shorter than L
-        // a value: the code of the empty string, which no L-byte string
-        // has, so that NE holds for it; the others skip those lengths.
-        const auto add_affixes = [&](const LengthIds& lengths, bool last,
-                                     bool short_too) {
-          for (const auto& [length, id] : lengths) {
-            if (length > s.size() && !short_too) break;  // sorted by L
-            const absl::string_view affix =
-                length > s.size() ? absl::string_view()
-                : last            ? s.substr(s.size() - length)
-                                  : s.substr(0, length);
-            record.push_back({id, Code(dictionaries_.find(id)->second, affix)});
-          }
-        };
-        add_affixes(d->prefixes, /*last=*/false, /*short_too=*/false);
-        add_affixes(d->suffixes, /*last=*/true, /*short_too=*/false);
-        add_affixes(d->not_prefixes, /*last=*/false, /*short_too=*/true);
-        add_affixes(d->not_suffixes, /*last=*/true, /*short_too=*/true);
-        if (d->folded != kNone) {
-          record.push_back({d->folded,
-                            Code(dictionaries_.find(d->folded)->second,
-                                 FoldCase(s))});
-        }
-        if (d->length != kNone) {
-          record.push_back({d->length, static_cast<int64_t>(s.size())});
-        }
-        if (d->ip4 != kNone || d->ip6_high != kNone) {
-          const std::optional<IpAddress> ip = ParseIpAddress(s);
-          if (ip.has_value()) {
-            const IpWords words = WordsOf(*ip);
-            if (!ip->v6 && d->ip4 != kNone) {
-              record.push_back({d->ip4, static_cast<int64_t>(words.high)});
-            } else if (ip->v6 && d->ip6_high != kNone) {
-              record.push_back({d->ip6_high, Ordered(words.high)});
-              record.push_back({d->ip6_low, Ordered(words.low)});
-            }
-          }
-        }
+      switch (attribute.kind_case()) {
+        case v1::Attribute::kDoubleValue:
+          EncodeValue(*id, ValueRef{JsonValue::Kind::kDouble, 0,
+                                    attribute.double_value(), {}},
+                      &record);
+          break;
+        case v1::Attribute::kStringValue:
+          EncodeValue(*id, ValueRef{JsonValue::Kind::kString, 0, 0,
+                                    attribute.string_value()},
+                      &record);
+          break;
+        default:
+          EncodeValue(*id, ValueRef{JsonValue::Kind::kInt, attribute.value(),
+                                    0, {}},
+                      &record);
+          break;
       }
+      const Derived* d = *id < derived_.size() ? &derived_[*id] : nullptr;
       if (d != nullptr && d->any != kNone) record.push_back({d->any, 0});
     }
-    if (names_epoch_ != kNone) record.push_back({names_epoch_, epoch});
-    if (order_count_id_ != kNone) {
-      record.push_back(
-          {order_count_id_, static_cast<int64_t>(order_count_)});
+    if (!has_json) {
+      record.insert(record.end(), tail.begin(), tail.end());
+      continue;
+    }
+    anys.clear();
+    if (!Combine(json[i], ids, &kj, max_combinations, &combinations, &anys)) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "events[", i, "].json: its arrays give more than ", max_combinations,
+          " combinations of the values subscriptions name; the limit is ",
+          max_combinations, " (--max_json_combinations)"));
+    }
+    // EXISTS and NOT_EXISTS see a path with a value anywhere in the event.
+    std::sort(anys.begin(), anys.end());
+    anys.erase(std::unique(anys.begin(), anys.end()), anys.end());
+    for (const uint32_t any : anys) base.push_back({any, 0});
+    for (const Record& c : combinations) {
+      Record& r = next_record(i);
+      r.insert(r.end(), base.begin(), base.end());
+      r.insert(r.end(), c.begin(), c.end());
+      r.insert(r.end(), tail.begin(), tail.end());
     }
   }
-  names.clear();  // the views point into `request`
+  out->resize(records);
+  if (records == static_cast<size_t>(request.events_size())) {
+    event_of->clear();
+  }
+  names.clear();  // the views point into `request` and `json`
+  return absl::OkStatus();
 }
 
 void TypedAttributes::RestoreNames() {

@@ -101,6 +101,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <utility>
@@ -110,9 +111,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "matcher/types.h"
 #include "proto/cohort/v1/pubsub.pb.h"
 #include "service/model/interner.h"
+#include "service/model/json_event.h"
 
 namespace cohort {
 namespace service {
@@ -143,9 +146,21 @@ class TypedAttributes {
 
   // Encode()
   //
-  // The matcher's records of `request`'s events (validation.h BuildEvents).
-  void Encode(const v1::PublishRequest& request,
-              std::vector<std::vector<matcher::AttributeValue>>* out) const;
+  // The matcher's records of `request`'s events (validation.h BuildEvents),
+  // with json[i] the flattened Event.json of events[i] (json may be empty:
+  // none has one). An event without json is one record. An event with
+  // json is one record per distinct combination of its arrays' elements
+  // (json_event.h), counting only the values of paths some predicate
+  // names; each record holds the event's attributes, the combination's
+  // values, and "$any:" for every named path with a value anywhere in the
+  // event (EXISTS and NOT_EXISTS see the whole event). *event_of as
+  // BuildEvents says. RESOURCE_EXHAUSTED when an event has more than
+  // `max_combinations` combinations.
+  absl::Status Encode(const v1::PublishRequest& request,
+                      absl::Span<const JsonGroup> json,
+                      size_t max_combinations,
+                      std::vector<std::vector<matcher::AttributeValue>>* out,
+                      std::vector<uint32_t>* event_of) const;
 
   // Recovery: after the attribute names are restored, rebuilds the derived
   // attributes from them (RestoreNames), then each string with its
@@ -203,6 +218,28 @@ class TypedAttributes {
       }
     }
   };
+  using Record = std::vector<matcher::AttributeValue>;
+  // One value to encode: a JsonValue's parts, or an Attribute's.
+  struct ValueRef {
+    JsonValue::Kind kind;
+    int64_t i;
+    double d;
+    absl::string_view s;
+  };
+  // Appends the records of value `v` of plain attribute `id` (the value and
+  // its derived attributes' values, but not "$any:") to *record.
+  void EncodeValue(uint32_t id, const ValueRef& v, Record* record) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The distinct combinations of `group` (json_event.h) into *out, taking
+  // the ids of its paths from ids[*k] on (CollectPaths' order), and the
+  // "$any:" ids of its named paths into *anys. False when there would be
+  // more than `max`.
+  bool Combine(const JsonGroup& group,
+               absl::Span<const std::optional<uint32_t>> ids, size_t* k,
+               size_t max, std::vector<Record>* out,
+               std::vector<uint32_t>* anys) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
   // The strings of one derived attribute, by code.
   using Dictionary = absl::flat_hash_map<int64_t, std::string>;
   // The bounds of one "$o:" attribute: label and the "$ord" count just

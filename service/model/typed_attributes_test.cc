@@ -8,13 +8,17 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "matcher/index.h"
 #include "proto/cohort/v1/pubsub.pb.h"
 #include "service/model/api_reference.h"
 #include "service/model/interner.h"
+#include "service/model/json_event.h"
 #include "service/model/validation.h"
 
 namespace cohort {
@@ -67,6 +71,41 @@ class Front {
     *request.add_events() = event;
     return Match(Encode(request))[0];
   }
+  // Per request event, the ids its records matched (each once), for
+  // events with json; or the status of validation or BuildEvents.
+  absl::StatusOr<std::vector<std::vector<matcher::SubscriptionId>>> MatchJson(
+      const v1::PublishRequest& request, const Limits& limits = Limits()) {
+    std::vector<JsonGroup> json;
+    absl::Status s = ValidatePublishAndFlatten(request, limits, &json);
+    if (!s.ok()) return s;
+    std::vector<std::vector<matcher::AttributeValue>> records;
+    std::vector<uint32_t> event_of;
+    s = BuildEvents(request, json, typed_, limits, &records, &event_of);
+    if (!s.ok()) return s;
+    if (!event_of.empty()) {
+      EXPECT_EQ(event_of.size(), records.size());
+    }
+    records_ += records.size();
+    const auto got = Match(records);
+    std::vector<std::vector<matcher::SubscriptionId>> out(
+        request.events_size());
+    for (size_t r = 0; r < got.size(); ++r) {
+      auto& ids = out[event_of.empty() ? r : event_of[r]];
+      ids.insert(ids.end(), got[r].begin(), got[r].end());
+    }
+    for (auto& ids : out) {
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    }
+    return out;
+  }
+  // Records matched by MatchJson so far.
+  size_t records() const { return records_; }
+  const std::map<matcher::SubscriptionId, v1::SubscriptionSpec>& specs()
+      const {
+    return specs_;
+  }
+
   // What the API's rules say `event` matches among the live subscriptions.
   std::vector<matcher::SubscriptionId> Expected(const v1::Event& event) const {
     std::vector<matcher::SubscriptionId> ids;
@@ -85,6 +124,7 @@ class Front {
   Interner subscribers_;
   matcher::Index index_;
   std::map<matcher::SubscriptionId, v1::SubscriptionSpec> specs_;
+  size_t records_ = 0;
 };
 
 v1::SubscriptionSpec Spec(std::vector<v1::Predicate> predicates) {
@@ -671,146 +711,175 @@ TEST(TypedAttributes, NumbersCompareExactlyAcrossInt64AndDouble) {
               ::testing::Not(::testing::Contains(7)));
 }
 
-TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
-  static const char* const kNames[] = {"a", "b", "c", "d"};
-  static const char* const kStrings[] = {
+// Random draws for the randomized tests: values from small pools (so
+// that matches are common) and predicates of every op over `names`.
+class Draws {
+ public:
+  Draws(uint64_t seed, std::vector<std::string> names)
+      : state_(seed), names_(std::move(names)) {}
+
+  uint64_t next(uint64_t n) {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (z ^ (z >> 31)) % n;
+  }
+
+  static constexpr const char* kStrings[] = {
       "",           "a",       "ab",         "abc",         "b",
       "ba",         "\xff",   "a\xff",     "abd",         "A",
       "aB",         "\xc3\x89", "\xc3\xa9", "10.1.2.3",   "10.200.0.1",
       "2001:db8::1", "2001:db8::8000:0:0:1", "::ffff:10.1.2.3",
       "2001:db9::8000:0:0:1"};
-  static const char* const kNetworks[] = {
+  static constexpr const char* kNetworks[] = {
       "10.0.0.0/8",  "10.1.0.0/16",   "0.0.0.0/0",       "10.1.2.3",
       "::/0",        "2001:db8::/32", "2001:db8::1/128", "2001:db8::/64",
       "2001:db8::8000:0:0:0/65"};
-  static const char* const kPatterns[] = {
+  static constexpr const char* kPatterns[] = {
       "*", "a*", "*b", "a*b", "a*a", "ab", "\\*", "*\xff", "b\\**", "*c"};
-  uint64_t pairs = 0, matches = 0;
-  for (uint64_t seed = 1; seed <= 40; ++seed) {
-    uint64_t state = seed;
-    auto next = [&state](uint64_t n) {
-      uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-      return (z ^ (z >> 31)) % n;
-    };
-    auto string_value = [&] { return std::string(kStrings[next(19)]); };
-    auto int_value = [&] { return static_cast<int64_t>(next(7)) - 3; };
-    // Numbers with fractions between the integers above, and integral
-    // doubles (3.0, -0.0) that must act as the int64s.
-    static const double kDoubles[] = {-2.5, -1.5, -0.5, 0.5,  1.25,
-                                      1.5,  2.75, 3.0,  -0.0, -3.25};
-    auto double_value = [&] { return kDoubles[next(10)]; };
-    auto predicate = [&] {
-      v1::Predicate p;
-      p.set_attribute(kNames[next(4)]);
-      const bool strings = next(2) == 0;
-      static const v1::Op kOps[] = {
-          v1::OP_EQ,     v1::OP_NE,     v1::OP_LT,     v1::OP_LE,
-          v1::OP_GT,     v1::OP_GE,     v1::OP_BETWEEN, v1::OP_IN,
-          v1::OP_NOT_IN, v1::OP_PREFIX, v1::OP_EXISTS, v1::OP_NOT_EXISTS,
-          v1::OP_SUFFIX, v1::OP_EQUALS_IGNORE_CASE, v1::OP_NOT_PREFIX,
-          v1::OP_NOT_SUFFIX, v1::OP_CIDR, v1::OP_WILDCARD,
-          v1::OP_NOT_EQUALS_IGNORE_CASE};
-      v1::Op op = kOps[next(19)];
-      const bool excluded =
-          op == v1::OP_NOT_PREFIX || op == v1::OP_NOT_SUFFIX;
-      const bool folds = op == v1::OP_EQUALS_IGNORE_CASE ||
-                         op == v1::OP_NOT_EQUALS_IGNORE_CASE;
-      if (!strings && (op == v1::OP_PREFIX || op == v1::OP_SUFFIX || folds ||
-                       excluded)) {
-        op = v1::OP_NE;
+  std::string string_value() { return std::string(kStrings[next(19)]); }
+  int64_t int_value() { return static_cast<int64_t>(next(7)) - 3; }
+  // Numbers with fractions between the integers above, and integral
+  // doubles (3.0, -0.0) that must act as the int64s.
+  double double_value() {
+    static constexpr double kDoubles[] = {-2.5, -1.5, -0.5, 0.5,  1.25,
+                                          1.5,  2.75, 3.0,  -0.0, -3.25};
+    return kDoubles[next(10)];
+  }
+  v1::Predicate predicate() {
+    v1::Predicate p;
+    p.set_attribute(names_[next(names_.size())]);
+    const bool strings = next(2) == 0;
+    static const v1::Op kOps[] = {
+        v1::OP_EQ,     v1::OP_NE,     v1::OP_LT,     v1::OP_LE,
+        v1::OP_GT,     v1::OP_GE,     v1::OP_BETWEEN, v1::OP_IN,
+        v1::OP_NOT_IN, v1::OP_PREFIX, v1::OP_EXISTS, v1::OP_NOT_EXISTS,
+        v1::OP_SUFFIX, v1::OP_EQUALS_IGNORE_CASE, v1::OP_NOT_PREFIX,
+        v1::OP_NOT_SUFFIX, v1::OP_CIDR, v1::OP_WILDCARD,
+        v1::OP_NOT_EQUALS_IGNORE_CASE};
+    v1::Op op = kOps[next(19)];
+    const bool excluded =
+        op == v1::OP_NOT_PREFIX || op == v1::OP_NOT_SUFFIX;
+    const bool folds = op == v1::OP_EQUALS_IGNORE_CASE ||
+                       op == v1::OP_NOT_EQUALS_IGNORE_CASE;
+    if (!strings && (op == v1::OP_PREFIX || op == v1::OP_SUFFIX || folds ||
+                     excluded)) {
+      op = v1::OP_NE;
+    }
+    p.set_op(op);
+    if (op == v1::OP_CIDR) {  // strings or not
+      p.set_string_value(kNetworks[next(9)]);
+      return p;
+    }
+    if (op == v1::OP_WILDCARD) {
+      p.set_string_value(kPatterns[next(10)]);
+      return p;
+    }
+    if ((op == v1::OP_EQUALS_IGNORE_CASE ||
+         op == v1::OP_NOT_EQUALS_IGNORE_CASE) &&
+        next(2) == 0) {  // a list
+      for (uint64_t n = 1 + next(3); n > 0; --n) {
+        p.mutable_string_values()->add_values(string_value());
       }
-      p.set_op(op);
-      if (op == v1::OP_CIDR) {  // strings or not
-        p.set_string_value(kNetworks[next(9)]);
-        return p;
-      }
-      if (op == v1::OP_WILDCARD) {
-        p.set_string_value(kPatterns[next(10)]);
-        return p;
-      }
-      if ((op == v1::OP_EQUALS_IGNORE_CASE ||
-           op == v1::OP_NOT_EQUALS_IGNORE_CASE) &&
-          next(2) == 0) {  // a list
-        for (uint64_t n = 1 + next(3); n > 0; --n) {
+      return p;
+    }
+    if (op == v1::OP_EXISTS || op == v1::OP_NOT_EXISTS) return p;
+    // Numbers: now and then a double operand (with a fraction or not).
+    const bool doubles = !strings && next(3) == 0;
+    if (op == v1::OP_IN || op == v1::OP_NOT_IN) {
+      for (uint64_t n = 1 + next(3); n > 0; --n) {
+        if (strings) {
           p.mutable_string_values()->add_values(string_value());
-        }
-        return p;
-      }
-      if (op == v1::OP_EXISTS || op == v1::OP_NOT_EXISTS) return p;
-      // Numbers: now and then a double operand (with a fraction or not).
-      const bool doubles = !strings && next(3) == 0;
-      if (op == v1::OP_IN || op == v1::OP_NOT_IN) {
-        for (uint64_t n = 1 + next(3); n > 0; --n) {
-          if (strings) {
-            p.mutable_string_values()->add_values(string_value());
-          } else if (doubles) {
-            p.mutable_double_values()->add_values(
-                next(2) == 0 ? double_value()
-                             : static_cast<double>(int_value()));
-          } else {
-            p.mutable_int64_values()->add_values(int_value());
-          }
-        }
-        return p;
-      }
-      if (strings) {
-        std::string low = string_value();
-        while (excluded && low.empty()) low = string_value();
-        if (op == v1::OP_BETWEEN) {
-          std::string high = string_value();
-          if (high < low) std::swap(low, high);
-          p.set_string_upper(high);
-        }
-        p.set_string_value(low);
-        return p;
-      }
-      if (doubles) {
-        double low = double_value();
-        if (op == v1::OP_BETWEEN) {
-          // The upper bound an int64 or a double, not below the lower one.
-          const int64_t high = int_value();
-          if (next(2) == 0 && high >= low) {
-            p.set_upper(high);
-          } else {
-            double d = double_value();
-            if (d < low) std::swap(d, low);
-            p.set_double_upper(d);
-          }
-        }
-        p.set_double_value(low);
-        return p;
-      }
-      p.set_value(int_value());
-      if (op == v1::OP_BETWEEN) {
-        if (next(3) == 0 && double_value() >= p.value()) {
-          // An int64 lower bound, a double upper one.
-          double d = double_value();
-          while (d < p.value()) d += 1;
-          p.set_double_upper(d);
+        } else if (doubles) {
+          p.mutable_double_values()->add_values(
+              next(2) == 0 ? double_value()
+                           : static_cast<double>(int_value()));
         } else {
-          p.set_upper(p.value() + next(3));
+          p.mutable_int64_values()->add_values(int_value());
         }
       }
       return p;
-    };
+    }
+    if (strings) {
+      std::string low = string_value();
+      while (excluded && low.empty()) low = string_value();
+      if (op == v1::OP_BETWEEN) {
+        std::string high = string_value();
+        if (high < low) std::swap(low, high);
+        p.set_string_upper(high);
+      }
+      p.set_string_value(low);
+      return p;
+    }
+    if (doubles) {
+      double low = double_value();
+      if (op == v1::OP_BETWEEN) {
+        // The upper bound an int64 or a double, not below the lower one.
+        const int64_t high = int_value();
+        if (next(2) == 0 && high >= low) {
+          p.set_upper(high);
+        } else {
+          double d = double_value();
+          if (d < low) std::swap(d, low);
+          p.set_double_upper(d);
+        }
+      }
+      p.set_double_value(low);
+      return p;
+    }
+    p.set_value(int_value());
+    if (op == v1::OP_BETWEEN) {
+      if (next(3) == 0 && double_value() >= p.value()) {
+        // An int64 lower bound, a double upper one.
+        double d = double_value();
+        while (d < p.value()) d += 1;
+        p.set_double_upper(d);
+      } else {
+        p.set_upper(p.value() + next(3));
+      }
+    }
+    return p;
+  }
+
+ private:
+  uint64_t state_;
+  std::vector<std::string> names_;
+};
+
+// One round of churn: 150 random subscriptions of 1 to 3 predicates added
+// (ids from *id on), then 40 of the live ones removed.
+void Churn(Front* f, Draws* draw, matcher::SubscriptionId* id,
+           std::vector<matcher::SubscriptionId>* live) {
+  for (int i = 0; i < 150; ++i) {
+    std::vector<v1::Predicate> ps;
+    for (uint64_t n = 1 + draw->next(3); n > 0; --n) {
+      ps.push_back(draw->predicate());
+    }
+    const absl::Status s = f->Subscribe(*id, Spec(ps));
+    ASSERT_TRUE(s.ok()) << s;
+    live->push_back((*id)++);
+  }
+  for (int i = 0; i < 40 && !live->empty(); ++i) {
+    const size_t at = draw->next(live->size());
+    f->Unsubscribe((*live)[at]);
+    live->erase(live->begin() + at);
+  }
+}
+
+TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
+  static const char* const kNames[] = {"a", "b", "c", "d"};
+  uint64_t pairs = 0, matches = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    Draws draw(seed, {"a", "b", "c", "d"});
+    auto next = [&draw](uint64_t n) { return draw.next(n); };
+    auto string_value = [&draw] { return draw.string_value(); };
+    auto int_value = [&draw] { return draw.int_value(); };
+    auto double_value = [&draw] { return draw.double_value(); };
     Front f;
     matcher::SubscriptionId id = 1;
     std::vector<matcher::SubscriptionId> live;
     for (int round = 0; round < 6; ++round) {
-      for (int i = 0; i < 150; ++i) {
-        std::vector<v1::Predicate> ps;
-        for (uint64_t n = 1 + next(3); n > 0; --n) ps.push_back(predicate());
-        const absl::Status s = f.Subscribe(id, Spec(ps));
-        ASSERT_TRUE(s.ok()) << s;
-        live.push_back(id++);
-      }
-      for (int i = 0; i < 40 && !live.empty(); ++i) {
-        const size_t at = next(live.size());
-        f.Unsubscribe(live[at]);
-        live.erase(live.begin() + at);
-      }
+      ASSERT_NO_FATAL_FAILURE(Churn(&f, &draw, &id, &live));
       v1::PublishRequest request;
       for (int e = 0; e < 200; ++e) {
         v1::Event* event = request.add_events();
@@ -845,6 +914,134 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
             << matches << " matches\n";
   EXPECT_GE(pairs, 1'000'000u);
   EXPECT_GT(matches, pairs / 100);
+}
+
+// JSON events (Event.json): random documents with nesting, arrays of
+// scalars, arrays of arrays and arrays of objects, literals, ints, doubles
+// and strings, beside attributes now and then, against ApiMatchesJson
+// (api_reference.h, which reads the document its own way).
+class JsonDraws {
+ public:
+  explicit JsonDraws(Draws* draw) : draw_(*draw) {}
+
+  std::string Scalar() {
+    switch (draw_.next(8)) {
+      case 0:
+      case 1:
+        return absl::StrCat(draw_.int_value());
+      case 2:
+        return absl::StrFormat("%.17g", draw_.double_value());
+      case 3:
+        return std::string(kLiterals[draw_.next(3)]);
+      default: {
+        // The pool's strings that are UTF-8 (a document must be).
+        std::string s = draw_.string_value();
+        while (s.find('\xff') != std::string::npos) s = draw_.string_value();
+        return absl::StrCat("\"", s, "\"");
+      }
+    }
+  }
+  // A scalar, or now and then an array of 0 to 3 of them (an element
+  // itself an array one time in five).
+  std::string Value() {
+    if (draw_.next(3) != 0) return Scalar();
+    std::vector<std::string> parts;
+    for (uint64_t n = draw_.next(4); n > 0; --n) {
+      parts.push_back(draw_.next(5) == 0 ? absl::StrCat("[", Scalar(), "]")
+                                         : Scalar());
+    }
+    return absl::StrCat("[", absl::StrJoin(parts, ","), "]");
+  }
+  std::string Object() {
+    std::vector<std::string> fields;
+    for (const char* key : {"p", "q"}) {
+      if (draw_.next(3) != 0) {
+        fields.push_back(absl::StrCat("\"", key, "\":", Value()));
+      }
+    }
+    return absl::StrCat("{", absl::StrJoin(fields, ","), "}");
+  }
+  // A document over a, b, c, o.p, o.q (o an object or an array of them),
+  // and a key no attribute name can be; `skip` is left out (an
+  // attribute's name).
+  std::string Document(const std::string& skip) {
+    std::vector<std::string> fields;
+    for (const char* key : {"a", "b", "c"}) {
+      if (key != skip && draw_.next(4) != 0) {
+        fields.push_back(absl::StrCat("\"", key, "\":", Value()));
+      }
+    }
+    switch (draw_.next(3)) {
+      case 0:
+        fields.push_back(absl::StrCat("\"o\":", Object()));
+        break;
+      case 1: {
+        std::vector<std::string> objects;
+        for (uint64_t n = draw_.next(4); n > 0; --n) {
+          objects.push_back(Object());
+        }
+        fields.push_back(
+            absl::StrCat("\"o\":[", absl::StrJoin(objects, ","), "]"));
+        break;
+      }
+      default:
+        break;
+    }
+    if (draw_.next(4) == 0) fields.push_back("\"x y\":1");
+    return absl::StrCat("{", absl::StrJoin(fields, ","), "}");
+  }
+
+ private:
+  static constexpr const char* kLiterals[] = {"true", "false", "null"};
+  Draws& draw_;
+};
+
+TEST(TypedAttributes, JsonEventsRandomizedAgainstTheApiRules) {
+  uint64_t pairs = 0, matches = 0, records = 0, events = 0;
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    Draws draw(seed, {"a", "b", "c", "d", "o.p", "o.q"});
+    JsonDraws json(&draw);
+    Front f;
+    matcher::SubscriptionId id = 1;
+    std::vector<matcher::SubscriptionId> live;
+    for (int round = 0; round < 6; ++round) {
+      ASSERT_NO_FATAL_FAILURE(Churn(&f, &draw, &id, &live));
+      v1::PublishRequest request;
+      for (int e = 0; e < 200; ++e) {
+        v1::Event* event = request.add_events();
+        std::string skip;
+        if (draw.next(4) == 0) {  // an attribute beside the document
+          skip = draw.next(2) == 0 ? "c" : "d";
+          v1::Attribute* a = event->add_attributes();
+          a->set_name(skip);
+          a->set_value(draw.int_value());
+        }
+        event->set_json(json.Document(skip));
+      }
+      const auto got = f.MatchJson(request);
+      ASSERT_TRUE(got.ok()) << got.status();
+      for (int e = 0; e < request.events_size(); ++e) {
+        const ApiJsonEvent reference(request.events(e));
+        Ids want;
+        for (const auto& [sid, spec] : f.specs()) {
+          if (reference.Matches(spec)) want.push_back(sid);
+        }
+        ASSERT_EQ((*got)[e], want)
+            << "seed " << seed << " round " << round << ": "
+            << request.events(e).ShortDebugString();
+        pairs += live.size();
+        matches += want.size();
+      }
+      events += request.events_size();
+    }
+    records += f.records();
+  }
+  std::cout << "checked " << pairs << " (subscription, JSON event) pairs, "
+            << matches << " matches, " << records << " records for "
+            << events << " events\n";
+  EXPECT_GE(pairs, 1'000'000u);
+  EXPECT_GT(matches, pairs / 100);
+  EXPECT_GT(records, events * 3 / 2);  // arrays did combine
 }
 
 }  // namespace

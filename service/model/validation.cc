@@ -13,6 +13,7 @@
 #include "filter/parse.h"
 #include "filter/pattern.h"
 #include "service/model/ip_network.h"
+#include "service/model/json_event.h"
 #include "service/model/numbers.h"
 #include "service/model/wildcard.h"
 
@@ -67,15 +68,6 @@ template <typename... Args>
 absl::Status Invalid(const FieldPath& path, const Args&... message) {
   return absl::InvalidArgumentError(
       absl::StrCat(path.ToString(), ": ", message...));
-}
-
-bool IsLetterOrUnderscore(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
-
-bool IsAttributeNameChar(char c) {
-  return IsLetterOrUnderscore(c) || (c >= '0' && c <= '9') || c == '.' ||
-         c == '-';
 }
 
 // A character for an error message: 'x' if printable ASCII, else its byte
@@ -471,12 +463,13 @@ absl::Status CheckDistinctNames(
 
 absl::Status CheckEvent(const FieldPath& path, const v1::Event& event,
                         const Limits& limits,
-                        absl::flat_hash_map<absl::string_view, size_t>* seen) {
+                        absl::flat_hash_map<absl::string_view, size_t>* seen,
+                        JsonGroup* json) {
   const FieldPath attributes{&path, "attributes"};
   const size_t count = static_cast<size_t>(event.attributes_size());
-  if (count == 0) {
+  if (count == 0 && event.json().empty()) {
     return Invalid(attributes, "empty; an event needs 1 to ",
-                   limits.max_event_attributes, " attributes");
+                   limits.max_event_attributes, " attributes, or a json");
   }
   if (count > limits.max_event_attributes) {
     return Invalid(attributes, "has ", count, " attributes; the limit is ",
@@ -505,19 +498,31 @@ absl::Status CheckEvent(const FieldPath& path, const v1::Event& event,
                    " bytes; the limit is ", limits.max_payload_bytes,
                    " (--max_payload_bytes)");
   }
+  if (event.json().empty()) {
+    *json = JsonGroup();
+    return absl::OkStatus();
+  }
+  status = FlattenJson(path.ToString(), event.json(), limits, json);
+  if (!status.ok()) return status;
+  if (count > 0) {
+    // The document's paths and the attributes' names are one namespace.
+    std::vector<absl::string_view> paths;
+    CollectPaths(*json, &paths);
+    for (const absl::string_view p : paths) {
+      for (int i = 0; i < event.attributes_size(); ++i) {
+        if (event.attributes(i).name() == p) {
+          return Invalid(FieldPath{&path, "json"}, "at ", p,
+                         ": the path is also the name of ",
+                         FieldPath{&path, "attributes",
+                                   static_cast<size_t>(i)}.ToString());
+        }
+      }
+    }
+  }
   return absl::OkStatus();
 }
 
 }  // namespace
-
-bool IsValidAttributeName(absl::string_view name) {
-  if (name.empty() || name.size() > kMaxAttributeNameLength) return false;
-  if (!IsLetterOrUnderscore(name[0])) return false;
-  for (size_t i = 1; i < name.size(); ++i) {
-    if (!IsAttributeNameChar(name[i])) return false;
-  }
-  return true;
-}
 
 absl::Status ValidateSubscribe(const v1::SubscribeRequest& request,
                                const Limits& limits) {
@@ -583,12 +588,20 @@ absl::Status ValidateUnsubscribe(const v1::UnsubscribeRequest& request,
 
 absl::Status ValidatePublish(const v1::PublishRequest& request,
                              const Limits& limits) {
+  std::vector<JsonGroup> json;
+  return ValidatePublishAndFlatten(request, limits, &json);
+}
+
+absl::Status ValidatePublishAndFlatten(const v1::PublishRequest& request,
+                                       const Limits& limits,
+                                       std::vector<JsonGroup>* json) {
   absl::Status status = CheckBatch("events", request.events_size(), limits);
   if (!status.ok()) return status;
   absl::flat_hash_map<absl::string_view, size_t> seen;
+  json->resize(request.events_size());
   for (int i = 0; i < request.events_size(); ++i) {
     status = CheckEvent(FieldPath{nullptr, "events", static_cast<size_t>(i)},
-                        request.events(i), limits, &seen);
+                        request.events(i), limits, &seen, &(*json)[i]);
     if (!status.ok()) return status;
   }
   return absl::OkStatus();
@@ -635,7 +648,18 @@ absl::Status BuildSubscriptions(const v1::SubscribeRequest& request,
 void BuildEvents(const v1::PublishRequest& request,
                  const TypedAttributes& attributes,
                  std::vector<std::vector<matcher::AttributeValue>>* out) {
-  attributes.Encode(request, out);
+  std::vector<uint32_t> event_of;
+  // Without json, no combinations to bound.
+  attributes.Encode(request, {}, SIZE_MAX, out, &event_of).IgnoreError();
+}
+
+absl::Status BuildEvents(
+    const v1::PublishRequest& request, absl::Span<const JsonGroup> json,
+    const TypedAttributes& attributes, const Limits& limits,
+    std::vector<std::vector<matcher::AttributeValue>>* out,
+    std::vector<uint32_t>* event_of) {
+  return attributes.Encode(request, json, limits.max_json_combinations, out,
+                           event_of);
 }
 
 }  // namespace service

@@ -24,9 +24,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "matcher/types.h"
 #include "proto/cohort/v1/pubsub.pb.h"
 #include "service/model/interner.h"
+#include "service/model/json_event.h"
 #include "service/model/limits.h"
 #include "service/model/subscription_input.h"
 #include "service/model/typed_attributes.h"
@@ -44,11 +46,7 @@ namespace service {
 // every other predicate. REQUIRES: a string_value operand for those ops.
 absl::Status CheckOperandRules(const v1::Predicate& predicate);
 
-// IsValidAttributeName()
-//
-// True iff `name` matches [A-Za-z_][A-Za-z0-9_.-]{0,63}: 1 to 64 characters,
-// the first a letter or '_', the rest letters, digits, '_', '.' or '-'.
-bool IsValidAttributeName(absl::string_view name);
+// IsValidAttributeName(): limits.h.
 
 // ValidateSubscribe()
 //
@@ -82,6 +80,13 @@ absl::Status ValidateUnsubscribe(const v1::UnsubscribeRequest& request,
 // INVALID_ARGUMENT for the first problem found, in request order.
 absl::Status ValidatePublish(const v1::PublishRequest& request,
                              const Limits& limits);
+// As above, and events[i].json flattened into (*json)[i] (json_event.h;
+// an empty group for an event without json): an event may then have no
+// attributes, and its document must pass FlattenJson's checks and name no
+// path that is one of its attributes' names.
+absl::Status ValidatePublishAndFlatten(const v1::PublishRequest& request,
+                                       const Limits& limits,
+                                       std::vector<JsonGroup>* json);
 
 // ValidateListen()
 //
@@ -140,6 +145,20 @@ absl::Status BuildSubscriptions(const v1::SubscribeRequest& request,
 void BuildEvents(const v1::PublishRequest& request,
                  const TypedAttributes& attributes,
                  std::vector<std::vector<matcher::AttributeValue>>* out);
+
+// As above, with the events' json documents (`json`, from ValidatePublishAndFlatten;
+// empty when no event has one): an event becomes one record per distinct
+// combination of its arrays' elements that subscriptions name
+// (typed_attributes.h Encode), a request event's records adjacent and in
+// request order. *event_of is empty when every event became one record;
+// else (*event_of)[r] is the request event of record r. RESOURCE_EXHAUSTED
+// naming "events[i].json" when an event has more than
+// limits.max_json_combinations combinations; *out is then unspecified.
+absl::Status BuildEvents(
+    const v1::PublishRequest& request, absl::Span<const JsonGroup> json,
+    const TypedAttributes& attributes, const Limits& limits,
+    std::vector<std::vector<matcher::AttributeValue>>* out,
+    std::vector<uint32_t>* event_of);
 
 }  // namespace service
 }  // namespace cohort

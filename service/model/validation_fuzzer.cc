@@ -17,7 +17,10 @@
 //   - the Index accepts every built subscription (validation admits nothing
 //     the matcher refuses), and matches the built events as the reference
 //     matcher does, and as the API's rules on the messages themselves say
-//     (api_reference.h: strings, sets, prefixes, existence, types).
+//     (api_reference.h: strings, sets, prefixes, existence, types, and
+//     JSON events: a request event matches what any of its records
+//     matches, as ApiMatchesJson reads the document), or BuildEvents
+//     refuses an event's combinations with RESOURCE_EXHAUSTED.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -39,6 +42,7 @@
 #include "service/model/api_reference.h"
 #include "service/model/interner.h"
 #include "service/model/ip_network.h"
+#include "service/model/json_event.h"
 #include "service/model/validation.h"
 #include "service/model/wildcard.h"
 #include "tools/fuzz/byte_reader.h"
@@ -161,28 +165,63 @@ class Session {
     if (!ParseValid(bytes, ValidatePublish, "events", "Publish", &request)) {
       return;
     }
+    std::vector<JsonGroup> json;
+    if (!ValidatePublishAndFlatten(request, limits_, &json).ok()) {
+      Fail("ValidatePublishAndFlatten refused what ValidatePublish passed");
+    }
     std::vector<std::vector<matcher::AttributeValue>> events;
-    BuildEvents(request, typed_, &events);
-    if (events.size() != static_cast<size_t>(request.events_size())) {
+    std::vector<uint32_t> event_of;
+    const absl::Status built =
+        BuildEvents(request, json, typed_, limits_, &events, &event_of);
+    if (!built.ok()) {
+      if (!absl::IsResourceExhausted(built) ||
+          !absl::StrContains(built.message(), "].json: its arrays give")) {
+        Fail(absl::StrCat("BuildEvents: ", built.ToString()));
+      }
+      return;
+    }
+    const auto request_event = [&](size_t r) {
+      return event_of.empty() ? r : size_t{event_of[r]};
+    };
+    if (!event_of.empty() && event_of.size() != events.size()) {
+      Fail("BuildEvents: event_of and records differ in size");
+    }
+    if (events.empty() ? request.events_size() != 0
+                       : request_event(events.size() - 1) + 1 !=
+                             static_cast<size_t>(request.events_size())) {
       Fail("BuildEvents: wrong count");
     }
     std::vector<matcher::EventView> views;
-    for (size_t i = 0; i < events.size(); ++i) {
-      CheckEvent(request.events(i), events[i]);
-      views.emplace_back(events[i]);
+    for (size_t r = 0; r < events.size(); ++r) {
+      if (r > 0 && request_event(r) != request_event(r - 1) &&
+          request_event(r) != request_event(r - 1) + 1) {
+        Fail("BuildEvents: an event without records, or records apart");
+      }
+      CheckEvent(request.events(static_cast<int>(request_event(r))),
+                 events[r]);
+      views.emplace_back(events[r]);
     }
     index_.MatchCohort(views, &matches_);
-    for (size_t i = 0; i < views.size(); ++i) {
-      std::sort(matches_[i].begin(), matches_[i].end());
-      if (matches_[i] != reference_.Match(views[i])) {
-        Fail(absl::StrCat("event ", i, " matched differently"));
+    // Per request event, what its records matched, once each.
+    std::vector<std::vector<matcher::SubscriptionId>> got(
+        request.events_size());
+    for (size_t r = 0; r < views.size(); ++r) {
+      std::sort(matches_[r].begin(), matches_[r].end());
+      if (matches_[r] != reference_.Match(views[r])) {
+        Fail(absl::StrCat("record ", r, " matched differently"));
       }
+      auto& ids = got[request_event(r)];
+      ids.insert(ids.end(), matches_[r].begin(), matches_[r].end());
+    }
+    for (int i = 0; i < request.events_size(); ++i) {
+      std::sort(got[i].begin(), got[i].end());
+      got[i].erase(std::unique(got[i].begin(), got[i].end()), got[i].end());
       std::vector<matcher::SubscriptionId> api;
       for (const auto& [id, spec] : specs_) {
         if (ApiMatches(spec, request.events(i))) api.push_back(id);
       }
-      if (matches_[i] != api) {
-        Fail(absl::StrCat("event ", i, " matched ", matches_[i].size(),
+      if (got[i] != api) {
+        Fail(absl::StrCat("event ", i, " matched ", got[i].size(),
                           " subscriptions; the API's rules say ", api.size(),
                           ": ", request.events(i).ShortDebugString()));
       }
@@ -294,6 +333,10 @@ Limits PickLimits(uint8_t choice) {
     limits.max_subscriber_bytes = 5;
     limits.max_string_bytes = 4;
     limits.max_set_size = 3;
+    limits.max_json_bytes = 64;
+    limits.max_json_depth = 3;
+    limits.max_json_values = 6;
+    limits.max_json_combinations = 4;
   }
   return limits;
 }

@@ -48,7 +48,7 @@ void ClusterPartition::Match(const CohortPipeline::Work& work,
   scratch->outs.clear();
   for (const QueuedEvent& e : cohort.events) {
     scratch->outs.push_back({&e.job->state[e.event].partials[partial],
-                             e.job->request->return_ids()});
+                             e.job->WantIds()});
   }
   // Matcher ids are global ids - 1: the directory's single id shard.
   FillPartials(*directory_, *listeners_, /*partition=*/0, *subscriber_of_,

@@ -18,7 +18,7 @@ namespace {
 // Why an expired job ended, once `skipped` of its events were not matched.
 absl::Status ExpiredStatus(const PublishJob& job, size_t skipped) {
   const std::string what =
-      absl::StrCat(skipped, " of ", job.events.size(),
+      absl::StrCat(skipped, " of ", job.RequestEvents(),
                    " events were skipped unmatched and not delivered");
   if (job.cancelled != nullptr &&
       job.cancelled->load(std::memory_order_relaxed)) {
@@ -52,10 +52,20 @@ void Engine::Prepare(PublishJob* job) {
   }
   job->events_left.store(n, std::memory_order_relaxed);
   job->events_skipped.store(0, std::memory_order_relaxed);
+  const size_t m = job->RequestEvents();
+  if (!job->event_of.empty()) {
+    job->records_left.reset(new std::atomic<uint32_t>[m]);
+    for (size_t j = 0; j < m; ++j) {
+      job->records_left[j].store(0, std::memory_order_relaxed);
+    }
+    for (const uint32_t j : job->event_of) {
+      job->records_left[j].fetch_add(1, std::memory_order_relaxed);
+    }
+  }
   auto* results = job->response->mutable_results();
   results->Clear();
-  results->Reserve(static_cast<int>(n));
-  for (size_t i = 0; i < n; ++i) results->Add();
+  results->Reserve(static_cast<int>(m));
+  for (size_t i = 0; i < m; ++i) results->Add();
 }
 
 void Engine::Admit(PublishJob* job, int64_t start_ns) {
@@ -67,7 +77,8 @@ void Engine::Admit(PublishJob* job, int64_t start_ns) {
   }
   Prepare(job);
   job->admitted_ns = start_ns;
-  events_published_.fetch_add(n, std::memory_order_relaxed);
+  events_published_.fetch_add(job->RequestEvents(),
+                              std::memory_order_relaxed);
   front_.AddEvents(n);
   Dispatch(job);
   front_.RecordBatch(0, n, MonotonicNanos() - start_ns);
@@ -79,7 +90,7 @@ absl::Status Engine::Publish(PublishJob* job) {
   if (closing_) return ShuttingDownError();
   if (job->Expired(start)) {
     front_.AddExpired(job->events.size());
-    return ExpiredStatus(*job, job->events.size());
+    return ExpiredStatus(*job, job->RequestEvents());
   }
   absl::Status status = admission_.TryAcquire(job->events.size());
   if (!status.ok()) {
@@ -309,16 +320,42 @@ void Engine::JournalAndRoute(Change* change) {
 
 void Engine::FinishEvent(PublishJob* job, size_t i,
                              StageProfile* profile) {
-  PublishJob::EventState& state = job->state[i];
-  if (state.skipped.load(std::memory_order_relaxed)) {
-    // Some partition did not match it: a partial count would be wrong, and
-    // nobody waits for the answer any more.
-    job->events_skipped.fetch_add(1, std::memory_order_relaxed);
+  if (job->event_of.empty()) {
+    PublishJob::EventState& state = job->state[i];
+    if (state.skipped.load(std::memory_order_relaxed)) {
+      // Some partition did not match it: a partial count would be wrong,
+      // and nobody waits for the answer any more.
+      job->events_skipped.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      MergeAndDeliver(job, i, i, i + 1, profile);
+    }
+    state.partials.clear();
+    state.partials.shrink_to_fit();
   } else {
-    MergeAndDeliver(job, i, profile);
+    // The last record of a request event to finish answers for all of
+    // them (the acq_rel chain on records_left makes their partials
+    // visible here).
+    const uint32_t j = job->event_of[i];
+    if (job->records_left[j].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      size_t first = i;
+      while (first > 0 && job->event_of[first - 1] == j) --first;
+      size_t last = i + 1;
+      while (last < job->events.size() && job->event_of[last] == j) ++last;
+      bool skipped = false;
+      for (size_t r = first; r < last; ++r) {
+        skipped |= job->state[r].skipped.load(std::memory_order_relaxed);
+      }
+      if (skipped) {
+        job->events_skipped.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        MergeAndDeliver(job, j, first, last, profile);
+      }
+      for (size_t r = first; r < last; ++r) {
+        job->state[r].partials.clear();
+        job->state[r].partials.shrink_to_fit();
+      }
+    }
   }
-  state.partials.clear();
-  state.partials.shrink_to_fit();
   profile->AddEvents(1);
   if (job->events_left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     // The acq_rel chain on events_left makes every event's events_skipped
@@ -330,31 +367,45 @@ void Engine::FinishEvent(PublishJob* job, size_t i,
   }
 }
 
-void Engine::MergeAndDeliver(PublishJob* job, size_t i,
-                             StageProfile* profile) {
-  PublishJob::EventState& state = job->state[i];
+void Engine::MergeAndDeliver(PublishJob* job, size_t i, size_t first,
+                             size_t last, StageProfile* profile) {
   v1::EventResult* result = job->response->mutable_results(static_cast<int>(i));
   uint64_t count = 0;
   std::vector<std::pair<uint32_t, uint64_t>> deliveries;
-  for (PublishJob::Partial& partial : state.partials) {
-    count += partial.count;
-    deliveries.insert(deliveries.end(), partial.deliveries.begin(),
-                      partial.deliveries.end());
+  for (size_t r = first; r < last; ++r) {
+    for (PublishJob::Partial& partial : job->state[r].partials) {
+      count += partial.count;
+      deliveries.insert(deliveries.end(), partial.deliveries.begin(),
+                        partial.deliveries.end());
+    }
   }
-  result->set_match_count(count);
-  if (job->request->return_ids()) {
-    // Each partial is ascending; merge them pairwise (P is small).
+  if (job->WantIds()) {
+    // Each partial is ascending; merge them pairwise (P is small). A
+    // subscription several records matched counts once.
     std::vector<uint64_t> ids;
     ids.reserve(count);
-    for (PublishJob::Partial& partial : state.partials) {
-      const size_t middle = ids.size();
-      ids.insert(ids.end(), partial.ids.begin(), partial.ids.end());
-      std::inplace_merge(ids.begin(), ids.begin() + middle, ids.end());
+    for (size_t r = first; r < last; ++r) {
+      for (PublishJob::Partial& partial : job->state[r].partials) {
+        const size_t middle = ids.size();
+        ids.insert(ids.end(), partial.ids.begin(), partial.ids.end());
+        std::inplace_merge(ids.begin(), ids.begin() + middle, ids.end());
+      }
     }
-    result->mutable_subscription_ids()->Add(ids.begin(), ids.end());
+    if (last - first > 1) {
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    }
+    count = ids.size();
+    if (job->request->return_ids()) {
+      result->mutable_subscription_ids()->Add(ids.begin(), ids.end());
+    }
   }
+  result->set_match_count(count);
   if (!deliveries.empty()) {
     std::sort(deliveries.begin(), deliveries.end());
+    if (last - first > 1) {
+      deliveries.erase(std::unique(deliveries.begin(), deliveries.end()),
+                       deliveries.end());
+    }
     auto event =
         std::make_shared<const v1::Event>(job->request->events(static_cast<int>(i)));
     uint64_t queued = 0;

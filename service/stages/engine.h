@@ -187,9 +187,11 @@ class Engine {
 
  private:
   void Prepare(PublishJob* job);
-  // FinishEvent's work for an event every partition matched: the result,
+  // FinishEvent's work for request event `i`, whose records [first, last)
+  // every partition matched: the result (a subscription counted once),
   // and the deliveries to listeners.
-  void MergeAndDeliver(PublishJob* job, size_t i, StageProfile* profile);
+  void MergeAndDeliver(PublishJob* job, size_t i, size_t first, size_t last,
+                       StageProfile* profile);
   // Prepares and dispatches an admitted job. REQUIRES: gate_ held shared.
   void Admit(PublishJob* job, int64_t start_ns);
   // One of `change`'s batches is applied with `status`.

@@ -52,8 +52,13 @@ struct PublishJob {
   // Set by the creator. `request` and `response` must outlive `done`.
   const v1::PublishRequest* request = nullptr;
   v1::PublishResponse* response = nullptr;
-  // Compact event records (validation.h BuildEvents), one per event.
+  // Compact event records (validation.h BuildEvents): one per request
+  // event, or, when some JSON event became several (one per combination of
+  // its arrays' elements), `event_of` maps each record to its request
+  // event (adjacent records, in request order). The engine matches
+  // records; "event" below means a record.
   std::vector<std::vector<matcher::AttributeValue>> events;
+  std::vector<uint32_t> event_of;
   // Called once: OK after `response` holds one result per event, or
   // DEADLINE_EXCEEDED / CANCELLED if some events were skipped (Expired).
   std::function<void(absl::Status)> done;
@@ -62,6 +67,15 @@ struct PublishJob {
   // creator, which outlives the job) becomes true when the caller goes away.
   int64_t deadline_ns = std::numeric_limits<int64_t>::max();
   const std::atomic<bool>* cancelled = nullptr;
+
+  // Request events (the response's results): events.size() unless
+  // event_of maps records to them.
+  size_t RequestEvents() const {
+    return event_of.empty() ? events.size() : size_t{event_of.back()} + 1;
+  }
+  // Whether partitions list matched ids: asked for, or needed to count a
+  // subscription once over a request event's records.
+  bool WantIds() const { return request->return_ids() || !event_of.empty(); }
 
   // True if the job's events should no longer be matched at `now_ns`.
   bool Expired(int64_t now_ns) const {
@@ -74,6 +88,8 @@ struct PublishJob {
   // copies (1 for the replicated one), times its steal units; P for
   // sharded_phase1, 1 for the threaded engine.
   std::unique_ptr<EventState[]> state;
+  // With event_of: per request event, its records not yet finished.
+  std::unique_ptr<std::atomic<uint32_t>[]> records_left;
   std::atomic<size_t> events_left{0};
   std::atomic<size_t> events_skipped{0};
   // When admission let the job in (MonotonicNanos): its sojourn, for the

@@ -161,7 +161,7 @@ void ShardPartition::RunCohort(const std::vector<ShardItem>& cohort,
     for (size_t k : live_) {
       const ShardItem& item = cohort[k];
       outs_.push_back({&item.job->state[item.event].partials[shard_id_],
-                       item.job->request->return_ids()});
+                       item.job->WantIds()});
     }
     FillPartials(*directory_, *listeners_, shard_id_, subscriber_of_,
                  matches_, outs_, &partials_);

@@ -63,7 +63,7 @@ void ThreadedEngine::RunWorker() {
 
 void ThreadedEngine::Match(PublishJob* job, matcher::MatchScratch* scratch,
                            std::vector<matcher::SubscriptionId>* local) {
-  const bool return_ids = job->request->return_ids();
+  const bool return_ids = job->WantIds();
   std::shared_lock<std::shared_mutex> lock(index_mu_);
   for (size_t i = 0; i < job->events.size(); ++i) {
     index_.MatchEvent(job->events[i], scratch, local);

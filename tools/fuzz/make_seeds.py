@@ -154,6 +154,36 @@ def validation_seeds():
         write("service/model/testdata/validation_fuzzer", f"filters-{name}",
               data)
 
+    # JSON events (Event.json): arrays, arrays of objects kept together,
+    # literals, a document beside an attribute; and ones refused.
+    json_filters = encode("SubscribeRequest", r"""
+      subscriptions { subscriber: "hal"
+        predicates { attribute: "o.p" op: OP_EQ value: 1 }
+        predicates { attribute: "o.q" op: OP_EQ string_value: "b" } }
+      subscriptions { subscriber: "hal"
+        predicates { attribute: "t" op: OP_NE string_value: "a" } }
+      subscriptions { subscriber: "hal"
+        predicates { attribute: "n" op: OP_NOT_EXISTS } }
+    """)
+    documents = [
+        '{"o": [{"p": 1, "q": "a"}, {"p": 2, "q": "b"}], "t": ["a", "b"]}',
+        '{"o": {"p": 1, "q": "b"}, "t": [["a"], []], "n": null}',
+        '{"o": [{"p": 1.5}, {}], "t": "a", "x": [true, false]}',
+        '{"o": {"p": 1, "p": 2}}',
+        '{"a.b": 1, "a": {"b": 2}}',
+        '{"t": [1, 2, 3, 4, 5, 6, 7], "o": [{"p": 1}, {"p": 2}]}',
+    ]
+    json_events = encode("PublishRequest", "".join(
+        "events { json: '" + d + "' }\n" for d in documents[:3]) +
+        'events { attributes { name: "n" value: 3 } json: \'{"t": "c"}\' }\n')
+    for k, d in enumerate(documents[3:]):
+        bad = encode("PublishRequest", "events { json: '" + d + "' }")
+        for limits in (0, 1):
+            data = bytes([limits]) + section(0, json_filters)
+            data += section(2, json_events) + section(2, bad)
+            write("service/model/testdata/validation_fuzzer",
+                  f"json-{k}-{limits}", data)
+
 
 def parse_seeds():
     """[parser byte: 0 subscription, 1 event] then the text."""

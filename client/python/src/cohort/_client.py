@@ -225,8 +225,11 @@ class Client(ClientBase):
 
         events: one event or an iterable of them; an event is a mapping
         {"price": 420, "kind": "order"} (int: int64; float: a number that
-        may have a fraction, 19.99; str: UTF-8 string; bytes: string) or a
-        cohort.v1 Event. payload: bytes for every
+        may have a fraction, 19.99; str: UTF-8 string; bytes: string), a
+        nested mapping {"detail": {"price": 19.99, "tags": ["a", "b"]}}
+        (a dict, list, bool or None anywhere in it makes it a JSON event,
+        Event.json: values named by path, arrays matched element by
+        element), or a cohort.v1 Event. payload: bytes for every
         mapping event, or a sequence with one per event (a cohort.v1 Event
         keeps its own). Each result has match_count and, with
         return_ids=True, the matched subscription_ids (ascending). Never

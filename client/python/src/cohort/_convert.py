@@ -2,7 +2,9 @@
 
 Events are given as mappings {"price": 420, "kind": "order"} (int: an
 int64 value; float: a number that may have a fraction, sent as a double;
-str: its UTF-8 bytes as a string value; bytes: a string value) or as prebuilt pb.Event messages; filters as CLI text (parsed by the
+str: its UTF-8 bytes as a string value; bytes: a string value), as nested
+mappings (a value that is a dict, list, tuple, bool or None makes the whole
+mapping a JSON event, sent as Event.json) or as prebuilt pb.Event messages; filters as CLI text (parsed by the
 server), an Event Ruler pattern or SNS filter policy (a dict, sent to the
 server as JSON), a Filter, one pb.Predicate or a sequence of them. This module
 holds the conversions, the request builders of the publish paths (the hot
@@ -21,8 +23,9 @@ from cohort.v1 import pubsub_pb2 as pb
 # An attribute value: an int64, a float, or a string (str as UTF-8, or
 # bytes).
 AttributeValue = Union[int, float, str, bytes]
-# An event: attribute name -> value, or a prebuilt message.
-EventLike = Union[Mapping[str, AttributeValue], pb.Event]
+# An event: attribute name -> value, a nested mapping (a JSON event: any
+# JSON value), or a prebuilt message.
+EventLike = Union[Mapping[str, AttributeValue], Mapping[str, Any], pb.Event]
 # A filter: CLI text or a pattern (both sent to ParseFilter), a Filter, or pb
 # predicates.
 FilterLike = Union[str, Mapping[str, Any], Filter, pb.Predicate,
@@ -31,8 +34,7 @@ FilterLike = Union[str, Mapping[str, Any], Filter, pb.Predicate,
 Payload = Union[bytes, Sequence[bytes], None]
 
 
-def fill_event(event: pb.Event, attributes: Mapping[str,
-                                                    AttributeValue]) -> None:
+def fill_event(event: pb.Event, attributes: Mapping[str, Any]) -> None:
     """Appends attributes to event.attributes (the publish hot path)."""
     add = event.attributes.add
     name = ""
@@ -42,10 +44,15 @@ def fill_event(event: pb.Event, attributes: Mapping[str,
             if kind is int:
                 add(name=name, value=value)  # upb: ValueError outside int64
             elif kind is str:
-                add(name=name,
-                    string_value=value.encode())  # type: ignore[union-attr]
+                add(name=name, string_value=value.encode())
             elif kind is bytes:
                 add(name=name, string_value=value)
+            elif isinstance(value, (Mapping, list, tuple, bool)) or (
+                    value is None):
+                # Nested: the whole mapping is a JSON event (Event.json).
+                del event.attributes[:]
+                fill_json(event, attributes)
+                return
             else:
                 typed = operand(value, f"attribute {name!r}")
                 if isinstance(typed, int):
@@ -60,6 +67,19 @@ def fill_event(event: pb.Event, attributes: Mapping[str,
         if str(e).startswith("attribute "):
             raise
         raise TypeError(f"attribute {name!r}: {e}") from None
+
+
+def fill_json(event: pb.Event, document: Mapping[str, Any]) -> None:
+    """Sets event.json to `document` as JSON (a JSON event: the server
+    names its values by path, "detail.price", and an array gives its path
+    several values). NaN and the infinities are refused here (ValueError),
+    as the server would."""
+    try:
+        text = json.dumps(document, ensure_ascii=False, allow_nan=False,
+                          separators=(",", ":"))
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"event: not a JSON document: {e}") from None
+    event.json = text.encode()
 
 
 def to_event(item: EventLike, payload: Optional[bytes] = None) -> pb.Event:
@@ -114,7 +134,8 @@ def publish_request(events: Union[EventLike, Iterable[EventLike]],
     return request
 
 
-StreamItem = Union[Mapping[str, AttributeValue], pb.Event, pb.PublishRequest]
+StreamItem = Union[Mapping[str, AttributeValue], Mapping[str, Any], pb.Event,
+                   pb.PublishRequest]
 
 
 class Batcher:

@@ -41,6 +41,10 @@ def _event_values(event: EventLike) -> Mapping[str, Scalar]:
         return attributes_of(event)
     message = pb.Event()
     fill_event(message, event)
+    if message.json:
+        raise ValueError("matches: a nested event is a JSON event, which "
+                         "the server matches (arrays element by element); "
+                         "give a flat mapping")
     return attributes_of(message)
 
 

@@ -1,0 +1,260 @@
+#include "service/model/json_event.h"
+
+#include <simdjson.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "service/model/numbers.h"
+
+namespace cohort {
+namespace service {
+namespace {
+
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+
+absl::string_view Sv(std::string_view s) {
+  return absl::string_view(s.data(), s.size());
+}
+
+// `text` with its control bytes as \xHH, so that a message stays one line.
+std::string Shown(absl::string_view text) {
+  std::string shown;
+  for (const char c : text) {
+    const unsigned char byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      absl::StrAppendFormat(&shown, "\\x%02X", byte);
+    } else {
+      shown.push_back(c);
+    }
+  }
+  return shown;
+}
+
+class Flattener {
+ public:
+  Flattener(absl::string_view field, const Limits& limits)
+      : field_(absl::StrCat(field, ".json")), limits_(limits) {}
+
+  absl::Status Run(const element& root, JsonGroup* out) {
+    if (root.type() != element_type::OBJECT) {
+      return Error("", "a JSON event is an object");
+    }
+    absl::Status s = Object(root, "", "", 1, out);
+    if (!s.ok()) return s;
+    absl::flat_hash_set<absl::string_view> reach;
+    return CheckDistinct(*out, &reach);
+  }
+
+ private:
+  absl::Status Error(absl::string_view place, absl::string_view what) const {
+    if (place.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(field_, ": ", what));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat(field_, ": at ", Shown(place), ": ", what));
+  }
+
+  absl::Status Deeper(absl::string_view shown, size_t depth) const {
+    if (depth <= limits_.max_json_depth) return absl::OkStatus();
+    return Error(shown, absl::StrCat("nested ", depth,
+                                     " levels deep; the limit is ",
+                                     limits_.max_json_depth,
+                                     " (--max_json_depth)"));
+  }
+
+  // The fields of `object` (at `depth`), whose path is `path` ("" at the
+  // top; `shown` names it in messages, with array indexes), into `group`.
+  absl::Status Object(const element& object, const std::string& path,
+                      const std::string& shown, size_t depth,
+                      JsonGroup* group) {
+    absl::flat_hash_set<std::string_view> keys;
+    // (Copied out: value_unsafe() on a temporary result returns a reference
+    // into it.)
+    const simdjson::dom::object fields = object.get_object().value_unsafe();
+    for (const auto [key, value] : fields) {
+      const std::string child =
+          path.empty() ? std::string(key) : absl::StrCat(path, ".", Sv(key));
+      const std::string child_shown =
+          shown.empty() ? std::string(key) : absl::StrCat(shown, ".", Sv(key));
+      if (!keys.insert(key).second) {
+        return Error(child_shown, "the key is in its object twice");
+      }
+      absl::Status s = Value(value, child, child_shown, depth, group);
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  // The value `e` at `path`, inside a container at `depth`, into `group`.
+  absl::Status Value(const element& e, const std::string& path,
+                     const std::string& shown, size_t depth,
+                     JsonGroup* group) {
+    switch (e.type()) {
+      case element_type::OBJECT: {
+        absl::Status s = Deeper(shown, depth + 1);
+        if (!s.ok()) return s;
+        return Object(e, path, shown, depth + 1, group);
+      }
+      case element_type::ARRAY: {
+        absl::Status s = Deeper(shown, depth + 1);
+        if (!s.ok()) return s;
+        std::vector<JsonGroup> elements;
+        s = Elements(e, path, shown, depth + 1, &elements);
+        if (!s.ok()) return s;
+        if (!elements.empty()) group->arrays.push_back(std::move(elements));
+        return absl::OkStatus();
+      }
+      default:
+        break;
+    }
+    if (++values_ > limits_.max_json_values) {
+      return Error(shown, absl::StrCat("more than ", limits_.max_json_values,
+                                       " values; the limit is ",
+                                       limits_.max_json_values,
+                                       " (--max_json_values)"));
+    }
+    JsonValue v;
+    switch (e.type()) {
+      case element_type::INT64:
+        v.kind = JsonValue::Kind::kInt;
+        v.i = e.get_int64().value_unsafe();
+        break;
+      case element_type::UINT64:
+      case element_type::DOUBLE: {
+        const double d = e.type() == element_type::UINT64
+                             ? static_cast<double>(e.get_uint64().value_unsafe())
+                             : e.get_double().value_unsafe();
+        if (const std::string why = WhyNotComparable(d); !why.empty()) {
+          return Error(shown, why);
+        }
+        if (IntegralDouble(d, &v.i)) {
+          v.kind = JsonValue::Kind::kInt;
+        } else {
+          v.kind = JsonValue::Kind::kDouble;
+          v.d = d;
+        }
+        break;
+      }
+      case element_type::STRING:
+        v.kind = JsonValue::Kind::kString;
+        v.s = std::string(e.get_string().value_unsafe());
+        break;
+      case element_type::BOOL:
+        v.kind = JsonValue::Kind::kLiteral;
+        v.s = e.get_bool().value_unsafe() ? "true" : "false";
+        break;
+      default:
+        v.kind = JsonValue::Kind::kLiteral;
+        v.s = "null";
+        break;
+    }
+    if (IsValidAttributeName(path)) {
+      group->leaves.push_back(JsonLeaf{path, std::move(v)});
+    }
+    return absl::OkStatus();
+  }
+
+  // The elements of `array` (at `depth`), each a group of its own; an
+  // array element's elements are the outer array's.
+  absl::Status Elements(const element& array, const std::string& path,
+                        const std::string& shown, size_t depth,
+                        std::vector<JsonGroup>* out) {
+    size_t k = 0;
+    const simdjson::dom::array elements = array.get_array().value_unsafe();
+    for (const element e : elements) {
+      const std::string at = absl::StrCat(shown, "[", k++, "]");
+      if (e.type() == element_type::ARRAY) {
+        absl::Status s = Deeper(at, depth + 1);
+        if (!s.ok()) return s;
+        s = Elements(e, path, at, depth + 1, out);
+        if (!s.ok()) return s;
+        continue;
+      }
+      JsonGroup g;
+      absl::Status s = Value(e, path, at, depth, &g);
+      if (!s.ok()) return s;
+      out->push_back(std::move(g));
+    }
+    return absl::OkStatus();
+  }
+
+  // OK iff no combination of `group` holds a path twice; adds every path
+  // under `group` to *reach.
+  absl::Status CheckDistinct(const JsonGroup& group,
+                             absl::flat_hash_set<absl::string_view>* reach) {
+    for (const JsonLeaf& leaf : group.leaves) {
+      if (!reach->insert(leaf.path).second) return Twice(leaf.path);
+    }
+    for (const std::vector<JsonGroup>& array : group.arrays) {
+      // The elements may share paths; the array as a whole may not share
+      // one with the rest of the group.
+      absl::flat_hash_set<absl::string_view> mine;
+      for (const JsonGroup& element : array) {
+        absl::flat_hash_set<absl::string_view> one;
+        absl::Status s = CheckDistinct(element, &one);
+        if (!s.ok()) return s;
+        mine.insert(one.begin(), one.end());
+      }
+      for (const absl::string_view path : mine) {
+        if (!reach->insert(path).second) return Twice(path);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Twice(absl::string_view path) const {
+    return Error(path,
+                 "two places give this path at once (a key with '.' in it "
+                 "names the same attribute as nested keys)");
+  }
+
+  const std::string field_;
+  const Limits& limits_;
+  size_t values_ = 0;
+};
+
+void Collect(const JsonGroup& group, std::vector<absl::string_view>* out) {
+  for (const JsonLeaf& leaf : group.leaves) out->push_back(leaf.path);
+  for (const std::vector<JsonGroup>& array : group.arrays) {
+    for (const JsonGroup& element : array) Collect(element, out);
+  }
+}
+
+}  // namespace
+
+absl::Status FlattenJson(absl::string_view field, absl::string_view json,
+                         const Limits& limits, JsonGroup* out) {
+  *out = JsonGroup();
+  if (json.size() > limits.max_json_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".json: ", json.size(), " bytes; the limit is ",
+        limits.max_json_bytes, " (--max_json_bytes)"));
+  }
+  thread_local simdjson::dom::parser parser;
+  element root;
+  const simdjson::error_code error =
+      parser.parse(json.data(), json.size()).get(root);
+  if (error != simdjson::SUCCESS) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ".json: not a JSON document: ",
+                     simdjson::error_message(error)));
+  }
+  return Flattener(field, limits).Run(root, out);
+}
+
+void CollectPaths(const JsonGroup& group,
+                  std::vector<absl::string_view>* out) {
+  Collect(group, out);
+}
+
+}  // namespace service
+}  // namespace cohort
