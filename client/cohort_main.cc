@@ -5,7 +5,7 @@
 //   cohort subscribe --subscriber=alice --pattern=rule.json [...]
 //       (Event Ruler patterns and SNS filter policies, filter/pattern.h)
 //   cohort unsubscribe 17 18
-//   cohort publish 'price=420 kind=7' [--payload=@file | --payload=text] [--ids]
+//   cohort publish [--json] '{"detail": {"price": 19.99}}'
 //   cohort publish [--json] '{"detail": {"price": 19.99, "tags": []}}'
 //   cohort listen --subscriber=alice [--count=N]
 //   cohort stats [--json]
