@@ -13,7 +13,8 @@ source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/testing/checks.sh"
 
 dir=$(mktemp -d)
 trap 'rm -rf "${dir}"' EXIT
-python3 "${GENERATOR}" --rules=400 --events=60 --seed=7 --out="${dir}"
+python3 "${GENERATOR}" --rules=400 --events=60 --seed=7 --arrays=0 \
+  --out="${dir}"
 check "the generator writes 400 patterns" \
   test "$(wc -l <"${dir}/rules.jsonl")" -eq 400
 out=$("${LOAD}" --rules="${dir}/rules.jsonl" --events="${dir}/events.txt" \

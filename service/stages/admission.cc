@@ -12,8 +12,10 @@ namespace service {
 
 absl::Status Admission::TooLarge(uint64_t n) const {
   return absl::ResourceExhaustedError(
-      absl::StrCat("events: ", n, " events in one request can never be "
-                   "admitted; the server holds at most ", limit_,
+      absl::StrCat("events: ", n,
+                   " events in one request (a JSON event counts once per "
+                   "combination of its arrays) can never be admitted; the "
+                   "server holds at most ", limit_,
                    " events in flight (--queue_limit); send smaller batches"));
 }
 
