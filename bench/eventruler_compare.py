@@ -25,12 +25,14 @@ Not Cohort's: Event Ruler 1.8.1 errs once some pattern gives a field a
 wildcard starting with '*': an equals-ignore-case condition on that field
 reads its first character as the star (with {"wildcard": "*prod"}
 loaded, {"equals-ignore-case": "Db"} matches "web"; alone, it does not),
-and a suffix ending in a character of several UTF-8 bytes matches any
-character with the same first byte (with {"wildcard": "*"} loaded,
-{"suffix": "oë"} matches "zoË"). Such a disagreement is counted apart as
-Event Ruler's error (ruler_star_defect) when a loaded pattern gives that
-field a '*...' wildcard and the pattern matches in the reference with
-those conditions read Event Ruler's way.
+and so excludes too much in anything-but equals-ignore-case; and a suffix
+ending in a character of several UTF-8 bytes matches any character with
+the same first byte (with {"wildcard": "*"} loaded, {"suffix": "oë"}
+matches "zoË"). Such a disagreement is counted apart as Event Ruler's
+error (ruler_star_defect, ruler_star_exclusion) when a loaded pattern
+gives that field a '*...' wildcard and the pattern's answer in the
+reference, with those conditions read Event Ruler's way, is Event
+Ruler's.
 """
 
 import argparse
@@ -42,6 +44,20 @@ from typing import Any, Dict, List, Set
 import cohort
 from cohort.v1 import pubsub_pb2 as pb
 from eventruler_workload import readings  # beside this script
+
+
+def reading_event(flat: Dict[str, Any]) -> pb.Event:
+    """One reading of a JSON event as an Event of attributes (literals as
+    literal values), for the reference matcher (cohort.matches)."""
+    event = pb.Event()
+    literals = {True: pb.LITERAL_TRUE, False: pb.LITERAL_FALSE,
+                None: pb.LITERAL_NULL}
+    for name, value in flat.items():
+        if value is None or isinstance(value, bool):
+            event.attributes.add(name=name, literal_value=literals[value])
+        else:
+            cohort._convert.fill_event(event, {name: value})
+    return event
 
 
 def typed_anything_but(predicates: List[pb.Predicate],
@@ -59,9 +75,8 @@ def typed_anything_but(predicates: List[pb.Predicate],
             return isinstance(value, str) != string_operand
 
         relaxed = [p for p in predicates if not other_type(p)]
-        scalars = {k: v for k, v in flat.items()
-                   if v is not None and not isinstance(v, bool)}
-        if len(relaxed) < len(predicates) and cohort.matches(relaxed, scalars):
+        if len(relaxed) < len(predicates) and cohort.matches(
+                relaxed, reading_event(flat)):
             return True
     return False
 
@@ -81,34 +96,56 @@ def ruler_star_defect(predicates: List[pb.Predicate], doc: Dict[str, Any],
     if not affected:
         return False
     rest = [p for p in predicates if p not in affected]
-
-    def star_read(p: pb.Predicate, value: Any) -> bool:
-        if not isinstance(value, str):
-            return False
-        operands = ([p.string_value] if p.WhichOneof("operand") ==
-                    "string_value" else list(p.string_values.values))
-        v = value.encode()
-        for o in operands:
-            if p.op == pb.OP_EQUALS_IGNORE_CASE:
-                text = o.decode()
-                if len(value) >= len(text) and value.lower().endswith(
-                        text[1:].lower()):
-                    return True
-            elif o:
-                last = len(o.decode()[-1].encode())
-                keep = len(o) - last + 1  # through the last one's first byte
-                if last > 1 and len(v) >= len(o) and v[len(v) - len(o):][
-                        :keep] == o[:keep]:
-                    return True
-        return False
-
     for flat in readings(doc):
-        scalars = {k: v for k, v in flat.items()
-                   if v is not None and not isinstance(v, bool)}
+        event = reading_event(flat)
         if all(star_read(p, flat.get(p.attribute)) or
-               cohort.matches([p], scalars) for p in affected) and (
-                   cohort.matches(rest, scalars) if rest else True):
+               cohort.matches([p], event) for p in affected) and (
+                   cohort.matches(rest, event) if rest else True):
             return True
+    return False
+
+
+def ruler_star_exclusion(predicates: List[pb.Predicate], doc: Dict[str, Any],
+                         star_paths: Set[str]) -> bool:
+    """Whether Event Ruler missed a match only through the same error in
+    anything-but equals-ignore-case: beside a '*...' wildcard on the field,
+    it excludes what the operand read with a star for its first character
+    matches ({"anything-but": {"equals-ignore-case": "db"}} excludes
+    "web")."""
+    affected = [p for p in predicates if p.attribute in star_paths and
+                p.op == pb.OP_NOT_EQUALS_IGNORE_CASE]
+    if not affected:
+        return False
+    rest = [p for p in predicates if p not in affected]
+    for flat in readings(doc):
+        event = reading_event(flat)
+        if all(cohort.matches([p], event) and
+               not star_read(p, flat.get(p.attribute)) for p in affected) and (
+                   cohort.matches(rest, event) if rest else True):
+            return False  # Event Ruler's reading matches too
+    return True
+
+
+def star_read(p: pb.Predicate, value: Any) -> bool:
+    """Whether Event Ruler's erring reading of `p` (ruler_star_defect)
+    takes `value`."""
+    if not isinstance(value, str):
+        return False
+    operands = ([p.string_value] if p.WhichOneof("operand") ==
+                "string_value" else list(p.string_values.values))
+    v = value.encode()
+    for o in operands:
+        if p.op in (pb.OP_EQUALS_IGNORE_CASE, pb.OP_NOT_EQUALS_IGNORE_CASE):
+            text = o.decode()
+            if len(value) >= len(text) and value.lower().endswith(
+                    text[1:].lower()):
+                return True
+        elif o:
+            last = len(o.decode()[-1].encode())
+            keep = len(o) - last + 1  # through the last one's first byte
+            if last > 1 and len(v) >= len(o) and v[len(v) - len(o):][
+                    :keep] == o[:keep]:
+                return True
     return False
 
 
@@ -207,6 +244,10 @@ def main() -> int:
                             lowered[r], chunk[k], star_paths):
                         ruler_defect += 1
                         continue
+                    if kind == "cohort only" and ruler_star_exclusion(
+                            lowered[r], chunk[k], star_paths):
+                        ruler_defect += 1
+                        continue
                     kinds[kind] += 1
                     lines.append(f"{kind}\tevent {e}\trule {r}\t"
                                  f"{json.dumps(events[e], ensure_ascii=False)}"
@@ -219,7 +260,8 @@ def main() -> int:
           f"{len(events)}: {pairs} (pattern, event) pairs, {matches} "
           f"matches by Event Ruler; documented disagreements (anything-but "
           f"across types): {documented}; Event Ruler's own errors "
-          f"(equals-ignore-case or suffix beside a '*...' wildcard): "
+          f"(equals-ignore-case, its anything-but, or suffix beside a "
+          f"'*...' wildcard): "
           f"{ruler_defect}; "
           f"other disagreements: {len(lines)} ("
           + ", ".join(f"{k} {v}" for k, v in kinds.items()) + ")")

@@ -17,10 +17,11 @@ OPERATORS; values are drawn from the events' own domains so that
 patterns match. With --arrays=1 (the default) events also carry arrays
 (ARRAY_FIELDS: a list of resource names, a list of tags that may nest
 one, a list of item objects whose fields patterns name together, and
-now and then detail.count as a list) and a true/false/null; patterns
+now and then detail.count as a list) and a true/false/null (detail.flag,
+which patterns match as [true], [false], [null] or with exists); patterns
 name those fields too (exists and its negation only on fields outside
 arrays of objects: docs/DESIGN.md 1.7 says why). What Cohort cannot
-express yet (true/false/null in a pattern, $or) is left out. events.txt
+express yet ($or) is left out. events.txt
 (the flattened events, for the timing path) is written only without
 arrays.
 """
@@ -70,20 +71,20 @@ SKUS = [f"sku-{c}{n}" for c in "abc" for n in range(4)]
 ARRAY_FIELDS = [
     ("resources", "str"), ("detail.tags", "str"),
     ("detail.items.sku", "str"), ("detail.items.qty", "int"),
-    ("detail.items.unit", "dec"),
+    ("detail.items.unit", "dec"), ("detail.flag", "lit"),
 ]
 
 # Operators and their weights (percent); each applies to some field types.
 OPERATORS = [
-    ("exact", 20, {"str", "int", "mixed", "dec"}),
+    ("exact", 20, {"str", "int", "mixed", "dec", "lit"}),
     ("list", 14, {"str", "int", "mixed", "dec"}),
     ("prefix", 8, {"str"}),
     ("suffix", 6, {"str"}),
     ("equals-ignore-case", 6, {"str"}),
     ("wildcard", 5, {"str"}),
     ("cidr", 5, {"ip"}),
-    ("exists", 4, {"str", "int", "mixed", "ip", "dec"}),
-    ("not-exists", 4, {"str", "int", "mixed", "ip", "dec"}),
+    ("exists", 4, {"str", "int", "mixed", "ip", "dec", "lit"}),
+    ("not-exists", 4, {"str", "int", "mixed", "ip", "dec", "lit"}),
     ("numeric", 8, {"int", "dec"}),
     ("numeric-range", 8, {"int", "dec"}),
     ("anything-but", 5, {"str", "int", "mixed", "dec"}),
@@ -154,6 +155,8 @@ def field_value(rng, path):
         return rng.choice(SKUS)
     if path == "detail.items.qty":
         return rng.randrange(11)
+    if path == "detail.flag":
+        return rng.choice([True, False, None])
     raise ValueError(path)
 
 
@@ -189,7 +192,7 @@ def event(rng, arrays):
             items.append(item)
         put(doc, "detail.items", items)
     if rng.random() < 0.5:
-        put(doc, "detail.flag", rng.choice([True, False, None]))
+        put(doc, "detail.flag", field_value(rng, "detail.flag"))
     if "count" in doc.get("detail", {}) and rng.random() < 0.15:
         doc["detail"]["count"] = [doc["detail"]["count"],
                                   field_value(rng, "detail.count")]

@@ -26,6 +26,20 @@ std::string NumberText(double d) {
   return FormatDouble(d);
 }
 
+// true, false or null.
+std::string LiteralText(int literal) {
+  switch (literal) {
+    case v1::LITERAL_TRUE:
+      return "true";
+    case v1::LITERAL_FALSE:
+      return "false";
+    case v1::LITERAL_NULL:
+      return "null";
+    default:  // not in the grammar, but printed rather than hidden
+      return absl::StrCat("literal", literal);
+  }
+}
+
 // "[1, 2]" or "[\"a\", \"b\"]"; a scalar operand as a list of one, and no
 // operand as the empty list, so that the text keeps the grammar's shape.
 std::string ListText(const v1::Predicate& p) {
@@ -55,6 +69,8 @@ std::string ListText(const v1::Predicate& p) {
           "]");
     case v1::Predicate::kDoubleValue:
       return absl::StrCat("[", NumberText(p.double_value()), "]");
+    case v1::Predicate::kLiteralValue:
+      return absl::StrCat("[", LiteralText(p.literal_value()), "]");
     case v1::Predicate::OPERAND_NOT_SET:
       break;
   }
@@ -73,6 +89,8 @@ std::string ScalarText(const v1::Predicate& p) {
       return ListText(p);
     case v1::Predicate::kDoubleValue:
       return NumberText(p.double_value());
+    case v1::Predicate::kLiteralValue:
+      return LiteralText(p.literal_value());
     case v1::Predicate::kValue:
     case v1::Predicate::OPERAND_NOT_SET:
       break;
@@ -160,6 +178,8 @@ std::string FormatAttribute(const v1::Attribute& a) {
                           ? FormatString(a.string_value())
                       : a.kind_case() == v1::Attribute::kDoubleValue
                           ? NumberText(a.double_value())
+                      : a.kind_case() == v1::Attribute::kLiteralValue
+                          ? LiteralText(a.literal_value())
                           : absl::StrCat(a.value()));
 }
 

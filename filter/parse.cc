@@ -352,6 +352,7 @@ bool ToInt64(absl::string_view word, int64_t* out) {
 struct Operand {
   bool is_string = false;
   bool is_double = false;
+  v1::Literal literal = v1::LITERAL_UNSPECIFIED;  // set for true/false/null
   int64_t number = 0;
   double d = 0;
   std::string bytes;
@@ -549,7 +550,10 @@ class Parser {
   absl::StatusOr<std::string> Name();
   // Reads an integer or a string; `context` completes "missing value
   // <context>".
-  absl::StatusOr<Operand> Value(absl::string_view context);
+  // A value; `literals`: true, false and null are values here (= and !=,
+  // an event's pair), else an error.
+  absl::StatusOr<Operand> Value(absl::string_view context,
+                                bool literals = false);
   // Consumes the next token if it is `symbol`; else fails with "expected
   // <symbol> <context>, got ...".
   absl::Status Expect(absl::string_view symbol, absl::string_view context);
@@ -601,7 +605,8 @@ absl::StatusOr<std::string> Parser::Name() {
   return std::string(token.text);
 }
 
-absl::StatusOr<Operand> Parser::Value(absl::string_view context) {
+absl::StatusOr<Operand> Parser::Value(absl::string_view context,
+                                      bool literals) {
   const Token& token = Next();
   Operand value;
   switch (token.kind) {
@@ -618,6 +623,19 @@ absl::StatusOr<Operand> Parser::Value(absl::string_view context) {
       return value;
     case TokenKind::kWord:
       break;
+  }
+  for (const auto& [word, literal] :
+       {std::pair<absl::string_view, v1::Literal>{"true", v1::LITERAL_TRUE},
+        {"false", v1::LITERAL_FALSE},
+        {"null", v1::LITERAL_NULL}}) {
+    if (token.text != word) continue;
+    if (!literals) {
+      return Error(token, absl::StrCat(Describe(token),
+                                       " is a literal (true, false, null), "
+                                       "which only = and != compare"));
+    }
+    value.literal = literal;
+    return value;
   }
   const std::string error = ParseNumber(token, &value);
   if (!error.empty()) return Error(token, error);
@@ -690,10 +708,14 @@ absl::Status Parser::Predicate(v1::Predicate* out) {
     return Error(op, absl::StrCat("expected an operator ", kOperatorList,
                                   ", got ", Describe(op), hint));
   }
-  absl::StatusOr<Operand> value = Value(absl::StrCat("after ", Describe(op)));
+  const bool equality = comparison == v1::OP_EQ || comparison == v1::OP_NE;
+  absl::StatusOr<Operand> value =
+      Value(absl::StrCat("after ", Describe(op)), equality);
   if (!value.ok()) return value.status();
   out->set_op(comparison);
-  if (value->is_string) {
+  if (value->literal != v1::LITERAL_UNSPECIFIED) {
+    out->set_literal_value(value->literal);
+  } else if (value->is_string) {
     out->set_string_value(std::move(value->bytes));
   } else if (value->is_double) {
     out->set_double_value(value->d);
@@ -968,10 +990,12 @@ absl::Status Parser::Pair(NameColumns* seen, v1::Attribute* out) {
                  absl::StrCat("missing value ", context, "; ", Describe(Peek()),
                               " starts the next pair"));
   }
-  absl::StatusOr<Operand> value = Value(context);
+  absl::StatusOr<Operand> value = Value(context, /*literals=*/true);
   if (!value.ok()) return value.status();
   out->set_name(*std::move(name));
-  if (value->is_string) {
+  if (value->literal != v1::LITERAL_UNSPECIFIED) {
+    out->set_literal_value(value->literal);
+  } else if (value->is_string) {
     out->set_string_value(std::move(value->bytes));
   } else if (value->is_double) {
     out->set_double_value(value->d);

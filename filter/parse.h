@@ -27,6 +27,8 @@
 //   subscription := predicate { connector predicate }
 //   connector    := "and" | "&&" | ","
 //   predicate    := name op value                        op (below)
+//                 | name ( "=" | "==" | "!=" | "<>" | "eq" | "ne" ) literal
+//                                              OP_EQ, OP_NE on a literal
 //                 | name "between" value "and" value     OP_BETWEEN, inclusive
 //                 | name "in" value ".." value           OP_BETWEEN, inclusive
 //                 | name "in" list                       OP_IN
@@ -49,10 +51,11 @@
 //   string_or_list := string | list                      strings only
 //
 //   event        := pair { [ "," ] pair }
-//   pair         := name "=" value
+//   pair         := name "=" ( value | literal )
 //
 //   name         := [A-Za-z_][A-Za-z0-9_.-]{0,63}
 //   value        := integer | decimal | string
+//   literal      := "true" | "false" | "null"            literal_value
 //   integer      := [ "+" | "-" ] digits                  decimal int64
 //   decimal      := [ "+" | "-" ] digits [ "." digits ]
 //                   [ ( "e" | "E" ) [ "+" | "-" ] digits ]

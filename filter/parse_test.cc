@@ -77,6 +77,9 @@ std::string Format(const v1::Predicate& p) {
       operand = absl::StrCat("[", absl::StrJoin(texts, ","), "]");
       break;
     }
+    case v1::Predicate::kLiteralValue:
+      operand = v1::Literal_Name(p.literal_value());
+      break;
     case v1::Predicate::OPERAND_NOT_SET:
       break;
   }
@@ -101,6 +104,8 @@ std::string Format(const v1::Attribute& a) {
       return absl::StrCat(a.name(), " ", Quote(a.string_value()));
     case v1::Attribute::kDoubleValue:
       return absl::StrCat(a.name(), " ", Double(a.double_value()));
+    case v1::Attribute::kLiteralValue:
+      return absl::StrCat(a.name(), " ", v1::Literal_Name(a.literal_value()));
     case v1::Attribute::KIND_NOT_SET:
       break;
   }
@@ -126,6 +131,11 @@ const ValidCase kValidSubscriptions[] = {
     {"price == 5", {"price OP_EQ 5 -"}},
     {"price != 5", {"price OP_NE 5 -"}},
     {"price <> 5", {"price OP_NE 5 -"}},
+    // Literals (true, false, null) with = and !=.
+    {"ok = true and x != null and y == false",
+     {"ok OP_EQ LITERAL_TRUE -", "x OP_NE LITERAL_NULL -",
+      "y OP_EQ LITERAL_FALSE -"}},
+    {"true = \"true\"", {"true OP_EQ \"true\" -"}},
     {"price < 5", {"price OP_LT 5 -"}},
     {"price <= 5", {"price OP_LE 5 -"}},
     {"price > 5", {"price OP_GT 5 -"}},
@@ -297,6 +307,9 @@ const ValidCase kValidSubscriptions[] = {
 
 const ValidCase kValidEvents[] = {
     {"price=420 kind=7", {"price 420", "kind 7"}},
+    {"ok=true gone=null no=false s=\"null\"",
+     {"ok LITERAL_TRUE", "gone LITERAL_NULL", "no LITERAL_FALSE",
+      "s \"null\""}},
     {"price = 420, kind = 7", {"price 420", "kind 7"}},
     {"a=1,b=2", {"a 1", "b 2"}},
     {"a=1 ,b=2 , c=3", {"a 1", "b 2", "c 3"}},
@@ -368,6 +381,14 @@ constexpr Grammar kEvent = Grammar::kEvent;
 
 // clang-format off
 const ErrorCase kErrors[] = {
+    // Literals compare with = and != only.
+    {kSub, "ok < true",
+           "     ^^^^", 6,
+     "\"true\" is a literal (true, false, null), which only = and != "
+     "compare"},
+    {kSub, "ok in [1, null]",
+           "          ^^^^", 11,
+     "\"null\" is a literal"},
     // Operators.
     {kSub, "price is 5",
            "      ^^", 7,

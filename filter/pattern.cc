@@ -111,12 +111,23 @@ class Lowering {
         absl::StrCat("pattern: at ", shown, ": ", what));
   }
 
-  // The refusal of a JSON literal (true, false, null) at `place`.
-  static absl::Status LiteralError(absl::string_view place, const element& e) {
+  // The refusal of a JSON literal (true, false, null) at `place`, in an
+  // anything-but (Event Ruler refuses it there too) or among several
+  // values (that needs `or`).
+  static absl::Status LiteralError(absl::string_view place, const element& e,
+                                   bool anything_but) {
+    if (anything_but) {
+      return Error(place, absl::StrCat(Literal(e),
+                                       " in anything-but: it takes strings "
+                                       "and numbers (Event Ruler refuses "
+                                       "literals there too)"));
+    }
     return Error(place, absl::StrCat(Literal(e),
-                                     " is not supported yet: the JSON "
-                                     "literals need JSON events "
-                                     "(docs/DESIGN.md section 1.6)"));
+                                     " among several values: a literal "
+                                     "(true, false, null) is matched alone "
+                                     "in its list; Cohort has no `or` "
+                                     "between predicates yet (docs/DESIGN.md "
+                                     "section 1.6)"));
   }
 
   // The one key of the operator object `e` at `place`; with any other
@@ -193,6 +204,23 @@ class Lowering {
                                 element_type::OBJECT) {
       return Condition(name, Index(name, 0), list.at(0).value_unsafe());
     }
+    if (list.size() == 1) {
+      const element only = list.at(0).value_unsafe();
+      if (only.type() == element_type::BOOL ||
+          only.type() == element_type::NULL_VALUE) {
+        // [true], [false], [null]: EQ on the literal.
+        v1::Predicate p;
+        p.set_attribute(name);
+        p.set_op(v1::OP_EQ);
+        p.set_literal_value(only.type() == element_type::NULL_VALUE
+                                ? v1::LITERAL_NULL
+                            : only.get_bool().value_unsafe()
+                                ? v1::LITERAL_TRUE
+                                : v1::LITERAL_FALSE);
+        out_.push_back(std::move(p));
+        return absl::OkStatus();
+      }
+    }
     // A list of plain values: EQ or IN, of one type.
     v1::Predicate p;
     p.set_attribute(name);
@@ -207,7 +235,8 @@ class Lowering {
                      "section 1.6); write the condition alone in its list, "
                      "or list plain values");
       }
-      absl::Status status = AddValue(place, item, i == 0, &strings, &p);
+      absl::Status status = AddValue(place, item, i == 0,
+                                     /*anything_but=*/false, &strings, &p);
       if (!status.ok()) return status;
       ++i;
     }
@@ -233,10 +262,11 @@ class Lowering {
   // Appends list entry `item` to p's int64_values or string_values; `first`
   // sets the list's type (*strings), which later entries must share.
   absl::Status AddValue(const std::string& place, const element& item,
-                        bool first, bool* strings, v1::Predicate* p) {
+                        bool first, bool anything_but, bool* strings,
+                        v1::Predicate* p) {
     const element_type t = item.type();
     if (t == element_type::BOOL || t == element_type::NULL_VALUE) {
-      return LiteralError(place, item);
+      return LiteralError(place, item, anything_but);
     }
     if (t != element_type::STRING && !IsNumber(item)) {
       return Error(place, absl::StrCat("expected a string or a number, got ",
@@ -495,7 +525,8 @@ class Lowering {
         bool strings = false;
         for (const element item : list) {
           absl::Status status =
-              AddValue(Index(place, i), item, i == 0, &strings, &p);
+              AddValue(Index(place, i), item, i == 0,
+                       /*anything_but=*/true, &strings, &p);
           if (!status.ok()) return status;
           ++i;
         }
@@ -505,7 +536,7 @@ class Lowering {
         return AnythingButOperator(name, place, e);
       case element_type::BOOL:
       case element_type::NULL_VALUE:
-        return LiteralError(place, e);
+        return LiteralError(place, e, /*anything_but=*/true);
       default: {
         absl::StatusOr<Num> n = Number(place, e);
         if (!n.ok()) return n.status();

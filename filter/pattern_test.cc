@@ -52,6 +52,10 @@ TEST(ParsePattern, EventBridgeRuleAsWritten) {
 
 TEST(ParsePattern, ValuesAndLists) {
   EXPECT_EQ(Lower(R"({"n": [5]})"), "n = 5");
+  // A literal alone in its list: an equality on it, apart from strings.
+  EXPECT_EQ(Lower(R"({"a": {"b": [true]}, "c": [false], "d": [null],
+                      "e": ["true"]})"),
+            "a.b = true and c = false and d = null and e = \"true\"");
   EXPECT_EQ(Lower(R"({"n": [-5, 7, 7]})"), "n in [-5, 7, 7]");
   EXPECT_EQ(Lower(R"({"s": ["a"]})"), "s = \"a\"");
   EXPECT_EQ(Lower(R"({"s": ["caf\u00e9", "x\"y"]})"),
@@ -178,15 +182,21 @@ TEST(ParsePattern, RefusesWhatCohortCannotSayYet) {
             "Cohort has no `or` between predicates yet (docs/DESIGN.md "
             "section 1.6); write the condition alone in its list, or list "
             "plain values");
-  EXPECT_EQ(Lower(R"({"a": {"b": [true]}})"),
-            "pattern: at a.b[0]: true is not supported yet: the JSON "
-            "literals need JSON events (docs/DESIGN.md section 1.6)");
-  EXPECT_EQ(Lower(R"({"a": [null]})"),
-            "pattern: at a[0]: null is not supported yet: the JSON literals "
-            "need JSON events (docs/DESIGN.md section 1.6)");
+  EXPECT_EQ(Lower(R"({"a": {"b": [true, "x"]}})"),
+            "pattern: at a.b[0]: true among several values: a literal "
+            "(true, false, null) is matched alone in its list; Cohort has no "
+            "`or` between predicates yet (docs/DESIGN.md section 1.6)");
+  EXPECT_EQ(Lower(R"({"a": [1, null]})"),
+            "pattern: at a[1]: null among several values: a literal (true, "
+            "false, null) is matched alone in its list; Cohort has no `or` "
+            "between predicates yet (docs/DESIGN.md section 1.6)");
   EXPECT_EQ(Lower(R"({"a": [{"anything-but": false}]})"),
-            "pattern: at a[0].anything-but: false is not supported yet: the "
-            "JSON literals need JSON events (docs/DESIGN.md section 1.6)");
+            "pattern: at a[0].anything-but: false in anything-but: it takes "
+            "strings and numbers (Event Ruler refuses literals there too)");
+  EXPECT_EQ(Lower(R"({"a": [{"anything-but": ["x", null]}]})"),
+            "pattern: at a[0].anything-but[1]: null in anything-but: it "
+            "takes strings and numbers (Event Ruler refuses literals there "
+            "too)");
   EXPECT_EQ(Lower(R"({"a": [{"anything-but": {"wildcard": "x*"}}]})"),
             "pattern: at a[0].anything-but.wildcard: anything-but "
             "\"wildcard\" is not supported yet (Cohort excludes prefixes, "

@@ -71,6 +71,7 @@ const PinnedField kPinnedFields[] = {
     {"Predicate", "double_values", 10, kMessage, false,
      "cohort.v1.DoubleList"},
     {"Predicate", "double_upper", 11, kDouble, false, ""},
+    {"Predicate", "literal_value", 12, kEnum, false, "cohort.v1.Literal"},
     {"Int64List", "values", 1, kInt64, true, ""},
     {"StringList", "values", 1, kBytes, true, ""},
     {"DoubleList", "values", 1, kDouble, true, ""},
@@ -89,6 +90,7 @@ const PinnedField kPinnedFields[] = {
     {"Attribute", "value", 2, kInt64, false, ""},
     {"Attribute", "string_value", 3, kBytes, false, ""},
     {"Attribute", "double_value", 4, kDouble, false, ""},
+    {"Attribute", "literal_value", 5, kEnum, false, "cohort.v1.Literal"},
     {"Event", "attributes", 1, kMessage, true, "cohort.v1.Attribute"},
     {"Event", "payload", 2, kBytes, false, ""},
     {"Event", "json", 3, kBytes, false, ""},
@@ -195,6 +197,15 @@ TEST(PubSubProto, OperandsAreOneofsAroundTheOldFields) {
   EXPECT_EQ(parsed.operand_case(), Predicate::kValue);
   EXPECT_EQ(parsed.value(), 10);
   EXPECT_EQ(parsed.upper(), 20);
+}
+
+TEST(PubSubProto, LiteralEnumValues) {
+  const EnumDescriptor* literal = Literal_descriptor();
+  ASSERT_EQ(literal->value_count(), 4);
+  EXPECT_EQ(LITERAL_UNSPECIFIED, 0);
+  EXPECT_EQ(LITERAL_TRUE, 1);
+  EXPECT_EQ(LITERAL_FALSE, 2);
+  EXPECT_EQ(LITERAL_NULL, 3);
 }
 
 TEST(PubSubProto, OpEnumValuesAreZeroToNineteen) {

@@ -106,6 +106,17 @@ bool ApiHolds(const v1::Predicate& p, const v1::Event& event) {
   if (found == nullptr) return p.op() == v1::OP_NOT_EXISTS;
   if (p.op() == v1::OP_NOT_EXISTS) return false;
   if (p.op() == v1::OP_EXISTS) return true;
+  // A literal is a type of its own: only EQ and NE with a literal operand
+  // compare it, and they compare nothing else.
+  const bool event_literal =
+      found->kind_case() == v1::Attribute::kLiteralValue;
+  const bool operand_literal =
+      p.operand_case() == v1::Predicate::kLiteralValue;
+  if (event_literal || operand_literal) {
+    if (!event_literal || !operand_literal) return false;
+    const bool same = found->literal_value() == p.literal_value();
+    return p.op() == v1::OP_EQ ? same : p.op() == v1::OP_NE && !same;
+  }
   const bool event_string = found->kind_case() == v1::Attribute::kStringValue;
   const bool operand_string =
       p.operand_case() == v1::Predicate::kStringValue ||
@@ -193,8 +204,7 @@ bool ApiMatches(const v1::SubscriptionSpec& spec, const v1::Event& event) {
 
 namespace {
 
-// One way to read a JSON value: the attributes it gives (literals as
-// attributes with no kind set and a name starting with '!').
+// One way to read a JSON value: the attributes it gives.
 using Reading = std::vector<v1::Attribute>;
 
 // Every reading of `e` at `path`: a scalar one, an object the product of
@@ -251,8 +261,12 @@ std::vector<Reading> Readings(const simdjson::dom::element& e,
     case element_type::STRING:
       a.set_string_value(std::string(e.get_string().value_unsafe()));
       break;
+    case element_type::BOOL:
+      a.set_literal_value(e.get_bool().value_unsafe() ? v1::LITERAL_TRUE
+                                                      : v1::LITERAL_FALSE);
+      break;
     default:
-      a.set_name("!" + path);  // true, false, null: seen by EXISTS only
+      a.set_literal_value(v1::LITERAL_NULL);
       break;
   }
   return {Reading{a}};
@@ -274,12 +288,8 @@ ApiJsonEvent::ApiJsonEvent(const v1::Event& event) {
     v1::Event one;
     *one.mutable_attributes() = event.attributes();
     for (const v1::Attribute& a : r) {
-      if (a.name()[0] == '!') {
-        present_.insert(a.name().substr(1));
-      } else {
-        present_.insert(a.name());
-        *one.add_attributes() = a;
-      }
+      present_.insert(a.name());
+      *one.add_attributes() = a;
     }
     readings_.push_back(std::move(one));
   }

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "proto/cohort/v1/pubsub.pb.h"
 #include "service/model/numbers.h"
 
 namespace cohort {
@@ -130,9 +131,10 @@ class Flattener {
         break;
       case element_type::UINT64:
       case element_type::DOUBLE: {
-        const double d = e.type() == element_type::UINT64
-                             ? static_cast<double>(e.get_uint64().value_unsafe())
-                             : e.get_double().value_unsafe();
+        const double d =
+            e.type() == element_type::UINT64
+                ? static_cast<double>(e.get_uint64().value_unsafe())
+                : e.get_double().value_unsafe();
         if (const std::string why = WhyNotComparable(d); !why.empty()) {
           return Error(shown, why);
         }
@@ -150,11 +152,12 @@ class Flattener {
         break;
       case element_type::BOOL:
         v.kind = JsonValue::Kind::kLiteral;
-        v.s = e.get_bool().value_unsafe() ? "true" : "false";
+        v.i = e.get_bool().value_unsafe() ? v1::LITERAL_TRUE
+                                          : v1::LITERAL_FALSE;
         break;
       default:
         v.kind = JsonValue::Kind::kLiteral;
-        v.s = "null";
+        v.i = v1::LITERAL_NULL;
         break;
     }
     if (IsValidAttributeName(path)) {

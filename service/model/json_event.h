@@ -35,9 +35,11 @@ namespace service {
 struct JsonValue {
   enum class Kind : uint8_t { kInt, kDouble, kString, kLiteral };
   Kind kind = Kind::kInt;
-  int64_t i = 0;     // kInt; also an integral double (3.0, -0.0 is 0)
+  // kInt: the number (an integral double too: 3.0, -0.0 is 0); kLiteral:
+  // its v1::Literal number (LITERAL_TRUE, LITERAL_FALSE, LITERAL_NULL).
+  int64_t i = 0;
   double d = 0;      // kDouble: has a fraction, finite, in the int64 range
-  std::string s;     // kString: the bytes; kLiteral: "true", "false", "null"
+  std::string s;     // kString: the bytes
 };
 
 // One value with its path ("detail.price").

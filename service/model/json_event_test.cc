@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/cohort/v1/pubsub.pb.h"
 #include "service/model/limits.h"
 
 namespace cohort {
@@ -47,8 +48,8 @@ TEST(FlattenJson, NamesValuesByPathAndKeepsArrayElementsTogether) {
   EXPECT_EQ(g.leaves[1].value.i, 3);
   EXPECT_EQ(g.leaves[2].value.kind, JsonValue::Kind::kString);
   EXPECT_EQ(g.leaves[3].value.kind, JsonValue::Kind::kLiteral);
-  EXPECT_EQ(g.leaves[3].value.s, "true");
-  EXPECT_EQ(g.leaves[4].value.s, "null");
+  EXPECT_EQ(g.leaves[3].value.i, v1::LITERAL_TRUE);
+  EXPECT_EQ(g.leaves[4].value.i, v1::LITERAL_NULL);
   EXPECT_EQ(g.leaves[5].value.i, -9007199254740993);  // exact, not a double
   // "e": [] adds nothing; tags' nested array is spliced in.
   ASSERT_EQ(g.arrays.size(), 2u);

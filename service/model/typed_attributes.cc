@@ -114,6 +114,7 @@ uint32_t* TypedAttributes::Slot(Derived& d, absl::string_view role) {
   if (role == "ip6l") return &d.ip6_low;
   if (role == "len") return &d.length;
   if (role == "d") return &d.doubles;
+  if (role == "lit") return &d.literals;
   return nullptr;
 }
 
@@ -488,6 +489,14 @@ absl::Status TypedAttributes::Lower(absl::string_view field,
       return absl::OkStatus();
     }
     default:  // EQ to BETWEEN
+      if (p.operand_case() == v1::Predicate::kLiteralValue) {
+        // EQ or NE (validation) on "$lit:<name>", the literal's number.
+        absl::StatusOr<uint32_t> id = DerivedId(field, *plain, name, "lit", 0);
+        if (!id.ok()) return id.status();
+        q.attribute = *id;
+        q.value = p.literal_value();
+        break;
+      }
       if (!strings) {
         // Each bound an integer on the name, or with a fraction on "$d:".
         struct Bound {
@@ -645,7 +654,10 @@ void TypedAttributes::EncodeValue(uint32_t id, const ValueRef& v,
       }
     }
   }
-  // (A literal, true, false or null, has no value an operator compares.)
+  if (v.kind == JsonValue::Kind::kLiteral && d != nullptr &&
+      d->literals != kNone) {
+    record->push_back({d->literals, v.i});  // a v1::Literal's number
+  }
 }
 
 namespace {
@@ -782,6 +794,11 @@ absl::Status TypedAttributes::Encode(
         case v1::Attribute::kStringValue:
           EncodeValue(*id, ValueRef{JsonValue::Kind::kString, 0, 0,
                                     attribute.string_value()},
+                      &record);
+          break;
+        case v1::Attribute::kLiteralValue:
+          EncodeValue(*id, ValueRef{JsonValue::Kind::kLiteral,
+                                    attribute.literal_value(), 0, {}},
                       &record);
           break;
         default:

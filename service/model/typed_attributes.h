@@ -72,8 +72,11 @@
 //                     rest). Integral operands stay on the name itself,
 //                     where an event's number with a fraction is its
 //                     floor marked "just above" (matcher/types.h).
+//   "$lit:<name>"     the name's literal values (true, false, null), each
+//                     as its v1::Literal number: EQ and NE with a
+//                     literal_value operand are on it.
 //   "$any:<name>"     present (value 0) whenever the event carries the
-//                     name with either type: EXISTS and NOT_EXISTS.
+//                     name with any type: EXISTS and NOT_EXISTS.
 //   "$names"          the number of attribute names interned when the event
 //                     was encoded. NOT_EXISTS x also requires "$names" >
 //                     the id of "$any:x": an event encoded before x was
@@ -200,6 +203,7 @@ class TypedAttributes {
     uint32_t ip6_low = kNone;   // "$ip6l:<name>"
     uint32_t length = kNone;    // "$len:<name>"
     uint32_t doubles = kNone;   // "$d:<name>"
+    uint32_t literals = kNone;  // "$lit:<name>"
     LengthIds prefixes;      // "$p<L>:<name>"
     LengthIds suffixes;      // "$x<L>:<name>"
     LengthIds not_prefixes;  // "$P<L>:<name>"
@@ -265,7 +269,7 @@ class TypedAttributes {
                                       const std::string& name)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The id of `d`'s derived attribute of `role` ("s", "any", "o", "i",
-  // "ip4", "ip6h", "ip6l" or "len"), or nullptr for the roles with
+  // "ip4", "ip6h", "ip6l", "len", "d" or "lit"), or nullptr for the roles with
   // lengths ("p", "x", "P", "X").
   static uint32_t* Slot(Derived& d, absl::string_view role);
   // The id of the derived name "$<role>:<name>" (a role with lengths:

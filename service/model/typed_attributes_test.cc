@@ -323,6 +323,53 @@ TEST(TypedAttributes, ExcludedPrefixesAndSuffixesHoldAsDocumented) {
   EXPECT_EQ(stats.attributes(0).suffix_lengths(), 2u);
 }
 
+// Literals (true, false, null) are a type of their own: EQ and NE with a
+// literal operand compare literals only, and only EXISTS sees them
+// otherwise.
+TEST(TypedAttributes, LiteralsHoldAsDocumented) {
+  Front f;
+  auto literal = [](const std::string& name, v1::Op op, v1::Literal l) {
+    v1::Predicate p;
+    p.set_attribute(name);
+    p.set_op(op);
+    p.set_literal_value(l);
+    return p;
+  };
+  ASSERT_TRUE(f.Subscribe(1, Spec({literal("ok", v1::OP_EQ,
+                                           v1::LITERAL_TRUE)})).ok());
+  ASSERT_TRUE(f.Subscribe(2, Spec({literal("ok", v1::OP_NE,
+                                           v1::LITERAL_TRUE)})).ok());
+  ASSERT_TRUE(f.Subscribe(3, Spec({literal("ok", v1::OP_EQ,
+                                           v1::LITERAL_NULL)})).ok());
+  ASSERT_TRUE(f.Subscribe(4, Spec({Str("ok", v1::OP_EQ, "true")})).ok());
+  ASSERT_TRUE(f.Subscribe(5, Spec({Str("ok", v1::OP_NE, "x")})).ok());
+  ASSERT_TRUE(f.Subscribe(6, Spec({Bare("ok", v1::OP_EXISTS)})).ok());
+  ASSERT_TRUE(f.Subscribe(7, Spec({Bare("ok", v1::OP_NOT_EXISTS)})).ok());
+  ASSERT_TRUE(f.Subscribe(8, Spec({Int("ok", v1::OP_NE, 1)})).ok());
+  auto event = [](v1::Literal l) {
+    v1::Event e;
+    v1::Attribute* a = e.add_attributes();
+    a->set_name("ok");
+    a->set_literal_value(l);
+    return e;
+  };
+  EXPECT_EQ(f.MatchOne(event(v1::LITERAL_TRUE)), (Ids{1, 6}));
+  EXPECT_EQ(f.MatchOne(event(v1::LITERAL_FALSE)), (Ids{2, 6}));
+  EXPECT_EQ(f.MatchOne(event(v1::LITERAL_NULL)), (Ids{2, 3, 6}));
+  EXPECT_EQ(f.MatchOne(Event({{"ok", "true"}})), (Ids{4, 5, 6}));
+  EXPECT_EQ(f.MatchOne(Event({{"ok", "#1"}})), (Ids{6}));
+  EXPECT_EQ(f.MatchOne(Event({{"other", "#1"}})), (Ids{7}));
+  // A JSON event's literals are the same values.
+  v1::Event json;
+  json.set_json(R"({"ok": [null, false]})");
+  v1::PublishRequest request;
+  *request.add_events() = json;
+  auto got = f.MatchJson(request);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ((*got)[0], (Ids{2, 3, 6}));
+  EXPECT_EQ(f.Expected(json), (Ids{2, 3, 6}));
+}
+
 // Issue 44: OP_CIDR, IPv4 and IPv6 apart, prefixes on either side of the
 // 64-bit halves of an IPv6 address.
 TEST(TypedAttributes, CidrHoldsAsDocumented) {
@@ -746,9 +793,19 @@ class Draws {
                                           1.5,  2.75, 3.0,  -0.0, -3.25};
     return kDoubles[next(10)];
   }
+  // A literal now and then: true, false or null.
+  v1::Literal literal() {
+    return static_cast<v1::Literal>(v1::LITERAL_TRUE + next(3));
+  }
+
   v1::Predicate predicate() {
     v1::Predicate p;
     p.set_attribute(names_[next(names_.size())]);
+    if (next(10) == 0) {  // EQ or NE on a literal
+      p.set_op(next(2) == 0 ? v1::OP_EQ : v1::OP_NE);
+      p.set_literal_value(literal());
+      return p;
+    }
     const bool strings = next(2) == 0;
     static const v1::Op kOps[] = {
         v1::OP_EQ,     v1::OP_NE,     v1::OP_LT,     v1::OP_LE,
@@ -884,11 +941,13 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
       for (int e = 0; e < 200; ++e) {
         v1::Event* event = request.add_events();
         for (const char* name : kNames) {
-          const uint64_t kind = next(3);
-          if (kind == 0) continue;
+          const uint64_t kind = next(7);
+          if (kind == 0 || kind == 1) continue;
           v1::Attribute* a = event->add_attributes();
           a->set_name(name);
-          if (kind == 1) {
+          if (kind == 2) {
+            a->set_literal_value(draw.literal());
+          } else if (kind <= 4) {
             if (next(3) == 0) {
               a->set_double_value(double_value());
             } else {

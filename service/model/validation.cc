@@ -162,9 +162,21 @@ absl::string_view OperandName(const v1::Predicate& p) {
       return "double_value";
     case v1::Predicate::kDoubleValues:
       return "double_values";
+    case v1::Predicate::kLiteralValue:
+      return "literal_value";
     default:
       return "nothing";
   }
+}
+
+// A literal value or operand: LITERAL_TRUE, LITERAL_FALSE or LITERAL_NULL.
+absl::Status CheckLiteral(const FieldPath& path, int literal) {
+  if (literal >= v1::LITERAL_TRUE && literal <= v1::LITERAL_NULL) {
+    return absl::OkStatus();
+  }
+  return Invalid(path, literal,
+                 " is not a literal; use LITERAL_TRUE, LITERAL_FALSE or "
+                 "LITERAL_NULL");
 }
 
 // A double value or operand the API compares (numbers.h), or
@@ -330,6 +342,14 @@ absl::Status CheckPredicate(const FieldPath& path,
     return Invalid(FieldPath{&path, OperandName(predicate)}, op_name,
                    " takes one value; lists are for OP_IN and OP_NOT_IN");
   }
+  if (operand == v1::Predicate::kLiteralValue) {
+    if (op != v1::OP_EQ && op != v1::OP_NE) {
+      return Invalid(FieldPath{&path, "literal_value"}, op_name,
+                     " does not take a literal; only OP_EQ and OP_NE do");
+    }
+    return CheckLiteral(FieldPath{&path, "literal_value"},
+                        predicate.literal_value());
+  }
   if (operand == v1::Predicate::kStringValue) {
     status = CheckString(FieldPath{&path, "string_value"},
                          predicate.string_value(), limits);
@@ -488,6 +508,11 @@ absl::Status CheckEvent(const FieldPath& path, const v1::Event& event,
                v1::Attribute::kDoubleValue) {
       status = CheckDouble(FieldPath{&attribute, "double_value"},
                            event.attributes(i).double_value());
+      if (!status.ok()) return status;
+    } else if (event.attributes(i).kind_case() ==
+               v1::Attribute::kLiteralValue) {
+      status = CheckLiteral(FieldPath{&attribute, "literal_value"},
+                            event.attributes(i).literal_value());
       if (!status.ok()) return status;
     }
   }

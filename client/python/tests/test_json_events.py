@@ -70,3 +70,25 @@ def test_the_server_refuses_a_bad_document_naming_the_place(
         client.publish(pb.Event(json=b'{"a": 1, "a": 2}'))
     assert e.value.details == (
         "events[0].json: at a: the key is in its object twice")
+
+
+def test_literals_are_values_of_their_own(client: cohort.Client,
+                                          subscriber: str) -> None:
+    filters = [F("ok") == True, F("ok") != True, F("ok") == None,  # noqa: E711,E712
+               F("ok") == "true", F("ok").exists()]
+    assert str(filters[0] & filters[2]) == "ok = true and ok = null"
+    ids = client.subscribe(subscriber, *filters,
+                           {"ok": [False]}, "ok != null")
+    events: List[Dict[str, Any]] = [
+        {"ok": True}, {"ok": False}, {"ok": None}, {"ok": "true"},
+        {"ok": [True, None]}, {"other": 1, "x": [1]}]
+    got = [[ids.index(i) for i in r.subscription_ids if i in ids]
+           for r in client.publish(events, return_ids=True)]
+    assert got == [[0, 4, 6], [1, 4, 5, 6], [1, 2, 4], [3, 4],
+                   [0, 1, 2, 4, 6], []]
+    # The reference matcher reads literals in messages the same way.
+    event = pb.Event()
+    event.attributes.add(name="ok", literal_value=pb.LITERAL_NULL)
+    assert [cohort.matches(f, event) for f in filters] == [
+        False, True, True, False, True]
+    client.unsubscribe(ids)

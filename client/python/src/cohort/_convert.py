@@ -259,13 +259,23 @@ def predicates(filter: FilterLike) -> List[pb.Predicate]:
     return result
 
 
-def attributes_of(event: pb.Event) -> Dict[str, Union[int, float, bytes]]:
-    """An event's attributes as name -> int, float or bytes."""
-    out: Dict[str, Union[int, float, bytes]] = {}
+# A JSON literal as Python has it, by pb.Literal number.
+LITERALS: Dict[int, Optional[bool]] = {
+    pb.LITERAL_TRUE: True, pb.LITERAL_FALSE: False, pb.LITERAL_NULL: None}
+# An attribute's value as attributes_of gives it.
+Scalar = Union[int, float, bytes, bool, None]
+
+
+def attributes_of(event: pb.Event) -> Dict[str, Scalar]:
+    """An event's attributes as name -> int, float, bytes, or a literal
+    (True, False, None)."""
+    out: Dict[str, Scalar] = {}
     for a in event.attributes:
         kind = a.WhichOneof("kind")
         out[a.name] = (a.string_value if kind == "string_value" else
-                       a.double_value if kind == "double_value" else a.value)
+                       a.double_value if kind == "double_value" else
+                       LITERALS.get(a.literal_value)
+                       if kind == "literal_value" else a.value)
     return out
 
 
@@ -291,8 +301,9 @@ class Delivery:
         self.gap = gap
 
     @property
-    def attributes(self) -> Dict[str, Union[int, float, bytes]]:
-        """The event's attributes: name -> int, float or bytes."""
+    def attributes(self) -> Dict[str, Scalar]:
+        """The event's attributes: name -> int, float, bytes, or a literal
+        (True, False, None)."""
         return attributes_of(self.event)
 
     @property

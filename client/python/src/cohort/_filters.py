@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
-from typing import Iterable, List, Sequence, Tuple, Union
+from typing import Iterable, List, Optional, Sequence, Tuple, Union
 
 from cohort.v1 import pubsub_pb2 as pb
 
@@ -48,7 +48,9 @@ def operand(value: object, what: str) -> Checked:
     """value as an int64 (int), a number with a fraction (float) or a
     string (bytes); else TypeError/ValueError. An integral float is its int."""
     if isinstance(value, bool):
-        raise TypeError(f"{what}: bool is not a Cohort value (use 0 or 1)")
+        raise TypeError(f"{what}: bool is not a Cohort value here (use 0 or "
+                        "1; == and != take True, False and None as JSON "
+                        "literals)")
     if isinstance(value, int):
         if not INT64_MIN <= value <= INT64_MAX:
             raise ValueError(f"{what}: {value} is outside int64")
@@ -195,10 +197,23 @@ class F:
         _set_operand(p, operand(value, f"F({self.attribute!r})"))
         return Filter((p,))
 
-    def __eq__(self, value: Value) -> Filter:  # type: ignore[override]
+    def _literal(self, op: pb.Op.ValueType, value: Optional[bool]) -> Filter:
+        """EQ or NE on a JSON literal: True, False or None (null)."""
+        literal = (pb.LITERAL_NULL if value is None else
+                   pb.LITERAL_TRUE if value else pb.LITERAL_FALSE)
+        return Filter((pb.Predicate(attribute=self.attribute, op=op,
+                                    literal_value=literal),))
+
+    def __eq__(  # type: ignore[override]
+            self, value: Optional[Value]) -> Filter:
+        if value is None or isinstance(value, bool):
+            return self._literal(pb.OP_EQ, value)
         return self._compare(pb.OP_EQ, value)
 
-    def __ne__(self, value: Value) -> Filter:  # type: ignore[override]
+    def __ne__(  # type: ignore[override]
+            self, value: Optional[Value]) -> Filter:
+        if value is None or isinstance(value, bool):
+            return self._literal(pb.OP_NE, value)
         return self._compare(pb.OP_NE, value)
 
     def __lt__(self, value: Value) -> Filter:
@@ -414,8 +429,14 @@ def format_string(value: bytes) -> str:
     return "".join(out)
 
 
+_LITERAL_TEXT = {pb.LITERAL_TRUE: "true", pb.LITERAL_FALSE: "false",
+                 pb.LITERAL_NULL: "null"}
+
+
 def _format_value(p: pb.Predicate) -> str:
     kind = p.WhichOneof("operand")
+    if kind == "literal_value":
+        return _LITERAL_TEXT.get(p.literal_value, f"literal{p.literal_value}")
     if kind == "string_value":
         return format_string(p.string_value)
     if kind == "double_value":

@@ -29,14 +29,17 @@ import re
 from typing import Callable, Dict, Iterable, Mapping, Optional, Union
 
 from cohort._casefold import FOLD
-from cohort._convert import EventLike, attributes_of, fill_event
+from cohort._convert import LITERALS, EventLike, attributes_of, fill_event
 from cohort._filters import Filter
 from cohort.v1 import pubsub_pb2 as pb
 
 Scalar = Union[int, float, bytes]
+# What an event holds for a name: a Scalar, a literal (True, False, None),
+# or _ABSENT.
+_ABSENT = object()
 
 
-def _event_values(event: EventLike) -> Mapping[str, Scalar]:
+def _event_values(event: EventLike) -> Mapping[str, object]:
     if isinstance(event, pb.Event):
         return attributes_of(event)
     message = pb.Event()
@@ -154,14 +157,25 @@ _HOLDS: Dict[int, Callable[[int], bool]] = {
 }
 
 
-def _holds(p: pb.Predicate, x: Optional[Scalar]) -> bool:
+def _holds(p: pb.Predicate, value: object) -> bool:
     op = p.op
     if op == pb.OP_NOT_EXISTS:
-        return x is None
-    if x is None:
+        return value is _ABSENT
+    if value is _ABSENT:
         return False
     if op == pb.OP_EXISTS:
         return True
+    # A literal is a type of its own: EQ and NE on a literal operand
+    # compare literals, and nothing else holds for one.
+    literal_operand = p.WhichOneof("operand") == "literal_value"
+    if value is None or isinstance(value, bool) or literal_operand:
+        if not literal_operand or not (value is None or
+                                       isinstance(value, bool)):
+            return False
+        same = LITERALS.get(p.literal_value, _ABSENT) is value
+        return same if op == pb.OP_EQ else op == pb.OP_NE and not same
+    assert isinstance(value, (int, float, bytes))
+    x: Scalar = value
     if op in (pb.OP_IN, pb.OP_NOT_IN):
         values: Iterable[Scalar]
         kind = p.WhichOneof("operand")
@@ -219,4 +233,4 @@ def matches(filter: Union[Filter, pb.SubscriptionSpec, Iterable[pb.Predicate]],
     else:
         preds = filter
     values = _event_values(event)
-    return all(_holds(p, values.get(p.attribute)) for p in preds)
+    return all(_holds(p, values.get(p.attribute, _ABSENT)) for p in preds)
