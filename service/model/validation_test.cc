@@ -128,6 +128,31 @@ TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
        kInvalid,
        {absl::StrCat("subscriptions[1].predicates[1].op: unknown value 99 ",
                      kOpList)}},
+      {"a literal for OP_LT",
+       [](R* r) {
+         PredicateOf(r, 1, 0)->set_op(v1::OP_LT);
+         PredicateOf(r, 1, 0)->set_literal_value(v1::LITERAL_TRUE);
+       },
+       kInvalid,
+       {"subscriptions[1].predicates[0].literal_value: OP_LT does not take "
+        "a literal; only OP_EQ and OP_NE do"}},
+      {"LITERAL_UNSPECIFIED",
+       [](R* r) {
+         PredicateOf(r, 1, 0)->set_op(v1::OP_NE);
+         PredicateOf(r, 1, 0)->set_literal_value(v1::LITERAL_UNSPECIFIED);
+       },
+       kInvalid,
+       {"subscriptions[1].predicates[0].literal_value: 0 is not a literal; "
+        "use LITERAL_TRUE, LITERAL_FALSE or LITERAL_NULL"}},
+      {"a literal in OP_IN",
+       [](R* r) {
+         PredicateOf(r, 1, 0)->set_op(v1::OP_IN);
+         PredicateOf(r, 1, 0)->set_literal_value(v1::LITERAL_NULL);
+       },
+       kInvalid,
+       {"subscriptions[1].predicates[0]: OP_IN needs a list operand "
+        "(int64_values, double_values or string_values), got "
+        "literal_value"}},
       {"op 20, just past OP_NOT_EQUALS_IGNORE_CASE",
        [](R* r) { PredicateOf(r, 0, 0)->set_op(static_cast<v1::Op>(20)); },
        kInvalid,
@@ -643,6 +668,13 @@ TEST(ValidatePublish, RejectsEachMalformedRequestNamingFieldAndRule) {
        kInvalid,
        {"events[0].attributes[0].double_value: 1e+300 is beyond the int64 "
         "range numbers compare in"}},
+      {"literal value 4",
+       [](R* r) {
+         r->mutable_events(1)->mutable_attributes(0)->set_literal_value(
+             static_cast<v1::Literal>(4));
+       },
+       kInvalid,
+       {"events[1].attributes[0].literal_value: 4 is not a literal"}},
       {"string value of 257 bytes",
        [](R* r) {
          r->mutable_events(2)->mutable_attributes(1)->set_string_value(
