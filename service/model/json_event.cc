@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -49,8 +51,11 @@ class Flattener {
     if (root.type() != element_type::OBJECT) {
       return Error("", "a JSON event is an object");
     }
-    absl::Status s = Object(root, "", "", 1, out);
+    absl::Status s = Object(root, "", nullptr, 1, out);
     if (!s.ok()) return s;
+    // Keys are distinct within each object, so only a key with a '.' in it
+    // can give a path twice in one combination.
+    if (!dotted_) return absl::OkStatus();
     absl::flat_hash_set<absl::string_view> reach;
     return CheckDistinct(*out, &reach);
   }
@@ -72,24 +77,46 @@ class Flattener {
                                      " (--max_json_depth)"));
   }
 
+  // Where `path` is, for messages: `shown` (the path with array indexes,
+  // "o[1].p"), or the path itself when no array is above it (null).
+  static const std::string& Place(const std::string& path,
+                                  const std::string* shown) {
+    return shown != nullptr ? *shown : path;
+  }
+
   // The fields of `object` (at `depth`), whose path is `path` ("" at the
-  // top; `shown` names it in messages, with array indexes), into `group`.
+  // top; Place(path, shown) in messages), into `group`.
   absl::Status Object(const element& object, const std::string& path,
-                      const std::string& shown, size_t depth,
+                      const std::string* shown, size_t depth,
                       JsonGroup* group) {
-    absl::flat_hash_set<std::string_view> keys;
     // (Copied out: value_unsafe() on a temporary result returns a reference
     // into it.)
     const simdjson::dom::object fields = object.get_object().value_unsafe();
+    // Repeated keys: a scan of those before, or a set for large objects.
+    constexpr size_t kScan = 16;
+    const bool scan = fields.size() <= kScan;
+    absl::InlinedVector<std::string_view, kScan> seen;
+    absl::flat_hash_set<std::string_view> keys;
+    std::string child_shown;
     for (const auto [key, value] : fields) {
       const std::string child =
           path.empty() ? std::string(key) : absl::StrCat(path, ".", Sv(key));
-      const std::string child_shown =
-          shown.empty() ? std::string(key) : absl::StrCat(shown, ".", Sv(key));
-      if (!keys.insert(key).second) {
-        return Error(child_shown, "the key is in its object twice");
+      if (shown != nullptr) {
+        child_shown = shown->empty() ? std::string(key)
+                                     : absl::StrCat(*shown, ".", Sv(key));
       }
-      absl::Status s = Value(value, child, child_shown, depth, group);
+      const bool repeated =
+          scan ? std::find(seen.begin(), seen.end(), key) != seen.end()
+               : !keys.insert(key).second;
+      if (repeated) {
+        return Error(shown != nullptr ? child_shown : child,
+                     "the key is in its object twice");
+      }
+      if (scan) seen.push_back(key);
+      dotted_ = dotted_ || key.find('.') != std::string_view::npos;
+      absl::Status s = Value(value, child,
+                             shown != nullptr ? &child_shown : nullptr, depth,
+                             group);
       if (!s.ok()) return s;
     }
     return absl::OkStatus();
@@ -97,16 +124,16 @@ class Flattener {
 
   // The value `e` at `path`, inside a container at `depth`, into `group`.
   absl::Status Value(const element& e, const std::string& path,
-                     const std::string& shown, size_t depth,
+                     const std::string* shown, size_t depth,
                      JsonGroup* group) {
     switch (e.type()) {
       case element_type::OBJECT: {
-        absl::Status s = Deeper(shown, depth + 1);
+        absl::Status s = Deeper(Place(path, shown), depth + 1);
         if (!s.ok()) return s;
         return Object(e, path, shown, depth + 1, group);
       }
       case element_type::ARRAY: {
-        absl::Status s = Deeper(shown, depth + 1);
+        absl::Status s = Deeper(Place(path, shown), depth + 1);
         if (!s.ok()) return s;
         std::vector<JsonGroup> elements;
         s = Elements(e, path, shown, depth + 1, &elements);
@@ -118,7 +145,7 @@ class Flattener {
         break;
     }
     if (++values_ > limits_.max_json_values) {
-      return Error(shown, absl::StrCat("more than ", limits_.max_json_values,
+      return Error(Place(path, shown), absl::StrCat("more than ", limits_.max_json_values,
                                        " values; the limit is ",
                                        limits_.max_json_values,
                                        " (--max_json_values)"));
@@ -136,7 +163,7 @@ class Flattener {
                 ? static_cast<double>(e.get_uint64().value_unsafe())
                 : e.get_double().value_unsafe();
         if (const std::string why = WhyNotComparable(d); !why.empty()) {
-          return Error(shown, why);
+          return Error(Place(path, shown), why);
         }
         if (IntegralDouble(d, &v.i)) {
           v.kind = JsonValue::Kind::kInt;
@@ -169,21 +196,21 @@ class Flattener {
   // The elements of `array` (at `depth`), each a group of its own; an
   // array element's elements are the outer array's.
   absl::Status Elements(const element& array, const std::string& path,
-                        const std::string& shown, size_t depth,
+                        const std::string* shown, size_t depth,
                         std::vector<JsonGroup>* out) {
     size_t k = 0;
     const simdjson::dom::array elements = array.get_array().value_unsafe();
     for (const element e : elements) {
-      const std::string at = absl::StrCat(shown, "[", k++, "]");
+      const std::string at = absl::StrCat(Place(path, shown), "[", k++, "]");
       if (e.type() == element_type::ARRAY) {
         absl::Status s = Deeper(at, depth + 1);
         if (!s.ok()) return s;
-        s = Elements(e, path, at, depth + 1, out);
+        s = Elements(e, path, &at, depth + 1, out);
         if (!s.ok()) return s;
         continue;
       }
       JsonGroup g;
-      absl::Status s = Value(e, path, at, depth, &g);
+      absl::Status s = Value(e, path, &at, depth, &g);
       if (!s.ok()) return s;
       out->push_back(std::move(g));
     }
@@ -223,6 +250,7 @@ class Flattener {
   const std::string field_;
   const Limits& limits_;
   size_t values_ = 0;
+  bool dotted_ = false;  // some key has a '.'
 };
 
 void Collect(const JsonGroup& group, std::vector<absl::string_view>* out) {
