@@ -276,6 +276,19 @@ TEST(CohortPipeline, OneBufferRunsOneCohortAtATime) {
   EXPECT_EQ(work.cohort, 1u);
 }
 
+// Waits (up to 10 s) until the pipeline's threads have gone to sleep `n`
+// times: with no work queued, until `n` threads wait in Next. (A fixed
+// sleep was not enough under the sanitizers on a loaded machine.)
+void WaitUntilAsleep(const CohortPipeline& pipeline, uint64_t n) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (pipeline.counts().sleeps < n &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_GE(pipeline.counts().sleeps, n) << "threads never went to sleep";
+}
+
 // A lone event with every other thread idle is split across the
 // partitions, unless the server holds at least P events (in_server): then
 // it runs solo on the thread that forms it.
@@ -290,9 +303,18 @@ TEST(CohortPipeline, LoneEventGoesSoloWhenTheServerHoldsPEvents) {
           solo = work.solo;
         });
     // Both threads waiting in Next before the event comes.
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    WaitUntilAsleep(pipeline, 2);
     auto job = Job(1);
     pipeline.PushEvents(job.get(), MonotonicNanos());
+    // Closed only once the cohort formed: Close wakes every thread, and a
+    // thread it wakes first is no longer idle when the event's former
+    // looks.
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (formed.load() == 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     pipeline.Close();
     for (std::thread& t : threads) t.join();
     EXPECT_EQ(formed.load(), 1) << "held " << held;
@@ -396,7 +418,7 @@ TEST(CohortPipeline, EventsLeftBehindASoloWakeAnIdleThread) {
           cv.notify_all();
         }
       });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  WaitUntilAsleep(pipeline, 2);
   auto job = Job(3);
   pipeline.PushEvents(job.get(), MonotonicNanos());
   {

@@ -8,11 +8,14 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "proto/cohort/v1/pubsub.pb.h"
 #include "service/model/api_reference.h"
@@ -244,9 +247,59 @@ inline v1::Event RandomEvent(Rng& rng, int attributes, int domain,
 
 // The API's definition of a match (docs/DESIGN.md section 1; pubsub.proto for
 // types, strings and existence): api_reference.h.
+// A random JSON event (Event.json) over the same attributes and values as
+// RandomEvent: each present attribute a number, a string (the UTF-8 ones
+// of RandomString) or an array of 1 to 3 of them, so that an event becomes
+// several records (the engine merges them back).
+inline v1::Event RandomJsonEvent(Rng& rng, int attributes, int domain,
+                                 const std::string& payload) {
+  auto scalar = [&]() -> std::string {
+    if (rng() % 3 == 0) {
+      const std::string s = RandomString(rng);
+      if (s.find('\xff') == std::string::npos) {
+        return absl::StrCat("\"", s, "\"");
+      }
+    }
+    return absl::StrCat(RandomValue(rng, domain));
+  };
+  std::vector<std::string> fields;
+  for (int a = 0; a <= attributes; ++a) {
+    if (rng() % 4 == 0) continue;
+    std::string value;
+    if (rng() % 2 == 0) {
+      value = scalar();
+    } else {
+      std::vector<std::string> elements;
+      for (uint64_t n = 1 + rng() % 3; n > 0; --n) elements.push_back(scalar());
+      value = absl::StrCat("[", absl::StrJoin(elements, ","), "]");
+    }
+    fields.push_back(absl::StrCat("\"", AttributeName(a), "\":", value));
+  }
+  v1::Event event;
+  event.set_json(absl::StrCat("{", absl::StrJoin(fields, ","), "}"));
+  event.set_payload(payload);
+  return event;
+}
+
 inline bool Matches(const v1::SubscriptionSpec& spec, const v1::Event& event) {
   return ApiMatches(spec, event);
 }
+
+// Matches for one event against many subscriptions: a JSON event's
+// readings are worked out once (ApiJsonEvent), not per subscription.
+class EventOracle {
+ public:
+  explicit EventOracle(const v1::Event& event) : event_(event) {
+    if (!event.json().empty()) json_.emplace(event);
+  }
+  bool Matches(const v1::SubscriptionSpec& spec) const {
+    return json_.has_value() ? json_->Matches(spec) : ApiMatches(spec, event_);
+  }
+
+ private:
+  const v1::Event& event_;
+  std::optional<ApiJsonEvent> json_;
+};
 
 }  // namespace testing
 }  // namespace service
