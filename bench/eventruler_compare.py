@@ -98,9 +98,9 @@ def ruler_star_defect(predicates: List[pb.Predicate], doc: Dict[str, Any],
     rest = [p for p in predicates if p not in affected]
     for flat in readings(doc):
         event = reading_event(flat)
-        if all(star_read(p, flat.get(p.attribute)) or
-               cohort.matches([p], event) for p in affected) and (
-                   cohort.matches(rest, event) if rest else True):
+        if (all(star_read(p, flat.get(p.attribute)) or
+                cohort.matches([p], event) for p in affected) and
+                cohort.matches(rest, event)):
             return True
     return False
 
@@ -119,9 +119,9 @@ def ruler_star_exclusion(predicates: List[pb.Predicate], doc: Dict[str, Any],
     rest = [p for p in predicates if p not in affected]
     for flat in readings(doc):
         event = reading_event(flat)
-        if all(cohort.matches([p], event) and
-               not star_read(p, flat.get(p.attribute)) for p in affected) and (
-                   cohort.matches(rest, event) if rest else True):
+        if (all(cohort.matches([p], event) and
+                not star_read(p, flat.get(p.attribute)) for p in affected) and
+                cohort.matches(rest, event)):
             return False  # Event Ruler's reading matches too
     return True
 

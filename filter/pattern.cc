@@ -98,17 +98,8 @@ class Lowering {
     if (place.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("pattern: ", what));
     }
-    std::string shown;
-    for (const char c : place) {
-      const unsigned char byte = static_cast<unsigned char>(c);
-      if (byte < 0x20 || byte == 0x7f) {
-        absl::StrAppendFormat(&shown, "\\x%02X", byte);
-      } else {
-        shown.push_back(c);
-      }
-    }
     return absl::InvalidArgumentError(
-        absl::StrCat("pattern: at ", shown, ": ", what));
+        absl::StrCat("pattern: at ", ShowControlBytes(place), ": ", what));
   }
 
   // The refusal of a JSON literal (true, false, null) at `place`, in an
@@ -598,6 +589,19 @@ class Lowering {
 };
 
 }  // namespace
+
+std::string ShowControlBytes(absl::string_view text) {
+  std::string shown;
+  for (const char c : text) {
+    const unsigned char byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      absl::StrAppendFormat(&shown, "\\x%02X", byte);
+    } else {
+      shown.push_back(c);
+    }
+  }
+  return shown;
+}
 
 bool IsPattern(absl::string_view text) {
   for (const char c : text) {

@@ -41,6 +41,7 @@
 //   [{"anything-but": {"suffix": "a"}}]   OP_NOT_SUFFIX
 //   [{"anything-but": {"equals-ignore-case": "a" or ["a", ...]}}]
 //                                   OP_NOT_EQUALS_IGNORE_CASE
+//   [true] / [false] / [null]       OP_EQ on the literal (literal_value)
 //
 // Numbers: an integral JSON number (also 3.0e2) is an int64 operand, one
 // with a fraction (19.99) a double_value (double_values in a list, whose
@@ -56,10 +57,11 @@
 // /128) or without a '/'.
 //
 // Refused (INVALID_ARGUMENT), each naming the place: what Cohort has no
-// predicate for yet, namely "$or", a list that mixes strings and numbers or
-// holds conditions of several kinds (both need `or` between predicates),
-// true, false and null (they need JSON events), anything-but wildcard, and
-// prefix or suffix with equals-ignore-case; and what is malformed: a leaf
+// predicate for yet, namely "$or", a list that mixes strings and numbers,
+// holds conditions of several kinds or holds a literal (true, false, null)
+// among other values (all need `or` between predicates), anything-but
+// wildcard, and prefix or suffix with equals-ignore-case; a literal in
+// anything-but (Event Ruler refuses it too); and what is malformed: a leaf
 // that is not a list, an empty list or object, an unknown operator, an
 // operator object with more than one key, a key given twice in one object,
 // a numeric list that is not one comparison or a lower and an upper bound.
@@ -74,6 +76,7 @@
 #define COHORT_FILTER_PATTERN_H_
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -98,6 +101,14 @@ bool IsPattern(absl::string_view text);
 // The predicates of the Event Ruler pattern or SNS filter policy `json`
 // (mapping above), in the order written: at least one.
 absl::StatusOr<std::vector<v1::Predicate>> ParsePattern(absl::string_view json);
+
+// ShowControlBytes()
+//
+// `text` with its control bytes (below 0x20, and 0x7F) as \xHH and every
+// other byte as it is: a JSON key, which may hold any character, in a
+// one-line message ("at a\x01.b: ..."). Also used for JSON events'
+// messages (service/model/json_event.h).
+std::string ShowControlBytes(absl::string_view text);
 
 }  // namespace filter
 }  // namespace cohort

@@ -13,7 +13,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "filter/pattern.h"
 #include "proto/cohort/v1/pubsub.pb.h"
 #include "service/model/numbers.h"
 
@@ -26,20 +26,6 @@ using simdjson::dom::element_type;
 
 absl::string_view Sv(std::string_view s) {
   return absl::string_view(s.data(), s.size());
-}
-
-// `text` with its control bytes as \xHH, so that a message stays one line.
-std::string Shown(absl::string_view text) {
-  std::string shown;
-  for (const char c : text) {
-    const unsigned char byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7f) {
-      absl::StrAppendFormat(&shown, "\\x%02X", byte);
-    } else {
-      shown.push_back(c);
-    }
-  }
-  return shown;
 }
 
 class Flattener {
@@ -66,7 +52,8 @@ class Flattener {
       return absl::InvalidArgumentError(absl::StrCat(field_, ": ", what));
     }
     return absl::InvalidArgumentError(
-        absl::StrCat(field_, ": at ", Shown(place), ": ", what));
+        absl::StrCat(field_, ": at ", filter::ShowControlBytes(place), ": ",
+                     what));
   }
 
   absl::Status Deeper(absl::string_view shown, size_t depth) const {

@@ -928,10 +928,6 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
   uint64_t pairs = 0, matches = 0;
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     Draws draw(seed, {"a", "b", "c", "d"});
-    auto next = [&draw](uint64_t n) { return draw.next(n); };
-    auto string_value = [&draw] { return draw.string_value(); };
-    auto int_value = [&draw] { return draw.int_value(); };
-    auto double_value = [&draw] { return draw.double_value(); };
     Front f;
     matcher::SubscriptionId id = 1;
     std::vector<matcher::SubscriptionId> live;
@@ -941,20 +937,20 @@ TEST(TypedAttributes, RandomizedAgainstTheApiRules) {
       for (int e = 0; e < 200; ++e) {
         v1::Event* event = request.add_events();
         for (const char* name : kNames) {
-          const uint64_t kind = next(7);
+          const uint64_t kind = draw.next(7);
           if (kind == 0 || kind == 1) continue;
           v1::Attribute* a = event->add_attributes();
           a->set_name(name);
           if (kind == 2) {
             a->set_literal_value(draw.literal());
           } else if (kind <= 4) {
-            if (next(3) == 0) {
-              a->set_double_value(double_value());
+            if (draw.next(3) == 0) {
+              a->set_double_value(draw.double_value());
             } else {
-              a->set_value(int_value());
+              a->set_value(draw.int_value());
             }
           } else {
-            a->set_string_value(string_value());
+            a->set_string_value(draw.string_value());
           }
         }
       }
