@@ -1,9 +1,10 @@
 // pattern_load: how long Cohort takes to load Event Ruler patterns, one
 // thread, the whole way: each line of --rules (one JSON pattern a line)
-// parsed and lowered into cohort.v1 predicates (filter::ParsePattern, as
-// ParseFilter does), validated and lowered into the matcher's predicates as
-// Subscribe does (workload::Lower: ValidateSubscribe, BuildSubscriptions,
-// a request per 1,000), and added to a matcher::Index in one AddBatch (a
+// parsed and lowered into a cohort.v1 spec (filter::ParsePatternSpec, as
+// ParseFilter does; "$or" and lists of several kinds become any_of),
+// validated and lowered into the matcher's predicates as Subscribe does
+// (workload::Lower: ValidateSubscribe, BuildSubscriptions, a request per
+// 1,000), and added to a matcher::Index in one AddBatch (a
 // server's recovery path). bench/eventruler.sh sets it beside Event
 // Ruler's addRule loop on the same file.
 //
@@ -69,15 +70,14 @@ absl::StatusOr<workload::TypedWorkload> ParseAll(
   typed.options.preset = "eventruler";
   typed.subscriptions.reserve(lines.size());
   for (size_t i = 0; i < lines.size(); ++i) {
-    absl::StatusOr<std::vector<v1::Predicate>> predicates =
-        filter::ParsePattern(lines[i]);
-    if (!predicates.ok()) {
+    absl::StatusOr<v1::SubscriptionSpec> spec =
+        filter::ParsePatternSpec(lines[i]);
+    if (!spec.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("line ", i + 1, ": ", predicates.status().message()));
+          absl::StrCat("line ", i + 1, ": ", spec.status().message()));
     }
-    v1::SubscriptionSpec& spec = typed.subscriptions.emplace_back();
-    spec.set_subscriber(absl::StrCat("s", i % 1000));
-    for (v1::Predicate& p : *predicates) *spec.add_predicates() = std::move(p);
+    spec->set_subscriber(absl::StrCat("s", i % 1000));
+    typed.subscriptions.push_back(*std::move(spec));
   }
   typed.options.subscriptions = static_cast<int64_t>(lines.size());
   typed.options.events = 0;

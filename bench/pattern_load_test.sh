@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # pattern_load and bench/eventruler_workload.py together: every pattern the
-# generator writes loads into Cohort (ParsePattern, the server's validation
+# generator writes loads into Cohort (ParsePatternSpec, the server's validation
 # and lowering, the index), the JSON line counts them, and the typed
 # workload it writes holds them and the flattened events, which
 # matcher_bench matches on every path alike. A pattern Cohort refuses

@@ -726,7 +726,7 @@ absl::StatusOr<v1::Stats> Client::Stats() {
   return stats;
 }
 
-absl::StatusOr<std::vector<v1::Predicate>> Client::ParseFilter(
+absl::StatusOr<v1::SubscriptionSpec> Client::ParseFilterSpec(
     const std::string& filter) {
   v1::ParseFilterRequest request;
   request.set_filter(filter);
@@ -737,8 +737,23 @@ absl::StatusOr<std::vector<v1::Predicate>> Client::ParseFilter(
         return FromGrpc(stub_->ParseFilter(context, request, &response));
       });
   if (!status.ok()) return status;
-  return std::vector<v1::Predicate>(response.predicates().begin(),
-                                    response.predicates().end());
+  v1::SubscriptionSpec spec;
+  spec.mutable_predicates()->Swap(response.mutable_predicates());
+  spec.mutable_any_of()->Swap(response.mutable_any_of());
+  return spec;
+}
+
+absl::StatusOr<std::vector<v1::Predicate>> Client::ParseFilter(
+    const std::string& filter) {
+  absl::StatusOr<v1::SubscriptionSpec> spec = ParseFilterSpec(filter);
+  if (!spec.ok()) return spec.status();
+  if (spec->any_of_size() > 0) {
+    return absl::InvalidArgumentError(
+        "filter: it has \"or\" (the server answered any_of groups); "
+        "ParseFilterSpec() reads them");
+  }
+  return std::vector<v1::Predicate>(spec->predicates().begin(),
+                                    spec->predicates().end());
 }
 
 std::unique_ptr<Client::Publisher> Client::OpenPublisher() {

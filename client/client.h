@@ -168,9 +168,17 @@ class Client {
   // 3 attempts, short backoff) on UNAVAILABLE, all within options.deadline.
   absl::StatusOr<v1::Stats> Stats();
 
-  // ParseFilter() parses `filter`, written in the CLI's grammar (parse.h),
-  // on the server (rpc ParseFilter), checked against the server's limits.
+  // ParseFilterSpec() parses `filter`, written in the CLI's grammar
+  // (parse.h) or an Event Ruler pattern (pattern.h), on the server (rpc
+  // ParseFilter), checked against the server's limits: a SubscriptionSpec
+  // with its predicates and "or" groups (any_of), the subscriber left empty.
   // Retried as Stats is.
+  absl::StatusOr<v1::SubscriptionSpec> ParseFilterSpec(
+      const std::string& filter);
+
+  // ParseFilter() is ParseFilterSpec() for a caller that takes predicates
+  // only: a filter with "or" (the server answers any_of) is
+  // INVALID_ARGUMENT, rather than its groups dropped.
   absl::StatusOr<std::vector<v1::Predicate>> ParseFilter(
       const std::string& filter);
 

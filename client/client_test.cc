@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "filter/parse.h"
+#include "filter/pattern.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/cohort/v1/pubsub.pb.h"
@@ -567,6 +568,38 @@ TEST(ClientParseFilter, ReturnsTheServersParseAndErrors) {
   parsed = client->ParseFilter(text);
   EXPECT_EQ(parsed.status().code(), absl::StatusCode::kUnavailable)
       << parsed.status();
+}
+
+// ParseFilterSpec returns the server's parse with its "or" groups, the
+// same as the local parsers' (the grammar's and the pattern's); ParseFilter
+// refuses a filter with "or" rather than drop its groups.
+TEST(ClientParseFilter, SpecFormKeepsOrGroups) {
+  std::unique_ptr<CohortServer> server = StartServer();
+  ASSERT_NE(server, nullptr);
+  std::unique_ptr<Client> client = ConnectOrDie(OptionsFor(*server));
+  ASSERT_NE(client, nullptr);
+  for (const std::string text :
+       {"price <= 500 and kind in [\"a\", \"b\"]",
+        "price <= 500 and (kind = \"a\" or kind = \"b\" and n > 1)",
+        "a = 1 or b = 2", R"({"p": [19.99, "a"], "q": [1]})"}) {
+    SCOPED_TRACE(text);
+    absl::StatusOr<v1::SubscriptionSpec> parsed =
+        client->ParseFilterSpec(text);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    absl::StatusOr<v1::SubscriptionSpec> local =
+        filter::IsPattern(text) ? filter::ParsePatternSpec(text)
+                                : filter::ParseSubscriptionSpec(text);
+    ASSERT_TRUE(local.ok()) << local.status();
+    EXPECT_EQ(parsed->SerializeAsString(), local->SerializeAsString());
+  }
+  absl::StatusOr<std::vector<v1::Predicate>> predicates =
+      client->ParseFilter("a = 1 or b = 2");
+  EXPECT_EQ(predicates.status().code(), absl::StatusCode::kInvalidArgument)
+      << predicates.status();
+  absl::StatusOr<v1::SubscriptionSpec> parsed =
+      client->ParseFilterSpec("(a = 1 or b = 2");
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(parsed.status().message(), HasSubstr("filter: column 1"));
 }
 
 TEST(ClientFromGrpc, KeepsCodeAndMessage) {

@@ -235,15 +235,39 @@ check "... not the excluded state" \
   grep -q '^detail.state="init" detail.n=5	matched 0	$' <<<"${out}"
 check "... nor a number outside the range" \
   grep -q '^detail.state="up" detail.n=0	matched 0	$' <<<"${out}"
-out=$(cohort subscribe --subscriber=carol '{"p": [19.99, "a"]}' 2>&1)
+out=$(cohort subscribe --subscriber=carol \
+  '{"p": [{"anything-but": {"wildcard": "a*"}}]}' 2>&1)
 check "a pattern Cohort cannot express exits 2" test $? -eq 2
 check "... naming the place" grep -q \
-  '^cohort: pattern: at p\[1\]: a list that mixes strings and numbers' \
+  '^cohort: pattern: at p\[0\].anything-but.wildcard: anything-but' \
   <<<"${out}"
 out=$(cohort subscribe --subscriber=carol --pattern=/nonexistent 2>&1)
 check "an unreadable --pattern file exits 2" test $? -eq 2
 check "... naming it" grep -q "cannot read /nonexistent" <<<"${out}"
 rm -f "${rule}"
+
+# "or": a filter with "or" and a pattern whose list has several kinds of
+# entry are one subscription each, matched at most once per event.
+out=$(cohort subscribe --subscriber=dave \
+  'ork = 70 or (orp < 10 and ork = 71) or orp = 1' '{"orq": [19.99, "a"]}')
+check "or subscribe: two ids" test "$(wc -l <<<"${out}")" -eq 2
+check "... a pattern shown with its or" \
+  grep -q '^[0-9]*	orq = 19.99 or orq = "a"$' <<<"${out}"
+or_id=$(sed -n 1p <<<"${out}" | cut -f1)
+orq_id=$(sed -n 2p <<<"${out}" | cut -f1)
+out=$(cohort publish --ids 'ork=70 orp=1' 'ork=71 orp=5' 'ork=71 orp=50' \
+  'orq="a"' 'orq=19.99' 'orq=20')
+check "either alternative matches, once" \
+  grep -q "^ork=70 orp=1	matched 1	${or_id}$" <<<"${out}"
+check "... the other" grep -q "^ork=71 orp=5	matched 1	${or_id}$" <<<"${out}"
+check "... neither" grep -q '^ork=71 orp=50	matched 0	$' <<<"${out}"
+check "a pattern's string alternative" \
+  grep -q "^orq=\"a\"	matched 1	${orq_id}$" <<<"${out}"
+check "... its number" grep -q "^orq=19.99	matched 1	${orq_id}$" <<<"${out}"
+check "... not another" grep -q '^orq=20	matched 0	$' <<<"${out}"
+out=$(cohort subscribe --subscriber=dave '(ork = 1 or ork = 2' 2>&1)
+check "an unclosed parenthesis exits 2" test $? -eq 2
+check "... under it" grep -q '^cohort: column 1: unclosed "("' <<<"${out}"
 
 out=$(cohort subscribe --subscriber=alice 'price is 5' 2>&1)
 check "parse error exits 2" test $? -eq 2

@@ -1,6 +1,7 @@
 // cohort: the command-line client of a cohortd server.
 //
 //   cohort subscribe --subscriber=alice 'price <= 500 and kind = 7' [...]
+//   cohort subscribe --subscriber=alice 'kind = 7 or (price < 9 and kind = 8)'
 //   cohort subscribe --subscriber=alice '{"detail": {"price": [...]}}'
 //   cohort subscribe --subscriber=alice --pattern=rule.json [...]
 //       (Event Ruler patterns and SNS filter policies, filter/pattern.h)
@@ -297,14 +298,16 @@ int Subscribe(const std::vector<std::string>& args) {
   std::vector<std::string> shown;  // what each line of the answer shows
   for (const std::string& text : *texts) {
     const bool pattern = filter::IsPattern(text);
-    absl::StatusOr<std::vector<v1::Predicate>> predicates =
-        pattern ? filter::ParsePattern(text) : filter::ParseSubscription(text);
-    if (!predicates.ok()) return Usage(std::string(predicates.status().message()));
-    v1::SubscriptionSpec& spec = specs.emplace_back();
-    spec.set_subscriber(subscriber);
-    for (v1::Predicate& p : *predicates) *spec.add_predicates() = std::move(p);
+    // The spec forms: "or", "$or" and lists of several kinds of condition
+    // become any_of groups.
+    absl::StatusOr<v1::SubscriptionSpec> spec =
+        pattern ? filter::ParsePatternSpec(text)
+                : filter::ParseSubscriptionSpec(text);
+    if (!spec.ok()) return Usage(std::string(spec.status().message()));
+    spec->set_subscriber(subscriber);
     // A pattern is shown as what it became, in the grammar.
-    shown.push_back(pattern ? filter::FormatSubscription(spec) : text);
+    shown.push_back(pattern ? filter::FormatSubscription(*spec) : text);
+    specs.push_back(*std::move(spec));
   }
   auto client = ConnectFromFlags();
   if (!client.ok()) return Fail(client.status());
@@ -763,8 +766,10 @@ int Main(int argc, char** argv) {
       "'x not in [1, 2]', 'path prefix \"/api/\"', 'exists x', "
       "'not exists x', 'f suffix \".png\"', 'n equals-ignore-case \"a\"', "
       "'ip cidr \"10.0.0.0/8\"', 'f wildcard \"a*b\"', 'x not prefix \"t\"', "
-      "joined by 'and'. Values are numbers (42, 19.99, 1e-3) or strings in "
-      "double quotes ('type = \"order\"'; escapes \\\" \\\\ \\n \\t "
+      "joined by 'and', and groups of them by 'or' with parentheses "
+      "('a = 1 and (b = 2 or c = 3)'; 'and' binds tighter). Values are "
+      "numbers (42, 19.99, 1e-3) or strings in double quotes "
+      "('type = \"order\"'; escapes \\\" \\\\ \\n \\t "
       "\\r \\0 \\xHH). Changed: 'x in [a, b]' is now a list (IN), not "
       "a range.\n"
       "load subscribes the workload (batched Subscribe), then publishes its "

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Data directories written by earlier versions of cohortd still recover:
-# service/storage/testdata/format-v1 (before strings) and format-v2 (issue
-# 19: strings, lists, prefixes, ranges, existence; their READMEs say how
-# they were written) are copied, recovered by this cohortd, and must give
-# back their 24 live subscriptions with the same ids and the same answers,
-# then go on numbering (from 30 and 29); restarted once more, the
-# directory it has rewritten recovers the same.
+# service/storage/testdata/format-v1 (before strings), format-v2 (issue
+# 19: strings, lists, prefixes, ranges, existence) and format-v3 (issue
+# 44: "or" subscriptions; their READMEs say how they were written) are
+# copied, recovered by this cohortd, and must give back their 24 live
+# subscriptions with the same ids and the same answers, then go on
+# numbering (from 30, 29 and 29); restarted once more, the directory it
+# has rewritten recovers the same.
 #
 #   format_test.sh COHORTD COHORT
 set -uo pipefail
@@ -14,6 +15,7 @@ source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/testing/checks.sh"
 source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/testing/cohortd.sh"
 readonly V1="${TEST_SRCDIR}/${TEST_WORKSPACE}/service/storage/testdata/format-v1"
 readonly V2="${TEST_SRCDIR}/${TEST_WORKSPACE}/service/storage/testdata/format-v2"
+readonly V3="${TEST_SRCDIR}/${TEST_WORKSPACE}/service/storage/testdata/format-v3"
 
 work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/format.XXXXXX")
 trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "${work}"' EXIT
@@ -68,4 +70,7 @@ recovers 1 "${V1}" \
 recovers 2 "${V2}" \
   "24 subscriptions .*(snapshot-5, 7 journal records replayed, journal tail end, 0 bytes discarded" \
   29 'color = "teal"'
+recovers 3 "${V3}" \
+  "24 subscriptions .*(snapshot-6, 2 journal records replayed, journal tail end, 0 bytes discarded" \
+  29 'kind = 77 or (kind = 78 and exists ok)'
 finish_checks format_test

@@ -166,10 +166,28 @@ std::string FormatPredicate(const v1::Predicate& p) {
 }
 
 std::string FormatSubscription(const v1::SubscriptionSpec& spec) {
-  return absl::StrJoin(spec.predicates(), " and ",
-                       [](std::string* out, const v1::Predicate& p) {
-                         out->append(FormatPredicate(p));
-                       });
+  const auto predicates = [](const auto& list) {
+    return absl::StrJoin(list, " and ",
+                         [](std::string* out, const v1::Predicate& p) {
+                           out->append(FormatPredicate(p));
+                         });
+  };
+  const auto alternatives = [&](const v1::AnyOf& group) {
+    return absl::StrJoin(group.alternatives(), " or ",
+                         [&](std::string* out, const v1::Conjunction& c) {
+                           out->append(predicates(c.predicates()));
+                         });
+  };
+  // One group alone reads back without parentheses: "or" at the top.
+  if (spec.predicates().empty() && spec.any_of_size() == 1) {
+    return alternatives(spec.any_of(0));
+  }
+  std::string out = predicates(spec.predicates());
+  for (const v1::AnyOf& group : spec.any_of()) {
+    absl::StrAppend(&out, out.empty() ? "" : " and ", "(",
+                    alternatives(group), ")");
+  }
+  return out;
 }
 
 std::string FormatAttribute(const v1::Attribute& a) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <utility>
@@ -17,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "filter/any_of.h"
 #include "filter/spellings.h"
 
 namespace cohort {
@@ -59,15 +61,15 @@ struct Token {
 // Punctuation, longest first so that "<=" is not read as "<" then "=". The
 // single "!", "&" and "|" are here only to be reported as what they are.
 constexpr absl::string_view kSymbols[] = {
-    "==", "!=", "<>", "<=", ">=", "&&", "||", "..", "=",
-    "<",  ">",  "[",  "]",  ",",  "!",  "&",  "|",
+    "==", "!=", "<>", "<=", ">=", "&&", "||", "..", "=", "<",
+    ">",  "[",  "]",  ",",  "(",  ")",  "!",  "&",  "|",
 };
 
 // Characters that end a word. Every one of them starts a symbol or a string
 // (or is whitespace), so the lexer always makes progress.
 bool EndsWord(char c) {
   return absl::ascii_isspace(static_cast<unsigned char>(c)) ||
-         absl::string_view(",=!<>&|[]\"").find(c) != absl::string_view::npos;
+         absl::string_view(",=!<>&|[]()\"").find(c) != absl::string_view::npos;
 }
 
 // Length in bytes of the character that starts at s[i]: a whole UTF-8
@@ -460,6 +462,17 @@ bool IsConnector(const Token& token) {
   return IsWord(token, "and") || IsSymbol(token, "&&") || IsSymbol(token, ",");
 }
 
+bool IsOr(const Token& token) {
+  return IsWord(token, "or") || IsSymbol(token, "||");
+}
+
+// True iff `token` may follow a complete term: a connector, "or", ")", or
+// the end. None of them is a value, so none can end a predicate.
+bool EndsTerm(const Token& token) {
+  return token.kind == TokenKind::kEnd || IsConnector(token) ||
+         IsOr(token) || IsSymbol(token, ")");
+}
+
 // ---------------------------------------------------------------------------
 // Values
 
@@ -525,8 +538,17 @@ class Parser {
  public:
   explicit Parser(absl::string_view text) : text_(text), tokens_(Lex(text)) {}
 
-  absl::StatusOr<std::vector<v1::Predicate>> Subscription();
+  absl::StatusOr<v1::SubscriptionSpec> Spec();
   absl::StatusOr<std::vector<v1::Attribute>> Event();
+
+  // The error of a filter with "or" where only predicates are read, under
+  // its first "or" or "||". REQUIRES: Spec() returned a spec with any_of.
+  absl::Status OrError() const {
+    return Error(*first_or_,
+                 absl::StrCat(Describe(*first_or_),
+                              " is not supported here: expected predicates "
+                              "joined by \"and\" only"));
+  }
 
  private:
   const Token& Peek(size_t ahead = 0) const {
@@ -579,8 +601,22 @@ class Parser {
   absl::Status Bounds(const Operand& lower, const Operand& upper,
                       const Token& first, const Token& last,
                       v1::Predicate* out) const;
-  // Consumes a connector (`*done` false) or sees the end (`*done` true).
-  absl::Status AfterPredicate(bool* done);
+  // How a conjunction ended: at an "or" (consumed), a ")" (not consumed)
+  // or the end.
+  enum class Ending { kOr, kClose, kEnd };
+  using Conjunctions = std::vector<std::vector<internal::Term>>;
+  // Reads a disjunction inside the parentheses opened by `open` (nullptr: at
+  // the top), `depth` levels deep, up to its ")" or the end.
+  absl::Status Disjunction(const Token* open, size_t depth,
+                           Conjunctions* out);
+  absl::Status Conjunction(const Token* open, size_t depth,
+                           std::vector<internal::Term>* out, Ending* ending);
+  // A predicate, or a parenthesized disjunction: one group, or the terms of
+  // its one alternative, appended to `out`.
+  absl::Status ReadTerm(size_t depth, std::vector<internal::Term>* out);
+  // After a term: consumes a connector (`*more`), or ends the conjunction
+  // at an "or", a ")" or the end.
+  absl::Status AfterTerm(const Token* open, bool* more, Ending* ending);
 
   // Events. `seen` maps each name read so far to its 1-based column.
   using NameColumns = absl::flat_hash_map<absl::string_view, size_t>;
@@ -589,6 +625,7 @@ class Parser {
   absl::string_view text_;
   std::vector<Token> tokens_;
   size_t next_ = 0;  // index of the next unread token
+  const Token* first_or_ = nullptr;  // the first "or" or "||" read
 };
 
 absl::StatusOr<std::string> Parser::Name() {
@@ -657,9 +694,8 @@ bool Parser::ExistsIsKeyword() const {
   const Token& next = Peek(1);
   if (!StartsOperator(next)) return true;
   // `exists in` and `exists not, x = 1`: the name reading would lack an
-  // operand, since neither a connector nor the end is a value.
-  return next.kind == TokenKind::kWord &&
-         (Peek(2).kind == TokenKind::kEnd || IsConnector(Peek(2)));
+  // operand, since what ends a term is no value.
+  return next.kind == TokenKind::kWord && EndsTerm(Peek(2));
 }
 
 absl::Status Parser::Predicate(v1::Predicate* out) {
@@ -691,6 +727,7 @@ absl::Status Parser::Predicate(v1::Predicate* out) {
   if (!name.ok()) return name.status();
   out->set_attribute(*std::move(name));
   const Token& op = Next();
+  const bool joiner = IsWord(first, "or") || IsWord(first, "and");
   if (IsWord(op, "between")) return Between(op, out);
   if (IsWord(op, "in")) return In(op, out);
   if (IsWord(op, "not")) return Not(op, out);
@@ -700,11 +737,15 @@ absl::Status Parser::Predicate(v1::Predicate* out) {
   const v1::Op comparison = ComparisonOp(op);
   if (comparison == v1::OP_UNSPECIFIED) {
     // `coupon exists`: say where the keyword goes.
+    // `or a = 1`: say why "or" was read as a name.
     const std::string hint =
         IsWord(op, "exists")
             ? absl::StrCat("; \"exists\" goes before the name: exists ",
                            out->attribute())
-            : "";
+        : joiner ? absl::StrCat("; ", Describe(first),
+                                " is read as an attribute name here, where a "
+                                "predicate starts")
+                 : "";
     return Error(op, absl::StrCat("expected an operator ", kOperatorList,
                                   ", got ", Describe(op), hint));
   }
@@ -918,15 +959,38 @@ absl::Status Parser::Bounds(const Operand& lower, const Operand& upper,
   return absl::OkStatus();
 }
 
-absl::Status Parser::AfterPredicate(bool* done) {
+absl::Status Parser::AfterTerm(const Token* open, bool* more,
+                               Ending* ending) {
   const Token& token = Peek();
-  *done = token.kind == TokenKind::kEnd;
-  if (*done) return absl::OkStatus();
+  *more = false;
+  if (token.kind == TokenKind::kEnd) {
+    if (open != nullptr) {
+      return Error(*open, "unclosed \"(\": no \")\" before the end of the "
+                          "input");
+    }
+    *ending = Ending::kEnd;
+    return absl::OkStatus();
+  }
   if (IsConnector(token)) {
     Next();
-    if (Peek().kind != TokenKind::kEnd) return absl::OkStatus();
-    return Error(Peek(), absl::StrCat("expected a predicate after ",
-                                      Describe(token), ", got end of input"));
+    *more = true;
+    return absl::OkStatus();
+  }
+  if (IsOr(token)) {
+    if (first_or_ == nullptr) first_or_ = &token;
+    Next();
+    *ending = Ending::kOr;
+    return absl::OkStatus();
+  }
+  if (IsSymbol(token, ")")) {
+    if (open == nullptr) {
+      return Error(token, "unmatched \")\": no \"(\" is open");
+    }
+    *ending = Ending::kClose;
+    return absl::OkStatus();
+  }
+  if (IsSymbol(token, "(")) {
+    return Error(token, "missing \"and\" or \"or\" before \"(\"");
   }
   // `price = 5 kind = 7`: a name followed by an operator starts a predicate,
   // and so do `exists name` and `not exists`.
@@ -940,27 +1004,113 @@ absl::Status Parser::AfterPredicate(bool* done) {
                                      "before ",
                                      Describe(token)));
   }
-  return Error(token, absl::StrCat("unexpected ", Describe(token),
-                                   " after a complete predicate; expected "
-                                   "\"and\", \"&&\", \",\" or end of input"));
+  return Error(token,
+               absl::StrCat("unexpected ", Describe(token),
+                            " after a complete predicate; expected \"and\", "
+                            "\"&&\", \",\", \"or\", \"||\" or ",
+                            open != nullptr ? "\")\"" : "end of input"));
 }
 
-absl::StatusOr<std::vector<v1::Predicate>> Parser::Subscription() {
+absl::Status Parser::ReadTerm(size_t depth,
+                              std::vector<internal::Term>* out) {
+  const Token& token = Peek();
+  if (token.kind == TokenKind::kEnd || IsSymbol(token, ")")) {
+    if (next_ == 0) {
+      return Error(token, "unmatched \")\": no \"(\" is open");
+    }
+    const Token& before = tokens_[next_ - 1];
+    if (IsSymbol(before, "(") && IsSymbol(token, ")")) {
+      return SpanError(text_, before.pos, token.end(),
+                       "empty parentheses: expected a predicate between "
+                       "\"(\" and \")\"");
+    }
+    return Error(token, absl::StrCat("expected a predicate after ",
+                                     Describe(before), ", got ",
+                                     Describe(token)));
+  }
+  if (!IsSymbol(token, "(")) {
+    return Predicate(&out->emplace_back().predicate);
+  }
+  const Token& open = Next();
+  if (depth == kMaxParenDepth) {
+    return Error(open, absl::StrCat("parentheses nested more than ",
+                                    kMaxParenDepth, " deep"));
+  }
+  Conjunctions inner;
+  absl::Status status = Disjunction(&open, depth + 1, &inner);
+  if (!status.ok()) return status;
+  const Token& close = Next();  // the ")" the disjunction stopped at
+  if (inner.size() == 1) {  // `(a and b)`: no "or" to keep apart
+    for (internal::Term& term : inner[0]) out->push_back(std::move(term));
+    return absl::OkStatus();
+  }
+  internal::Term group;
+  group.is_group = true;
+  for (const std::vector<internal::Term>& conjunction : inner) {
+    const std::string why =
+        internal::AppendDistributed(conjunction, &group.group);
+    if (!why.empty()) {
+      return SpanError(text_, open.pos, close.end(),
+                       absl::StrCat("the group in these parentheses is too "
+                                    "large: ",
+                                    why));
+    }
+  }
+  out->push_back(std::move(group));
+  return absl::OkStatus();
+}
+
+absl::Status Parser::Conjunction(const Token* open, size_t depth,
+                                 std::vector<internal::Term>* out,
+                                 Ending* ending) {
+  bool more = true;
+  while (more) {
+    absl::Status status = ReadTerm(depth, out);
+    if (!status.ok()) return status;
+    status = AfterTerm(open, &more, ending);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Parser::Disjunction(const Token* open, size_t depth,
+                                 Conjunctions* out) {
+  Ending ending = Ending::kOr;
+  while (ending == Ending::kOr) {
+    absl::Status status =
+        Conjunction(open, depth, &out->emplace_back(), &ending);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::SubscriptionSpec> Parser::Spec() {
   if (Peek().kind == TokenKind::kEnd) {
     return Error(Peek(),
                  "empty subscription: expected at least one predicate, such "
                  "as \"price <= 500\"");
   }
-  std::vector<v1::Predicate> predicates;
-  bool done = false;
-  while (!done) {
-    predicates.emplace_back();
-    absl::Status status = Predicate(&predicates.back());
-    if (!status.ok()) return status;
-    status = AfterPredicate(&done);
-    if (!status.ok()) return status;
+  Conjunctions conjunctions;
+  absl::Status status = Disjunction(nullptr, 0, &conjunctions);
+  if (!status.ok()) return status;
+  v1::SubscriptionSpec spec;
+  if (conjunctions.size() == 1) {
+    internal::AddTerms(std::move(conjunctions[0]), &spec);
+    return spec;
   }
-  return predicates;
+  internal::Alternatives alternatives;
+  for (const std::vector<internal::Term>& conjunction : conjunctions) {
+    const std::string why =
+        internal::AppendDistributed(conjunction, &alternatives);
+    if (!why.empty()) {
+      // Under the whole filter: tokens_ ends with kEnd after the last one.
+      return SpanError(text_, tokens_.front().pos,
+                       tokens_[tokens_.size() - 2].end(),
+                       absl::StrCat("the filter is too large: ", why));
+    }
+  }
+  internal::AddGroup(std::move(alternatives), &spec);
+  return spec;
 }
 
 absl::Status Parser::Pair(NameColumns* seen, v1::Attribute* out) {
@@ -1038,9 +1188,20 @@ absl::StatusOr<std::vector<v1::Attribute>> Parser::Event() {
 }
 }  // namespace
 
+absl::StatusOr<v1::SubscriptionSpec> ParseSubscriptionSpec(
+    absl::string_view text) {
+  return Parser(text).Spec();
+}
+
 absl::StatusOr<std::vector<v1::Predicate>> ParseSubscription(
     absl::string_view text) {
-  return Parser(text).Subscription();
+  Parser parser(text);
+  absl::StatusOr<v1::SubscriptionSpec> spec = parser.Spec();
+  if (!spec.ok()) return spec.status();
+  if (spec->any_of_size() > 0) return parser.OrError();
+  return std::vector<v1::Predicate>(
+      std::make_move_iterator(spec->mutable_predicates()->begin()),
+      std::make_move_iterator(spec->mutable_predicates()->end()));
 }
 
 absl::StatusOr<std::vector<v1::Attribute>> ParseEvent(absl::string_view text) {

@@ -1,8 +1,9 @@
 // Parsers for what a person types into the `cohort` CLI, and the printers
 // that write messages back in the same syntax: a subscription such as
-// `price <= 500 and type = "order"` becomes the v1::Predicate messages of a
-// SubscriptionSpec, and an event such as `price=420 type="order"` becomes
-// the v1::Attribute messages of an Event.
+// `price <= 500 and (type = "order" or type = "quote")` becomes a
+// SubscriptionSpec (its predicates and its any_of groups), and an event
+// such as `price=420 type="order"` becomes the v1::Attribute messages of
+// an Event.
 //
 // Client side (client/), run by the CLI before any RPC is made. Every
 // function here is pure: no state, no I/O, callable from any thread. The
@@ -24,8 +25,11 @@
 // Grammar. Tokens may be separated by whitespace, which is otherwise ignored;
 // keywords and word operators are case-insensitive ("and", "AND", "And").
 //
-//   subscription := predicate { connector predicate }
+//   subscription := disjunction
+//   disjunction  := conjunction { ( "or" | "||" ) conjunction }
+//   conjunction  := term { connector term }
 //   connector    := "and" | "&&" | ","
+//   term         := predicate | "(" disjunction ")"
 //   predicate    := name op value                        op (below)
 //                 | name ( "=" | "==" | "!=" | "<>" | "eq" | "ne" ) literal
 //                                              OP_EQ, OP_NE on a literal
@@ -81,17 +85,35 @@
 // over the list: the value is a or b. A range is written `name between a
 // and b` or `name in a .. b`, as before.
 //
+// "and" binds tighter than "or": `a = 1 or b = 2 and c = 3` is a = 1, or
+// b = 2 and c = 3. Parentheses group, nested at most kMaxParenDepth deep.
+//
 // A word is a keyword only where the grammar expects one: in `and = 1 and
-// between = 2` the first word of each predicate is an attribute name, and in
-// `x between 1 and 5` the "and" belongs to the BETWEEN. At the start of a
-// predicate, "exists" and "not" are names if an operator follows them
-// (`exists = 1`, `not in [1, 2]`), except that "exists", one word and then
-// a connector or the end of the input is OP_EXISTS on that word (`exists
-// in`). There is no postfix form (`name exists`). "=" and "==" are OP_EQ,
-// "!=" and "<>" are OP_NE. `_` may only separate two digits (1_000_000). A
-// string is a token of its own (`x="a"` is three tokens, like `x=5`), but in
-// an event the pairs are still separated by whitespace or a comma
-// (`a="x"b=1` is an error).
+// between = 2` and `or = 1 or or = 2` the first word of each predicate is
+// an attribute name, and in `x between 1 and 5` the "and" belongs to the
+// BETWEEN. At the start of a predicate, "exists" and "not" are names if an
+// operator follows them (`exists = 1`, `not in [1, 2]`), except that
+// "exists", one word and then a connector, "or", "||", ")" or the end of
+// the input is OP_EXISTS on that word (`exists in`). There is no postfix
+// form (`name exists`). "=" and "==" are OP_EQ, "!=" and "<>" are OP_NE.
+// `_` may only separate two digits (1_000_000). A string is a token of its
+// own (`x="a"` is three tokens, like `x=5`), but in an event the pairs are
+// still separated by whitespace or a comma (`a="x"b=1` is an error).
+//
+// "Or" in a SubscriptionSpec (ParseSubscriptionSpec). When the whole filter
+// is one conjunction, its predicates (those in parentheses of one
+// alternative too: `(a = 1 and b = 2)` is flattened) are the spec's
+// predicates, in the order written, and each parenthesized disjunction of
+// two alternatives or more is one group of any_of, in the order written.
+// A group's alternatives are its disjunctive normal form: an "and" of
+// nested groups is distributed, `((a or b) and c or d)` giving the
+// alternatives [a, c], [b, c], [d] (the first group's choice varies
+// slowest; the predicates of each keep the order written). When the
+// filter is two conjunctions or more at the top (`a = 1 or b = 2`), the
+// spec has no predicates and one group: the alternatives of every
+// conjunction, distributed likewise, in order. A group that would
+// distribute into more than kMaxOrAlternatives alternatives is an error
+// under it (for the top level, under the whole filter).
 //
 // Errors are INVALID_ARGUMENT with a three-line message: the 1-based byte
 // column of the offending token and what is wrong with it, the input indented
@@ -105,7 +127,8 @@
 // (the first line is one line; it is wrapped here). A string that is not
 // closed is reported from its opening '"' to the end of the input, a bad
 // escape under the escape (`\q`, `\x4g`). Something missing at the end
-// (`price <=`) is reported at the column just past the input. In the echoed
+// (`price <=`) is reported at the column just past the input, a "(" that is
+// not closed under the "(", an empty "()" under both. In the echoed
 // input, control characters (tab, newline) are shown as spaces; the carets
 // are placed by UTF-8 code point, so they line up under non-ASCII text in a
 // terminal even though the column counts bytes.
@@ -115,11 +138,13 @@
 // quotes them (printable ASCII as is but '"' and '\' escaped, every other
 // byte as \xHH), so that what the CLI prints (e.g. a delivery in `cohort
 // listen`) can be pasted back into `cohort subscribe` or `cohort publish`:
-// for whatever ParseSubscription() and ParseEvent() return, parsing the
-// printed text gives the same messages back.
+// for whatever ParseSubscriptionSpec(), ParseSubscription() and
+// ParseEvent() return, parsing the printed text gives the same messages
+// back.
 #ifndef COHORT_FILTER_PARSE_H_
 #define COHORT_FILTER_PARSE_H_
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -130,10 +155,34 @@
 namespace cohort {
 namespace filter {
 
+// Most alternatives one group may distribute into (one parenthesized
+// disjunction, or the whole filter when "or" is at its top; pattern.h's
+// "$or" and lists likewise). The server's --max_or_expansion can be at
+// most this (service/model/limits.h, kMaxOrExpansionLimit), so a larger
+// group could never be subscribed.
+inline constexpr size_t kMaxOrAlternatives = 1024;
+
+// Deepest nesting of parentheses. A filter nested deeper says nothing a
+// flatter one cannot, and the parser recurses once per level.
+inline constexpr size_t kMaxParenDepth = 64;
+
+// ParseSubscriptionSpec()
+//
+// Parses a filter like `price <= 500 and (type = "order" or type =
+// "quote")` into a SubscriptionSpec's predicates and any_of ("Or" above);
+// the subscriber is left empty. Every group has two alternatives or more,
+// every alternative one predicate or more, and the spec at least one
+// predicate or one group. Each predicate is as ParseSubscription() gives
+// it.
+absl::StatusOr<v1::SubscriptionSpec> ParseSubscriptionSpec(
+    absl::string_view text);
+
 // ParseSubscription()
 //
 // Parses a conjunction like `price <= 500 and type = "order"` into its
-// predicates, in the order written (at least one). Each predicate has the
+// predicates, in the order written (at least one); parentheses may group
+// it, but a filter with "or" or "||" is an error under the first of them
+// (ParseSubscriptionSpec() reads it). Each predicate has the
 // operand fields its op takes (pubsub.proto, Predicate) and no others: for
 // OP_BETWEEN `value` or `string_value` is the lower and `upper` or
 // `string_upper` the upper bound; every other op leaves `upper_operand`
@@ -177,8 +226,14 @@ std::string FormatPredicate(const v1::Predicate& p);
 
 // FormatSubscription()
 //
-// The predicates of `spec` formatted and joined by " and " (the subscriber
-// is not part of it): a text ParseSubscription() reads back.
+// The predicates of `spec` formatted and joined by " and ", then each group
+// of its any_of as " and (alt or alt ...)", where an alternative is its
+// predicates joined by " and "; a spec of one group and no predicates is
+// written without parentheses, `a = 1 or b = 2 and c = 3`. The subscriber
+// is not part of it. For every spec ParseSubscriptionSpec() returns,
+// ParseSubscriptionSpec(FormatSubscription(spec)) gives it back (a spec it
+// would not return, say a group of one alternative, is written in the
+// same shape but may read back otherwise, or not at all).
 std::string FormatSubscription(const v1::SubscriptionSpec& spec);
 
 // FormatAttribute()

@@ -364,7 +364,9 @@ TEST(ParseSubscription, ErrorMessageHasColumnEchoAndCarets) {
             "        ^^");
 }
 
-enum class Grammar { kSubscription, kEvent };
+// kSubscription: ParseSubscription() and ParseSubscriptionSpec() alike;
+// kSpec: ParseSubscriptionSpec() only.
+enum class Grammar { kSubscription, kSpec, kEvent };
 
 struct ErrorCase {
   Grammar grammar;
@@ -377,6 +379,7 @@ struct ErrorCase {
 };
 
 constexpr Grammar kSub = Grammar::kSubscription;
+constexpr Grammar kSpec = Grammar::kSpec;
 constexpr Grammar kEvent = Grammar::kEvent;
 
 // clang-format off
@@ -513,8 +516,8 @@ const ErrorCase kErrors[] = {
     {kSub, "price = 5 6",
            "          ^", 11,
      "unexpected \"6\" after a complete predicate; expected \"and\""},
-    {kSub, "price = 5 || kind = 7",
-           "          ^^", 11, "unexpected \"||\""},
+    {kSub, "price = 5 | kind = 7",
+           "          ^", 11, "unexpected \"|\""},
     {kSub, "price = 5 and",
            "             ^", 14,
      "expected a predicate after \"and\", got end of input"},
@@ -607,7 +610,7 @@ const ErrorCase kTypedErrors[] = {
     {kSub, "x = 5 6 \"abc",
            "      ^", 7,
      "unexpected \"6\" after a complete predicate; expected \"and\", \"&&\", "
-     "\",\" or end of input"},
+     "\",\", \"or\", \"||\" or end of input"},
     {kSub, "type = order",
            "       ^^^^^", 8,
      "bad value \"order\": expected a number (42, -7, 1_000, 19.99) or a "
@@ -753,9 +756,12 @@ std::string Echo(absl::string_view input) {
 // Checks the error `c` describes; with `exact`, its whole first line.
 void ExpectError(const ErrorCase& c, bool exact) {
   SCOPED_TRACE(c.input);
-  const absl::Status status = c.grammar == Grammar::kSubscription
-                                  ? ParseSubscription(c.input).status()
-                                  : ParseEvent(c.input).status();
+  const absl::Status status = c.grammar == Grammar::kEvent
+                                  ? ParseEvent(c.input).status()
+                                  : ParseSubscriptionSpec(c.input).status();
+  if (c.grammar == Grammar::kSubscription) {
+    EXPECT_EQ(ParseSubscription(c.input).status(), status);
+  }
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
   const std::vector<std::string> lines = absl::StrSplit(status.message(), '\n');
   ASSERT_EQ(lines.size(), 3u) << status.message();
@@ -779,6 +785,310 @@ TEST(Parse, InvalidTypedInputsGiveExactMessagesAndCarets) {
 
 TEST(Parse, TableHasAtLeastTwentyInvalidInputs) {
   EXPECT_GE(sizeof(kErrors) / sizeof(kErrors[0]), 20u);
+}
+
+// ---------------------------------------------------------------------------
+// "or" and parentheses (ParseSubscriptionSpec)
+
+// "a OP_EQ 1 -; {b OP_EQ 2 - / c OP_EQ 3 -; d OP_EQ 4 -}": the predicates,
+// then each group, its alternatives split by " / ". Independent of
+// FormatSubscription().
+std::string FormatSpec(const v1::SubscriptionSpec& spec) {
+  const auto join = [](const auto& predicates) {
+    std::vector<std::string> texts;
+    for (const v1::Predicate& p : predicates) texts.push_back(Format(p));
+    return absl::StrJoin(texts, "; ");
+  };
+  std::vector<std::string> parts;
+  if (!spec.predicates().empty()) parts.push_back(join(spec.predicates()));
+  for (const v1::AnyOf& group : spec.any_of()) {
+    std::vector<std::string> alternatives;
+    for (const v1::Conjunction& c : group.alternatives()) {
+      alternatives.push_back(join(c.predicates()));
+    }
+    parts.push_back(absl::StrCat("{", absl::StrJoin(alternatives, " / "), "}"));
+  }
+  return absl::StrJoin(parts, "; ");
+}
+
+struct SpecCase {
+  std::string input;
+  std::string expected;  // FormatSpec
+};
+
+// clang-format off
+const SpecCase kValidSpecs[] = {
+    // No "or": predicates only, parentheses flattened.
+    {"a = 1 and b = 2", "a OP_EQ 1 -; b OP_EQ 2 -"},
+    {"(a = 1 and b = 2)", "a OP_EQ 1 -; b OP_EQ 2 -"},
+    {"((a = 1)) , (b = 2)", "a OP_EQ 1 -; b OP_EQ 2 -"},
+    // "or" at the top: one group, no predicates.
+    {"a = 1 or b = 2", "{a OP_EQ 1 - / b OP_EQ 2 -}"},
+    {"a=1||b=2", "{a OP_EQ 1 - / b OP_EQ 2 -}"},
+    {"a = 1 OR b = 2 || c = 3 Or d = 4",
+     "{a OP_EQ 1 - / b OP_EQ 2 - / c OP_EQ 3 - / d OP_EQ 4 -}"},
+    // "and" binds tighter.
+    {"a = 1 or b = 2 and c = 3",
+     "{a OP_EQ 1 - / b OP_EQ 2 -; c OP_EQ 3 -}"},
+    {"a = 1 && b = 2 or c = 3",
+     "{a OP_EQ 1 -; b OP_EQ 2 - / c OP_EQ 3 -}"},
+    // One conjunction at the top: its predicates, and a group for each
+    // parenthesized "or", in the order written.
+    {"a = 1 and (b = 2 or c = 3)",
+     "a OP_EQ 1 -; {b OP_EQ 2 - / c OP_EQ 3 -}"},
+    {"(b = 2 or c = 3) and a = 1",
+     "a OP_EQ 1 -; {b OP_EQ 2 - / c OP_EQ 3 -}"},
+    {"a = 1 and (b = 2 or c = 3) and (d = 4 or e = 5)",
+     "a OP_EQ 1 -; {b OP_EQ 2 - / c OP_EQ 3 -}; {d OP_EQ 4 - / e OP_EQ 5 -}"},
+    {"(a = 1 or b = 2)", "{a OP_EQ 1 - / b OP_EQ 2 -}"},
+    {"((a = 1 or b = 2))", "{a OP_EQ 1 - / b OP_EQ 2 -}"},
+    // Parentheses of one alternative are flattened, groups in them kept.
+    {"x = 1 and (a = 1 and (b = 2 or c = 3)) and y = 2",
+     "x OP_EQ 1 -; a OP_EQ 1 -; y OP_EQ 2 -; {b OP_EQ 2 - / c OP_EQ 3 -}"},
+    {"((a = 1 or b = 2) and (c = 3 or d = 4))",
+     "{a OP_EQ 1 - / b OP_EQ 2 -}; {c OP_EQ 3 - / d OP_EQ 4 -}"},
+    // Nested groups are distributed, the first choice varying slowest and
+    // the predicates in the order written.
+    {"((a = 1 or b = 2) and c = 3 or d = 4)",
+     "{a OP_EQ 1 -; c OP_EQ 3 - / b OP_EQ 2 -; c OP_EQ 3 - / d OP_EQ 4 -}"},
+    {"(x = 1 and (a = 1 or b = 2) and y = 1 or z = 1)",
+     "{x OP_EQ 1 -; a OP_EQ 1 -; y OP_EQ 1 - / x OP_EQ 1 -; b OP_EQ 2 -; "
+     "y OP_EQ 1 - / z OP_EQ 1 -}"},
+    {"(a = 1 or b = 2) and (c = 3 or d = 4) or e = 5",
+     "{a OP_EQ 1 -; c OP_EQ 3 - / a OP_EQ 1 -; d OP_EQ 4 - / b OP_EQ 2 -; "
+     "c OP_EQ 3 - / b OP_EQ 2 -; d OP_EQ 4 - / e OP_EQ 5 -}"},
+    {"(a = 1 or (b = 2 or c = 3))",
+     "{a OP_EQ 1 - / b OP_EQ 2 - / c OP_EQ 3 -}"},
+    {"(a = 1 or a = 1)", "{a OP_EQ 1 - / a OP_EQ 1 -}"},
+    // Keywords are names where a name is expected.
+    {"or = 1 or or = 2", "{or OP_EQ 1 - / or OP_EQ 2 -}"},
+    {"OR in [1] and and = 2", "OR OP_IN [1] -; and OP_EQ 2 -"},
+    {"exists in or exists or", "{in OP_EXISTS - - / or OP_EXISTS - -}"},
+    {"(exists in)", "in OP_EXISTS - -"},
+    {"(exists not or not exists or)",
+     "{not OP_EXISTS - - / or OP_NOT_EXISTS - -}"},
+    {"x between 1 and 5 or y in 1..2",
+     "{x OP_BETWEEN 1 5 / y OP_BETWEEN 1 2}"},
+    {"s = \"(a or b)\" or t in [\")\"]",
+     "{s OP_EQ \"(a or b)\" - / t OP_IN [\")\"] -}"},
+};
+// clang-format on
+
+TEST(ParseSubscriptionSpec, ValidInputsGiveExactSpecs) {
+  for (const SpecCase& c : kValidSpecs) {
+    SCOPED_TRACE(c.input);
+    absl::StatusOr<v1::SubscriptionSpec> got = ParseSubscriptionSpec(c.input);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(FormatSpec(*got), c.expected);
+    EXPECT_TRUE(got->subscriber().empty());
+  }
+}
+
+TEST(ParseSubscriptionSpec, AgreesWithParseSubscriptionWithoutOr) {
+  for (const ValidCase& c : kValidSubscriptions) {
+    SCOPED_TRACE(c.input);
+    absl::StatusOr<v1::SubscriptionSpec> got = ParseSubscriptionSpec(c.input);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->any_of_size(), 0);
+    EXPECT_THAT(FormatAll(std::vector<v1::Predicate>(got->predicates().begin(),
+                                                     got->predicates().end())),
+                ElementsAreArray(c.expected));
+  }
+}
+
+TEST(ParseSubscription, RefusesOrUnderTheFirstOr) {
+  absl::StatusOr<std::vector<v1::Predicate>> got =
+      ParseSubscription("a = 1 and (b = 2 || c = 3) or d = 4");
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(got.status().message(),
+            "column 18: \"||\" is not supported here: expected predicates "
+            "joined by \"and\" only\n"
+            "  a = 1 and (b = 2 || c = 3) or d = 4\n"
+            "                   ^^");
+  // Parentheses without "or" are fine.
+  got = ParseSubscription("(a = 1 and (b = 2))");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_THAT(FormatAll(*got), ElementsAre("a OP_EQ 1 -", "b OP_EQ 2 -"));
+}
+
+// clang-format off
+const ErrorCase kOrErrors[] = {
+    {kSpec, "(a = 1",
+            "^", 1, "unclosed \"(\": no \")\" before the end of the input"},
+    {kSpec, "a = 1 and (b = 2 or c = 3",
+            "          ^", 11,
+     "unclosed \"(\": no \")\" before the end of the input"},
+    {kSpec, "((a = 1)",
+            "^", 1, "unclosed \"(\": no \")\" before the end of the input"},
+    {kSpec, "a = 1 or (b = 2",
+            "         ^", 10,
+     "unclosed \"(\": no \")\" before the end of the input"},
+    {kSpec, "a = 1)",
+            "     ^", 6, "unmatched \")\": no \"(\" is open"},
+    {kSpec, ")",
+            "^", 1, "unmatched \")\": no \"(\" is open"},
+    {kSpec, "(a = 1))",
+            "       ^", 8, "unmatched \")\": no \"(\" is open"},
+    {kSpec, "()",
+            "^^", 1,
+     "empty parentheses: expected a predicate between \"(\" and \")\""},
+    {kSpec, "a = 1 and ( )",
+            "          ^^^", 11,
+     "empty parentheses: expected a predicate between \"(\" and \")\""},
+    {kSpec, "or a = 1",
+            "   ^", 4,
+     "expected an operator (=, !=, <, <=, >, >=, between, in, not in, "
+     "prefix, suffix, equals-ignore-case, cidr, wildcard), got \"a\"; "
+     "\"or\" is read as an attribute name here, where a predicate "
+     "starts"},
+    {kSpec, "|| a = 1",
+            "^^", 1, "expected an attribute name, got \"||\""},
+    {kSpec, "a = 1 or",
+            "        ^", 9, "expected a predicate after \"or\", got end of "
+                            "input"},
+    {kSpec, "a = 1 ||",
+            "        ^", 9, "expected a predicate after \"||\", got end of "
+                            "input"},
+    {kSpec, "(a = 1 or)",
+            "         ^", 10, "expected a predicate after \"or\", got \")\""},
+    {kSpec, "(a = 1 and)",
+            "          ^", 11, "expected a predicate after \"and\", got \")\""},
+    {kSpec, "a = 1 or or",
+            "           ^", 12,
+     "expected an operator (=, !=, <, <=, >, >=, between, in, not in, "
+     "prefix, suffix, equals-ignore-case, cidr, wildcard), got end of "
+     "input; \"or\" is read as an attribute name here, where a predicate "
+     "starts"},
+    {kSpec, "a = 1 (b = 2)",
+            "      ^", 7, "missing \"and\" or \"or\" before \"(\""},
+    {kSpec, "(a = 1 b = 2)",
+            "       ^", 8,
+     "missing \"and\" between predicates: expected \"and\", \"&&\" or \",\" "
+     "before \"b\""},
+    {kSpec, "(a = 1 6)",
+            "       ^", 8,
+     "unexpected \"6\" after a complete predicate; expected \"and\", \"&&\", "
+     "\",\", \"or\", \"||\" or \")\""},
+    {kSpec, "n=(5) or m=-1)",
+            "  ^", 3, "expected a value after \"=\", got \"(\""},
+};
+// clang-format on
+
+TEST(ParseSubscriptionSpec, InvalidOrInputsGiveExactMessagesAndCarets) {
+  for (const ErrorCase& c : kOrErrors) ExpectError(c, /*exact=*/true);
+}
+
+// `n` binary groups joined by "and": 2^n alternatives when distributed.
+std::string BinaryGroups(int n) {
+  std::vector<std::string> groups;
+  for (int i = 0; i < n; ++i) {
+    groups.push_back(absl::StrCat("(g", i, " = 1 or g", i, " = 2)"));
+  }
+  return absl::StrJoin(groups, " and ");
+}
+
+TEST(ParseSubscriptionSpec, DistributesUpToTheCap) {
+  // One alternative, flattened: ten groups of two, kept apart.
+  absl::StatusOr<v1::SubscriptionSpec> got = ParseSubscriptionSpec(
+      absl::StrCat("x = 0 and (", BinaryGroups(10), " and y = 1)"));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->predicates_size(), 2);
+  EXPECT_EQ(got->any_of_size(), 10);
+  // 2^9 + 1 alternatives, each the nine choices and w in the order
+  // written.
+  got = ParseSubscriptionSpec(
+      absl::StrCat("x = 0 and (", BinaryGroups(9), " and w = 1 or y = 1)"));
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->any_of_size(), 1);
+  ASSERT_EQ(got->any_of(0).alternatives_size(), 513);
+  EXPECT_EQ(got->any_of(0).alternatives(0).predicates_size(), 10);
+  EXPECT_EQ(got->any_of(0).alternatives(1).predicates(8).value(), 2);
+  EXPECT_EQ(got->any_of(0).alternatives(1).predicates(7).value(), 1);
+  EXPECT_EQ(got->any_of(0).alternatives(1).predicates(9).attribute(), "w");
+  EXPECT_EQ(got->any_of(0).alternatives(512).predicates(0).attribute(), "y");
+  // 2^10 = 1024 alternatives: the most a group may have.
+  got = ParseSubscriptionSpec(
+      absl::StrCat("x = 0 and ((", BinaryGroups(10), ") or (", BinaryGroups(1),
+                   "))"));
+  EXPECT_FALSE(got.ok());  // 1024 + 2
+  got = ParseSubscriptionSpec(absl::StrCat("x = 0 and (", BinaryGroups(10),
+                                           " or y = 1)"));
+  EXPECT_FALSE(got.ok());  // 1024 + 1
+  got = ParseSubscriptionSpec(
+      absl::StrCat("x = 0 and (", BinaryGroups(10), " and y = 1 or z = 1)"));
+  EXPECT_FALSE(got.ok());
+  got = ParseSubscriptionSpec(absl::StrCat(BinaryGroups(10), " or y = 1"));
+  EXPECT_FALSE(got.ok());
+  got = ParseSubscriptionSpec(
+      absl::StrCat("(", BinaryGroups(9), ") or (", BinaryGroups(9), ")"));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->any_of(0).alternatives_size(), 1024);
+}
+
+TEST(ParseSubscriptionSpec, TooLargeAGroupIsAnErrorUnderIt) {
+  const std::string group = absl::StrCat("(", BinaryGroups(11), " or y = 1)");
+  const std::string text = absl::StrCat("x = 0 and ", group);
+  absl::StatusOr<v1::SubscriptionSpec> got = ParseSubscriptionSpec(text);
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(got.status().message(),
+            absl::StrCat("column 11: the group in these parentheses is too "
+                         "large: it expands into more than 1024 alternatives "
+                         "(every \"and\" of groups taken one alternative of "
+                         "each); the limit is 1024\n  ",
+                         text, "\n  ", std::string(10, ' '),
+                         std::string(group.size(), '^')));
+  // At the top, under the whole filter.
+  const std::string top = absl::StrCat(BinaryGroups(10), " or y = 1");
+  got = ParseSubscriptionSpec(top);
+  EXPECT_EQ(got.status().message(),
+            absl::StrCat("column 1: the filter is too large: it expands into "
+                         "more than 1024 alternatives (every \"and\" of "
+                         "groups taken one alternative of each); the limit "
+                         "is 1024\n  ",
+                         top, "\n  ", std::string(top.size(), '^')));
+}
+
+TEST(ParseSubscriptionSpec, TooManyDistributedPredicatesIsAnError) {
+  // Two halves of 512 alternatives of `plain` + 9 predicates.
+  const auto halves = [](int plain) {
+    std::vector<std::string> predicates;
+    for (int i = 0; i < plain; ++i) {
+      predicates.push_back(absl::StrCat("p", i, " = 1"));
+    }
+    const std::string half =
+        absl::StrCat("(", absl::StrJoin(predicates, " and "), " and ",
+                     BinaryGroups(9), ")");
+    return absl::StrCat("x = 0 and (", half, " or ", half, ")");
+  };
+  // 1024 alternatives of 60 + 9 predicates: 70656, past 65536.
+  absl::StatusOr<v1::SubscriptionSpec> got =
+      ParseSubscriptionSpec(halves(60));
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(got.status().message()),
+              StartsWith("column 11: the group in these parentheses is too "
+                         "large: it expands into more than 65536 "
+                         "predicates"));
+  // Of 50 + 9: 60416, within the limit.
+  got = ParseSubscriptionSpec(halves(50));
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->any_of_size(), 1);
+  EXPECT_EQ(got->any_of(0).alternatives_size(), 1024);
+  EXPECT_EQ(got->any_of(0).alternatives(1023).predicates_size(), 59);
+}
+
+TEST(ParseSubscriptionSpec, ParenthesesNestAtMost64Deep) {
+  const auto nested = [](size_t depth) {
+    return absl::StrCat(std::string(depth, '('), "a = 1 or b = 2",
+                        std::string(depth, ')'));
+  };
+  absl::StatusOr<v1::SubscriptionSpec> got =
+      ParseSubscriptionSpec(nested(kMaxParenDepth));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(FormatSpec(*got), "{a OP_EQ 1 - / b OP_EQ 2 -}");
+  got = ParseSubscriptionSpec(nested(kMaxParenDepth + 1));
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(got.status().message()),
+              StartsWith("column 65: parentheses nested more than 64 deep"));
 }
 
 TEST(ParseSubscription, NonBetweenOpsLeaveUpperUnset) {
@@ -907,6 +1217,28 @@ TEST(FormatSubscription, JoinsWithAnd) {
             "type = \"order\" and not exists coupon and price between 1 and 2");
 }
 
+TEST(FormatSubscription, WritesGroupsInParentheses) {
+  absl::StatusOr<v1::SubscriptionSpec> spec = ParseSubscriptionSpec(
+      "(b = 2 or c = 3 && d = 4) and a = 1 and (e = 5 or exists f)");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(FormatSubscription(*spec),
+            "a = 1 and (b = 2 or c = 3 and d = 4) and (e = 5 or exists f)");
+  // One group and no predicates: "or" at the top, no parentheses.
+  spec = ParseSubscriptionSpec("(a = 1 or b = 2 and c = 3)");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(FormatSubscription(*spec), "a = 1 or b = 2 and c = 3");
+  // Two groups and no predicates.
+  spec = ParseSubscriptionSpec("(a = 1 or b = 2) and (c = 3 or d = 4)");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(FormatSubscription(*spec), "(a = 1 or b = 2) and (c = 3 or d = 4)");
+  // A spec the parser would not return keeps its shape.
+  v1::SubscriptionSpec odd;
+  v1::AnyOf* group = odd.add_any_of();
+  *group->add_alternatives()->add_predicates() = ParseOne("x = 1");
+  *odd.add_any_of()->add_alternatives()->add_predicates() = ParseOne("y = 2");
+  EXPECT_EQ(FormatSubscription(odd), "(x = 1) and (y = 2)");
+}
+
 TEST(FormatEvent, WritesPairsParseEventReads) {
   v1::Event event;
   absl::StatusOr<std::vector<v1::Attribute>> parsed =
@@ -1008,7 +1340,7 @@ class RandomMessages {
     static const char* const kKeywords[] = {
         "and", "AND", "between", "in",  "IN",     "not", "Not", "exists",
         "EXISTS", "prefix", "suffix", "equals-ignore-case", "cidr", "wildcard",
-        "eq", "ne", "lt", "le", "gt", "ge"};
+        "eq", "ne", "lt", "le", "gt", "ge", "or", "OR", "Or"};
     if (Uniform(0, 2) == 0) {
       return kKeywords[Uniform(0, std::size(kKeywords) - 1)];
     }
@@ -1069,6 +1401,59 @@ TEST(Format, RandomSubscriptionsRoundTrip) {
           (*got)[k], spec.predicates(k)))
           << Format((*got)[k]) << " vs " << Format(spec.predicates(k));
     }
+  }
+}
+
+// Specs of the shape ParseSubscriptionSpec() returns (0 to 3 predicates, 0
+// to 3 groups of 2 to 4 alternatives of 1 to 3 predicates, not empty), of
+// random predicates whose names may be keywords ("or" among them), print
+// to a text that parses back to them.
+TEST(Format, RandomSpecsWithGroupsRoundTrip) {
+  RandomMessages random(21);
+  std::mt19937_64 rng(22);
+  const auto uniform = [&rng](int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+  };
+  int with_groups = 0;
+  int one_group_alone = 0;
+  for (int i = 0; i < 3000; ++i) {
+    v1::SubscriptionSpec spec;
+    for (int n = uniform(0, 3); n > 0; --n) {
+      *spec.add_predicates() = random.Predicate();
+    }
+    for (int g = uniform(spec.predicates().empty() ? 1 : 0, 3); g > 0; --g) {
+      v1::AnyOf* group = spec.add_any_of();
+      for (int a = uniform(2, 4); a > 0; --a) {
+        v1::Conjunction* alternative = group->add_alternatives();
+        for (int n = uniform(1, 3); n > 0; --n) {
+          *alternative->add_predicates() = random.Predicate();
+        }
+      }
+    }
+    with_groups += spec.any_of_size() > 0;
+    one_group_alone += spec.predicates().empty() && spec.any_of_size() == 1;
+    const std::string text = FormatSubscription(spec);
+    SCOPED_TRACE(text);
+    absl::StatusOr<v1::SubscriptionSpec> got = ParseSubscriptionSpec(text);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*got, spec))
+        << FormatSpec(*got) << "\n vs " << FormatSpec(spec);
+  }
+  // Both shapes of the printed text were met.
+  EXPECT_GT(with_groups, 2000);
+  EXPECT_GT(one_group_alone, 150);
+}
+
+// What ParseSubscriptionSpec() returns prints back to itself.
+TEST(Format, ParsedSpecsRoundTrip) {
+  for (const SpecCase& c : kValidSpecs) {
+    SCOPED_TRACE(c.input);
+    absl::StatusOr<v1::SubscriptionSpec> first = ParseSubscriptionSpec(c.input);
+    ASSERT_TRUE(first.ok()) << first.status();
+    const std::string text = FormatSubscription(*first);
+    absl::StatusOr<v1::SubscriptionSpec> again = ParseSubscriptionSpec(text);
+    ASSERT_TRUE(again.ok()) << again.status() << "\n" << text;
+    EXPECT_EQ(FormatSpec(*again), c.expected) << text;
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "filter/any_of.h"
 #include "filter/parse.h"
 #include "filter/spellings.h"
 
@@ -79,16 +81,35 @@ std::string Literal(const element& e) {
   return e.get_bool().value_unsafe() ? "true" : "false";
 }
 
+// The keys Event Ruler 1.8.1 refuses inside "$or" (its
+// RESERVED_FIELD_NAMES_IN_OR_RELATIONSHIP): its operators, and words it
+// keeps for operators to come.
+bool IsReservedInOr(absl::string_view key) {
+  static constexpr absl::string_view kReserved[] = {
+      "exactly", "equals-ignore-case", "prefix", "suffix", "anything-but",
+      "exists", "wildcard", "numeric", "cidr", "=", "<", "<=", ">", ">=",
+      "regex", "not-wildcard", "not-equals-ignore-case", "date-after",
+      "date-on-or-after", "date-before", "date-on-or-before",
+      "in-date-range", "ip-address-in-range", "ip-address-not-in-range",
+  };
+  for (const absl::string_view reserved : kReserved) {
+    if (key == reserved) return true;
+  }
+  return false;
+}
+
 class Lowering {
  public:
-  absl::StatusOr<std::vector<v1::Predicate>> Run(const element& root) {
+  absl::StatusOr<v1::SubscriptionSpec> Run(const element& root) {
     if (root.type() != element_type::OBJECT) {
       return Error("", absl::StrCat("a pattern is a JSON object, got ",
                                     Kind(root)));
     }
-    absl::Status status = Object(root, "");
+    absl::Status status = Object(root, "", "", /*in_or=*/false);
     if (!status.ok()) return status;
-    return std::move(out_);
+    v1::SubscriptionSpec spec;
+    internal::AddTerms(std::move(top_), &spec);
+    return spec;
   }
 
  private:
@@ -102,23 +123,13 @@ class Lowering {
         absl::StrCat("pattern: at ", ShowControlBytes(place), ": ", what));
   }
 
-  // The refusal of a JSON literal (true, false, null) at `place`, in an
-  // anything-but (Event Ruler refuses it there too) or among several
-  // values (that needs `or`).
-  static absl::Status LiteralError(absl::string_view place, const element& e,
-                                   bool anything_but) {
-    if (anything_but) {
-      return Error(place, absl::StrCat(Literal(e),
-                                       " in anything-but: it takes strings "
-                                       "and numbers (Event Ruler refuses "
-                                       "literals there too)"));
-    }
+  // The refusal of a JSON literal (true, false, null) in an anything-but at
+  // `place` (Event Ruler refuses it there too).
+  static absl::Status LiteralError(absl::string_view place, const element& e) {
     return Error(place, absl::StrCat(Literal(e),
-                                     " among several values: a literal "
-                                     "(true, false, null) is matched alone "
-                                     "in its list; Cohort has no `or` "
-                                     "between predicates yet (docs/DESIGN.md "
-                                     "section 1.6)"));
+                                     " in anything-but: it takes strings "
+                                     "and numbers (Event Ruler refuses "
+                                     "literals there too)"));
   }
 
   // The one key of the operator object `e` at `place`; with any other
@@ -139,125 +150,227 @@ class Lowering {
     return place.empty() ? std::string(key) : absl::StrCat(place, ".", key);
   }
 
-  // The fields of one object of the pattern, whose path so far is `name`
-  // (also its place).
-  absl::Status Object(const element& e, const std::string& name) {
+  // Appends `p` to the conjunction being lowered.
+  void Add(v1::Predicate p) {
+    terms_->emplace_back().predicate = std::move(p);
+  }
+
+  // Lowers what `lower` adds into a conjunction of its own, returned in
+  // `*out`, then goes back to the one being lowered.
+  template <typename Lower>
+  absl::Status LowerApart(std::vector<internal::Term>* out, Lower lower) {
+    std::vector<internal::Term>* const outer = terms_;
+    terms_ = out;
+    absl::Status status = lower();
+    terms_ = outer;
+    return status;
+  }
+
+  // The fields of one object of the pattern: `name` is its path of keys
+  // (what its fields' attribute names start with), `place` where it is in
+  // the pattern (with the "$or[i]" steps, for messages), `in_or` whether
+  // it is inside an element of a "$or".
+  absl::Status Object(const element& e, const std::string& name,
+                      const std::string& place, bool in_or) {
     simdjson::dom::object object = e.get_object().value_unsafe();
     if (object.size() == 0) {
-      return Error(name.empty() ? "the top" : name,
+      return Error(place.empty() ? "the top" : place,
                    "an empty object names no field to match");
     }
     absl::flat_hash_set<absl::string_view> keys;
     for (const simdjson::dom::key_value_pair field : object) {
-      const std::string path = Member(name, Sv(field.key));
-      if (!keys.insert(Sv(field.key)).second) {
-        return Error(path, "this key appears twice in one object");
+      const absl::string_view key = Sv(field.key);
+      const std::string at = Member(place, key);
+      if (!keys.insert(key).second) {
+        return Error(at, "this key appears twice in one object");
       }
-      if (Sv(field.key) == "$or") {
-        return Error(path,
-                     "\"$or\" is not supported yet: Cohort has no `or` "
-                     "between predicates (docs/DESIGN.md section 1.6); "
-                     "subscribe each alternative as a subscription of its "
-                     "own");
+      if (key == "$or") {
+        absl::Status status = Or(name, at, field.value);
+        if (!status.ok()) return status;
+        continue;
       }
+      if (in_or && IsReservedInOr(key)) {
+        return Error(at, absl::StrCat(FormatString(key),
+                                      " names an operator, which Event "
+                                      "Ruler refuses as a key inside "
+                                      "\"$or\""));
+      }
+      const std::string path = Member(name, key);
       absl::Status status;
       switch (field.value.type()) {
         case element_type::OBJECT:
-          status = Object(field.value, path);
+          status = Object(field.value, path, at, in_or);
           break;
         case element_type::ARRAY:
-          status = Field(path, field.value);
+          status = Field(path, at, field.value);
           break;
         default:
-          status = Error(path, absl::StrCat("expected a list of values or "
-                                            "conditions, or an object, got ",
-                                            Kind(field.value)));
+          status = Error(at, absl::StrCat("expected a list of values or "
+                                          "conditions, or an object, got ",
+                                          Kind(field.value)));
       }
       if (!status.ok()) return status;
     }
     return absl::OkStatus();
   }
 
-  // The list of attribute `name` (also its place).
-  absl::Status Field(const std::string& name, const element& list_element) {
+  // {"$or": [{...}, {...}, ...]} at `place`, in the object whose path is
+  // `name`: one group, each element's alternatives distributed.
+  absl::Status Or(const std::string& name, const std::string& place,
+                  const element& e) {
+    const char* const kTakes = "\"$or\" takes a list of two objects or more";
+    if (e.type() != element_type::ARRAY) {
+      return Error(place, absl::StrCat(kTakes, ", got ", Kind(e)));
+    }
+    simdjson::dom::array list = e.get_array().value_unsafe();
+    if (list.size() < 2) {
+      return Error(place, absl::StrCat(kTakes, ", got ", list.size(),
+                                       list.size() == 1 ? " entry" : " entries",
+                                       " (Event Ruler refuses it too)"));
+    }
+    internal::Term group;
+    group.is_group = true;
+    size_t i = 0;
+    for (const element item : list) {
+      const std::string at = Index(place, i++);
+      if (item.type() != element_type::OBJECT) {
+        return Error(at, absl::StrCat("an entry of \"$or\" is an object of "
+                                      "fields, got ",
+                                      Kind(item)));
+      }
+      std::vector<internal::Term> alternative;
+      absl::Status status = LowerApart(&alternative, [&] {
+        return Object(item, name, at, /*in_or=*/true);
+      });
+      if (!status.ok()) return status;
+      const std::string why =
+          internal::AppendDistributed(alternative, &group.group);
+      if (!why.empty()) {
+        return Error(place, absl::StrCat("\"$or\" is too large: ", why));
+      }
+    }
+    terms_->push_back(std::move(group));
+    return absl::OkStatus();
+  }
+
+  // The list of attribute `name`, at `place`: one of its entries holds. All
+  // its strings are one alternative (EQ, or IN), all its numbers another,
+  // and each literal and each condition one of its own, in the order of
+  // their first entries; several alternatives are a group.
+  absl::Status Field(const std::string& name, const std::string& place,
+                     const element& list_element) {
     const std::string why = internal::WhyBadName(name);
     if (!why.empty()) {
-      return Error(name, absl::StrCat(FormatString(name),
-                                      " is not an attribute name Cohort "
-                                      "accepts: ",
-                                      why));
+      return Error(place, absl::StrCat(FormatString(name),
+                                       " is not an attribute name Cohort "
+                                       "accepts: ",
+                                       why));
     }
     simdjson::dom::array list = list_element.get_array().value_unsafe();
     if (list.size() == 0) {
-      return Error(name, "an empty list matches nothing");
+      return Error(place, "an empty list matches nothing");
     }
-    if (list.size() == 1 && list.at(0).value_unsafe().type() ==
-                                element_type::OBJECT) {
-      return Condition(name, Index(name, 0), list.at(0).value_unsafe());
-    }
-    if (list.size() == 1) {
-      const element only = list.at(0).value_unsafe();
-      if (only.type() == element_type::BOOL ||
-          only.type() == element_type::NULL_VALUE) {
-        // [true], [false], [null]: EQ on the literal.
-        v1::Predicate p;
+    internal::Alternatives alternatives;
+    // Where the alternative of the strings, and of the numbers, is.
+    size_t strings = alternatives.max_size();
+    size_t numbers = alternatives.max_size();
+    size_t i = 0;
+    for (const element item : list) {
+      const std::string at = Index(place, i++);
+      const element_type t = item.type();
+      if (t == element_type::OBJECT) {
+        std::vector<internal::Term> condition;
+        absl::Status status = LowerApart(
+            &condition, [&] { return Condition(name, at, item); });
+        if (!status.ok()) return status;
+        std::vector<v1::Predicate>& alternative = alternatives.emplace_back();
+        for (internal::Term& term : condition) {
+          alternative.push_back(std::move(term.predicate));
+        }
+      } else if (t == element_type::BOOL || t == element_type::NULL_VALUE) {
+        // true, false, null: EQ on the literal.
+        v1::Predicate& p = alternatives.emplace_back(1)[0];
         p.set_attribute(name);
         p.set_op(v1::OP_EQ);
-        p.set_literal_value(only.type() == element_type::NULL_VALUE
-                                ? v1::LITERAL_NULL
-                            : only.get_bool().value_unsafe()
+        p.set_literal_value(t == element_type::NULL_VALUE ? v1::LITERAL_NULL
+                            : item.get_bool().value_unsafe()
                                 ? v1::LITERAL_TRUE
                                 : v1::LITERAL_FALSE);
-        out_.push_back(std::move(p));
-        return absl::OkStatus();
-      }
-    }
-    // A list of plain values: EQ or IN, of one type.
-    v1::Predicate p;
-    p.set_attribute(name);
-    size_t i = 0;
-    bool strings = false;
-    for (const element item : list) {
-      const std::string place = Index(name, i);
-      if (item.type() == element_type::OBJECT) {
-        return Error(place,
-                     "a condition in a list of several entries: Cohort has "
-                     "no `or` between predicates yet (docs/DESIGN.md "
-                     "section 1.6); write the condition alone in its list, "
-                     "or list plain values");
-      }
-      absl::Status status = AddValue(place, item, i == 0,
-                                     /*anything_but=*/false, &strings, &p);
-      if (!status.ok()) return status;
-      ++i;
-    }
-    if (list.size() == 1) {
-      p.set_op(v1::OP_EQ);
-      if (strings) {
-        std::string only = p.string_values().values(0);
-        p.set_string_value(std::move(only));
-      } else if (p.operand_case() == v1::Predicate::kDoubleValues) {
-        const double only = p.double_values().values(0);
-        p.set_double_value(only);
+      } else if (t == element_type::STRING || IsNumber(item)) {
+        bool is_string = t == element_type::STRING;
+        size_t& index = is_string ? strings : numbers;
+        const bool first = index == alternatives.max_size();
+        if (first) {
+          index = alternatives.size();
+          alternatives.emplace_back(1)[0].set_attribute(name);
+        }
+        absl::Status status =
+            AddValue(at, item, first, &is_string, &alternatives[index][0]);
+        if (!status.ok()) return status;
       } else {
-        const int64_t only = p.int64_values().values(0);
-        p.set_value(only);
+        return Error(at, absl::StrCat("expected a string, a number, true, "
+                                      "false, null or a condition, got ",
+                                      Kind(item)));
       }
-    } else {
-      p.set_op(v1::OP_IN);
     }
-    out_.push_back(std::move(p));
+    for (const size_t index : {strings, numbers}) {
+      if (index != alternatives.max_size()) {
+        OneOrIn(&alternatives[index][0]);
+      }
+    }
+    if (alternatives.size() == 1) {
+      for (v1::Predicate& p : alternatives[0]) Add(std::move(p));
+      return absl::OkStatus();
+    }
+    if (alternatives.size() > kMaxOrAlternatives) {
+      return Error(place, absl::StrCat("a list of ", alternatives.size(),
+                                       " alternatives (conditions, literals, "
+                                       "and its strings and its numbers); "
+                                       "the limit is ",
+                                       kMaxOrAlternatives));
+    }
+    internal::Term group;
+    group.is_group = true;
+    group.group = std::move(alternatives);
+    terms_->push_back(std::move(group));
     return absl::OkStatus();
   }
 
-  // Appends list entry `item` to p's int64_values or string_values; `first`
-  // sets the list's type (*strings), which later entries must share.
+  // Makes `p`, whose list AddValue() filled, OP_EQ on its one value, or
+  // OP_IN.
+  static void OneOrIn(v1::Predicate* p) {
+    const int size = p->operand_case() == v1::Predicate::kStringValues
+                         ? p->string_values().values_size()
+                     : p->operand_case() == v1::Predicate::kDoubleValues
+                         ? p->double_values().values_size()
+                         : p->int64_values().values_size();
+    if (size > 1) {
+      p->set_op(v1::OP_IN);
+      return;
+    }
+    p->set_op(v1::OP_EQ);
+    if (p->operand_case() == v1::Predicate::kStringValues) {
+      std::string only = p->string_values().values(0);
+      p->set_string_value(std::move(only));
+    } else if (p->operand_case() == v1::Predicate::kDoubleValues) {
+      const double only = p->double_values().values(0);
+      p->set_double_value(only);
+    } else {
+      const int64_t only = p->int64_values().values(0);
+      p->set_value(only);
+    }
+  }
+
+  // Appends list entry `item` to p's int64_values, double_values or
+  // string_values; `first` sets the list's type (*strings), which later
+  // entries must share. Field() gives it one type of value only, so what it
+  // refuses (a literal, strings with numbers) is anything-but's list.
   absl::Status AddValue(const std::string& place, const element& item,
-                        bool first, bool anything_but, bool* strings,
+                        bool first, bool* strings,
                         v1::Predicate* p) {
     const element_type t = item.type();
     if (t == element_type::BOOL || t == element_type::NULL_VALUE) {
-      return LiteralError(place, item, anything_but);
+      return LiteralError(place, item);  // Field() takes them apart
     }
     if (t != element_type::STRING && !IsNumber(item)) {
       return Error(place, absl::StrCat("expected a string or a number, got ",
@@ -266,11 +379,10 @@ class Lowering {
     const bool is_string = t == element_type::STRING;
     if (first) {
       *strings = is_string;
-    } else if (is_string != *strings) {
+    } else if (is_string != *strings) {  // Field() takes them apart
       return Error(place,
-                   "a list that mixes strings and numbers needs `or` between "
-                   "predicates, which Cohort does not have yet "
-                   "(docs/DESIGN.md section 1.6)");
+                   "anything-but takes all strings or all numbers, not both "
+                   "(Event Ruler refuses it too)");
     }
     if (is_string) {
       p->mutable_string_values()->add_values(
@@ -387,7 +499,7 @@ class Lowering {
       if (!operand.ok()) return operand.status();
       p.set_op(s.op);
       p.set_string_value(*std::move(operand));
-      out_.push_back(std::move(p));
+      Add(std::move(p));
       return absl::OkStatus();
     }
     if (Sv(op.key) == "exists") {
@@ -397,7 +509,7 @@ class Lowering {
       }
       p.set_op(op.value.get_bool().value_unsafe() ? v1::OP_EXISTS
                                                   : v1::OP_NOT_EXISTS);
-      out_.push_back(std::move(p));
+      Add(std::move(p));
       return absl::OkStatus();
     }
     if (Sv(op.key) == "numeric") return Numeric(name, at, op.value);
@@ -482,7 +594,7 @@ class Lowering {
       } else {
         p.set_upper(bounds[1].value.integer);
       }
-      out_.push_back(std::move(p));
+      Add(std::move(p));
       return absl::OkStatus();
     }
     for (const Bound& b : bounds) {
@@ -490,7 +602,7 @@ class Lowering {
       p.set_attribute(name);
       p.set_op(b.op);
       b.value.SetOperand(&p);
-      out_.push_back(std::move(p));
+      Add(std::move(p));
     }
     return absl::OkStatus();
   }
@@ -517,7 +629,7 @@ class Lowering {
         for (const element item : list) {
           absl::Status status =
               AddValue(Index(place, i), item, i == 0,
-                       /*anything_but=*/true, &strings, &p);
+                       &strings, &p);
           if (!status.ok()) return status;
           ++i;
         }
@@ -527,7 +639,7 @@ class Lowering {
         return AnythingButOperator(name, place, e);
       case element_type::BOOL:
       case element_type::NULL_VALUE:
-        return LiteralError(place, e, /*anything_but=*/true);
+        return LiteralError(place, e);
       default: {
         absl::StatusOr<Num> n = Number(place, e);
         if (!n.ok()) return n.status();
@@ -535,7 +647,7 @@ class Lowering {
         n->SetOperand(&p);
       }
     }
-    out_.push_back(std::move(p));
+    Add(std::move(p));
     return absl::OkStatus();
   }
 
@@ -577,7 +689,7 @@ class Lowering {
         if (!value.ok()) return value.status();
         p.set_string_value(*std::move(value));
       }
-      out_.push_back(std::move(p));
+      Add(std::move(p));
       return absl::OkStatus();
     }
     return Error(at, absl::StrCat("unknown operator ", FormatString(Sv(op.key)),
@@ -585,7 +697,10 @@ class Lowering {
                                   "suffix, equals-ignore-case)"));
   }
 
-  std::vector<v1::Predicate> out_;
+  // The pattern's conjunction, and the one being lowered: it, an
+  // alternative of a "$or", or a condition of a list (LowerApart()).
+  std::vector<internal::Term> top_;
+  std::vector<internal::Term>* terms_ = &top_;
 };
 
 }  // namespace
@@ -611,7 +726,7 @@ bool IsPattern(absl::string_view text) {
   return false;
 }
 
-absl::StatusOr<std::vector<v1::Predicate>> ParsePattern(
+absl::StatusOr<v1::SubscriptionSpec> ParsePatternSpec(
     absl::string_view json) {
   simdjson::dom::parser parser;
   if (parser.allocate(json.size() + 1, kMaxPatternDepth) != simdjson::SUCCESS) {
@@ -628,6 +743,20 @@ absl::StatusOr<std::vector<v1::Predicate>> ParsePattern(
         "pattern: not valid JSON: ", simdjson::error_message(error)));
   }
   return Lowering().Run(root);
+}
+
+absl::StatusOr<std::vector<v1::Predicate>> ParsePattern(
+    absl::string_view json) {
+  absl::StatusOr<v1::SubscriptionSpec> spec = ParsePatternSpec(json);
+  if (!spec.ok()) return spec.status();
+  if (spec->any_of_size() > 0) {
+    return absl::InvalidArgumentError(
+        "pattern: it needs \"or\" (a \"$or\", or a list of several kinds "
+        "of condition), which is read here as predicates only");
+  }
+  return std::vector<v1::Predicate>(
+      std::make_move_iterator(spec->mutable_predicates()->begin()),
+      std::make_move_iterator(spec->mutable_predicates()->end()));
 }
 
 }  // namespace filter

@@ -5,8 +5,9 @@
 //    "detail": {"state": [{"anything-but": "initializing"}],
 //               "c-count": [{"numeric": [">", 0, "<=", 5]}]}}
 //
-// becomes the v1::Predicate messages of a SubscriptionSpec (issue 44), or is
-// refused with a message pointing at the part Cohort cannot express.
+// becomes a SubscriptionSpec, its predicates and its "or" groups (any_of)
+// (issue 44), or is refused with a message pointing at the part Cohort
+// cannot express.
 //
 // Used by the server's ParseFilter (a filter whose first character other
 // than whitespace is '{' is a pattern) and by the `cohort` CLI; pure
@@ -19,7 +20,7 @@
 // must then be an attribute name the API accepts:
 // [A-Za-z_][A-Za-z0-9_.-]{0,63}). Every field must match (a predicate
 // each, in the order written); within a field, one of the listed values or
-// one condition:
+// conditions. A list of one kind of entry is plain predicates:
 //
 //   ["a"] / [5]                     OP_EQ (a string, or an int64)
 //   ["a", "b"] / [1, 2]             OP_IN (all strings or all numbers)
@@ -43,6 +44,39 @@
 //                                   OP_NOT_EQUALS_IGNORE_CASE
 //   [true] / [false] / [null]       OP_EQ on the literal (literal_value)
 //
+// "Or" (SubscriptionSpec.any_of, one group each, in the order written):
+//
+//   ["a", 5, "b", true, {"prefix": "x"}]   a list of several kinds of
+//                                   entry: one group, whose alternatives
+//                                   are all its strings (OP_EQ or OP_IN,
+//                                   here IN ["a", "b"]), all its numbers
+//                                   (likewise), each literal (OP_EQ) and
+//                                   each condition (its one predicate or
+//                                   two), in the order of their first
+//                                   entries. Two conditions are two
+//                                   alternatives: [{"prefix": "a"},
+//                                   {"prefix": "b"}].
+//   {"$or": [{...}, {...}, ...]}    at any level (Event Ruler's and SNS's
+//                                   syntax): one group, whose alternatives
+//                                   are those of each entry, an object
+//                                   read at that level (its keys extend
+//                                   the same path; "$or" is no step of
+//                                   it); the fields beside "$or" are ANDed
+//                                   with it. Inside an entry, a nested
+//                                   "$or" or list of several kinds is
+//                                   distributed: {"a": [1], "$or": [{"b":
+//                                   [2]}, {"c": [3, "x"]}]} inside a "$or"
+//                                   gives the alternatives [a, b], [a, c =
+//                                   3], [a, c = "x"], the first choice
+//                                   varying slowest and the predicates in
+//                                   the order written.
+//
+// A group may distribute into kMaxOrAlternatives (parse.h) alternatives at
+// most; the server checks the product of the groups
+// (--max_or_expansion). Where Event Ruler keeps the last list when a
+// field is given both beside a "$or" and in one of its entries, Cohort
+// ANDs both.
+//
 // Numbers: an integral JSON number (also 3.0e2) is an int64 operand, one
 // with a fraction (19.99) a double_value (double_values in a list, whose
 // integers must then be below 2^53 in magnitude); both compare as numbers,
@@ -57,14 +91,20 @@
 // /128) or without a '/'.
 //
 // Refused (INVALID_ARGUMENT), each naming the place: what Cohort has no
-// predicate for yet, namely "$or", a list that mixes strings and numbers,
-// holds conditions of several kinds or holds a literal (true, false, null)
-// among other values (all need `or` between predicates), anything-but
-// wildcard, and prefix or suffix with equals-ignore-case; a literal in
-// anything-but (Event Ruler refuses it too); and what is malformed: a leaf
-// that is not a list, an empty list or object, an unknown operator, an
-// operator object with more than one key, a key given twice in one object,
-// a numeric list that is not one comparison or a lower and an upper bound.
+// predicate for yet, namely anything-but wildcard, and prefix or suffix
+// with equals-ignore-case; what Event Ruler 1.8.1 refuses too, namely a
+// literal in anything-but, an anything-but list of both strings and
+// numbers, a "$or" that is not a list of two objects or more
+// (`pattern: at detail.$or[1]: an entry of "$or" is an object of fields,
+// got a number`), and inside an entry of "$or" (at any depth) a key that
+// Event Ruler reserves for its operators ("prefix", "numeric", "exists",
+// "=", "regex", ...: its RESERVED_FIELD_NAMES_IN_OR_RELATIONSHIP); a group
+// of more than kMaxOrAlternatives alternatives, or of more predicates in
+// all than the parser allows one group (65536); and what is malformed: a
+// leaf that is not a list, an empty list or object, an unknown operator,
+// an operator object with more than one key, a key given twice in one
+// object, a numeric list that is not one comparison or a lower and an
+// upper bound.
 //
 // Errors are INVALID_ARGUMENT, "pattern: " then either "not valid JSON: "
 // and simdjson's message, or "at PLACE: " and what is wrong, where PLACE is
@@ -96,10 +136,20 @@ inline constexpr size_t kMaxPatternDepth = 64;
 // '{': a JSON pattern rather than the CLI grammar (which cannot start so).
 bool IsPattern(absl::string_view text);
 
+// ParsePatternSpec()
+//
+// The Event Ruler pattern or SNS filter policy `json` as a
+// SubscriptionSpec (mapping above): its predicates, in the order written,
+// and its groups of any_of; the subscriber is left empty. At least one
+// predicate or one group; every group has two alternatives or more, each
+// of one predicate or more.
+absl::StatusOr<v1::SubscriptionSpec> ParsePatternSpec(absl::string_view json);
+
 // ParsePattern()
 //
-// The predicates of the Event Ruler pattern or SNS filter policy `json`
-// (mapping above), in the order written: at least one.
+// The predicates of `json` as ParsePatternSpec() reads them (at least
+// one), for a caller that takes no "or": a pattern that needs it (a
+// "$or", a list of several kinds of entry) is INVALID_ARGUMENT.
 absl::StatusOr<std::vector<v1::Predicate>> ParsePattern(absl::string_view json);
 
 // ShowControlBytes()

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "filter/parse.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -16,18 +17,25 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// The predicates of `json` in the CLI grammar (FormatSubscription), or the
-// error message.
+// The spec of `json` in the CLI grammar (FormatSubscription: its
+// predicates, then each group in parentheses, or one group alone without
+// them), or the error message.
 std::string Lower(const std::string& json) {
-  absl::StatusOr<std::vector<v1::Predicate>> predicates = ParsePattern(json);
-  if (!predicates.ok()) {
-    EXPECT_EQ(predicates.status().code(), absl::StatusCode::kInvalidArgument)
-        << predicates.status();
-    return std::string(predicates.status().message());
+  absl::StatusOr<v1::SubscriptionSpec> spec = ParsePatternSpec(json);
+  if (!spec.ok()) {
+    EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument)
+        << spec.status();
+    return std::string(spec.status().message());
   }
-  v1::SubscriptionSpec spec;
-  for (const v1::Predicate& p : *predicates) *spec.add_predicates() = p;
-  return FormatSubscription(spec);
+  EXPECT_TRUE(spec->subscriber().empty());
+  // ParsePattern() agrees where there is no "or", and refuses it.
+  absl::StatusOr<std::vector<v1::Predicate>> predicates = ParsePattern(json);
+  EXPECT_EQ(predicates.ok(), spec->any_of().empty()) << json;
+  if (predicates.ok()) {
+    EXPECT_EQ(predicates->size(),
+              static_cast<size_t>(spec->predicates_size()));
+  }
+  return FormatSubscription(*spec);
 }
 
 TEST(IsPattern, FirstCharacterOtherThanWhitespace) {
@@ -164,32 +172,6 @@ TEST(ParsePattern, PrintedFormParsesBack) {
 }
 
 TEST(ParsePattern, RefusesWhatCohortCannotSayYet) {
-  EXPECT_EQ(Lower(R"({"a": [1], "$or": [{"b": [1]}, {"c": [2]}]})"),
-            "pattern: at $or: \"$or\" is not supported yet: Cohort has no "
-            "`or` between predicates (docs/DESIGN.md section 1.6); subscribe "
-            "each alternative as a subscription of its own");
-  EXPECT_EQ(Lower(R"({"a": ["x", 1]})"),
-            "pattern: at a[1]: a list that mixes strings and numbers needs "
-            "`or` between predicates, which Cohort does not have yet "
-            "(docs/DESIGN.md section 1.6)");
-  EXPECT_EQ(Lower(R"({"a": ["x", {"prefix": "y"}]})"),
-            "pattern: at a[1]: a condition in a list of several entries: "
-            "Cohort has no `or` between predicates yet (docs/DESIGN.md "
-            "section 1.6); write the condition alone in its list, or list "
-            "plain values");
-  EXPECT_EQ(Lower(R"({"a": [{"prefix": "y"}, {"prefix": "z"}]})"),
-            "pattern: at a[0]: a condition in a list of several entries: "
-            "Cohort has no `or` between predicates yet (docs/DESIGN.md "
-            "section 1.6); write the condition alone in its list, or list "
-            "plain values");
-  EXPECT_EQ(Lower(R"({"a": {"b": [true, "x"]}})"),
-            "pattern: at a.b[0]: true among several values: a literal "
-            "(true, false, null) is matched alone in its list; Cohort has no "
-            "`or` between predicates yet (docs/DESIGN.md section 1.6)");
-  EXPECT_EQ(Lower(R"({"a": [1, null]})"),
-            "pattern: at a[1]: null among several values: a literal (true, "
-            "false, null) is matched alone in its list; Cohort has no `or` "
-            "between predicates yet (docs/DESIGN.md section 1.6)");
   EXPECT_EQ(Lower(R"({"a": [{"anything-but": false}]})"),
             "pattern: at a[0].anything-but: false in anything-but: it takes "
             "strings and numbers (Event Ruler refuses literals there too)");
@@ -259,7 +241,8 @@ TEST(ParsePattern, RefusesMalformedPatterns) {
             "pattern: at a: expected a list of values or conditions, or an "
             "object, got a string");
   EXPECT_EQ(Lower(R"({"a": [[1]]})"),
-            "pattern: at a[0]: expected a string or a number, got a list");
+            "pattern: at a[0]: expected a string, a number, true, false, "
+            "null or a condition, got a list");
   EXPECT_EQ(Lower(R"({"a": [1], "a": [2]})"),
             "pattern: at a: this key appears twice in one object");
   EXPECT_EQ(Lower(R"({"a b": [1]})"),
@@ -340,6 +323,201 @@ TEST(ParsePattern, RefusesDeepNesting) {
   for (int i = 0; i < 40; ++i) long_path += "}";
   EXPECT_THAT(Lower(long_path),
               HasSubstr("characters long; the limit is 64"));
+}
+
+// ---------------------------------------------------------------------------
+// "Or": lists of several kinds of entry, and "$or"
+
+TEST(ParsePatternSpec, ListOfSeveralKindsIsOneGroup) {
+  // Strings together, numbers together, each literal and each condition
+  // alone, in the order of their first entries.
+  EXPECT_EQ(Lower(R"({"a": ["x", 5, "y", true, {"prefix": "p"}, null, 2.5,
+                           {"numeric": [">", 0, "<", 9]}]})"),
+            "a in [\"x\", \"y\"] or a in [5, 2.5] or a = true or a prefix "
+            "\"p\" or a = null or a > 0 and a < 9");
+  EXPECT_EQ(Lower(R"({"s": ["aws.ec2"], "a": [1, "one"]})"),
+            "s = \"aws.ec2\" and (a = 1 or a = \"one\")");
+  EXPECT_EQ(Lower(R"({"a": [{"prefix": "x"}, {"prefix": "y"}]})"),
+            "a prefix \"x\" or a prefix \"y\"");
+  EXPECT_EQ(Lower(R"({"a": {"b": [true, "x"]}})"),
+            "a.b = true or a.b = \"x\"");
+  EXPECT_EQ(Lower(R"({"a": [1, null, null]})"),
+            "a = 1 or a = null or a = null");
+  EXPECT_EQ(Lower(R"({"a": [false, true]})"), "a = false or a = true");
+  EXPECT_EQ(Lower(R"({"a": [{"exists": false}, "", {"anything-but": "x"}]})"),
+            "not exists a or a = \"\" or a != \"x\"");
+  // A list of one kind stays plain predicates.
+  EXPECT_EQ(Lower(R"({"a": ["x", "y"], "b": [1, 2.5],
+                      "c": [{"exists": true}]})"),
+            "a in [\"x\", \"y\"] and b in [1, 2.5] and exists c");
+}
+
+TEST(ParsePatternSpec, OrAtTheTop) {
+  EXPECT_EQ(Lower(R"({"a": [1], "$or": [{"b": [1]}, {"c": [2]}]})"),
+            "a = 1 and (b = 1 or c = 2)");
+  // Event Ruler's own example.
+  EXPECT_EQ(Lower(R"({
+      "source": ["aws.cloudwatch"],
+      "$or": [
+        {"metricName": ["CPUUtilization", "ReadLatency"]},
+        {"metricType": ["MetricType"], "namespace": ["AWS/EC2", "AWS/ES"]},
+        {"scope": ["Service"]}
+      ]})"),
+            "source = \"aws.cloudwatch\" and (metricName in "
+            "[\"CPUUtilization\", \"ReadLatency\"] or metricType = "
+            "\"MetricType\" and namespace in [\"AWS/EC2\", \"AWS/ES\"] or "
+            "scope = \"Service\")");
+  // Fields after "$or" are ANDed too.
+  EXPECT_EQ(Lower(R"({"$or": [{"a": [1]}, {"b": [2]}], "z": [0]})"),
+            "z = 0 and (a = 1 or b = 2)");
+  EXPECT_EQ(Lower(R"({"$or": [{"a": [1]}, {"b": [2]}, {"a": [3]}]})"),
+            "a = 1 or b = 2 or a = 3");
+}
+
+TEST(ParsePatternSpec, OrAtANestedLevelExtendsItsPath) {
+  EXPECT_EQ(Lower(R"({"detail": {"$or": [
+                 {"c-count": [{"numeric": [">", 0, "<=", 5]}]},
+                 {"d-count": [{"numeric": ["<", 10]}]},
+                 {"x-limit": [{"numeric": ["=", 301.8]}]}]}})"),
+            "detail.c-count > 0 and detail.c-count <= 5 or detail.d-count < "
+            "10 or detail.x-limit = 301.8");
+  // Each "$or" outside another is a group of its own, in the order written.
+  EXPECT_EQ(Lower(R"({"detail": {"$or": [{"a": [1]}, {"b": [2]}]},
+                      "$or": [{"c": [3]}, {"d": {"e": [4]}}]})"),
+            "(detail.a = 1 or detail.b = 2) and (c = 3 or d.e = 4)");
+}
+
+TEST(ParsePatternSpec, NestedOrIsDistributed) {
+  EXPECT_EQ(Lower(R"({"$or": [
+                 {"a": [1], "$or": [{"b": [2]}, {"c": [3, "x"]}]},
+                 {"d": [4]}]})"),
+            "a = 1 and b = 2 or a = 1 and c = 3 or a = 1 and c = \"x\" or "
+            "d = 4");
+  EXPECT_EQ(Lower(R"({"$or": [
+                 {"detail": {"$or": [{"a": [1]}, {"b": [2]}]}, "e": [5]},
+                 {"f": [6]}]})"),
+            "detail.a = 1 and e = 5 or detail.b = 2 and e = 5 or f = 6");
+  // Two groups in one entry: the first one's choice varies slowest.
+  EXPECT_EQ(Lower(R"({"x": [0], "$or": [
+                 {"a": [1, "1"], "b": [2, true]}, {"c": [3]}]})"),
+            "x = 0 and (a = 1 and b = 2 or a = 1 and b = true or a = \"1\" "
+            "and b = 2 or a = \"1\" and b = true or c = 3)");
+}
+
+TEST(ParsePatternSpec, RefusesWhatEventRulerRefusesInOr) {
+  EXPECT_EQ(Lower(R"({"$or": {"a": [1]}})"),
+            "pattern: at $or: \"$or\" takes a list of two objects or more, "
+            "got an object");
+  EXPECT_EQ(Lower(R"({"$or": [{"a": [1]}]})"),
+            "pattern: at $or: \"$or\" takes a list of two objects or more, "
+            "got 1 entry (Event Ruler refuses it too)");
+  EXPECT_EQ(Lower(R"({"d": {"$or": []}})"),
+            "pattern: at d.$or: \"$or\" takes a list of two objects or more, "
+            "got 0 entries (Event Ruler refuses it too)");
+  EXPECT_EQ(Lower(R"({"detail": {"$or": [{"a": [1]}, 5]}})"),
+            "pattern: at detail.$or[1]: an entry of \"$or\" is an object of "
+            "fields, got a number");
+  EXPECT_EQ(Lower(R"({"$or": [{"a": [1]}, {}]})"),
+            "pattern: at $or[1]: an empty object names no field to match");
+  EXPECT_EQ(Lower(R"({"$or": [{"a": [1]}, {"x": {"prefix": [1]}}]})"),
+            "pattern: at $or[1].x.prefix: \"prefix\" names an operator, which "
+            "Event Ruler refuses as a key inside \"$or\"");
+  EXPECT_EQ(Lower(R"({"$or": [{"numeric": [1]}, {"b": [2]}]})"),
+            "pattern: at $or[0].numeric: \"numeric\" names an operator, "
+            "which Event Ruler refuses as a key inside \"$or\"");
+  // Outside "$or", Event Ruler takes such keys as names, and so does this.
+  EXPECT_EQ(Lower(R"({"prefix": [1], "a": {"exists": [true]}})"),
+            "prefix = 1 and a.exists = true");
+  EXPECT_EQ(Lower(R"({"$or": [{"a": [1]}, {"b": [2]}],
+                      "$or": [{"c": [1]}, {"d": [2]}]})"),
+            "pattern: at $or: this key appears twice in one object");
+  // Errors inside an entry name the place with its "$or[i]" steps.
+  EXPECT_EQ(Lower(R"({"detail": {"$or": [{"a": [1]},
+                                         {"b": [{"regex": "x"}]}]}})"),
+            "pattern: at detail.$or[1].b[0].regex: unknown operator "
+            "\"regex\" (known: prefix, suffix, equals-ignore-case, wildcard, "
+            "cidr, exists, numeric, anything-but)");
+  EXPECT_EQ(Lower(R"({"$or": [{"a b": [1]}, {"b": [2]}]})"),
+            "pattern: at $or[0].a b: \"a b\" is not an attribute name Cohort "
+            "accepts: it contains byte 0x20; a name has only ASCII letters, "
+            "digits, '_', '.' and '-'");
+}
+
+// A JSON object of `fields` fields f0, f1, ..., each a list of a number
+// and a string (a group of two).
+std::string Pairs(int fields) {
+  std::vector<std::string> out;
+  for (int i = 0; i < fields; ++i) {
+    out.push_back(absl::StrCat("\"f", i, "\": [1, \"a\"]"));
+  }
+  return absl::StrCat("{", absl::StrJoin(out, ", "), "}");
+}
+
+TEST(ParsePatternSpec, DistributesUpToTheCap) {
+  // Not in a "$or": eleven groups, kept apart (the server checks their
+  // product).
+  absl::StatusOr<v1::SubscriptionSpec> spec = ParsePatternSpec(Pairs(11));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->any_of_size(), 11);
+  // 512 + 512 alternatives: the most one group may have.
+  spec = ParsePatternSpec(
+      absl::StrCat("{\"$or\": [", Pairs(9), ", ", Pairs(9), "]}"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_EQ(spec->any_of_size(), 1);
+  EXPECT_EQ(spec->any_of(0).alternatives_size(), 1024);
+  EXPECT_EQ(spec->any_of(0).alternatives(1023).predicates_size(), 9);
+  const std::string kTooLarge =
+      "pattern: at $or: \"$or\" is too large: it expands into more than 1024 "
+      "alternatives (every \"and\" of groups taken one alternative of "
+      "each); the limit is 1024";
+  EXPECT_EQ(Lower(absl::StrCat("{\"$or\": [", Pairs(10), ", {\"z\": [1]}]}")),
+            kTooLarge);
+  EXPECT_EQ(Lower(absl::StrCat("{\"$or\": [", Pairs(11), ", {\"z\": [1]}]}")),
+            kTooLarge);
+  // A list of 1024 conditions, and of 1025.
+  std::vector<std::string> conditions;
+  for (int i = 0; i < 1025; ++i) {
+    conditions.push_back(absl::StrCat("{\"prefix\": \"", i, "\"}"));
+  }
+  const auto list = [&conditions](size_t n) {
+    return absl::StrCat(
+        "{\"a\": [",
+        absl::StrJoin(conditions.begin(), conditions.begin() + n, ", "),
+        "]}");
+  };
+  spec = ParsePatternSpec(list(1024));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->any_of(0).alternatives_size(), 1024);
+  EXPECT_EQ(Lower(list(1025)),
+            "pattern: at a: a list of 1025 alternatives (conditions, "
+            "literals, and its strings and its numbers); the limit is 1024");
+}
+
+TEST(ParsePattern, RefusesWhatNeedsOr) {
+  absl::StatusOr<std::vector<v1::Predicate>> got =
+      ParsePattern(R"({"a": [1, "x"]})");
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(got.status().message(),
+            "pattern: it needs \"or\" (a \"$or\", or a list of several kinds "
+            "of condition), which is read here as predicates only");
+  got = ParsePattern(R"({"a": [1, 2], "b": [{"numeric": [">", 1, "<", 2]}]})");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->size(), 3u);
+}
+
+TEST(ParsePatternSpec, PrintedFormParsesBack) {
+  const std::string json = R"({"a": {"b": ["x", 5, null]},
+      "$or": [{"n": [{"numeric": [">", -3, "<", 9]}, "q"]},
+              {"s": [{"anything-but": {"equals-ignore-case": ["q"]}}],
+               "$or": [{"e": [{"exists": false}]}, {"or": [true]}]}]})";
+  absl::StatusOr<v1::SubscriptionSpec> lowered = ParsePatternSpec(json);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  ASSERT_EQ(lowered->any_of_size(), 2);
+  const std::string text = FormatSubscription(*lowered);
+  absl::StatusOr<v1::SubscriptionSpec> parsed = ParseSubscriptionSpec(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status() << "\n" << text;
+  EXPECT_EQ(parsed->SerializeAsString(), lowered->SerializeAsString())
+      << text;
 }
 
 }  // namespace

@@ -97,6 +97,12 @@ class CohortMatches {
   template <typename F>
   void ForEachMatch(F&& f) const;
 
+  // Calls f(event, id) for every match whose id is `min` or more: one pass
+  // over the ids, whose event bits are read only for those ids (cheap
+  // when few are).
+  template <typename F>
+  void ForEachMatchFrom(SubscriptionId min, F&& f) const;
+
   // Sets (*lists)[i] to event i's ids, in no particular order; resizes
   // *lists to events() and reuses its inner vectors.
   void ToLists(std::vector<std::vector<SubscriptionId>>* lists) const;
@@ -152,6 +158,26 @@ void CohortMatches::ForEachMatch(F&& f) const {
   ForEachPairMatch(f);
   for (const Run& run : runs_) {
     for (size_t k = run.from; k < run.to; ++k) f(run.event, run_ids_[k]);
+  }
+}
+
+template <typename F>
+void CohortMatches::ForEachMatchFrom(SubscriptionId min, F&& f) const {
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    const size_t base = chunks_[c].base;
+    for (size_t k = chunks_[c].from, end = ChunkEnd(c); k < end; ++k) {
+      if (ids_[k] < min) continue;
+      uint64_t mask = masks_[k];
+      while (mask != 0) {
+        f(base + static_cast<size_t>(__builtin_ctzll(mask)), ids_[k]);
+        mask &= mask - 1;
+      }
+    }
+  }
+  for (const Run& run : runs_) {
+    for (size_t k = run.from; k < run.to; ++k) {
+      if (run_ids_[k] >= min) f(run.event, run_ids_[k]);
+    }
   }
 }
 

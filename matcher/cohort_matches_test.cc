@@ -85,6 +85,24 @@ void ExpectHolds(const CohortMatches& m, const Expected& want) {
     ++seen;
   });
   EXPECT_EQ(seen, want.matches);
+  // From an id on: exactly the matches of ids that high, pairs and runs.
+  for (SubscriptionId min : {SubscriptionId{0}, SubscriptionId{3},
+                             SubscriptionId{40}, SubscriptionId{1} << 30}) {
+    uint64_t want_from = 0;
+    for (const auto& list : want.lists) {
+      want_from += std::count_if(list.begin(), list.end(),
+                                 [min](SubscriptionId id) { return id >= min; });
+    }
+    uint64_t from = 0;
+    m.ForEachMatchFrom(min, [&](size_t event, SubscriptionId id) {
+      ASSERT_LT(event, events);
+      EXPECT_GE(id, min);
+      EXPECT_TRUE(std::binary_search(want.lists[event].begin(),
+                                     want.lists[event].end(), id));
+      ++from;
+    });
+    EXPECT_EQ(from, want_from) << "from " << min;
+  }
 }
 
 TEST(CohortMatches, EmptyCohortAndEmptyChunk) {

@@ -78,6 +78,9 @@ const PinnedField kPinnedFields[] = {
     {"SubscriptionSpec", "subscriber", 1, kString, false, ""},
     {"SubscriptionSpec", "predicates", 2, kMessage, true,
      "cohort.v1.Predicate"},
+    {"SubscriptionSpec", "any_of", 3, kMessage, true, "cohort.v1.AnyOf"},
+    {"AnyOf", "alternatives", 1, kMessage, true, "cohort.v1.Conjunction"},
+    {"Conjunction", "predicates", 1, kMessage, true, "cohort.v1.Predicate"},
     {"SubscribeRequest", "subscriptions", 1, kMessage, true,
      "cohort.v1.SubscriptionSpec"},
     {"SubscribeRequest", "request_id", 2, kString, false, ""},
@@ -119,6 +122,7 @@ const PinnedField kPinnedFields[] = {
     {"ParseFilterRequest", "filter", 1, kString, false, ""},
     {"ParseFilterResponse", "predicates", 1, kMessage, true,
      "cohort.v1.Predicate"},
+    {"ParseFilterResponse", "any_of", 2, kMessage, true, "cohort.v1.AnyOf"},
 };
 
 TEST(PubSubProto, PinnedFieldsKeepNameNumberAndType) {

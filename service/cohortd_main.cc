@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "service/api/server.h"
+#include "service/model/limits.h"
 #include "service/stages/cohort_pipeline.h"
 #include "service/stages/engine.h"
 #include "service/stages/engine_options.h"
@@ -172,6 +173,10 @@ ABSL_FLAG(uint32_t, max_json_combinations, 256,
           "the product, over the arrays holding fields that subscriptions "
           "name, of their distinct elements. An event with more fails "
           "the Publish with RESOURCE_EXHAUSTED.");
+ABSL_FLAG(uint32_t, max_or_expansion, 150,
+          "Conjunctions an \"or\" subscription (SubscriptionSpec.any_of) "
+          "expands into: the product of its groups' alternatives; 1 to "
+          "1024. A Subscribe with more fails with RESOURCE_EXHAUSTED.");
 ABSL_FLAG(uint64_t, max_distinct_strings, 1000000,
           "Distinct strings subscriptions may name on one attribute (and, "
           "apart, distinct prefixes or suffixes of one length, case folds "
@@ -359,6 +364,13 @@ absl::StatusOr<ServerOptions> OptionsFromFlags() {
   if (o.limits.max_json_depth == 0 || o.limits.max_json_combinations == 0) {
     return absl::InvalidArgumentError(
         "--max_json_depth and --max_json_combinations: at least 1");
+  }
+  o.limits.max_or_expansion = absl::GetFlag(FLAGS_max_or_expansion);
+  if (o.limits.max_or_expansion == 0 ||
+      o.limits.max_or_expansion > kMaxOrExpansionLimit) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_or_expansion: 1 to ", kMaxOrExpansionLimit, ", got ",
+        o.limits.max_or_expansion));
   }
   o.max_distinct_strings = absl::GetFlag(FLAGS_max_distinct_strings);
   o.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);

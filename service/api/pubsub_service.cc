@@ -453,14 +453,11 @@ grpc::ServerUnaryReactor* PubSubService::GetStats(
 grpc::ServerUnaryReactor* PubSubService::ParseFilter(
     grpc::CallbackServerContext* context, const v1::ParseFilterRequest* request,
     v1::ParseFilterResponse* response) {
-  absl::StatusOr<std::vector<v1::Predicate>> predicates =
+  absl::StatusOr<v1::SubscriptionSpec> spec =
       service::ParseFilter(*request, limits_);
-  if (!predicates.ok()) return FinishNow(context, predicates.status());
-  response->mutable_predicates()->Reserve(
-      static_cast<int>(predicates->size()));
-  for (v1::Predicate& predicate : *predicates) {
-    *response->add_predicates() = std::move(predicate);
-  }
+  if (!spec.ok()) return FinishNow(context, spec.status());
+  response->mutable_predicates()->Swap(spec->mutable_predicates());
+  response->mutable_any_of()->Swap(spec->mutable_any_of());
   return FinishNow(context, absl::OkStatus());
 }
 

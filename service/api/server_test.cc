@@ -308,6 +308,158 @@ INSTANTIATE_TEST_SUITE_P(
                       Config{"threaded", 0, 0}),
     ConfigName);
 
+class ServerOrTest : public ::testing::TestWithParam<Config> {};
+
+// Property: an "or" subscription is one id: an event that several of its
+// branches match (and, as JSON, several records) counts and lists it once
+// and delivers it once; Unsubscribe removes every branch, and branch ids
+// serve again afterwards; an expansion over --max_or_expansion is
+// RESOURCE_EXHAUSTED with nothing added.
+TEST_P(ServerOrTest, OneIdMatchedOnceAndRemovedWhole) {
+  ServerOptions options = OptionsFor(GetParam());
+  options.limits.max_or_expansion = 6;
+  auto server = CohortServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->port();
+  testing::Client client(port);
+  testing::Listener listener(port, "s");
+  auto predicate = [](const std::string& name, int64_t value) {
+    v1::Predicate p;
+    p.set_attribute(name);
+    p.set_op(v1::OP_EQ);
+    p.set_value(value);
+    return p;
+  };
+  // k = 1 and (a = 1 or b = 1 or (a = 2 and b = 2)); and a plain b = 1.
+  auto or_spec = [&] {
+    v1::SubscriptionSpec s;
+    s.set_subscriber("s");
+    *s.add_predicates() = predicate("k", 1);
+    v1::AnyOf* group = s.add_any_of();
+    *group->add_alternatives()->add_predicates() = predicate("a", 1);
+    *group->add_alternatives()->add_predicates() = predicate("b", 1);
+    v1::Conjunction* both = group->add_alternatives();
+    *both->add_predicates() = predicate("a", 2);
+    *both->add_predicates() = predicate("b", 2);
+    return s;
+  };
+  v1::SubscribeRequest subscribe;
+  *subscribe.add_subscriptions() = or_spec();
+  v1::SubscriptionSpec* plain = subscribe.add_subscriptions();
+  plain->set_subscriber("s");
+  *plain->add_predicates() = predicate("b", 1);
+  v1::SubscribeResponse ids;
+  ASSERT_TRUE(client.Subscribe(subscribe, &ids).ok());
+  ASSERT_EQ(ids.subscription_ids_size(), 2);
+  const uint64_t either = ids.subscription_ids(0);
+  const uint64_t b1 = ids.subscription_ids(1);
+
+  // (attributes, expected ids); "j" marks a JSON event.
+  struct Case {
+    std::string json;
+    std::vector<std::pair<std::string, int64_t>> attributes;
+    std::vector<uint64_t> expected;
+  };
+  const std::vector<Case> cases = {
+      {"", {{"k", 1}, {"a", 1}, {"b", 1}}, {either, b1}},  // two branches
+      {"", {{"k", 1}, {"a", 2}, {"b", 2}}, {either}},
+      {"", {{"k", 1}, {"a", 2}, {"b", 3}}, {}},
+      {"", {{"k", 2}, {"a", 1}, {"b", 1}}, {b1}},
+      // Arrays: records for (a 1, b 1), (a 2, b 1), (a 1, b 2), (a 2, b 2):
+      // every branch matches in some record.
+      {R"({"k": 1, "a": [1, 2], "b": [1, 2]})", {}, {either, b1}},
+  };
+  int delivered = 0;
+  for (const bool return_ids : {true, false}) {
+    v1::PublishRequest publish;
+    publish.set_return_ids(return_ids);
+    for (size_t c = 0; c < cases.size(); ++c) {
+      v1::Event* event = publish.add_events();
+      event->set_payload(absl::StrCat(c));
+      if (!cases[c].json.empty()) event->set_json(cases[c].json);
+      for (const auto& [name, value] : cases[c].attributes) {
+        v1::Attribute* a = event->add_attributes();
+        a->set_name(name);
+        a->set_value(value);
+      }
+      if (!cases[c].expected.empty()) ++delivered;
+    }
+    v1::PublishResponse response;
+    grpc::Status status = client.Publish(publish, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_EQ(response.results_size(), static_cast<int>(cases.size()));
+    for (size_t c = 0; c < cases.size(); ++c) {
+      SCOPED_TRACE(c);
+      EXPECT_EQ(response.results(c).match_count(), cases[c].expected.size());
+      if (return_ids) {
+        EXPECT_EQ(testing::Ids(response.results(c)), cases[c].expected);
+      }
+    }
+  }
+  const auto deliveries = listener.WaitFor(delivered);
+  ASSERT_EQ(deliveries.size(), static_cast<size_t>(delivered));
+  for (const v1::Delivery& d : deliveries) {
+    const Case& c = cases[std::stoi(d.event().payload())];
+    EXPECT_EQ(std::vector<uint64_t>(d.subscription_ids().begin(),
+                                    d.subscription_ids().end()),
+              c.expected)
+        << d.event().payload();
+  }
+
+  // Over the expansion limit (2 x 4 = 8 > 6): nothing of the request is
+  // added.
+  v1::SubscribeRequest over;
+  *over.add_subscriptions() = or_spec();
+  v1::SubscriptionSpec* big = over.add_subscriptions();
+  *big = or_spec();
+  v1::AnyOf* second = big->add_any_of();
+  for (int i = 0; i < 2; ++i) {
+    *second->add_alternatives()->add_predicates() = predicate("c", i);
+  }
+  *big->mutable_any_of(0)->add_alternatives()->add_predicates() =
+      predicate("c", 9);
+  v1::SubscribeResponse refused;
+  grpc::Status status = client.Subscribe(over, &refused);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(),
+              ::testing::HasSubstr("subscriptions[1].any_of: expands into 8 "
+                                   "conjunctions"));
+
+  // Removed whole: no branch matches any more; a new "or" subscription
+  // (its branch ids reused) matches as itself.
+  v1::UnsubscribeRequest unsubscribe;
+  unsubscribe.add_subscription_ids(either);
+  ASSERT_TRUE(client.Unsubscribe(unsubscribe).ok());
+  v1::SubscribeRequest again;
+  *again.add_subscriptions() = or_spec();
+  v1::SubscribeResponse again_ids;
+  ASSERT_TRUE(client.Subscribe(again, &again_ids).ok());
+  ASSERT_EQ(again_ids.subscription_ids_size(), 1);
+  const uint64_t renewed = again_ids.subscription_ids(0);
+  EXPECT_GT(renewed, b1);
+  v1::PublishRequest publish;
+  publish.set_return_ids(true);
+  v1::Event* event = publish.add_events();
+  for (const auto& [name, value] : cases[0].attributes) {
+    v1::Attribute* a = event->add_attributes();
+    a->set_name(name);
+    a->set_value(value);
+  }
+  v1::PublishResponse response;
+  ASSERT_TRUE(client.Publish(publish, &response).ok());
+  EXPECT_THAT(testing::Ids(response.results(0)),
+              ::testing::ElementsAre(b1, renewed));
+  EXPECT_EQ(client.Stats().subscriptions(), 2u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, ServerOrTest,
+    ::testing::Values(Config{"staged", 1, 64}, Config{"staged", 3, 1},
+                      Config{"staged", 3, 64, "sharded_phase1"},
+                      Config{"staged", 2, 16, "replicated"},
+                      Config{"threaded", 0, 0}),
+    ConfigName);
+
 // Property: the health service reports SERVING while up, and GetStats and
 // the Prometheus endpoint describe the same server.
 TEST(ServerIntrospection, HealthStatsAndMetrics) {

@@ -194,12 +194,39 @@ bool ApiHolds(const v1::Predicate& p, const v1::Event& event) {
   return Compares(p.op(), NumberOf(*found), value, upper, CompareNumbers);
 }
 
-bool ApiMatches(const v1::SubscriptionSpec& spec, const v1::Event& event) {
-  if (!event.json().empty()) return ApiMatchesJson(spec, event);
+namespace {
+
+// True iff every predicate of `predicates` holds by `holds`, and every
+// group of `any_of` has an alternative whose predicates all do.
+template <typename Holds>
+bool AllHold(const v1::SubscriptionSpec& spec, const Holds& holds) {
   for (const v1::Predicate& p : spec.predicates()) {
-    if (!ApiHolds(p, event)) return false;
+    if (!holds(p)) return false;
+  }
+  for (const v1::AnyOf& group : spec.any_of()) {
+    bool some = false;
+    for (const v1::Conjunction& alternative : group.alternatives()) {
+      some = true;
+      for (const v1::Predicate& p : alternative.predicates()) {
+        if (!holds(p)) {
+          some = false;
+          break;
+        }
+      }
+      if (some) break;
+    }
+    if (!some) return false;
   }
   return true;
+}
+
+}  // namespace
+
+bool ApiMatches(const v1::SubscriptionSpec& spec, const v1::Event& event) {
+  if (!event.json().empty()) return ApiMatchesJson(spec, event);
+  return AllHold(spec, [&event](const v1::Predicate& p) {
+    return ApiHolds(p, event);
+  });
 }
 
 namespace {
@@ -297,16 +324,13 @@ ApiJsonEvent::ApiJsonEvent(const v1::Event& event) {
 
 bool ApiJsonEvent::Matches(const v1::SubscriptionSpec& spec) const {
   for (const v1::Event& one : readings_) {
-    bool all = true;
-    for (const v1::Predicate& p : spec.predicates()) {
+    const bool all = AllHold(spec, [this, &one](const v1::Predicate& p) {
       if (p.op() == v1::OP_EXISTS || p.op() == v1::OP_NOT_EXISTS) {
         const bool here = present_.count(p.attribute()) > 0;
-        all = here == (p.op() == v1::OP_EXISTS);
-      } else {
-        all = ApiHolds(p, one);
+        return here == (p.op() == v1::OP_EXISTS);
       }
-      if (!all) break;
-    }
+      return ApiHolds(p, one);
+    });
     if (all) return true;
   }
   return false;

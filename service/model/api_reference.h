@@ -20,15 +20,16 @@ namespace service {
 // True iff predicate `p` holds for `event`.
 bool ApiHolds(const v1::Predicate& p, const v1::Event& event);
 
-// True iff every predicate of `spec` holds for `event` (with a json,
+// True iff every predicate of `spec` holds for `event` and every group of
+// its any_of has an alternative whose predicates all hold (with a json,
 // ApiMatchesJson).
 bool ApiMatches(const v1::SubscriptionSpec& spec, const v1::Event& event);
 
-// An event with a json (pubsub.proto's Event.json, read literally): true
-// iff some way of reading the document, one element of each array at a
-// time, gives attributes that with event.attributes match every predicate
-// of `spec`, EXISTS and NOT_EXISTS asking whether the path has a value in
-// any reading. False for a document that is not JSON.
+// An event with a json (pubsub.proto's Event.json, read literally): true iff
+// some way of reading the document, one element of each array at a time, gives
+// attributes that with event.attributes match `spec` (its predicates, and an
+// alternative of each group), EXISTS and NOT_EXISTS asking whether the path has
+// a value in any reading. False for a document that is not JSON.
 bool ApiMatchesJson(const v1::SubscriptionSpec& spec, const v1::Event& event);
 
 // ApiMatchesJson for many subscriptions: the event's readings once.

@@ -36,7 +36,14 @@ struct Limits {
   size_t max_json_depth = 32;
   size_t max_json_values = 1024;
   size_t max_json_combinations = 256;
+  // The conjunctions an "or" subscription expands into
+  // (SubscriptionSpec.any_of; --max_or_expansion).
+  size_t max_or_expansion = 150;
 };
+
+// Largest --max_or_expansion: the parsers (filter/) distribute a group
+// into at most this many alternatives.
+inline constexpr size_t kMaxOrExpansionLimit = 1024;
 
 // Longest attribute name, in characters (the API's rule, not a flag).
 inline constexpr size_t kMaxAttributeNameLength = 64;

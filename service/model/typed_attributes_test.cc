@@ -44,12 +44,33 @@ class Front {
     std::vector<SubscriptionInput> out;
     s = BuildSubscriptions(request, &typed_, &subscribers_, &out);
     if (!s.ok()) return s;
-    s = index_.Add(id, out[0].predicates);
+    if (out[0].branches.empty()) {
+      s = index_.Add(id, out[0].predicates);
+    } else {
+      // An "or" subscription: a row per branch, under ids of their own
+      // that Match maps back to `id` (as the engine's branch ids).
+      for (const auto& branch : out[0].branches) {
+        const matcher::SubscriptionId row = next_branch_++;
+        s = index_.Add(row, branch);
+        if (!s.ok()) return s;
+        owner_[row] = id;
+        branches_[id].push_back(row);
+      }
+    }
     if (s.ok()) specs_[id] = spec;
     return s;
   }
   void Unsubscribe(matcher::SubscriptionId id) {
-    ASSERT_TRUE(index_.Remove(id).ok());
+    auto it = branches_.find(id);
+    if (it == branches_.end()) {
+      ASSERT_TRUE(index_.Remove(id).ok());
+    } else {
+      for (matcher::SubscriptionId row : it->second) {
+        ASSERT_TRUE(index_.Remove(row).ok());
+        owner_.erase(row);
+      }
+      branches_.erase(it);
+    }
     specs_.erase(id);
   }
   std::vector<std::vector<matcher::AttributeValue>> Encode(
@@ -63,7 +84,13 @@ class Front {
     std::vector<matcher::EventView> views(records.begin(), records.end());
     std::vector<std::vector<matcher::SubscriptionId>> got;
     index_.MatchCohort(views, &got);
-    for (auto& ids : got) std::sort(ids.begin(), ids.end());
+    for (auto& ids : got) {
+      for (matcher::SubscriptionId& id : ids) {
+        if (id >= kFirstBranch) id = owner_.at(id);
+      }
+      std::sort(ids.begin(), ids.end());
+      ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    }
     return got;
   }
   std::vector<matcher::SubscriptionId> MatchOne(const v1::Event& event) {
@@ -119,11 +146,18 @@ class Front {
   TypedAttributes& typed() { return typed_; }
 
  private:
+  static constexpr matcher::SubscriptionId kFirstBranch = 1u << 30;
+
   Interner names_;
   TypedAttributes typed_;
   Interner subscribers_;
   matcher::Index index_;
   std::map<matcher::SubscriptionId, v1::SubscriptionSpec> specs_;
+  // "Or" subscriptions: their rows' ids, and back.
+  matcher::SubscriptionId next_branch_ = kFirstBranch;
+  std::map<matcher::SubscriptionId, std::vector<matcher::SubscriptionId>>
+      branches_;
+  std::map<matcher::SubscriptionId, matcher::SubscriptionId> owner_;
   size_t records_ = 0;
 };
 
@@ -904,15 +938,28 @@ class Draws {
 };
 
 // One round of churn: 150 random subscriptions of 1 to 3 predicates added
-// (ids from *id on), then 40 of the live ones removed.
+// (ids from *id on), one in five with "or" (0 to 2 predicates and 1 or 2
+// groups of 2 or 3 alternatives of 1 or 2 predicates), then 40 of the live
+// ones removed.
 void Churn(Front* f, Draws* draw, matcher::SubscriptionId* id,
            std::vector<matcher::SubscriptionId>* live) {
   for (int i = 0; i < 150; ++i) {
+    const bool any_of = draw->next(5) == 0;
     std::vector<v1::Predicate> ps;
-    for (uint64_t n = 1 + draw->next(3); n > 0; --n) {
+    for (uint64_t n = any_of ? draw->next(3) : 1 + draw->next(3); n > 0; --n) {
       ps.push_back(draw->predicate());
     }
-    const absl::Status s = f->Subscribe(*id, Spec(ps));
+    v1::SubscriptionSpec spec = Spec(ps);
+    for (uint64_t g = any_of ? 1 + draw->next(2) : 0; g > 0; --g) {
+      v1::AnyOf* group = spec.add_any_of();
+      for (uint64_t k = 2 + draw->next(2); k > 0; --k) {
+        v1::Conjunction* alternative = group->add_alternatives();
+        for (uint64_t n = 1 + draw->next(2); n > 0; --n) {
+          *alternative->add_predicates() = draw->predicate();
+        }
+      }
+    }
+    const absl::Status s = f->Subscribe(*id, spec);
     ASSERT_TRUE(s.ok()) << s;
     live->push_back((*id)++);
   }

@@ -1,5 +1,6 @@
 #include "service/model/validation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -435,13 +436,83 @@ absl::Status CheckPredicates(const FieldPath* parent,
   return absl::OkStatus();
 }
 
+// A spec's predicates and "or" groups (`any_of`), under `parent` (nullptr:
+// ParseFilter's response): without groups, CheckPredicates; with them,
+// each predicate valid, each group with 1 or more alternatives of 1 or
+// more valid predicates, the expansion (the product of the groups' sizes)
+// at most limits.max_or_expansion (RESOURCE_EXHAUSTED) and its largest
+// conjunction (the predicates and each group's largest alternative) at
+// most limits.max_predicates.
+template <typename Predicates, typename Groups>
+absl::Status CheckConditions(const FieldPath* parent,
+                             const Predicates& predicates,
+                             const Groups& any_of, const Limits& limits) {
+  if (any_of.empty()) return CheckPredicates(parent, predicates, limits);
+  size_t largest = static_cast<size_t>(predicates.size());
+  size_t j = 0;
+  for (const v1::Predicate& predicate : predicates) {
+    absl::Status status =
+        CheckPredicate(FieldPath{parent, "predicates", j++}, predicate, limits);
+    if (!status.ok()) return status;
+  }
+  uint64_t expansion = 1;
+  j = 0;
+  for (const v1::AnyOf& group : any_of) {
+    const FieldPath at{parent, "any_of", j++};
+    const FieldPath alternatives{&at, "alternatives"};
+    if (group.alternatives().empty()) {
+      return Invalid(alternatives,
+                     "empty; a group of any_of needs 1 or more alternatives");
+    }
+    size_t widest = 0;
+    for (int k = 0; k < group.alternatives_size(); ++k) {
+      const FieldPath alternative{&at, "alternatives", static_cast<size_t>(k)};
+      const auto& list = group.alternatives(k).predicates();
+      if (list.empty()) {
+        return Invalid(FieldPath{&alternative, "predicates"},
+                       "empty; an alternative needs 1 to ",
+                       limits.max_predicates, " predicates");
+      }
+      for (int m = 0; m < list.size(); ++m) {
+        absl::Status status = CheckPredicate(
+            FieldPath{&alternative, "predicates", static_cast<size_t>(m)},
+            list[m], limits);
+        if (!status.ok()) return status;
+      }
+      widest = std::max(widest, static_cast<size_t>(list.size()));
+    }
+    largest += widest;
+    // Saturates above the limit (at most 1024), so no overflow.
+    expansion = std::min<uint64_t>(
+        expansion * static_cast<uint64_t>(group.alternatives_size()),
+        uint64_t{1} << 32);
+  }
+  const FieldPath groups{parent, "any_of"};
+  if (expansion > limits.max_or_expansion) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        groups.ToString(), ": expands into ",
+        expansion >= (uint64_t{1} << 32) ? "over 4294967295"
+                                         : absl::StrCat(expansion),
+        " conjunctions (the product of its groups' alternatives); the "
+        "limit is ",
+        limits.max_or_expansion, " (--max_or_expansion)"));
+  }
+  if (largest > limits.max_predicates) {
+    return Invalid(groups, "its largest conjunction (the predicates and the "
+                   "largest alternative of each group) has ", largest,
+                   " predicates; the limit is ", limits.max_predicates,
+                   " (--max_predicates)");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckSubscription(const FieldPath& path,
                                const v1::SubscriptionSpec& spec,
                                const Limits& limits) {
   absl::Status status = CheckSubscriber(FieldPath{&path, "subscriber"},
                                         spec.subscriber(), limits);
   if (!status.ok()) return status;
-  return CheckPredicates(&path, spec.predicates(), limits);
+  return CheckConditions(&path, spec.predicates(), spec.any_of(), limits);
 }
 
 // "events[0].attributes[3].name: "x" is also the name of
@@ -563,23 +634,22 @@ absl::Status ValidateSubscribe(const v1::SubscribeRequest& request,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<v1::Predicate>> ParseFilter(
+absl::StatusOr<v1::SubscriptionSpec> ParseFilter(
     const v1::ParseFilterRequest& request, const Limits& limits) {
   const FieldPath filter{nullptr, "filter"};
   if (request.filter().size() > kMaxFilterBytes) {
     return Invalid(filter, "at most ", kMaxFilterBytes, " bytes, got ",
                    request.filter().size());
   }
-  absl::StatusOr<std::vector<v1::Predicate>> predicates =
+  absl::StatusOr<v1::SubscriptionSpec> spec =
       filter::IsPattern(request.filter())
-          ? filter::ParsePattern(request.filter())
-          : filter::ParseSubscription(request.filter());
-  if (!predicates.ok()) {
-    return Invalid(filter, predicates.status().message());
-  }
-  absl::Status status = CheckPredicates(nullptr, *predicates, limits);
+          ? filter::ParsePatternSpec(request.filter())
+          : filter::ParseSubscriptionSpec(request.filter());
+  if (!spec.ok()) return Invalid(filter, spec.status().message());
+  absl::Status status =
+      CheckConditions(nullptr, spec->predicates(), spec->any_of(), limits);
   if (!status.ok()) return status;
-  return predicates;
+  return spec;
 }
 
 absl::Status ValidateUnsubscribe(const v1::UnsubscribeRequest& request,
@@ -664,6 +734,56 @@ absl::Status BuildSubscriptions(const v1::SubscribeRequest& request,
       absl::Status status = attributes->Lower(
           predicate.ToString(), spec.predicates(j), &input.predicates);
       if (!status.ok()) return status;
+    }
+    if (spec.any_of().empty()) continue;
+    // Each alternative lowered once, then the expansion: one conjunction
+    // per choice of an alternative from every group, the first group's
+    // choice varying slowest.
+    std::vector<std::vector<std::vector<matcher::Predicate>>> groups(
+        spec.any_of_size());
+    size_t expansion = 1;
+    for (int j = 0; j < spec.any_of_size(); ++j) {
+      const v1::AnyOf& group = spec.any_of(j);
+      const FieldPath at{&path, "any_of", static_cast<size_t>(j)};
+      groups[j].resize(group.alternatives_size());
+      for (int k = 0; k < group.alternatives_size(); ++k) {
+        const FieldPath alternative{&at, "alternatives",
+                                    static_cast<size_t>(k)};
+        const auto& list = group.alternatives(k).predicates();
+        for (int m = 0; m < list.size(); ++m) {
+          const FieldPath predicate{&alternative, "predicates",
+                                    static_cast<size_t>(m)};
+          absl::Status status = attributes->Lower(predicate.ToString(),
+                                                  list[m], &groups[j][k]);
+          if (!status.ok()) return status;
+        }
+      }
+      expansion *= groups[j].size();
+    }
+    std::vector<matcher::Predicate> base = std::move(input.predicates);
+    input.predicates.clear();
+    if (expansion == 1) {
+      // Every group has one alternative: a plain conjunction.
+      input.predicates = std::move(base);
+      for (auto& group : groups) {
+        for (matcher::Predicate& p : group[0]) {
+          input.predicates.push_back(std::move(p));
+        }
+      }
+      continue;
+    }
+    input.branches.resize(expansion);
+    for (size_t b = 0; b < expansion; ++b) {
+      std::vector<matcher::Predicate>& branch = input.branches[b];
+      branch = base;
+      size_t rest = b;
+      size_t stride = expansion;
+      for (const auto& group : groups) {
+        stride /= group.size();
+        const auto& taken = group[rest / stride];
+        rest %= stride;
+        branch.insert(branch.end(), taken.begin(), taken.end());
+      }
     }
   }
   *out = std::move(built);

@@ -53,13 +53,16 @@ absl::Status CheckOperandRules(const v1::Predicate& predicate);
 // OK iff every subscription of `request` may be added: at most limits.max_batch
 // subscriptions (none is fine); each with a subscriber name of 1 to
 // limits.max_subscriber_bytes bytes and no control characters, and 1 to
-// limits.max_predicates predicates; each predicate with a valid attribute name,
-// an op from OP_EQ to OP_NOT_EQUALS_IGNORE_CASE, the operand its op takes (the
-// table in pubsub.proto's Predicate), strings of at most
-// limits.max_string_bytes, lists of 1 to limits.max_set_size values, and value
-// <= upper for OP_BETWEEN (strings in byte order; `upper` is ignored for the
-// other ops). Else INVALID_ARGUMENT for the first problem found, in request
-// order.
+// limits.max_predicates predicates, or "or" groups (any_of: each with 1 or more
+// alternatives of 1 or more predicates) whose expansion, the product of the
+// groups' sizes, is at most limits.max_or_expansion (RESOURCE_EXHAUSTED naming
+// "subscriptions[i].any_of") and whose largest conjunction has at most
+// limits.max_predicates; each predicate with a valid attribute name, an op from
+// OP_EQ to OP_NOT_EQUALS_IGNORE_CASE, the operand its op takes (the table in
+// pubsub.proto's Predicate), strings of at most limits.max_string_bytes, lists
+// of 1 to limits.max_set_size values, and value <= upper for OP_BETWEEN
+// (strings in byte order; `upper` is ignored for the other ops). Else
+// INVALID_ARGUMENT for the first problem found, in request order.
 absl::Status ValidateSubscribe(const v1::SubscribeRequest& request,
                                const Limits& limits);
 
@@ -100,29 +103,34 @@ inline constexpr size_t kMaxFilterBytes = 65536;
 
 // ParseFilter()
 //
-// The predicates of `request.filter`, written in the `cohort` CLI's grammar
-// (filter/parse.h, ParseSubscription) or, when its first character other
-// than whitespace is '{', an Event Ruler pattern or SNS filter policy
-// (filter/pattern.h, ParsePattern), checked as ValidateSubscribe checks a
-// spec's: 1 to limits.max_predicates of them, each valid for
+// The predicates and "or" groups of `request.filter`, written in the
+// `cohort` CLI's grammar (filter/parse.h, ParseSubscriptionSpec) or, when
+// its first character other than whitespace is '{', an Event Ruler pattern
+// or SNS filter policy (filter/pattern.h, ParsePatternSpec), as the
+// `predicates` and `any_of` of a spec (no subscriber), checked as
+// ValidateSubscribe checks a spec's: 1 to limits.max_predicates
+// predicates, or groups whose expansion passes limits.max_or_expansion
+// (RESOURCE_EXHAUSTED) and limits.max_predicates, each predicate valid for
 // CheckPredicate's rules and limits. Errors are INVALID_ARGUMENT: "filter:
 // at most 65536 bytes, got N", "filter: " and the parser's three-line
 // message (column, the input echoed, carets) or the pattern's message
-// ("filter: pattern: at detail.state[0]: ..."), or "predicates[j]..." for
-// a broken limit (the same messages Subscribe gives under
-// "subscriptions[i].").
-absl::StatusOr<std::vector<v1::Predicate>> ParseFilter(
+// ("filter: pattern: at detail.state[0]: ..."), or "predicates[j]..." or
+// "any_of[j]..." for a broken limit (the same messages Subscribe gives
+// under "subscriptions[i].").
+absl::StatusOr<v1::SubscriptionSpec> ParseFilter(
     const v1::ParseFilterRequest& request, const Limits& limits);
 
 // BuildSubscriptions()
 //
-// Converts request.subscriptions[i] into (*out)[i] (replacing what `out`
-// held), lowering its predicates into matcher predicates with `attributes`
-// (typed_attributes.h: names, derived names and strings interned; a
-// predicate may become two) and interning subscriber names into
-// `subscribers`. Fails with RESOURCE_EXHAUSTED, naming the field and the
-// limit, if a dictionary is full; then names and strings already interned
-// stay interned, and nothing else changes (`*out` included).
+// Converts request.subscriptions[i] into (*out)[i] (replacing what `out` held),
+// lowering its predicates into matcher predicates with `attributes`
+// (typed_attributes.h: names, derived names and strings interned; a predicate
+// may become two) and interning subscriber names into `subscribers`. A spec
+// with any_of becomes its expansion (SubscriptionInput::branches: the first
+// group's choice varying slowest), or plain predicates if every group has one
+// alternative. Fails with RESOURCE_EXHAUSTED, naming the field and the limit,
+// if a dictionary is full; then names and strings already interned stay
+// interned, and nothing else changes (`*out` included).
 // REQUIRES: ValidateSubscribe(request, limits) is OK for some `limits`.
 absl::Status BuildSubscriptions(const v1::SubscribeRequest& request,
                                 TypedAttributes* attributes,

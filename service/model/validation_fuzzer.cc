@@ -7,10 +7,12 @@
 // them. The first byte picks the limits (the defaults or small ones, so that
 // every limit is reachable). Properties checked (a failure aborts):
 //   - a refused request gets INVALID_ARGUMENT (NOT_FOUND for an Unsubscribe
-//     of id 0) with a message naming the field;
+//     of id 0, RESOURCE_EXHAUSTED for a Subscribe's expansion past
+//     --max_or_expansion) with a message naming the field;
 //   - a request that passes its Validate* function converts: every
 //     subscription keeps its subscriber, and its int64 predicates their
-//     names, ops and bounds (read back from the Interners), or
+//     names, ops and bounds (read back from the Interners), an "or" one
+//     (any_of) becomes as many branches as its groups' product, or
 //     BuildSubscriptions fails with RESOURCE_EXHAUSTED and leaves *out
 //     alone; every event keeps its interned int64 attributes, and its
 //     records' attributes are distinct;
@@ -62,10 +64,16 @@ using fuzz::Fail;
 // A refusal must say which field, as the API promises.
 void CheckRefusal(const absl::Status& status, absl::string_view field,
                   absl::string_view request) {
-  // Only an Unsubscribe can name something that does not exist.
+  // Only an Unsubscribe can name something that does not exist, and only
+  // a Subscribe expand past --max_or_expansion.
   const bool not_found = status.code() == absl::StatusCode::kNotFound &&
                          request == "Unsubscribe";
-  if (status.code() != absl::StatusCode::kInvalidArgument && !not_found) {
+  const bool expansion =
+      status.code() == absl::StatusCode::kResourceExhausted &&
+      request == "Subscribe" &&
+      absl::StrContains(status.message(), "(--max_or_expansion)");
+  if (status.code() != absl::StatusCode::kInvalidArgument && !not_found &&
+      !expansion) {
     Fail(absl::StrCat(request, " refused with ", status.ToString()));
   }
   if (!absl::StrContains(status.message(), field)) {
@@ -131,11 +139,22 @@ class Session {
     for (size_t i = 0; i < out.size(); ++i) {
       CheckSubscription(request.subscriptions(i), out[i]);
       const matcher::SubscriptionId id = next_id_++;
-      if (absl::Status added = index_.Add(id, out[i].predicates); !added.ok()) {
-        Fail(absl::StrCat("a validated subscription was refused: ",
-                          added.ToString()));
+      // An "or" subscription: a row per branch under ids of their own,
+      // mapped back to `id` (as the engine's branch ids).
+      std::vector<matcher::SubscriptionId> rows;
+      for (size_t b = 0; b < out[i].conjunctions(); ++b) {
+        const matcher::SubscriptionId row =
+            out[i].branches.empty() ? id : next_branch_++;
+        if (absl::Status added = index_.Add(row, out[i].conjunction(b));
+            !added.ok()) {
+          Fail(absl::StrCat("a validated subscription was refused: ",
+                            added.ToString()));
+        }
+        reference_.Add(row, out[i].conjunction(b));
+        rows.push_back(row);
+        owner_[row] = id;
       }
-      reference_.Add(id, out[i].predicates);
+      rows_[id] = rows;
       specs_.emplace(id, request.subscriptions(i));
     }
   }
@@ -151,12 +170,16 @@ class Session {
       if (id == 0 || !seen.insert(id).second) {
         Fail(absl::StrCat("ValidateUnsubscribe passed id ", id));
       }
-      // The reference knows which ids are live.
-      if (id > matcher::kMaxSubscriptionId || !reference_.Remove(id)) continue;
-      specs_.erase(id);
-      if (!index_.Remove(id).ok()) {
-        Fail(absl::StrCat("Remove(", id, ") failed"));
+      auto live = rows_.find(id);
+      if (live == rows_.end()) continue;
+      for (matcher::SubscriptionId row : live->second) {
+        if (!reference_.Remove(row) || !index_.Remove(row).ok()) {
+          Fail(absl::StrCat("Remove(", row, ") failed"));
+        }
+        owner_.erase(row);
       }
+      rows_.erase(live);
+      specs_.erase(id);
     }
   }
 
@@ -211,7 +234,9 @@ class Session {
         Fail(absl::StrCat("record ", r, " matched differently"));
       }
       auto& ids = got[request_event(r)];
-      ids.insert(ids.end(), matches_[r].begin(), matches_[r].end());
+      for (matcher::SubscriptionId row : matches_[r]) {
+        ids.push_back(owner_.at(row));
+      }
     }
     for (int i = 0; i < request.events_size(); ++i) {
       std::sort(got[i].begin(), got[i].end());
@@ -260,6 +285,27 @@ class Session {
     }
     size_t expected = 0;
     for (const v1::Predicate& p : spec.predicates()) expected += Width(p);
+    if (spec.any_of_size() > 0) {
+      // The expansion: one branch per choice of alternatives, the spec's
+      // predicates first; checked by matching (ApiMatches evaluates the
+      // groups themselves).
+      size_t branches = 1;
+      for (const v1::AnyOf& group : spec.any_of()) {
+        branches *= static_cast<size_t>(group.alternatives_size());
+      }
+      if (branches > limits_.max_or_expansion ||
+          in.conjunctions() != branches ||
+          (branches == 1) != in.branches.empty()) {
+        Fail("an \"or\" subscription's expansion changed");
+      }
+      for (size_t b = 0; b < in.conjunctions(); ++b) {
+        if (in.conjunction(b).size() < expected ||
+            in.conjunction(b).empty()) {
+          Fail("a branch lost predicates");
+        }
+      }
+      return;
+    }
     if (in.predicates.size() != expected || in.predicates.empty() ||
         static_cast<size_t>(spec.predicates_size()) > limits_.max_predicates) {
       Fail("predicate count changed or out of limits");
@@ -320,6 +366,13 @@ class Session {
   matcher::Index index_;
   matcher::ReferenceMatcher reference_;
   matcher::SubscriptionId next_id_ = 1;
+  // Rows: a plain subscription's is its id; an "or" one's branches get
+  // ids from 2^30 (as the engine's branch ids); and back.
+  matcher::SubscriptionId next_branch_ = matcher::SubscriptionId{1} << 30;
+  absl::btree_map<matcher::SubscriptionId,
+                  std::vector<matcher::SubscriptionId>>
+      rows_;
+  absl::btree_map<matcher::SubscriptionId, matcher::SubscriptionId> owner_;
   std::vector<std::vector<matcher::SubscriptionId>> matches_;
 };
 
@@ -337,6 +390,7 @@ Limits PickLimits(uint8_t choice) {
     limits.max_json_depth = 3;
     limits.max_json_values = 6;
     limits.max_json_combinations = 4;
+    limits.max_or_expansion = 4;
   }
   return limits;
 }

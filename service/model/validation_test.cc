@@ -943,6 +943,191 @@ TEST(BuildSubscriptions, MapsOpsAndKeepsUpperOnlyForBetween) {
   EXPECT_EQ(subscribers.Name(0), "alice");
 }
 
+// A group of any_of: alternative k holds `sizes[k]` predicates on
+// "g<group>" (EQ k, then EXISTS on "e<i>").
+void AddGroup(v1::SubscriptionSpec* spec, const std::vector<int>& sizes) {
+  v1::AnyOf* group = spec->add_any_of();
+  const std::string name = absl::StrCat("g", spec->any_of_size() - 1);
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    v1::Conjunction* alternative = group->add_alternatives();
+    for (int i = 0; i < sizes[k]; ++i) {
+      v1::Predicate* p = alternative->add_predicates();
+      p->set_attribute(i == 0 ? name : absl::StrCat("e", i));
+      p->set_op(i == 0 ? v1::OP_EQ : v1::OP_EXISTS);
+      if (i == 0) p->set_value(static_cast<int64_t>(k));
+    }
+  }
+}
+
+absl::Status ValidateOne(const v1::SubscriptionSpec& spec,
+                         const Limits& limits = Limits()) {
+  v1::SubscribeRequest request;
+  *request.add_subscriptions() = spec;
+  return ValidateSubscribe(request, limits);
+}
+
+TEST(ValidateSubscribe, AnyOfRules) {
+  v1::SubscriptionSpec spec;
+  spec.set_subscriber("s");
+  // No predicates of its own: fine with groups, not without.
+  EXPECT_THAT(ValidateOne(spec).message(),
+              HasSubstr("subscriptions[0].predicates: empty"));
+  AddGroup(&spec, {1, 2});
+  EXPECT_TRUE(ValidateOne(spec).ok());
+  // A group with one alternative is allowed (a plain conjunction).
+  AddGroup(&spec, {1});
+  EXPECT_TRUE(ValidateOne(spec).ok());
+
+  v1::SubscriptionSpec bad = spec;
+  bad.mutable_any_of(1)->clear_alternatives();
+  absl::Status s = ValidateOne(bad);
+  EXPECT_EQ(s.code(), kInvalid);
+  EXPECT_THAT(s.message(),
+              HasSubstr("subscriptions[0].any_of[1].alternatives: empty; a "
+                        "group of any_of needs 1 or more alternatives"));
+
+  bad = spec;
+  bad.mutable_any_of(0)->mutable_alternatives(1)->clear_predicates();
+  s = ValidateOne(bad);
+  EXPECT_EQ(s.code(), kInvalid);
+  EXPECT_THAT(s.message(),
+              HasSubstr("subscriptions[0].any_of[0].alternatives[1]."
+                        "predicates: empty; an alternative needs 1 to 32 "
+                        "predicates"));
+
+  bad = spec;
+  bad.mutable_any_of(0)->mutable_alternatives(1)->mutable_predicates(1)->set_op(
+      v1::OP_UNSPECIFIED);
+  s = ValidateOne(bad);
+  EXPECT_EQ(s.code(), kInvalid);
+  EXPECT_THAT(s.message(),
+              HasSubstr("subscriptions[0].any_of[0].alternatives[1]."
+                        "predicates[1].op: OP_UNSPECIFIED"));
+
+  bad = spec;
+  bad.mutable_any_of(0)->mutable_alternatives(0)->mutable_predicates(0)
+      ->set_attribute("9x");
+  EXPECT_THAT(ValidateOne(bad).message(),
+              HasSubstr("subscriptions[0].any_of[0].alternatives[0]."
+                        "predicates[0].attribute"));
+  // The spec's own predicates are checked as ever.
+  bad = spec;
+  AddPredicate(&bad, "", v1::OP_EQ, 1);
+  EXPECT_THAT(ValidateOne(bad).message(),
+              HasSubstr("subscriptions[0].predicates[0].attribute"));
+}
+
+TEST(ValidateSubscribe, AnyOfExpansionIsBounded) {
+  v1::SubscriptionSpec spec;
+  spec.set_subscriber("s");
+  AddGroup(&spec, std::vector<int>(15, 1));
+  AddGroup(&spec, std::vector<int>(10, 1));
+  EXPECT_TRUE(ValidateOne(spec).ok());  // 150: the default limit
+  AddGroup(&spec, {1, 1});
+  absl::Status s = ValidateOne(spec);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(),
+              HasSubstr("subscriptions[0].any_of: expands into 300 "
+                        "conjunctions (the product of its groups' "
+                        "alternatives); the limit is 150 "
+                        "(--max_or_expansion)"));
+  Limits limits;
+  limits.max_or_expansion = 300;
+  EXPECT_TRUE(ValidateOne(spec, limits).ok());
+  // A product past 2^32 neither overflows nor passes.
+  v1::SubscriptionSpec huge;
+  huge.set_subscriber("s");
+  for (int g = 0; g < 40; ++g) AddGroup(&huge, {1, 1, 1});
+  EXPECT_THAT(ValidateOne(huge).message(),
+              HasSubstr("expands into over 4294967295 conjunctions"));
+
+  // Each conjunction of the expansion has at most --max_predicates: the
+  // spec's predicates and the largest alternative of every group.
+  v1::SubscriptionSpec wide;
+  wide.set_subscriber("s");
+  for (int i = 0; i < 28; ++i) AddPredicate(&wide, "w", v1::OP_GE, i);
+  AddGroup(&wide, {1, 3});
+  AddGroup(&wide, {1, 1});
+  EXPECT_TRUE(ValidateOne(wide).ok());  // 28 + 3 + 1 = 32
+  wide.mutable_any_of(1)->mutable_alternatives(0)->add_predicates()->CopyFrom(
+      wide.predicates(0));
+  s = ValidateOne(wide);
+  EXPECT_EQ(s.code(), kInvalid);
+  EXPECT_THAT(s.message(),
+              HasSubstr("subscriptions[0].any_of: its largest conjunction "
+                        "(the predicates and the largest alternative of "
+                        "each group) has 33 predicates; the limit is 32 "
+                        "(--max_predicates)"));
+}
+
+TEST(BuildSubscriptions, AnyOfExpandsFirstGroupSlowest) {
+  v1::SubscribeRequest request;
+  v1::SubscriptionSpec* spec = request.add_subscriptions();
+  spec->set_subscriber("s");
+  AddPredicate(spec, "x", v1::OP_EQ, 7);
+  AddGroup(spec, {1, 1});
+  AddGroup(spec, {1, 1, 2});
+  v1::SubscriptionSpec* plain = request.add_subscriptions();
+  plain->set_subscriber("s");
+  AddGroup(plain, {2});
+  AddPredicate(plain, "x", v1::OP_EQ, 8);
+  ASSERT_TRUE(ValidateSubscribe(request, Limits()).ok());
+  Interner attributes(10), subscribers(10);
+  TypedAttributes typed(&attributes, 1000);
+  std::vector<SubscriptionInput> out;
+  ASSERT_TRUE(BuildSubscriptions(request, &typed, &subscribers, &out).ok());
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(out[0].predicates.empty());
+  ASSERT_EQ(out[0].branches.size(), 6u);
+  EXPECT_EQ(out[0].conjunctions(), 6u);
+  const uint32_t x = *attributes.Find("x");
+  const uint32_t g0 = *attributes.Find("g0");
+  const uint32_t g1 = *attributes.Find("g1");
+  for (size_t b = 0; b < 6; ++b) {
+    SCOPED_TRACE(b);
+    const std::vector<matcher::Predicate>& branch = out[0].branches[b];
+    const size_t k1 = b % 3;
+    ASSERT_EQ(branch.size(), k1 == 2 ? 4u : 3u);
+    EXPECT_EQ(branch[0].attribute, x);
+    EXPECT_EQ(branch[0].value, 7);
+    EXPECT_EQ(branch[1].attribute, g0);
+    EXPECT_EQ(branch[1].value, static_cast<int64_t>(b / 3));
+    EXPECT_EQ(branch[2].attribute, g1);
+    EXPECT_EQ(branch[2].value, static_cast<int64_t>(k1));
+  }
+  // Every group of one alternative: plain predicates, the spec's first.
+  EXPECT_TRUE(out[1].branches.empty());
+  EXPECT_EQ(out[1].conjunctions(), 1u);
+  ASSERT_EQ(out[1].predicates.size(), 3u);
+  EXPECT_EQ(out[1].predicates[0].attribute, x);
+  EXPECT_EQ(out[1].predicates[0].value, 8);
+}
+
+TEST(ParseFilter, OrGivesAnyOfCheckedAsSubscribeChecksIt) {
+  v1::ParseFilterRequest request;
+  request.set_filter("x = 1 and (y = 2 or z = 3 and w = 4)");
+  absl::StatusOr<v1::SubscriptionSpec> spec = ParseFilter(request, Limits());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_EQ(spec->predicates_size(), 1);
+  ASSERT_EQ(spec->any_of_size(), 1);
+  ASSERT_EQ(spec->any_of(0).alternatives_size(), 2);
+  EXPECT_EQ(spec->any_of(0).alternatives(1).predicates_size(), 2);
+  // Over the expansion limit: the limit's message, at the top level.
+  std::string text = "(a = 1 or a = 2)";
+  for (int i = 0; i < 7; ++i) absl::StrAppend(&text, " and (a = 1 or a = 2)");
+  request.set_filter(text);
+  spec = ParseFilter(request, Limits());
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(spec.status().message(),
+              HasSubstr("any_of: expands into 256 conjunctions"));
+  request.set_filter("{\"$or\": [{\"a\": [1]}, {\"b\": [\"x\"]}]}");
+  spec = ParseFilter(request, Limits());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->predicates_size(), 0);
+  ASSERT_EQ(spec->any_of_size(), 1);
+  EXPECT_EQ(spec->any_of(0).alternatives_size(), 2);
+}
+
 TEST(BuildSubscriptions, IdsAreStableAcrossRequests) {
   Interner attributes(10), subscribers(10);
   TypedAttributes typed(&attributes, 1000);

@@ -34,7 +34,7 @@ absl::Status ExpiredStatus(const PublishJob& job, size_t skipped) {
 Engine::Engine(const EngineOptions& options, uint32_t id_shards,
                uint32_t partials)
     : options_(options),
-      directory_(id_shards, matcher::kMaxSubscriptionId),
+      directory_(id_shards, kFirstBranchId - 1, matcher::kMaxSubscriptionId),
       listeners_(options.max_subscribers),
       admission_(options.queue_limit, options.latency_target_us * 1000),
       partials_(partials),
@@ -175,7 +175,63 @@ void Engine::Subscribe(std::vector<SubscriptionInput> subscriptions,
   for (size_t i = 0; i < change->inputs.size(); ++i) {
     change->ids.push_back(*first + i);
   }
+  if (absl::Status s = AssignBranches(change.get()); !s.ok()) {
+    for (uint64_t id : change->ids) directory_.Forget(id);
+    if (order.owns_lock()) order.unlock();
+    change->subscribed(s);
+    return;
+  }
   JournalAndRoute(change.release());
+}
+
+absl::Status Engine::AssignBranches(Change* change) {
+  for (size_t i = 0; i < change->inputs.size(); ++i) {
+    const SubscriptionInput& input = change->inputs[i];
+    if (input.branches.empty()) continue;
+    absl::StatusOr<std::vector<uint32_t>> branches =
+        directory_.AssignBranches(change->ids[i], input.subscriber,
+                                  input.branches.size());
+    if (!branches.ok()) {
+      for (size_t j = 0; j < i; ++j) {
+        directory_.ReleaseBranches(change->ids[j]);
+      }
+      change->branches.clear();
+      return branches.status();
+    }
+    change->branches.resize(change->inputs.size());
+    change->branches[i] = *std::move(branches);
+  }
+  return absl::OkStatus();
+}
+
+void Engine::ForgetAdds(const Change& change) {
+  for (size_t i = 0; i < change.ids.size(); ++i) {
+    directory_.Forget(change.ids[i]);
+    if (!change.branches.empty()) directory_.ReleaseBranches(change.ids[i]);
+  }
+}
+
+void Engine::AddRows(const Change& change, size_t i, uint32_t local_id,
+                     std::vector<UpdateBatch::Add>* adds) {
+  const SubscriptionInput& input = change.inputs[i];
+  if (change.branches.empty() || change.branches[i].empty()) {
+    adds->push_back({local_id, input.subscriber, input.predicates});
+    return;
+  }
+  for (size_t b = 0; b < input.branches.size(); ++b) {
+    adds->push_back(
+        {change.branches[i][b], input.subscriber, input.branches[b]});
+  }
+}
+
+void Engine::RemoveRows(const Change& change, size_t i, uint32_t local_id,
+                        std::vector<uint32_t>* removes) {
+  if (change.branches.empty() || change.branches[i].empty()) {
+    removes->push_back(local_id);
+    return;
+  }
+  removes->insert(removes->end(), change.branches[i].begin(),
+                  change.branches[i].end());
 }
 
 void Engine::Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) {
@@ -196,6 +252,15 @@ void Engine::Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) {
   auto change = std::make_unique<Change>();
   change->ids = std::move(ids);
   change->unsubscribed = std::move(done);
+  if (directory_.has_branches()) {
+    change->branches.resize(change->ids.size());
+    bool any = false;
+    for (size_t i = 0; i < change->ids.size(); ++i) {
+      change->branches[i] = directory_.BranchesOf(change->ids[i]);
+      any |= !change->branches[i].empty();
+    }
+    if (!any) change->branches.clear();
+  }
   JournalAndRoute(change.release());
 }
 
@@ -212,6 +277,7 @@ absl::Status Engine::Restore(const StoreState& state) {
     return s;
   }
   if (change->ids.empty()) return absl::OkStatus();
+  if (absl::Status s = AssignBranches(change.get()); !s.ok()) return s;
   std::promise<absl::Status> applied;
   change->subscribed = [&applied](absl::StatusOr<std::vector<uint64_t>> ids) {
     applied.set_value(ids.status());
@@ -261,10 +327,15 @@ void Engine::ChangeApplied(Change* change, const absl::Status& status) {
     if (status.ok()) {
       change->subscribed(std::move(change->ids));
     } else {
-      for (uint64_t id : change->ids) directory_.Forget(id);
+      ForgetAdds(*change);
       change->subscribed(absl::InternalError(status.ToString()));
     }
   } else {
+    // The rows are gone from every index: their branch ids may serve
+    // again.
+    if (status.ok() && !change->branches.empty()) {
+      for (uint64_t id : change->ids) directory_.ReleaseBranches(id);
+    }
     change->unsubscribed(status);
   }
   delete change;
@@ -301,7 +372,7 @@ void Engine::JournalAndRoute(Change* change) {
       return;
     }
     if (change->adds()) {
-      for (uint64_t id : change->ids) directory_.Forget(id);
+      ForgetAdds(*change);
       change->subscribed(absl::UnavailableError(
           absl::StrCat("subscriptions not stored: ", s.message())));
     } else {
@@ -372,14 +443,27 @@ void Engine::MergeAndDeliver(PublishJob* job, size_t i, size_t first,
   v1::EventResult* result = job->response->mutable_results(static_cast<int>(i));
   uint64_t count = 0;
   std::vector<std::pair<uint32_t, uint64_t>> deliveries;
+  std::vector<uint64_t> or_ids;
   for (size_t r = first; r < last; ++r) {
     for (PublishJob::Partial& partial : job->state[r].partials) {
       count += partial.count;
       deliveries.insert(deliveries.end(), partial.deliveries.begin(),
                         partial.deliveries.end());
+      or_ids.insert(or_ids.end(), partial.or_ids.begin(),
+                    partial.or_ids.end());
     }
   }
-  if (job->WantIds()) {
+  // Several records, or several branches of an "or" subscription, may
+  // find one subscription: it counts (and is delivered) once.
+  const bool repeats = last - first > 1 || !or_ids.empty();
+  if (!or_ids.empty()) {
+    std::sort(or_ids.begin(), or_ids.end());
+    or_ids.erase(std::unique(or_ids.begin(), or_ids.end()), or_ids.end());
+  }
+  if (!job->WantIds()) {
+    // One record: plain subscriptions and "or" ones are apart.
+    count += or_ids.size();
+  } else {
     // Each partial is ascending; merge them pairwise (P is small). A
     // subscription several records matched counts once.
     std::vector<uint64_t> ids;
@@ -391,7 +475,12 @@ void Engine::MergeAndDeliver(PublishJob* job, size_t i, size_t first,
         std::inplace_merge(ids.begin(), ids.begin() + middle, ids.end());
       }
     }
-    if (last - first > 1) {
+    if (!or_ids.empty()) {
+      const size_t middle = ids.size();
+      ids.insert(ids.end(), or_ids.begin(), or_ids.end());
+      std::inplace_merge(ids.begin(), ids.begin() + middle, ids.end());
+    }
+    if (repeats) {
       ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
     }
     count = ids.size();
@@ -402,7 +491,7 @@ void Engine::MergeAndDeliver(PublishJob* job, size_t i, size_t first,
   result->set_match_count(count);
   if (!deliveries.empty()) {
     std::sort(deliveries.begin(), deliveries.end());
-    if (last - first > 1) {
+    if (repeats) {
       deliveries.erase(std::unique(deliveries.begin(), deliveries.end()),
                        deliveries.end());
     }

@@ -136,6 +136,9 @@ class Engine {
   struct Change {
     std::vector<SubscriptionInput> inputs;  // the adds; none for removes
     std::vector<uint64_t> ids;  // assigned or removed, in input order
+    // The branch ids of ids[i] ("or" subscriptions; none for a plain one),
+    // or empty when no id of the change has any.
+    std::vector<std::vector<uint32_t>> branches;
     // The layout's batches (by partition, or one for the whole index),
     // filled by RouteChange and handed over with QueueBatches.
     std::vector<UpdateBatch> batches;
@@ -147,6 +150,14 @@ class Engine {
 
     bool adds() const { return static_cast<bool>(subscribed); }
   };
+
+  // The matcher rows of change.ids[i], whose plain local id in its
+  // partition is `local_id`: appended to `adds` (an add: its one row, or a
+  // row per branch) or `removes`.
+  static void AddRows(const Change& change, size_t i, uint32_t local_id,
+                      std::vector<UpdateBatch::Add>* adds);
+  static void RemoveRows(const Change& change, size_t i, uint32_t local_id,
+                         std::vector<uint32_t>* removes);
 
   // The layout's hook: applies `change` (adds `inputs` under `ids`, or
   // removes `ids`) on its stages, then calls ChangeApplied once, from any
@@ -196,6 +207,10 @@ class Engine {
   void Admit(PublishJob* job, int64_t start_ns);
   // One of `change`'s batches is applied with `status`.
   void BatchApplied(Change* change, const absl::Status& status);
+  // Assigns the branch ids of `change`'s "or" subscriptions (or RESOURCE_
+  // EXHAUSTED with none assigned), and releases them again with its ids.
+  absl::Status AssignBranches(Change* change);
+  void ForgetAdds(const Change& change);
 
   // Subscribe and Unsubscribe, when journaled, hold order_mu_ from
   // assigning (or killing) ids until the record is appended, so the

@@ -10,6 +10,24 @@ void FillPartial(const SubscriptionDirectory& directory,
                  bool return_ids, const std::vector<uint32_t>& subscriber_of,
                  std::vector<matcher::SubscriptionId>* local,
                  PublishJob::Partial* partial) {
+  if (directory.has_branches()) {
+    // Branches go to or_ids, as their subscriptions (and deliveries).
+    const bool listening = listeners.AnyListeners();
+    auto plain = std::remove_if(
+        local->begin(), local->end(), [&](matcher::SubscriptionId id) {
+          if (!SubscriptionDirectory::IsBranch(id)) return false;
+          const uint64_t owner = directory.BranchOwner(id);
+          partial->or_ids.push_back(owner);
+          if (listening) {
+            const uint32_t subscriber = directory.BranchSubscriber(id);
+            if (listeners.HasListeners(subscriber)) {
+              partial->deliveries.emplace_back(subscriber, owner);
+            }
+          }
+          return true;
+        });
+    local->erase(plain, local->end());
+  }
   partial->count = local->size();
   if (return_ids) {
     // Local ids ascending give global ids ascending within a partition.
@@ -51,6 +69,14 @@ void FillPartials(const SubscriptionDirectory& directory,
   }
   scratch->counts.resize(outs.size());
   matches.CountPerEvent(scratch->counts.data());
+  if (directory.has_branches()) {
+    // A branch counts as its subscription, once per event in the merge.
+    matches.ForEachMatchFrom(
+        kFirstBranchId, [&](size_t event, matcher::SubscriptionId id) {
+          --scratch->counts[event];
+          outs[event].partial->or_ids.push_back(directory.BranchOwner(id));
+        });
+  }
   for (size_t i = 0; i < outs.size(); ++i) {
     outs[i].partial->count = scratch->counts[i];
   }

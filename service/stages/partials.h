@@ -25,7 +25,9 @@ namespace service {
 // Turns the local ids one partition (or the threaded worker) matched for one
 // event into its partial result: the count, the global ids ascending if
 // `return_ids`, and (subscriber, global id) for matched subscribers that have
-// listeners. Sorts *local. `subscriber_of` maps local id -> subscriber id.
+// listeners; a branch id (an "or" subscription's row) goes to or_ids as its
+// subscription. Sorts *local and may drop its branch ids. `subscriber_of`
+// maps plain local id -> subscriber id.
 void FillPartial(const SubscriptionDirectory& directory,
                  const ListenerRegistry& listeners, uint32_t partition,
                  bool return_ids, const std::vector<uint32_t>& subscriber_of,
@@ -46,8 +48,10 @@ struct PartialsScratch {
 // The partials of a cohort's events from its flat matches (event i of
 // `matches` goes to outs[i]). Where no event returns ids and nobody
 // listens, a partial needs only its count, and the counts come from one
-// pass over the pairs (CohortMatches::CountPerEvent); else every event's
-// ids are listed (CohortMatches::ToLists) and go through FillPartial.
+// pass over the pairs (CohortMatches::CountPerEvent), and, while "or"
+// subscriptions are live, their branches from one more over the ids
+// (ForEachMatchFrom); else every event's ids are listed
+// (CohortMatches::ToLists) and go through FillPartial.
 // REQUIRES: outs.size() == matches.events().
 void FillPartials(const SubscriptionDirectory& directory,
                   const ListenerRegistry& listeners, uint32_t partition,

@@ -163,16 +163,18 @@ void PartitionedEngine::Plan(Copy* copy, const UpdateBatch& update) {
   copy->index.BeginPlans();
   for (const UpdateBatch::Add& add : update.adds) {
     matcher::PartitionedIndex::PendingRow row;
-    absl::Status s =
-        copy->index.PlanAdd(add.local_id, add.input->predicates, &row);
+    absl::Status s = copy->index.PlanAdd(add.local_id, add.predicates, &row);
     if (!s.ok()) {
       if (planned.status.ok()) planned.status = s;
       continue;
     }
-    if (copy->subscriber_of.size() <= add.local_id) {
-      copy->subscriber_of.resize(add.local_id + 1);
+    // A branch's subscriber is the directory's (BranchSubscriber).
+    if (!SubscriptionDirectory::IsBranch(add.local_id)) {
+      if (copy->subscriber_of.size() <= add.local_id) {
+        copy->subscriber_of.resize(add.local_id + 1);
+      }
+      copy->subscriber_of[add.local_id] = add.subscriber;
     }
-    copy->subscriber_of[add.local_id] = add.input->subscriber;
     planned.rows[row.partition].push_back(std::move(row));
   }
   copy->index.EndPlans();
@@ -214,12 +216,13 @@ void PartitionedEngine::RouteChange(Change* change) {
   UpdateBatch batch;
   if (change->adds()) {
     for (size_t i = 0; i < change->ids.size(); ++i) {
-      batch.adds.push_back(
-          {directory_.Place(change->ids[i]).local_id, &change->inputs[i]});
+      AddRows(*change, i, directory_.Place(change->ids[i]).local_id,
+              &batch.adds);
     }
   } else {
-    for (uint64_t id : change->ids) {
-      batch.removes.push_back(directory_.Place(id).local_id);
+    for (size_t i = 0; i < change->ids.size(); ++i) {
+      RemoveRows(*change, i, directory_.Place(change->ids[i]).local_id,
+                 &batch.removes);
     }
   }
   change->batches.assign(copies_.size(), batch);

@@ -36,10 +36,14 @@ namespace service {
 struct PublishJob {
   // What one partition (or the one worker) found for one event.
   struct Partial {
-    uint64_t count = 0;
+    uint64_t count = 0;  // plain subscriptions matched
     std::vector<uint64_t> ids;  // global ids, ascending; only if return_ids
     // (subscriber, global id) for matched subscribers that have listeners.
     std::vector<std::pair<uint32_t, uint64_t>> deliveries;
+    // The global ids of "or" subscriptions matched through their branches
+    // (subscription_directory.h), once per branch matched, in no order:
+    // not in `count` or `ids`; the merge counts each once.
+    std::vector<uint64_t> or_ids;
   };
   struct EventState {
     std::atomic<uint32_t> pending{0};  // partitions (units) yet to report

@@ -188,7 +188,7 @@ void ShardPartition::ApplyUpdate(UpdateBatch* update) {
   std::vector<matcher::Index::NewSubscription> batch;
   batch.reserve(update->adds.size());
   for (const UpdateBatch::Add& add : update->adds) {
-    batch.push_back({add.local_id, add.input->predicates});
+    batch.push_back({add.local_id, add.predicates});
   }
   const std::vector<absl::Status> added = shard_.AddBatch(batch);
   for (size_t i = 0; i < update->adds.size(); ++i) {
@@ -198,10 +198,11 @@ void ShardPartition::ApplyUpdate(UpdateBatch* update) {
       if (status.ok()) status = s;
       continue;
     }
+    if (SubscriptionDirectory::IsBranch(add.local_id)) continue;
     if (subscriber_of_.size() <= add.local_id) {
       subscriber_of_.resize(add.local_id + 1);
     }
-    subscriber_of_[add.local_id] = add.input->subscriber;
+    subscriber_of_[add.local_id] = add.subscriber;
   }
   for (uint32_t local_id : update->removes) {
     absl::Status s = shard_.Remove(local_id);

@@ -42,9 +42,9 @@ void ShardedEngine::RouteChange(Change* change) {
     const Placement place = directory_.Place(change->ids[i]);
     UpdateBatch& batch = change->batches[place.partition];
     if (change->adds()) {
-      batch.adds.push_back({place.local_id, &change->inputs[i]});
+      AddRows(*change, i, place.local_id, &batch.adds);
     } else {
-      batch.removes.push_back(place.local_id);
+      RemoveRows(*change, i, place.local_id, &batch.removes);
     }
   }
   const int64_t now = MonotonicNanos();

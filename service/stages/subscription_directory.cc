@@ -1,13 +1,85 @@
 #include "service/stages/subscription_directory.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace cohort {
 namespace service {
 
 SubscriptionDirectory::SubscriptionDirectory(uint32_t partitions,
-                                             uint64_t max_local_id)
-    : partitions_(partitions), max_ids_((max_local_id + 1) * partitions) {}
+                                             uint64_t max_local_id,
+                                             uint32_t max_branch_id)
+    : partitions_(partitions),
+      max_ids_((max_local_id + 1) * partitions),
+      max_branches_(max_branch_id - kFirstBranchId + 1),
+      pages_(std::make_unique<std::atomic<BranchEntry*>[]>(
+          (max_branches_ >> kBranchPageBits) + 1)) {
+  const uint32_t pages = (max_branches_ >> kBranchPageBits) + 1;
+  for (uint32_t i = 0; i < pages; ++i) {
+    pages_[i].store(nullptr, std::memory_order_relaxed);
+  }
+}
+
+SubscriptionDirectory::~SubscriptionDirectory() {
+  const uint32_t pages = (max_branches_ >> kBranchPageBits) + 1;
+  for (uint32_t i = 0; i < pages; ++i) {
+    delete[] pages_[i].load(std::memory_order_relaxed);
+  }
+}
+
+absl::StatusOr<std::vector<uint32_t>> SubscriptionDirectory::AssignBranches(
+    uint64_t id, uint32_t subscriber, size_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (n > free_branches_.size() + (max_branches_ - next_branch_)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "subscriptions: the matcher rows of \"or\" subscriptions are used "
+        "up (", max_branches_ - free_branches_.size(), " of ", max_branches_,
+        " in use); unsubscribe some"));
+  }
+  std::vector<uint32_t> ids;
+  ids.reserve(n);
+  while (ids.size() < n && !free_branches_.empty()) {
+    ids.push_back(free_branches_.back());
+    free_branches_.pop_back();
+  }
+  while (ids.size() < n) {
+    const uint32_t i = next_branch_++;
+    std::atomic<BranchEntry*>& page = pages_[i >> kBranchPageBits];
+    if (page.load(std::memory_order_relaxed) == nullptr) {
+      page.store(new BranchEntry[kBranchPageSize], std::memory_order_relaxed);
+    }
+    ids.push_back(kFirstBranchId + i);
+  }
+  std::sort(ids.begin(), ids.end());
+  for (uint32_t branch : ids) {
+    BranchEntry& entry = MutableEntry(branch);
+    entry.owner.store(id, std::memory_order_relaxed);
+    entry.subscriber.store(subscriber, std::memory_order_relaxed);
+  }
+  branches_of_[id] = ids;
+  branches_live_.fetch_add(n, std::memory_order_relaxed);
+  return ids;
+}
+
+std::vector<uint32_t> SubscriptionDirectory::BranchesOf(uint64_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = branches_of_.find(id);
+  return it == branches_of_.end() ? std::vector<uint32_t>() : it->second;
+}
+
+void SubscriptionDirectory::ReleaseBranches(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = branches_of_.find(id);
+  if (it == branches_of_.end()) return;
+  for (uint32_t branch : it->second) {
+    BranchEntry& entry = MutableEntry(branch);
+    entry.owner.store(0, std::memory_order_relaxed);
+    free_branches_.push_back(branch);
+  }
+  branches_live_.fetch_sub(it->second.size(), std::memory_order_relaxed);
+  branches_of_.erase(it);
+}
 
 absl::StatusOr<uint64_t> SubscriptionDirectory::Assign(uint64_t n) {
   std::lock_guard<std::mutex> lock(mu_);

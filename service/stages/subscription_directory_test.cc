@@ -44,6 +44,61 @@ TEST(SubscriptionDirectoryTest, RestoreRejectsImpossibleStates) {
               HasSubstr("after ids were assigned"));
 }
 
+TEST(SubscriptionDirectoryTest, BranchesMapBackAndAreReusedOnceReleased) {
+  // Room for 5 branch ids: kFirstBranchId .. kFirstBranchId + 4.
+  SubscriptionDirectory directory(2, 100, kFirstBranchId + 4);
+  EXPECT_FALSE(directory.has_branches());
+  EXPECT_TRUE(directory.BranchesOf(1).empty());
+  absl::StatusOr<std::vector<uint32_t>> a = directory.AssignBranches(7, 3, 2);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(*a, (std::vector<uint32_t>{kFirstBranchId, kFirstBranchId + 1}));
+  absl::StatusOr<std::vector<uint32_t>> b = directory.AssignBranches(9, 4, 3);
+  ASSERT_TRUE(b.ok());
+  EXPECT_TRUE(directory.has_branches());
+  EXPECT_EQ(directory.branches(), 5u);
+  for (uint32_t id : *a) {
+    EXPECT_TRUE(SubscriptionDirectory::IsBranch(id));
+    EXPECT_EQ(directory.BranchOwner(id), 7u);
+    EXPECT_EQ(directory.BranchSubscriber(id), 3u);
+  }
+  for (uint32_t id : *b) EXPECT_EQ(directory.BranchOwner(id), 9u);
+  EXPECT_EQ(directory.BranchesOf(9), *b);
+  EXPECT_FALSE(SubscriptionDirectory::IsBranch(kFirstBranchId - 1));
+  // Full: nothing assigned.
+  absl::StatusOr<std::vector<uint32_t>> full =
+      directory.AssignBranches(11, 0, 1);
+  EXPECT_TRUE(absl::IsResourceExhausted(full.status()));
+  EXPECT_THAT(full.status().message(), HasSubstr("5 of 5 in use"));
+  EXPECT_TRUE(directory.BranchesOf(11).empty());
+  // Released ids serve again, for another subscription.
+  directory.ReleaseBranches(7);
+  directory.ReleaseBranches(7);  // twice: nothing more
+  EXPECT_TRUE(directory.BranchesOf(7).empty());
+  EXPECT_EQ(directory.branches(), 3u);
+  absl::StatusOr<std::vector<uint32_t>> c = directory.AssignBranches(11, 5, 2);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(*c, *a);
+  for (uint32_t id : *c) {
+    EXPECT_EQ(directory.BranchOwner(id), 11u);
+    EXPECT_EQ(directory.BranchSubscriber(id), 5u);
+  }
+  directory.ReleaseBranches(9);
+  directory.ReleaseBranches(11);
+  EXPECT_FALSE(directory.has_branches());
+}
+
+TEST(SubscriptionDirectoryTest, PlainIdsStayBelowTheBranchIds) {
+  // The engine's bounds: a partition's plain local ids end where the
+  // branch ids begin.
+  SubscriptionDirectory directory(1, kFirstBranchId - 1);
+  ASSERT_TRUE(directory.Restore(kFirstBranchId, {kFirstBranchId - 1}).ok());
+  EXPECT_EQ(directory.Place(kFirstBranchId - 1).local_id, kFirstBranchId - 2);
+  ASSERT_TRUE(directory.Assign(1).ok());
+  EXPECT_EQ(directory.Place(kFirstBranchId).local_id, kFirstBranchId - 1);
+  EXPECT_FALSE(SubscriptionDirectory::IsBranch(kFirstBranchId - 1));
+  EXPECT_TRUE(absl::IsResourceExhausted(directory.Assign(1).status()));
+}
+
 }  // namespace
 }  // namespace service
 }  // namespace cohort

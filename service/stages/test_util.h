@@ -210,13 +210,32 @@ inline v1::Predicate RandomPredicate(Rng& rng, int attributes, int domain) {
   return p;
 }
 
+// 1 to 4 predicates; or, one time in four, an "or" subscription: 0 to 2
+// predicates and 1 or 2 groups of any_of, each of 2 or 3 alternatives of 1
+// or 2 predicates (several of its branches often match one event).
 inline v1::SubscriptionSpec RandomSpec(Rng& rng, const std::string& subscriber,
                                        int attributes, int domain) {
   v1::SubscriptionSpec spec;
   spec.set_subscriber(subscriber);
-  const int n = 1 + static_cast<int>(rng() % 4);
+  const bool any_of = rng() % 4 == 0;
+  const int n = any_of ? static_cast<int>(rng() % 3)
+                       : 1 + static_cast<int>(rng() % 4);
   for (int i = 0; i < n; ++i) {
     *spec.add_predicates() = RandomPredicate(rng, attributes, domain);
+  }
+  if (!any_of) return spec;
+  const int groups = 1 + static_cast<int>(rng() % 2);
+  for (int g = 0; g < groups; ++g) {
+    v1::AnyOf* group = spec.add_any_of();
+    const int alternatives = 2 + static_cast<int>(rng() % 2);
+    for (int k = 0; k < alternatives; ++k) {
+      v1::Conjunction* alternative = group->add_alternatives();
+      const int m = 1 + static_cast<int>(rng() % 2);
+      for (int i = 0; i < m; ++i) {
+        *alternative->add_predicates() =
+            RandomPredicate(rng, attributes, domain);
+      }
+    }
   }
   return spec;
 }

@@ -72,48 +72,52 @@ void ThreadedEngine::Match(PublishJob* job, matcher::MatchScratch* scratch,
   }
 }
 
-absl::Status ThreadedEngine::Apply(
-    absl::Span<const uint64_t> ids,
-    absl::Span<const SubscriptionInput> subscriptions) {
+absl::Status ThreadedEngine::Apply(const Change& change) {
   absl::Status status;
+  std::vector<UpdateBatch::Add> rows;
+  for (size_t i = 0; i < change.ids.size(); ++i) {
+    AddRows(change, i, directory_.Place(change.ids[i]).local_id, &rows);
+  }
   std::unique_lock<std::shared_mutex> lock(index_mu_);
   // One AddBatch (the bulk path: the index's upkeep once, at its end).
-  std::vector<matcher::Index::NewSubscription> batch(subscriptions.size());
-  for (size_t i = 0; i < subscriptions.size(); ++i) {
-    batch[i] = {directory_.Place(ids[i]).local_id,
-                subscriptions[i].predicates};
+  std::vector<matcher::Index::NewSubscription> batch(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    batch[i] = {rows[i].local_id, rows[i].predicates};
   }
   const std::vector<absl::Status> added = index_.AddBatch(batch);
-  for (size_t i = 0; i < subscriptions.size(); ++i) {
-    const uint32_t local_id = batch[i].id;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const uint32_t local_id = rows[i].local_id;
     if (!added[i].ok()) {
       // Validated input cannot fail here; if it does, the change is
       // answered with the error and its ids forgotten (ChangeApplied).
       if (status.ok()) status = added[i];
       continue;
     }
+    if (SubscriptionDirectory::IsBranch(local_id)) continue;
     if (subscriber_of_.size() <= local_id) subscriber_of_.resize(local_id + 1);
-    subscriber_of_[local_id] = subscriptions[i].subscriber;
+    subscriber_of_[local_id] = rows[i].subscriber;
   }
-  workers_profile_.AddUpdates(subscriptions.size());
+  workers_profile_.AddUpdates(change.ids.size());
   return status;
 }
 
-absl::Status ThreadedEngine::Remove(absl::Span<const uint64_t> ids) {
+absl::Status ThreadedEngine::Remove(const Change& change) {
   absl::Status status;
+  std::vector<uint32_t> rows;
+  for (size_t i = 0; i < change.ids.size(); ++i) {
+    RemoveRows(change, i, directory_.Place(change.ids[i]).local_id, &rows);
+  }
   std::unique_lock<std::shared_mutex> lock(index_mu_);
-  for (uint64_t id : ids) {
-    absl::Status s = index_.Remove(directory_.Place(id).local_id);
+  for (uint32_t row : rows) {
+    absl::Status s = index_.Remove(row);
     if (!s.ok() && status.ok()) status = absl::InternalError(s.ToString());
   }
-  workers_profile_.AddUpdates(ids.size());
+  workers_profile_.AddUpdates(change.ids.size());
   return status;
 }
 
 void ThreadedEngine::RouteChange(Change* change) {
-  ChangeApplied(change, change->adds()
-                            ? Apply(change->ids, change->inputs)
-                            : Remove(change->ids));
+  ChangeApplied(change, change->adds() ? Apply(*change) : Remove(*change));
 }
 
 void ThreadedEngine::StopStages() {

@@ -51,11 +51,11 @@ class ThreadedEngine : public Engine {
   };
 
   void RunWorker();
-  // Adds subscriptions[i] under ids[i] to the index (under the writer
-  // lock); the first error, if any.
-  absl::Status Apply(absl::Span<const uint64_t> ids,
-                     absl::Span<const SubscriptionInput> subscriptions);
-  absl::Status Remove(absl::Span<const uint64_t> ids);
+  // Adds the rows of change.inputs[i] under change.ids[i] to the index,
+  // or removes those of change.ids (under the writer lock); the first
+  // error, if any.
+  absl::Status Apply(const Change& change);
+  absl::Status Remove(const Change& change);
   void Match(PublishJob* job, matcher::MatchScratch* scratch,
              std::vector<matcher::SubscriptionId>* local);
 

@@ -14,18 +14,24 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "matcher/types.h"
 #include "service/model/subscription_input.h"
 
 namespace cohort {
 namespace service {
 
 struct UpdateBatch {
+  // A matcher row: a plain subscription's, or a branch of an "or"
+  // subscription's (local_id a branch id, subscription_directory.h).
   struct Add {
     uint32_t local_id;
-    const SubscriptionInput* input;  // owned by the update's creator
+    uint32_t subscriber;
+    // Owned by the update's creator (its SubscriptionInput).
+    absl::Span<const matcher::Predicate> predicates;
   };
   std::vector<Add> adds;
-  std::vector<uint32_t> removes;  // local ids
+  std::vector<uint32_t> removes;  // local ids (and branch ids)
   // Called on an engine thread once the batch is applied; the status is the
   // first error (should never happen for validated input).
   std::function<void(absl::Status)> done;

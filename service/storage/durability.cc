@@ -70,7 +70,8 @@ void Durability::LogString(uint32_t attribute, int64_t code,
 void Durability::LogSubscribe(uint64_t first_id,
                               absl::Span<const SubscriptionInput> subscriptions,
                               Journal::Done done) {
-  Log(kSubscribe, EncodeSubscribe(first_id, subscriptions),
+  Log(HasBranches(subscriptions) ? kSubscribeOr : kSubscribe,
+      EncodeSubscribe(first_id, subscriptions),
       subscriptions.size(), std::move(done));
 }
 

@@ -67,6 +67,8 @@ std::string RecordTypeName(uint8_t type) {
       return "subscriber name";
     case kSubscribe:
       return "subscribe";
+    case kSubscribeOr:
+      return "subscribe or";
     case kUnsubscribe:
       return "unsubscribe";
     case kStringValue:
@@ -101,14 +103,83 @@ std::string EncodeName(uint32_t id, absl::string_view name) {
   return out;
 }
 
+namespace {
+
+void PutPredicates(const std::vector<matcher::Predicate>& predicates,
+                   std::string* out) {
+  PutFixed32(static_cast<uint32_t>(predicates.size()), out);
+  for (const matcher::Predicate& p : predicates) {
+    PutFixed32(p.attribute, out);
+    out->push_back(static_cast<char>(p.op));
+    if (p.op == matcher::Op::kIn || p.op == matcher::Op::kNotIn) {
+      PutFixed64(p.values.size(), out);
+      PutFixed64(0, out);
+      for (int64_t v : p.values) PutFixed64(static_cast<uint64_t>(v), out);
+      continue;
+    }
+    PutFixed64(static_cast<uint64_t>(p.value), out);
+    PutFixed64(static_cast<uint64_t>(p.upper), out);
+  }
+}
+
+size_t PredicatesBytes(const std::vector<matcher::Predicate>& predicates) {
+  size_t size = 4 + predicates.size() * kPredicateBytes;
+  for (const matcher::Predicate& p : predicates) size += 8 * p.values.size();
+  return size;
+}
+
+// A count of predicates and the predicates (PutPredicates), for `type`'s
+// messages.
+absl::Status GetPredicates(uint8_t type, Cursor* c,
+                           std::vector<matcher::Predicate>* out) {
+  const uint32_t m = c->Get32();
+  if (!c->Fits(m, kPredicateBytes)) {
+    return Bad(type, "predicate count too large");
+  }
+  if (m == 0) return Bad(type, "a subscription without predicates");
+  out->resize(m);
+  for (matcher::Predicate& p : *out) {
+    p.attribute = c->Get32();
+    const uint8_t op = static_cast<uint8_t>(c->Get(1));
+    if (op < static_cast<uint8_t>(matcher::Op::kEq) ||
+        op > static_cast<uint8_t>(matcher::Op::kNotExists) ||
+        op == kNotAMatcherOp) {
+      return Bad(type, absl::StrCat("unknown operator ", op));
+    }
+    p.op = static_cast<matcher::Op>(op);
+    p.value = static_cast<int64_t>(c->Get64());
+    p.upper = static_cast<int64_t>(c->Get64());
+    if (p.op == matcher::Op::kIn || p.op == matcher::Op::kNotIn) {
+      const uint64_t count = static_cast<uint64_t>(p.value);
+      if (count == 0 || !c->Fits(count, 8)) {
+        return Bad(type, absl::StrCat("a set of ", count, " values"));
+      }
+      p.values.resize(count);
+      for (int64_t& v : p.values) v = static_cast<int64_t>(c->Get64());
+      p.value = 0;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool HasBranches(absl::Span<const SubscriptionInput> subscriptions) {
+  for (const SubscriptionInput& s : subscriptions) {
+    if (!s.branches.empty()) return true;
+  }
+  return false;
+}
+
 std::string EncodeSubscribe(uint64_t first_id,
                             absl::Span<const SubscriptionInput> subscriptions) {
+  const bool branches = HasBranches(subscriptions);
   std::string out;
   size_t size = 12;
   for (const SubscriptionInput& s : subscriptions) {
-    size += 8 + s.predicates.size() * kPredicateBytes;
-    for (const matcher::Predicate& p : s.predicates) {
-      size += 8 * p.values.size();
+    size += 8;
+    for (size_t b = 0; b < s.conjunctions(); ++b) {
+      size += PredicatesBytes(s.conjunction(b));
     }
   }
   out.reserve(size);
@@ -116,18 +187,11 @@ std::string EncodeSubscribe(uint64_t first_id,
   PutFixed32(static_cast<uint32_t>(subscriptions.size()), &out);
   for (const SubscriptionInput& s : subscriptions) {
     PutFixed32(s.subscriber, &out);
-    PutFixed32(static_cast<uint32_t>(s.predicates.size()), &out);
-    for (const matcher::Predicate& p : s.predicates) {
-      PutFixed32(p.attribute, &out);
-      out.push_back(static_cast<char>(p.op));
-      if (p.op == matcher::Op::kIn || p.op == matcher::Op::kNotIn) {
-        PutFixed64(p.values.size(), &out);
-        PutFixed64(0, &out);
-        for (int64_t v : p.values) PutFixed64(static_cast<uint64_t>(v), &out);
-        continue;
-      }
-      PutFixed64(static_cast<uint64_t>(p.value), &out);
-      PutFixed64(static_cast<uint64_t>(p.upper), &out);
+    if (branches) {
+      PutFixed32(static_cast<uint32_t>(s.conjunctions()), &out);
+    }
+    for (size_t b = 0; b < s.conjunctions(); ++b) {
+      PutPredicates(s.conjunction(b), &out);
     }
   }
   return out;
@@ -152,45 +216,42 @@ absl::Status DecodeName(uint8_t type, absl::string_view payload,
   return absl::OkStatus();
 }
 
-absl::Status DecodeSubscribe(absl::string_view payload, SubscribeRecord* out) {
+absl::Status DecodeSubscribe(uint8_t type, absl::string_view payload,
+                             SubscribeRecord* out) {
   Cursor c(payload);
   out->first_id = c.Get64();
   const uint32_t n = c.Get32();
-  if (!c.Fits(n, 8)) return Bad(kSubscribe, "subscription count too large");
-  if (out->first_id == 0) return Bad(kSubscribe, "first id 0");
+  if (!c.Fits(n, 8)) return Bad(type, "subscription count too large");
+  if (out->first_id == 0) return Bad(type, "first id 0");
   out->subscriptions.assign(n, SubscriptionInput());
   for (SubscriptionInput& s : out->subscriptions) {
     s.subscriber = c.Get32();
-    const uint32_t m = c.Get32();
-    if (!c.Fits(m, kPredicateBytes)) {
-      return Bad(kSubscribe, "predicate count too large");
-    }
-    if (m == 0) return Bad(kSubscribe, "a subscription without predicates");
-    s.predicates.resize(m);
-    for (matcher::Predicate& p : s.predicates) {
-      p.attribute = c.Get32();
-      const uint8_t op = static_cast<uint8_t>(c.Get(1));
-      if (op < static_cast<uint8_t>(matcher::Op::kEq) ||
-          op > static_cast<uint8_t>(matcher::Op::kNotExists) ||
-          op == kNotAMatcherOp) {
-        return Bad(kSubscribe, absl::StrCat("unknown operator ", op));
+    if (type == kSubscribe) {
+      if (absl::Status st = GetPredicates(type, &c, &s.predicates); !st.ok()) {
+        return st;
       }
-      p.op = static_cast<matcher::Op>(op);
-      p.value = static_cast<int64_t>(c.Get64());
-      p.upper = static_cast<int64_t>(c.Get64());
-      if (p.op == matcher::Op::kIn || p.op == matcher::Op::kNotIn) {
-        const uint64_t count = static_cast<uint64_t>(p.value);
-        if (count == 0 || !c.Fits(count, 8)) {
-          return Bad(kSubscribe, absl::StrCat("a set of ", count, " values"));
-        }
-        p.values.resize(count);
-        for (int64_t& v : p.values) v = static_cast<int64_t>(c.Get64());
-        p.value = 0;
+      continue;
+    }
+    const uint32_t b = c.Get32();
+    if (b == 0 || !c.Fits(b, 4 + kPredicateBytes)) {
+      return Bad(type, absl::StrCat("a subscription of ", b,
+                                    " conjunctions"));
+    }
+    if (b == 1) {
+      if (absl::Status st = GetPredicates(type, &c, &s.predicates); !st.ok()) {
+        return st;
+      }
+      continue;
+    }
+    s.branches.resize(b);
+    for (std::vector<matcher::Predicate>& branch : s.branches) {
+      if (absl::Status st = GetPredicates(type, &c, &branch); !st.ok()) {
+        return st;
       }
     }
   }
-  if (!c.ok()) return Bad(kSubscribe, "shorter than its counts");
-  if (!c.at_end()) return Bad(kSubscribe, "bytes after the last subscription");
+  if (!c.ok()) return Bad(type, "shorter than its counts");
+  if (!c.at_end()) return Bad(type, "bytes after the last subscription");
   return absl::OkStatus();
 }
 

@@ -10,6 +10,12 @@
 //                    uint8 op, int64 value, int64 upper; for IN and NOT_IN
 //                    (ops 8, 9) value is the count k >= 1 of the set, upper
 //                    0, and k int64 values follow
+//   kSubscribeOr     as kSubscribe, but after each subscriber id a uint32
+//                    b >= 1, the subscription's conjunctions, then b times
+//                    m and m predicates: an "or" subscription's branches
+//                    (SubscriptionInput::branches; b = 1 a plain one);
+//                    written instead of kSubscribe for a batch with an
+//                    "or" subscription in it
 //   kUnsubscribe     uint32 n, then n uint64 ids
 //   kStringValue     uint32 attribute id, int64 code, uint32 length, bytes:
 //                    TypedAttributes added a string with that code
@@ -18,12 +24,13 @@
 //                    subscription log up to and including that position
 //
 // Format versions: version 1 (before issue 19) had ops 1 to 7 only and no
-// kStringValue records; version 2 adds ops 8, 9, 11 and 12 (the matcher's
-// IN, NOT_IN, EXISTS, NOT_EXISTS) and kStringValue. A version 2 reader reads
-// version 1 files unchanged (e2e/format_test.sh keeps a version 1 data
-// directory to prove it). String records, like names, are written when the
-// string is added, under TypedAttributes' lock, so they precede every
-// subscription that uses their code.
+// kStringValue records; version 2 adds ops 8, 9, 11 and 12 (the matcher's IN,
+// NOT_IN, EXISTS, NOT_EXISTS) and kStringValue; version 3 (issue 44) adds
+// kSubscribeOr. A reader reads every older version unchanged
+// (e2e/format_test.sh keeps a data directory of each to prove it). String
+// records, like names, are written when the string is added, under
+// TypedAttributes' lock, so they precede every subscription that uses their
+// code.
 //
 // Name records are written when the name is interned, under the interner's
 // lock, so they reach the journal in id order and always before a
@@ -56,6 +63,7 @@ enum RecordType : uint8_t {
   kUnsubscribe = 4,
   kStringValue = 5,
   kLogPosition = 6,
+  kSubscribeOr = 7,
 };
 
 // "attribute name", "subscriber name", "subscribe", "unsubscribe", "string
@@ -79,6 +87,9 @@ struct SubscribeRecord {
 };
 
 std::string EncodeName(uint32_t id, absl::string_view name);
+// Whether a subscription of `subscriptions` has branches: then
+// EncodeSubscribe writes the kSubscribeOr form, else the kSubscribe one.
+bool HasBranches(absl::Span<const SubscriptionInput> subscriptions);
 std::string EncodeSubscribe(uint64_t first_id,
                             absl::Span<const SubscriptionInput> subscriptions);
 std::string EncodeUnsubscribe(absl::Span<const uint64_t> ids);
@@ -89,7 +100,9 @@ std::string EncodeLogPosition(uint64_t position);
 // `type` is kAttributeName or kSubscriberName (for the message).
 absl::Status DecodeName(uint8_t type, absl::string_view payload,
                         NameRecord* out);
-absl::Status DecodeSubscribe(absl::string_view payload, SubscribeRecord* out);
+// `type` is kSubscribe or kSubscribeOr, the form of `payload`.
+absl::Status DecodeSubscribe(uint8_t type, absl::string_view payload,
+                             SubscribeRecord* out);
 absl::Status DecodeUnsubscribe(absl::string_view payload,
                                std::vector<uint64_t>* out);
 absl::Status DecodeString(absl::string_view payload, StringRecord* out);

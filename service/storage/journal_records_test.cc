@@ -42,13 +42,65 @@ void ExpectSame(const std::vector<SubscriptionInput>& a,
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i].subscriber, b[i].subscriber) << i;
     EXPECT_EQ(a[i].predicates, b[i].predicates) << i;
+    EXPECT_EQ(a[i].branches, b[i].branches) << i;
   }
+}
+
+// Sample() and two "or" subscriptions (format version 3).
+std::vector<SubscriptionInput> SampleWithBranches() {
+  std::vector<SubscriptionInput> subs = Sample();
+  SubscriptionInput a;
+  a.subscriber = 3;
+  a.branches = {{{1, matcher::Op::kEq, 1, 0}},
+                {{1, matcher::Op::kEq, 2, 0}, {9, matcher::Op::kExists, 0, 0}},
+                {{2, matcher::Op::kNotIn, 0, 0, {5, INT64_MIN}}}};
+  subs.insert(subs.begin() + 1, a);
+  SubscriptionInput b;
+  b.subscriber = 4;
+  b.branches = {{{0, matcher::Op::kLt, 0, 0}}, {{0, matcher::Op::kGt, 9, 0}}};
+  subs.push_back(b);
+  return subs;
+}
+
+TEST(JournalRecordsTest, SubscribeWithBranchesRoundTrips) {
+  const std::vector<SubscriptionInput> subs = SampleWithBranches();
+  ASSERT_TRUE(HasBranches(subs));
+  ASSERT_FALSE(HasBranches(Sample()));
+  SubscribeRecord record;
+  ASSERT_TRUE(
+      DecodeSubscribe(kSubscribeOr, EncodeSubscribe(77, subs), &record).ok());
+  EXPECT_EQ(record.first_id, 77u);
+  ExpectSame(record.subscriptions, subs);
+  // The plain ones stay plain (one conjunction, in `predicates`).
+  EXPECT_TRUE(record.subscriptions[0].branches.empty());
+  EXPECT_EQ(record.subscriptions[1].branches.size(), 3u);
+}
+
+TEST(JournalRecordsTest, DamagedSubscribeOrIsDataLoss) {
+  const std::string payload = EncodeSubscribe(5, SampleWithBranches());
+  SubscribeRecord s;
+  for (size_t cut = 0; cut < payload.size(); ++cut) {
+    absl::Status status =
+        DecodeSubscribe(kSubscribeOr, payload.substr(0, cut), &s);
+    EXPECT_TRUE(absl::IsDataLoss(status)) << cut;
+  }
+  EXPECT_TRUE(
+      absl::IsDataLoss(DecodeSubscribe(kSubscribeOr, payload + "x", &s)));
+  // Zero conjunctions: the uint32 after the first subscriber id.
+  std::string zero = payload;
+  zero[12 + 4] = zero[12 + 5] = zero[12 + 6] = zero[12 + 7] = 0;
+  absl::Status status = DecodeSubscribe(kSubscribeOr, zero, &s);
+  EXPECT_THAT(status.message(), HasSubstr("subscribe or record"));
+  EXPECT_THAT(status.message(), HasSubstr("0 conjunctions"));
+  // Read as the plain form, the same bytes do not decode either.
+  EXPECT_TRUE(absl::IsDataLoss(DecodeSubscribe(kSubscribe, payload, &s)));
 }
 
 TEST(JournalRecordsTest, SubscribeRoundTrips) {
   const std::vector<SubscriptionInput> subs = Sample();
   SubscribeRecord record;
-  ASSERT_TRUE(DecodeSubscribe(EncodeSubscribe(123456789012ull, subs), &record)
+  ASSERT_TRUE(DecodeSubscribe(kSubscribe,
+                              EncodeSubscribe(123456789012ull, subs), &record)
                   .ok());
   EXPECT_EQ(record.first_id, 123456789012ull);
   ExpectSame(record.subscriptions, subs);
@@ -98,7 +150,8 @@ TEST(JournalRecordsTest, TruncatedOrExtendedPayloadsAreDataLoss) {
   NameRecord n;
   std::vector<uint64_t> u;
   for (size_t cut = 0; cut < subscribe.size(); ++cut) {
-    absl::Status status = DecodeSubscribe(subscribe.substr(0, cut), &s);
+    absl::Status status =
+        DecodeSubscribe(kSubscribe, subscribe.substr(0, cut), &s);
     ASSERT_TRUE(absl::IsDataLoss(status)) << cut << " " << status;
     EXPECT_THAT(status.message(), HasSubstr("subscribe record"));
   }
@@ -112,7 +165,8 @@ TEST(JournalRecordsTest, TruncatedOrExtendedPayloadsAreDataLoss) {
                                                    &u)))
         << cut;
   }
-  EXPECT_TRUE(absl::IsDataLoss(DecodeSubscribe(subscribe + "x", &s)));
+  EXPECT_TRUE(
+      absl::IsDataLoss(DecodeSubscribe(kSubscribe, subscribe + "x", &s)));
   EXPECT_TRUE(absl::IsDataLoss(DecodeName(kAttributeName, name + "x", &n)));
   EXPECT_TRUE(absl::IsDataLoss(DecodeUnsubscribe(unsubscribe + "x", &u)));
 }
@@ -126,7 +180,7 @@ TEST(JournalRecordsTest, ImpossibleValuesAreDataLoss) {
   // the last.
   for (char op : {0, 10, 13}) {
     bad_op[8 + 4 + 4 + 4 + 4] = op;  // first predicate's op
-    status = DecodeSubscribe(bad_op, &s);
+    status = DecodeSubscribe(kSubscribe, bad_op, &s);
     EXPECT_TRUE(absl::IsDataLoss(status));
     EXPECT_THAT(status.message(),
                 HasSubstr(absl::StrCat("unknown operator ", int{op})));
@@ -137,17 +191,17 @@ TEST(JournalRecordsTest, ImpossibleValuesAreDataLoss) {
   sets[0].predicates = {{1, matcher::Op::kIn, 0, 0, {5}}};
   std::string set = EncodeSubscribe(1, sets);
   set[8 + 4 + 4 + 4 + 4 + 1] = 0;  // the count's low byte
-  status = DecodeSubscribe(set, &s);
+  status = DecodeSubscribe(kSubscribe, set, &s);
   EXPECT_THAT(status.message(), HasSubstr("a set of 0 values"));
   set[8 + 4 + 4 + 4 + 4 + 1] = 2;
-  status = DecodeSubscribe(set, &s);
+  status = DecodeSubscribe(kSubscribe, set, &s);
   EXPECT_THAT(status.message(), HasSubstr("a set of 2 values"));
 
   subs[1].predicates.clear();
-  status = DecodeSubscribe(EncodeSubscribe(1, subs), &s);
+  status = DecodeSubscribe(kSubscribe, EncodeSubscribe(1, subs), &s);
   EXPECT_THAT(status.message(), HasSubstr("without predicates"));
 
-  status = DecodeSubscribe(EncodeSubscribe(0, Sample()), &s);
+  status = DecodeSubscribe(kSubscribe, EncodeSubscribe(0, Sample()), &s);
   EXPECT_THAT(status.message(), HasSubstr("first id 0"));
 
   std::string huge = EncodeUnsubscribe({1});
@@ -167,7 +221,7 @@ TEST(JournalRecordsTest, RandomBytesNeverCrash) {
   for (int trial = 0; trial < 2000; ++trial) {
     std::string data(rng() % 80, '\0');
     for (char& c : data) c = static_cast<char>(rng());
-    (void)DecodeSubscribe(data, &s);
+    (void)DecodeSubscribe(kSubscribe, data, &s);
     (void)DecodeName(kAttributeName, data, &n);
     (void)DecodeUnsubscribe(data, &u);
   }

@@ -23,9 +23,10 @@ namespace service {
 namespace {
 
 // Version 2 (issue 19) may hold string value frames (kStringValue, after
-// the names) and the ops of journal_records.h's version 2; a version 1
-// snapshot is read as before.
-constexpr uint32_t kSnapshotVersion = 2;
+// the names) and the ops of journal_records.h's version 2; version 3
+// (issue 44) kSnapshotOrSubscriptions frames. Older snapshots are read as
+// before.
+constexpr uint32_t kSnapshotVersion = 3;
 constexpr uint32_t kOldestSnapshotVersion = 1;
 constexpr size_t kSnapshotChunk = 4096;  // subscriptions per frame at most
 
@@ -61,10 +62,12 @@ absl::Status AddSubscriptions(const char* where, SubscribeRecord record,
       return Lost(absl::StrCat(where, ": unknown subscriber id ",
                                s.subscriber));
     }
-    for (const matcher::Predicate& p : s.predicates) {
-      if (p.attribute >= state->attributes.size()) {
-        return Lost(absl::StrCat(where, ": unknown attribute id ",
-                                 p.attribute));
+    for (size_t b = 0; b < s.conjunctions(); ++b) {
+      for (const matcher::Predicate& p : s.conjunction(b)) {
+        if (p.attribute >= state->attributes.size()) {
+          return Lost(absl::StrCat(where, ": unknown attribute id ",
+                                   p.attribute));
+        }
       }
     }
   }
@@ -112,9 +115,11 @@ absl::Status StoreState::Apply(const Frame& frame) {
       return ApplyName(frame.type, frame.payload, &attributes);
     case kSubscriberName:
       return ApplyName(frame.type, frame.payload, &subscribers);
-    case kSubscribe: {
+    case kSubscribe:
+    case kSubscribeOr: {
       SubscribeRecord record;
-      if (absl::Status s = DecodeSubscribe(frame.payload, &record); !s.ok()) {
+      if (absl::Status s = DecodeSubscribe(frame.type, frame.payload, &record);
+          !s.ok()) {
         return s;
       }
       return AddSubscriptions("journal subscribe record", std::move(record),
@@ -189,12 +194,15 @@ std::string EncodeSnapshot(const StoreState& state) {
     AppendFrame(kStringValue, EncodeString(s.attribute, s.code, s.bytes),
                 &out);
   }
-  // Runs of consecutive ids (at most kSnapshotChunk) in kSubscribe format.
+  // Runs of consecutive ids (at most kSnapshotChunk) in kSubscribe format,
+  // or kSubscribeOr's for a run with an "or" subscription.
   std::vector<SubscriptionInput> run;
   uint64_t run_first = 0;
   auto flush = [&] {
     if (run.empty()) return;
-    AppendFrame(kSnapshotSubscriptions, EncodeSubscribe(run_first, run), &out);
+    AppendFrame(HasBranches(run) ? kSnapshotOrSubscriptions
+                                 : kSnapshotSubscriptions,
+                EncodeSubscribe(run_first, run), &out);
     run.clear();
   };
   for (const auto& [id, subscription] : state.live) {
@@ -235,9 +243,18 @@ absl::Status DecodeSnapshot(absl::string_view data, StoreState* state) {
       case kStringValue:
         if (absl::Status s = state->Apply(frame); !s.ok()) return s;
         break;
-      case kSnapshotSubscriptions: {
+      case kSnapshotSubscriptions:
+      case kSnapshotOrSubscriptions: {
+        if (frame.type == kSnapshotOrSubscriptions && version < 3) {
+          return Lost(absl::StrCat("snapshot: an \"or\" subscriptions "
+                                   "frame in a version ", version,
+                                   " snapshot"));
+        }
         SubscribeRecord record;
-        if (absl::Status s = DecodeSubscribe(frame.payload, &record);
+        if (absl::Status s = DecodeSubscribe(
+                frame.type == kSnapshotSubscriptions ? kSubscribe
+                                                     : kSubscribeOr,
+                frame.payload, &record);
             !s.ok()) {
           return s;
         }

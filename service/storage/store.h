@@ -52,6 +52,8 @@ enum SnapshotRecordType : uint8_t {
   // Cluster mode: uint64, the subscription log position the snapshot
   // reflects; right after the header, absent when 0.
   kSnapshotLogPosition = 13,
+  // Version 3: a run of subscriptions in kSubscribeOr's form.
+  kSnapshotOrSubscriptions = 14,
 };
 
 struct StoreState {

@@ -61,7 +61,22 @@ void ExpectSameState(const StoreState& a, const StoreState& b) {
     EXPECT_EQ(ia->first, ib->first);
     EXPECT_EQ(ia->second.subscriber, ib->second.subscriber);
     EXPECT_EQ(ia->second.predicates, ib->second.predicates);
+    EXPECT_EQ(ia->second.branches, ib->second.branches);
   }
+}
+
+// An "or" subscription of `n` branches (format version 3).
+SubscriptionInput OrSub(uint32_t subscriber, uint32_t attribute, int64_t v,
+                        int n) {
+  SubscriptionInput s;
+  s.subscriber = subscriber;
+  for (int b = 0; b < n; ++b) {
+    s.branches.push_back({{attribute, matcher::Op::kEq, v + b, 0}});
+    if (b % 2 == 1) {
+      s.branches.back().push_back({attribute, matcher::Op::kIn, 0, 0, {v, -b}});
+    }
+  }
+  return s;
 }
 
 // A random history, as journal frames, with the state it must produce.
@@ -96,12 +111,17 @@ History RandomHistory(uint64_t seed, int steps) {
       std::vector<SubscriptionInput> subs;
       const int n = 1 + static_cast<int>(rng() % 6);
       for (int i = 0; i < n; ++i) {
-        subs.push_back(Sub(rng() % h.state.subscribers.size(),
-                           rng() % h.state.attributes.size(),
-                           static_cast<int64_t>(rng() % 100)));
+        const uint32_t subscriber = rng() % h.state.subscribers.size();
+        const uint32_t attribute = rng() % h.state.attributes.size();
+        const int64_t v = static_cast<int64_t>(rng() % 100);
+        subs.push_back(rng() % 4 == 0
+                           ? OrSub(subscriber, attribute, v,
+                                   2 + static_cast<int>(rng() % 4))
+                           : Sub(subscriber, attribute, v));
       }
       const uint64_t first = h.state.next_id + rng() % 3;  // gaps happen
-      add(kSubscribe, EncodeSubscribe(first, subs));
+      add(HasBranches(subs) ? kSubscribeOr : kSubscribe,
+          EncodeSubscribe(first, subs));
     } else {
       std::vector<uint64_t> ids;
       for (const auto& [id, s] : h.state.live) {
@@ -154,6 +174,38 @@ TEST(SnapshotTest, RoundTripsRandomStates) {
   StoreState empty, back;
   ASSERT_TRUE(DecodeSnapshot(EncodeSnapshot(empty), &back).ok());
   ExpectSameState(back, empty);
+}
+
+TEST(SnapshotTest, OrSubscriptionsNeedVersionThree) {
+  StoreState state;
+  state.attributes = {"a"};
+  state.subscribers = {"s"};
+  state.live.emplace(1, OrSub(0, 0, 5, 3));
+  state.live.emplace(2, Sub(0, 0, 5));
+  state.next_id = 3;
+  StoreState back;
+  ASSERT_TRUE(DecodeSnapshot(EncodeSnapshot(state), &back).ok());
+  ExpectSameState(back, state);
+  ASSERT_EQ(back.live.at(1).branches.size(), 3u);
+  // The same frames under a version 2 header are damage.
+  auto snapshot = [&](uint32_t version) {
+    std::string out, header, end;
+    PutFixed32(version, &header);
+    PutFixed64(2, &header);
+    AppendFrame(kSnapshotHeader, header, &out);
+    AppendFrame(kAttributeName, EncodeName(0, "a"), &out);
+    AppendFrame(kSubscriberName, EncodeName(0, "s"), &out);
+    std::vector<SubscriptionInput> run = {OrSub(0, 0, 5, 2)};
+    AppendFrame(kSnapshotOrSubscriptions, EncodeSubscribe(1, run), &out);
+    PutFixed64(1, &end);
+    AppendFrame(kSnapshotEnd, end, &out);
+    return out;
+  };
+  ASSERT_TRUE(DecodeSnapshot(snapshot(3), &back).ok());
+  EXPECT_EQ(back.live.at(1).branches.size(), 2u);
+  absl::Status old = DecodeSnapshot(snapshot(2), &back);
+  EXPECT_TRUE(absl::IsDataLoss(old));
+  EXPECT_THAT(old.message(), HasSubstr("in a version 2 snapshot"));
 }
 
 // Property: every truncation of a snapshot is DATA_LOSS (a snapshot is

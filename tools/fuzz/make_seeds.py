@@ -185,6 +185,51 @@ def validation_seeds():
                   f"json-{k}-{limits}", data)
 
 
+    # "Or" (any_of): branches that match together, a group of existence
+    # tests, an expansion past the small limits' --max_or_expansion (4).
+    or_filters = encode("SubscribeRequest", r"""
+      subscriptions { subscriber: "ivy"
+        predicates { attribute: "k" op: OP_EQ value: 1 }
+        any_of {
+          alternatives { predicates { attribute: "a" op: OP_EQ value: 1 } }
+          alternatives { predicates { attribute: "b" op: OP_EQ string_value: "x" }
+                         predicates { attribute: "a" op: OP_NE value: 1 } } } }
+      subscriptions { subscriber: "ivy"
+        any_of {
+          alternatives { predicates { attribute: "a" op: OP_GE value: 0 } }
+          alternatives { predicates { attribute: "b" op: OP_PREFIX string_value: "x" } } }
+        any_of {
+          alternatives { predicates { attribute: "k" op: OP_EXISTS } }
+          alternatives { predicates { attribute: "k" op: OP_NOT_EXISTS } } } }
+    """)
+    or_over = encode("SubscribeRequest", r"""
+      subscriptions { subscriber: "ivy"
+        any_of {
+          alternatives { predicates { attribute: "a" op: OP_EQ value: 1 } }
+          alternatives { predicates { attribute: "a" op: OP_EQ value: 2 } }
+          alternatives { predicates { attribute: "a" op: OP_EQ value: 3 } } }
+        any_of {
+          alternatives { predicates { attribute: "k" op: OP_EQ value: 1 } }
+          alternatives { predicates { attribute: "k" op: OP_EQ value: 2 } } } }
+    """)
+    or_events = encode("PublishRequest", r"""
+      events { attributes { name: "k" value: 1 } attributes { name: "a" value: 1 }
+               attributes { name: "b" string_value: "x" } }
+      events { attributes { name: "k" value: 1 } attributes { name: "a" value: 2 }
+               attributes { name: "b" string_value: "xy" } }
+      events { attributes { name: "a" value: -1 } }
+      events { json: '{"k": 1, "a": [1, 2], "b": ["x", "z"]}' }
+      return_ids: true
+    """)
+    for limits in (0, 1):
+        data = bytes([limits]) + section(0, or_filters) + section(2, or_events)
+        data += section(0, or_over) + section(1, encode(
+            "UnsubscribeRequest", "subscription_ids: [1]"))
+        data += section(2, or_events)
+        write("service/model/testdata/validation_fuzzer", f"or-{limits}",
+              data)
+
+
 def parse_seeds():
     """[parser byte: 0 subscription, 1 event] then the text."""
     subscriptions = [

@@ -106,16 +106,22 @@ class FakeServer:
 
     Each method's first `fail` calls end with `code` (UNAVAILABLE by
     default); later ones answer (after `delay` seconds). `calls` counts the
-    calls per method name, failed ones included.
+    calls per method name, failed ones included. ParseFilter answers
+    `parsed` (default: the predicate x = 1); `subscribed` keeps the
+    SubscribeRequests answered.
     """
 
     def __init__(self,
                  fail: int = 0,
                  delay: float = 0.0,
-                 code: grpc.StatusCode = grpc.StatusCode.UNAVAILABLE) -> None:
+                 code: grpc.StatusCode = grpc.StatusCode.UNAVAILABLE,
+                 parsed: Optional[pb.ParseFilterResponse] = None) -> None:
         self.fail = fail
         self.delay = delay
         self.code = code
+        self.parsed = parsed or pb.ParseFilterResponse(
+            predicates=[pb.Predicate(attribute="x", op=pb.OP_EQ, value=1)])
+        self.subscribed: List[pb.SubscribeRequest] = []
         self.calls: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
@@ -151,12 +157,12 @@ class _FakeServicer(pb_grpc.PubSubServicer):
     def ParseFilter(self, request: pb.ParseFilterRequest,
                     context: grpc.ServicerContext) -> pb.ParseFilterResponse:
         self._fake.enter("ParseFilter", context)
-        return pb.ParseFilterResponse(
-            predicates=[pb.Predicate(attribute="x", op=pb.OP_EQ, value=1)])
+        return self._fake.parsed
 
     def Subscribe(self, request: pb.SubscribeRequest,
                   context: grpc.ServicerContext) -> pb.SubscribeResponse:
         self._fake.enter("Subscribe", context)
+        self._fake.subscribed.append(request)
         return pb.SubscribeResponse(
             subscription_ids=range(1,
                                    len(request.subscriptions) + 1))

@@ -1,10 +1,11 @@
 """Randomized differential check: cohortd's matches against cohort.matches.
 
 Property: for random subscriptions (every operator, int and string
-operands, attributes sent with either type) and random events, the ids
-Publish returns are exactly those of the live subscriptions whose
-predicates the brute-force reference matcher says hold, before and after
-unsubscribing a random part of them.
+operands, attributes sent with either type; one in three with "or"
+groups) and random events, the ids Publish returns are exactly those of
+the live subscriptions whose filters the brute-force reference matcher
+says hold, each once, before and after unsubscribing a random part of
+them.
 """
 
 from __future__ import annotations
@@ -97,10 +98,29 @@ def random_predicate(rng: random.Random) -> Filter:
     return a.exists() if kind == 10 else a.not_exists()
 
 
-def random_filter(rng: random.Random) -> Filter:
+def random_conjunction(rng: random.Random, most: int) -> Filter:
+    """1 to `most` random predicates."""
     f = random_predicate(rng)
-    for _ in range(rng.randrange(3)):
+    for _ in range(rng.randrange(most)):
         f = f & random_predicate(rng)
+    return f
+
+
+def random_filter(rng: random.Random) -> Filter:
+    """A conjunction of 1 to 3 predicates, or (one time in three) an "or":
+    a group of 2 to 4 conjunctions, sometimes beside predicates, a group
+    inside an alternative (distributed by |) or a second group."""
+    if rng.random() < 2 / 3:
+        return random_conjunction(rng, 3)
+    f = random_conjunction(rng, 2)
+    if rng.random() < 0.2:
+        f = f & (random_predicate(rng) | random_predicate(rng))
+    for _ in range(rng.randint(1, 3)):
+        f = f | random_conjunction(rng, 2)
+    if rng.random() < 0.5:
+        f = random_conjunction(rng, 2) & f
+    if rng.random() < 0.3:
+        f = f & (random_predicate(rng) | random_conjunction(rng, 2))
     return f
 
 
@@ -160,6 +180,14 @@ def run_differential(client: cohort.Client, seed: int, text: bool) -> None:
     events = [random_event(rng) for _ in range(500)]
     matched = check_against_reference(client, live, events)
     assert matched > 500  # the workload is not vacuous
+    # Some events match or-subscriptions, some of them in several
+    # alternatives at once (then counted once).
+    ors = {sid: f for sid, f in live.items() if f.any_of}
+    assert len(ors) > 50
+    several = sum(1 for e in events for f in ors.values()
+                  if sum(1 for c in f.conjunctions()
+                         if cohort.matches(list(c), e)) > 1)
+    assert several > 20, several
     gone = rng.sample(sorted(live), len(live) // 3)
     client.unsubscribe(gone)
     for sid in gone:

@@ -40,6 +40,7 @@ from cohort._base import (DEFAULT_BATCH, DEFAULT_TIMEOUT, DEFAULT_WINDOW,
                           ChannelOptions, ClientBase, Deadline, ListenerBase,
                           refused_before_matching, retryable)
 from cohort._errors import error_for, from_rpc_error
+from cohort._filters import Filter, fill_spec
 from cohort._options import TLS, Retry
 from cohort.v1 import pubsub_pb2 as pb
 from cohort.v1 import pubsub_pb2_grpc as pb_grpc
@@ -141,24 +142,28 @@ class Client(ClientBase):
         self._note_position(getattr(response, "log_position"))
         return response
 
-    def _predicates(self, filter: FilterLike,
-                    timeout: Optional[float]) -> List[pb.Predicate]:
+    def _filter(self, filter: FilterLike,
+                timeout: Optional[float]) -> Filter:
         text = _convert.filter_text(filter)
         if text is not None:
             return self.parse_filter(text, timeout=timeout)
-        return _convert.predicates(filter)
+        return _convert.to_filter(filter)
 
     # The API.
 
     def parse_filter(self,
                      text: Union[str, Mapping[str, Any]],
                      *,
-                     timeout: Optional[float] = None) -> List[pb.Predicate]:
+                     timeout: Optional[float] = None) -> Filter:
         """Parses a filter on the server (ParseFilter RPC).
 
         text is CLI filter text, or an Event Ruler pattern or SNS filter
-        policy: a dict, or its JSON text. Returns the predicates, in the
-        order written. Raises InvalidArgument with the server's message
+        policy: a dict, or its JSON text. Returns a cohort.Filter: the
+        predicates in the order written (.predicates) and the "or" groups
+        (.any_of: text's `or` and parentheses, a pattern's "$or"), as
+        ParseFilterResponse has them (Filter.from_spec; a group of one
+        alternative joins the predicates); subscribe() takes it as it is.
+        Raises InvalidArgument with the server's message
         (for text, the column, the input echoed and carets under the
         mistake; for a pattern, the place, as "pattern: at
         detail.state[0]: ...") for a bad filter; retried on UNAVAILABLE.
@@ -171,7 +176,7 @@ class Client(ClientBase):
                               pb.ParseFilterRequest(filter=text),
                               timeout,
                               idempotent=True)
-        return list(response.predicates)
+        return Filter.from_spec(response)
 
     def subscribe(self,
                   subscriber: str,
@@ -183,8 +188,10 @@ class Client(ClientBase):
         Each filter is CLI text ("price <= 500 and kind = 7", parsed by the
         server's ParseFilter first), an Event Ruler pattern or SNS filter
         policy (a dict such as {"detail": {"price": [{"numeric": ["<=",
-        500]}]}}, or its JSON text; ParseFilter too), a Filter from F, one
-        pb Predicate or a sequence of them. The Subscribe is all or nothing and never retried.
+        500]}]}}, or its JSON text; ParseFilter too), a Filter from F
+        (with "or" groups: SubscriptionSpec.any_of), one pb Predicate or a
+        sequence of them (a conjunction). The Subscribe is all or nothing
+        and never retried.
         Returns the new ids, one per filter, in order.
         """
         if not isinstance(subscriber, str):
@@ -193,7 +200,7 @@ class Client(ClientBase):
         request = pb.SubscribeRequest()
         for f in (filter,) + more:
             spec = request.subscriptions.add(subscriber=subscriber)
-            spec.predicates.extend(self._predicates(f, deadline.remaining()))
+            fill_spec(spec, self._filter(f, deadline.remaining()))
         response = self._change(self._stub.Subscribe, request,
                                 deadline.remaining())
         return list(response.subscription_ids)

@@ -6,7 +6,8 @@ str: its UTF-8 bytes as a string value; bytes: a string value), as nested
 mappings (a value that is a dict, list, tuple, bool or None makes the whole
 mapping a JSON event, sent as Event.json) or as prebuilt pb.Event messages; filters as CLI text (parsed by the
 server), an Event Ruler pattern or SNS filter policy (a dict, sent to the
-server as JSON), a Filter, one pb.Predicate or a sequence of them. This module
+server as JSON), a Filter (predicates and "or" groups), one pb.Predicate or
+a sequence of them. This module
 holds the conversions, the request builders of the publish paths (the hot
 path of publish_stream: one upb call per attribute) and Delivery.
 """
@@ -26,8 +27,8 @@ AttributeValue = Union[int, float, str, bytes]
 # An event: attribute name -> value, a nested mapping (a JSON event: any
 # JSON value), or a prebuilt message.
 EventLike = Union[Mapping[str, AttributeValue], Mapping[str, Any], pb.Event]
-# A filter: CLI text or a pattern (both sent to ParseFilter), a Filter, or pb
-# predicates.
+# A filter: CLI text or a pattern (both sent to ParseFilter), a Filter (with
+# "or" groups or without), or pb predicates (a conjunction).
 FilterLike = Union[str, Mapping[str, Any], Filter, pb.Predicate,
                    Sequence[pb.Predicate]]
 # A payload for every event, or one per event.
@@ -240,12 +241,14 @@ def filter_text(filter: FilterLike) -> Optional[str]:
     return None
 
 
-def predicates(filter: FilterLike) -> List[pb.Predicate]:
-    """The predicates of a filter that is no text (text goes to ParseFilter)."""
+def to_filter(filter: FilterLike) -> Filter:
+    """The Filter of a filter that is no text (text goes to ParseFilter):
+    a Filter itself, one pb.Predicate, or a non-empty sequence of them (a
+    conjunction)."""
     if isinstance(filter, Filter):
-        return list(filter.predicates)
+        return filter
     if isinstance(filter, pb.Predicate):
-        return [filter]
+        return Filter((filter,))
     if isinstance(filter, (str, bytes, Mapping)):
         raise TypeError("a text filter or a pattern is parsed by the server "
                         "(Client.parse_filter)")
@@ -256,7 +259,7 @@ def predicates(filter: FilterLike) -> List[pb.Predicate]:
                             f"got {type(p).__name__}")
     if not result:
         raise ValueError("filter: at least one predicate")
-    return result
+    return Filter(result)
 
 
 # A JSON literal as Python has it, by pb.Literal number.

@@ -1,16 +1,19 @@
-"""Typed filter builders: F("price") <= 500, combined with & into a Filter.
+"""Typed filter builders: F("price") <= 500, combined with & ("and") and
+| ("or") into a Filter.
 
-A Filter is a conjunction of predicates (cohort.v1.Predicate), the
-`predicates` of one SubscriptionSpec:
+A Filter is what one SubscriptionSpec matches: a conjunction of predicates
+(cohort.v1.Predicate), its `predicates`, and "or" groups, its `any_of`:
 
     from cohort import F
     f = (F("price") <= 500) & (F("kind") == "order") & F("coupon").not_exists()
+    g = (F("kind") == "order") & ((F("price") <= 500) | F("vip").exists())
 
-Python's & binds tighter than comparisons, so each comparison needs its
-parentheses: `F("price") <= 500 & F("kind") == 7` would mean
+Python's & and | bind tighter than comparisons, so each comparison needs
+its parentheses: `F("price") <= 500 & F("kind") == 7` would mean
 `F("price") <= (500 & F("kind")) == 7`; F raises TypeError for that (and
-for `and`, which would silently drop a side) instead of building a wrong
-filter.
+for `and`/`or`, which would silently drop a side) instead of building a
+wrong filter. & binds tighter than |, as "and" binds tighter than "or" in
+the CLI grammar: `a & b | c` is `(a & b) | c`.
 
 Values are int (an int64 operand; bool is refused with TypeError, an int
 outside int64 with ValueError), float (a number that may have a fraction:
@@ -22,6 +25,7 @@ by byte, unsigned, in ranges.
 
 from __future__ import annotations
 
+import itertools
 import math
 from decimal import Decimal
 from typing import Iterable, List, Optional, Sequence, Tuple, Union
@@ -40,8 +44,24 @@ INT64_MAX = (1 << 63) - 1
 # fraction (pubsub.proto, DoubleList).
 EXACT_DOUBLE_INTEGERS = 1 << 53
 
-_PARENTHESES = ("combine comparisons with & and parenthesize each one: "
-                "(F('price') <= 500) & (F('kind') == 7)")
+_PARENTHESES = ("combine comparisons with & (and) or | (or) and "
+                "parenthesize each one: (F('price') <= 500) & (F('kind') == 7)")
+
+# A conjunction: predicates that must all hold.
+Conjunction = Tuple[pb.Predicate, ...]
+# An "or" group: holds iff one of its alternatives (conjunctions) holds.
+Group = Tuple[Conjunction, ...]
+# A Filter's predicate or group, in the order written.
+Item = Union[pb.Predicate, Group]
+# What Filter(any_of=...) takes for a group and for one of its
+# alternatives.
+AlternativeLike = Union[pb.Conjunction, Iterable[pb.Predicate]]
+GroupLike = Union[pb.AnyOf, Iterable[AlternativeLike]]
+
+# The most alternatives | builds into one group, and the most conjunctions
+# Filter.conjunctions() expands into: the largest --max_or_expansion a
+# server takes (its default is 150).
+MAX_ALTERNATIVES = 1024
 
 
 def operand(value: object, what: str) -> Checked:
@@ -107,51 +127,191 @@ def format_double(value: float) -> str:
 
 
 class Filter:
-    """A conjunction of predicates: what one subscription matches.
+    """What one subscription matches: predicates that must all hold, and
+    "or" groups of which each must have an alternative that holds.
 
-    Built with F and &; also from pb Predicates (Filter(predicates)).
-    Immutable: & returns a new Filter. str(f) is the filter in the CLI's
-    grammar (filter/README.md), which parse_filter() reads back.
+    Built with F, & ("and") and | ("or"); also from pb messages:
+    Filter(predicates), Filter(predicates, any_of=groups) or
+    Filter.from_spec(spec_or_parse_filter_response). Immutable: & and |
+    return new Filters.
+
+    - `a & b` concatenates the predicates and the groups of both sides
+      (a's first).
+    - `a | b` is one group whose alternatives are the conjunctions of a
+      (its disjunctive normal form: a Filter with groups is distributed
+      into one conjunction per way of taking one alternative from every
+      group, in the order written; conjunctions() gives them) followed by
+      those of b; more than MAX_ALTERNATIVES (1024) of them is a
+      ValueError. So `a | b | c` is one group of three alternatives, and
+      `(a | b) & c | d` one of [a, c], [b, c], [d], as the CLI grammar
+      reads `(a or b) and c or d`.
+    - A group of one alternative is no "or": its predicates join the
+      Filter's predicates where it stood, so a Filter made of one
+      alternative is plain predicates (any_of empty) and prints as before.
+
+    Python's & binds tighter than |, as "and" binds tighter than "or" in
+    the CLI grammar: `a & b | c` is `(a & b) | c`; write `a & (b | c)`
+    for the other. Comparisons bind looser than both, so each comparison
+    needs its own parentheses: `(F("a") == 1) | (F("b") == 2)`.
+
+    str(f) is the filter in the CLI's grammar (filter/README.md), which
+    parse_filter() reads back (format_filter says how it is written);
+    repr(f) is Filter('<that text>'). Two Filters are equal (==) when they
+    make the same SubscriptionSpec: their predicates and their groups are
+    equal, in order. It is a comparison of structure, so filters that
+    mean the same but are written differently (a | b and b | a) are not
+    equal. len(f) is the number of predicates written: f.predicates and
+    those of every alternative. A Filter has no truth value (TypeError),
+    so `and`, `or` and `not` on filters fail instead of silently dropping
+    a side; it is unhashable.
     """
 
-    __slots__ = ("_predicates",)
+    # _items: the predicates and groups in the order written (a & b is a's
+    # then b's), which orders each conjunction of the normal form as the
+    # CLI grammar's parser does; _predicates and _any_of: the predicates
+    # and the groups apart, as a SubscriptionSpec has them.
+    __slots__ = ("_items", "_predicates", "_any_of")
 
-    def __init__(self, predicates: Iterable[pb.Predicate]) -> None:
-        copies: List[pb.Predicate] = []
-        for p in predicates:
-            if not isinstance(p, pb.Predicate):
-                raise TypeError("Filter: expected cohort.v1 Predicate, got "
-                                f"{type(p).__name__}")
-            copy = pb.Predicate()
-            copy.CopyFrom(p)
-            copies.append(copy)
-        self._predicates: Tuple[pb.Predicate, ...] = tuple(copies)
+    def __init__(self,
+                 predicates: Iterable[pb.Predicate] = (),
+                 any_of: Iterable[GroupLike] = ()) -> None:
+        """predicates: pb Predicates; any_of: groups, each a pb.AnyOf or a
+        sequence of alternatives, each a pb.Conjunction or a sequence of pb
+        Predicates. The messages are copied. A group needs at least one
+        alternative, an alternative at least one predicate (ValueError)."""
+        own = _copies(predicates, "Filter")
+        if isinstance(any_of, (str, bytes, pb.Predicate, pb.AnyOf)):
+            raise TypeError("Filter: any_of is a sequence of groups, got "
+                            f"{type(any_of).__name__}")
+        groups: List[Group] = []
+        for i, group in enumerate(any_of):
+            alternatives = (group.alternatives
+                            if isinstance(group, pb.AnyOf) else group)
+            if isinstance(alternatives,
+                          (str, bytes, pb.Predicate, pb.Conjunction)):
+                raise TypeError(
+                    f"Filter: any_of[{i}]: a group is a pb.AnyOf or a "
+                    "sequence of alternatives (each a sequence of "
+                    f"Predicates), got {type(alternatives).__name__}")
+            alts: List[Conjunction] = []
+            for j, alternative in enumerate(alternatives):
+                items = (alternative.predicates if isinstance(
+                    alternative, pb.Conjunction) else alternative)
+                if isinstance(items, (str, bytes, pb.Predicate)):
+                    raise TypeError(
+                        f"Filter: any_of[{i}].alternatives[{j}]: an "
+                        "alternative is a pb.Conjunction or a sequence of "
+                        f"Predicates, got {type(items).__name__}")
+                alts.append(
+                    _copies(items, f"Filter: any_of[{i}].alternatives[{j}]"))
+            groups.append(tuple(alts))
+        _check_groups(groups)
+        self._set([*own, *groups])
+
+    def _set(self, items: Iterable[Item]) -> None:
+        """Sets the items, a group of one alternative spliced in as its
+        predicates (it is no "or")."""
+        flat: List[Item] = []
+        for item in items:
+            if isinstance(item, tuple) and len(item) == 1:
+                flat.extend(item[0])
+            else:
+                flat.append(item)
+        self._items: Tuple[Item, ...] = tuple(flat)
+        self._predicates: Conjunction = tuple(
+            i for i in flat if isinstance(i, pb.Predicate))
+        self._any_of: Tuple[Group, ...] = tuple(
+            i for i in flat if isinstance(i, tuple))
+
+    @classmethod
+    def _of(cls, items: Iterable[Item]) -> Filter:
+        """A Filter of items that are already Filters' own (not copied)."""
+        f = cls.__new__(cls)
+        f._set(items)
+        return f
+
+    @classmethod
+    def from_spec(
+            cls, message: Union[pb.SubscriptionSpec,
+                                pb.ParseFilterResponse]) -> Filter:
+        """The Filter of a SubscriptionSpec or a ParseFilterResponse: its
+        predicates and any_of (a spec's subscriber is not part of it)."""
+        if not isinstance(message,
+                          (pb.SubscriptionSpec, pb.ParseFilterResponse)):
+            raise TypeError("Filter.from_spec: expected cohort.v1 "
+                            "SubscriptionSpec or ParseFilterResponse, got "
+                            f"{type(message).__name__}")
+        return cls(message.predicates, message.any_of)
+
+    def to_spec(self, subscriber: str = "") -> pb.SubscriptionSpec:
+        """A SubscriptionSpec with these predicates and any_of (for
+        Client.subscribe_specs)."""
+        spec = pb.SubscriptionSpec(subscriber=subscriber)
+        fill_spec(spec, self)
+        return spec
 
     @property
-    def predicates(self) -> Tuple[pb.Predicate, ...]:
-        """The predicates, in order (do not modify them)."""
+    def predicates(self) -> Conjunction:
+        """The predicates that must all hold, in order (do not modify
+        them)."""
         return self._predicates
+
+    @property
+    def any_of(self) -> Tuple[Group, ...]:
+        """The "or" groups, in order: each a tuple of alternatives (at least
+        two), each a tuple of predicates (at least one); empty for a plain
+        conjunction. SubscriptionSpec.any_of, as tuples."""
+        return self._any_of
+
+    @property
+    def expansion(self) -> int:
+        """How many conjunctions the Filter expands into: the product of
+        its groups' sizes (1 without groups). The server refuses a
+        subscription above --max_or_expansion (default 150)."""
+        return math.prod(len(g) for g in self._any_of)
+
+    def conjunctions(self) -> Tuple[Conjunction, ...]:
+        """The disjunctive normal form: one conjunction per way of taking
+        one alternative from every group (the first group's choice varying
+        slowest), each the predicates and the alternatives taken in the
+        order written (`(a | b) & c` gives [a, c], [b, c]), as the CLI
+        grammar's parser distributes. The Filter holds iff one of them
+        does. ValueError if there would be more than MAX_ALTERNATIVES
+        (1024)."""
+        count = self.expansion
+        if count > MAX_ALTERNATIVES:
+            raise ValueError(
+                f"Filter: {count} conjunctions in its disjunctive normal "
+                f"form, more than {MAX_ALTERNATIVES}")
+        out: List[Conjunction] = []
+        for choice in itertools.product(*self._any_of):
+            taken = iter(choice)
+            conjunction: List[pb.Predicate] = []
+            for item in self._items:
+                if isinstance(item, pb.Predicate):
+                    conjunction.append(item)
+                else:
+                    conjunction.extend(next(taken))
+            out.append(tuple(conjunction))
+        return tuple(out)
 
     def __and__(
             self, other: Union[Filter, pb.Predicate,
                                Iterable[pb.Predicate]]) -> Filter:
-        if isinstance(other, F):
-            raise TypeError(f"& with a bare F: {_PARENTHESES}")
-        if isinstance(other, Filter):
-            return Filter(self._predicates + other._predicates)
-        if isinstance(other, pb.Predicate):
-            return Filter(self._predicates + (other,))
-        if isinstance(other, (str, bytes, int)):
-            raise TypeError(f"& with {type(other).__name__}: {_PARENTHESES}")
-        return Filter(self._predicates + tuple(other))
+        return Filter._of(self._items + _side(other, "&")._items)
 
     def __rand__(self, other: Union[pb.Predicate,
                                     Iterable[pb.Predicate]]) -> Filter:
-        if isinstance(other, (str, bytes, int)):
-            raise TypeError(f"& with {type(other).__name__}: {_PARENTHESES}")
-        if isinstance(other, pb.Predicate):
-            return Filter((other,) + self._predicates)
-        return Filter(tuple(other) + self._predicates)
+        return Filter._of(_side(other, "&")._items + self._items)
+
+    def __or__(
+            self, other: Union[Filter, pb.Predicate,
+                               Iterable[pb.Predicate]]) -> Filter:
+        return _either(self, _side(other, "|"))
+
+    def __ror__(self, other: Union[pb.Predicate,
+                                   Iterable[pb.Predicate]]) -> Filter:
+        return _either(_side(other, "|"), self)
 
     def __bool__(self) -> bool:
         raise TypeError(f"a Filter has no truth value ('and', 'or' and chained "
@@ -160,18 +320,91 @@ class Filter:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Filter):
             return NotImplemented
-        return self._predicates == other._predicates
+        return (self._predicates == other._predicates and
+                self._any_of == other._any_of)
 
     __hash__ = None  # type: ignore[assignment]
 
     def __len__(self) -> int:
-        return len(self._predicates)
+        return len(self._predicates) + sum(
+            len(alt) for group in self._any_of for alt in group)
 
     def __str__(self) -> str:
-        return format_predicates(self._predicates)
+        return _format(self._predicates, self._any_of)
 
     def __repr__(self) -> str:
         return f"Filter({str(self)!r})"
+
+
+def _copies(predicates: Iterable[pb.Predicate], what: str) -> Conjunction:
+    """Copies of pb Predicates; TypeError for anything else."""
+    copies: List[pb.Predicate] = []
+    for p in predicates:
+        if not isinstance(p, pb.Predicate):
+            raise TypeError(f"{what}: expected cohort.v1 Predicate, got "
+                            f"{type(p).__name__}")
+        copy = pb.Predicate()
+        copy.CopyFrom(p)
+        copies.append(copy)
+    return tuple(copies)
+
+
+def _check_groups(any_of: Sequence[Group]) -> None:
+    """The server's rules for any_of: no group without alternatives, no
+    alternative without predicates."""
+    for i, group in enumerate(any_of):
+        if not group:
+            raise ValueError(f"Filter: any_of[{i}]: a group needs at least "
+                             "one alternative")
+        for j, alternative in enumerate(group):
+            if not alternative:
+                raise ValueError(
+                    f"Filter: any_of[{i}].alternatives[{j}]: an alternative "
+                    "needs at least one predicate")
+
+
+def _side(other: object, operator: str) -> Filter:
+    """The other operand of & or |: a Filter, one pb.Predicate or pb
+    Predicates (a conjunction)."""
+    if isinstance(other, F):
+        raise TypeError(f"{operator} with a bare F: {_PARENTHESES}")
+    if isinstance(other, Filter):
+        return other
+    if isinstance(other, pb.Predicate):
+        return Filter((other,))
+    if isinstance(other, (str, bytes, int, float)) or not isinstance(
+            other, Iterable):
+        raise TypeError(
+            f"{operator} with {type(other).__name__}: {_PARENTHESES}")
+    return Filter(other)
+
+
+def _either(a: Filter, b: Filter) -> Filter:
+    """a | b: one group, a's conjunctions then b's."""
+    for side in (a, b):
+        if not side.predicates and not side.any_of:
+            raise ValueError("|: a Filter of no predicates has no "
+                             "alternative to offer (an empty conjunction "
+                             "holds for every event, and the server refuses "
+                             "it)")
+    count = a.expansion + b.expansion
+    if count > MAX_ALTERNATIVES:
+        raise ValueError(
+            f"|: {count} alternatives ({a.expansion} on the left, "
+            f"{b.expansion} on the right, each side's disjunctive normal "
+            f"form), more than {MAX_ALTERNATIVES}; the server takes at most "
+            "--max_or_expansion of them (default 150): split the filter "
+            "into several subscriptions")
+    return Filter._of((a.conjunctions() + b.conjunctions(),))
+
+
+def fill_spec(spec: pb.SubscriptionSpec, f: Filter) -> None:
+    """Appends f's predicates and any_of to spec."""
+    spec.predicates.extend(f.predicates)
+    for group in f.any_of:
+        message = spec.any_of.add()
+        for alternative in group:
+            message.alternatives.add().predicates.extend(alternative)
 
 
 class F:
@@ -382,6 +615,11 @@ class F:
 
     __rand__ = __and__
 
+    def __or__(self, other: object) -> Filter:
+        raise TypeError(f"F({self.attribute!r}) | ...: {_PARENTHESES}")
+
+    __ror__ = __or__
+
     def __bool__(self) -> bool:
         raise TypeError(
             f"F({self.attribute!r}) has no truth value: {_PARENTHESES}")
@@ -481,3 +719,49 @@ def format_predicate(p: pb.Predicate) -> str:
 def format_predicates(predicates: Iterable[pb.Predicate]) -> str:
     """A conjunction in the CLI's grammar: 'a = 1 and b prefix "x"'."""
     return " and ".join(format_predicate(p) for p in predicates)
+
+
+# What format_filter and cohort.matches take: a Filter, a SubscriptionSpec,
+# a ParseFilterResponse, or pb Predicates (a conjunction).
+SpecLike = Union[Filter, pb.SubscriptionSpec, pb.ParseFilterResponse,
+                 Iterable[pb.Predicate]]
+
+
+def spec_parts(
+    filter: SpecLike
+) -> Tuple[Sequence[pb.Predicate], Sequence[Sequence[Sequence[pb.Predicate]]]]:
+    """The predicates and the groups (of alternatives, of predicates) of
+    filter, as they are: a message's any_of is not checked or changed."""
+    if isinstance(filter, Filter):
+        return filter.predicates, filter.any_of
+    if isinstance(filter, (pb.SubscriptionSpec, pb.ParseFilterResponse)):
+        return filter.predicates, [[alt.predicates for alt in group.alternatives]
+                                   for group in filter.any_of]
+    if isinstance(filter, (str, bytes, pb.Predicate)):
+        raise TypeError("expected a Filter, a cohort.v1 SubscriptionSpec or "
+                        "ParseFilterResponse, or a sequence of Predicates; got "
+                        f"{type(filter).__name__}")
+    return list(filter), []
+
+
+def _format(predicates: Sequence[pb.Predicate],
+            any_of: Sequence[Sequence[Sequence[pb.Predicate]]]) -> str:
+
+    def group(alternatives: Sequence[Sequence[pb.Predicate]]) -> str:
+        return " or ".join(format_predicates(a) for a in alternatives)
+
+    if not predicates and len(any_of) == 1:
+        return group(any_of[0])
+    return " and ".join([format_predicate(p) for p in predicates] +
+                        [f"({group(g)})" for g in any_of])
+
+
+def format_filter(filter: SpecLike) -> str:
+    """A filter with "or" in the CLI's grammar, as its printer writes it:
+    the predicates joined by " and ", then each group appended as
+    " and (alt or alt ...)", an alternative its predicates joined by
+    " and "; with no predicates and one group, the group without
+    parentheses: 'a = 1 or b = 2 and c = 3'. Without groups, exactly
+    format_predicates. Takes a Filter, a SubscriptionSpec, a
+    ParseFilterResponse or predicates; str(Filter) is this."""
+    return _format(*spec_parts(filter))

@@ -31,6 +31,7 @@ from cohort._base import (DEFAULT_BATCH, DEFAULT_TIMEOUT, DEFAULT_WINDOW,
 from cohort._convert import (Delivery, EventLike, FilterLike, Payload,
                              StreamItem)
 from cohort._errors import from_rpc_error
+from cohort._filters import Filter, fill_spec
 from cohort._options import TLS, Retry
 from cohort.v1 import pubsub_pb2 as pb
 from cohort.v1 import pubsub_pb2_grpc as pb_grpc
@@ -111,18 +112,18 @@ class Client(ClientBase):
         self._note_position(getattr(response, "log_position"))
         return response
 
-    async def _predicates(self, filter: FilterLike,
-                          timeout: Optional[float]) -> List[pb.Predicate]:
+    async def _filter(self, filter: FilterLike,
+                      timeout: Optional[float]) -> Filter:
         text = _convert.filter_text(filter)
         if text is not None:
             return await self.parse_filter(text, timeout=timeout)
-        return _convert.predicates(filter)
+        return _convert.to_filter(filter)
 
     async def parse_filter(
             self,
             text: Union[str, Mapping[str, Any]],
             *,
-            timeout: Optional[float] = None) -> List[pb.Predicate]:
+            timeout: Optional[float] = None) -> Filter:
         """See cohort.Client.parse_filter."""
         if isinstance(text, Mapping):
             text = _convert.filter_text(text) or ""
@@ -132,7 +133,7 @@ class Client(ClientBase):
                                     pb.ParseFilterRequest(filter=text),
                                     timeout,
                                     idempotent=True)
-        return list(response.predicates)
+        return Filter.from_spec(response)
 
     async def subscribe(self,
                         subscriber: str,
@@ -146,8 +147,7 @@ class Client(ClientBase):
         request = pb.SubscribeRequest()
         for f in (filter,) + more:
             spec = request.subscriptions.add(subscriber=subscriber)
-            spec.predicates.extend(await
-                                   self._predicates(f, deadline.remaining()))
+            fill_spec(spec, await self._filter(f, deadline.remaining()))
         response = await self._change(self._stub.Subscribe, request,
                                       deadline.remaining())
         return list(response.subscription_ids)

@@ -1,12 +1,15 @@
 """A brute-force reference matcher with the semantics of pubsub.proto.
 
-matches(filter, event) says whether a subscription with those predicates
-matches the event, evaluated predicate by predicate in plain Python. It is
-slow and meant for tests and for checking what a filter means:
+matches(filter, event) says whether a subscription with that filter (its
+predicates and its "or" groups) matches the event, evaluated predicate by
+predicate in plain Python. It is slow and meant for tests and for checking
+what a filter means:
 
     >>> from cohort import F, matches
     >>> f = (F("price") <= 500) & (F("kind") == "order")
     >>> matches(f, {"price": 420, "kind": "order"})
+    True
+    >>> matches((F("a") == 1) | (F("b") == 2), {"b": 2})
     True
 
 The rules (pubsub.proto, Op): every operator but NOT_EXISTS needs the
@@ -30,7 +33,7 @@ from typing import Callable, Dict, Iterable, Mapping, Optional, Union
 
 from cohort._casefold import FOLD
 from cohort._convert import LITERALS, EventLike, attributes_of, fill_event
-from cohort._filters import Filter
+from cohort._filters import SpecLike, spec_parts
 from cohort.v1 import pubsub_pb2 as pb
 
 Scalar = Union[int, float, bytes]
@@ -223,14 +226,18 @@ def _holds(p: pb.Predicate, value: object) -> bool:
     raise ValueError(f"predicate on {p.attribute!r}: invalid op {p.op}")
 
 
-def matches(filter: Union[Filter, pb.SubscriptionSpec, Iterable[pb.Predicate]],
-            event: EventLike) -> bool:
-    """Whether every predicate of filter holds for event (the proto's rules)."""
-    if isinstance(filter, Filter):
-        preds: Iterable[pb.Predicate] = filter.predicates
-    elif isinstance(filter, pb.SubscriptionSpec):
-        preds = filter.predicates
-    else:
-        preds = filter
+def matches(filter: SpecLike, event: EventLike) -> bool:
+    """Whether filter holds for event (the proto's rules): every predicate
+    holds and, for every "or" group (any_of), every predicate of one of its
+    alternatives. filter is a Filter, a SubscriptionSpec, a
+    ParseFilterResponse or predicates (a conjunction); a group without
+    alternatives never holds."""
+    predicates, any_of = spec_parts(filter)
     values = _event_values(event)
-    return all(_holds(p, values.get(p.attribute, _ABSENT)) for p in preds)
+
+    def holds(conjunction: Iterable[pb.Predicate]) -> bool:
+        return all(
+            _holds(p, values.get(p.attribute, _ABSENT)) for p in conjunction)
+
+    return holds(predicates) and all(
+        any(holds(alternative) for alternative in group) for group in any_of)
