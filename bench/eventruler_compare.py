@@ -33,13 +33,37 @@ error (ruler_star_defect, ruler_star_exclusion) when a loaded pattern
 gives that field a '*...' wildcard and the pattern's answer in the
 reference, with those conditions read Event Ruler's way, is Event
 Ruler's.
+
+"Or" (a "$or", a field's list of several kinds of entry): ParseFilter
+gives a cohort.Filter, whose expansion (Filter.conjunctions()) holds iff
+one of its conjunctions does, for Cohort as for Event Ruler (which
+expands "$or" the same way). The classifiers above reason about one
+conjunction; classify() applies them so:
+
+- Every disagreement first needs Cohort's answer to be its reference's
+  (cohort.matches on the whole Filter, some reading of the event): a
+  server that disagrees with its own reference is never explained.
+- Event Ruler matched, Cohort did not: explained iff some conjunction is
+  (typed_anything_but, else ruler_star_defect, on that conjunction):
+  Event Ruler matches as soon as one does.
+- Cohort matched, Event Ruler did not: Event Ruler must have failed
+  every conjunction, so ruler_star_exclusion takes them all: some
+  conjunction has an anything-but equals-ignore-case on a '*...' field,
+  and no conjunction matches any reading as Event Ruler reads it
+  (ruler_holds: that exclusion, and every leniency above, its
+  anything-but across types and its erring equals-ignore-case and
+  suffix, so that the explanation never covers a conjunction Event
+  Ruler would match). One conjunction explained is not enough.
+
+A disagreement that needs two of these at once in one conjunction is not
+explained.
 """
 
 import argparse
 import json
 import os
 import sys
-from typing import Any, Dict, List, Set
+from typing import Any, Dict, List, Sequence, Set
 
 import cohort
 from cohort.v1 import pubsub_pb2 as pb
@@ -60,28 +84,33 @@ def reading_event(flat: Dict[str, Any]) -> pb.Event:
     return event
 
 
-def typed_anything_but(predicates: List[pb.Predicate],
-                       doc: Dict[str, Any]) -> bool:
-    """Whether Cohort misses this match only by the documented typing rule."""
-    for flat in readings(doc):
-        def other_type(p: pb.Predicate) -> bool:
-            if p.op not in (pb.OP_NE, pb.OP_NOT_IN) or p.attribute not in flat:
-                return False
-            value = flat[p.attribute]
-            if value is None or isinstance(value, bool):
-                return True
-            kind = p.WhichOneof("operand")
-            string_operand = kind in ("string_value", "string_values")
-            return isinstance(value, str) != string_operand
+def other_type(p: pb.Predicate, flat: Dict[str, Any]) -> bool:
+    """Whether `p` is an NE or NOT_IN whose operand's type is not that of
+    the reading's value (true, false and null are of neither type): one
+    that Event Ruler's anything-but holds for and Cohort's does not."""
+    if p.op not in (pb.OP_NE, pb.OP_NOT_IN) or p.attribute not in flat:
+        return False
+    value = flat[p.attribute]
+    if value is None or isinstance(value, bool):
+        return True
+    kind = p.WhichOneof("operand")
+    string_operand = kind in ("string_value", "string_values")
+    return isinstance(value, str) != string_operand
 
-        relaxed = [p for p in predicates if not other_type(p)]
+
+def typed_anything_but(predicates: Sequence[pb.Predicate],
+                       doc: Dict[str, Any]) -> bool:
+    """Whether Cohort misses this match of a conjunction only by the
+    documented typing rule."""
+    for flat in readings(doc):
+        relaxed = [p for p in predicates if not other_type(p, flat)]
         if len(relaxed) < len(predicates) and cohort.matches(
                 relaxed, reading_event(flat)):
             return True
     return False
 
 
-def ruler_star_defect(predicates: List[pb.Predicate], doc: Dict[str, Any],
+def ruler_star_defect(predicates: Sequence[pb.Predicate], doc: Dict[str, Any],
                       star_paths: Set[str]) -> bool:
     """Whether Event Ruler matched only through one of its 1.8.1 errors
     beside a wildcard starting with '*' on the same field (its automaton
@@ -90,7 +119,8 @@ def ruler_star_defect(predicates: List[pb.Predicate], doc: Dict[str, Any],
     {"equals-ignore-case": "Db"} matches "web" and "xb", not "b"), and a
     suffix whose last character takes several UTF-8 bytes matches any
     character with the same first byte there (with {"wildcard": "*"}
-    loaded, {"suffix": "oë"} matches "zoË" and "zoé")."""
+    loaded, {"suffix": "oë"} matches "zoË" and "zoé"). For one
+    conjunction."""
     affected = [p for p in predicates if p.attribute in star_paths and
                 p.op in (pb.OP_EQUALS_IGNORE_CASE, pb.OP_SUFFIX)]
     if not affected:
@@ -105,25 +135,44 @@ def ruler_star_defect(predicates: List[pb.Predicate], doc: Dict[str, Any],
     return False
 
 
-def ruler_star_exclusion(predicates: List[pb.Predicate], doc: Dict[str, Any],
-                         star_paths: Set[str]) -> bool:
+def ruler_star_exclusion(conjunctions: Sequence[Sequence[pb.Predicate]],
+                         doc: Dict[str, Any], star_paths: Set[str]) -> bool:
     """Whether Event Ruler missed a match only through the same error in
     anything-but equals-ignore-case: beside a '*...' wildcard on the field,
     it excludes what the operand read with a star for its first character
     matches ({"anything-but": {"equals-ignore-case": "db"}} excludes
-    "web")."""
-    affected = [p for p in predicates if p.attribute in star_paths and
-                p.op == pb.OP_NOT_EQUALS_IGNORE_CASE]
-    if not affected:
+    "web"). Takes the whole expansion (every conjunction of the filter):
+    some conjunction has such a predicate, and no conjunction matches any
+    reading of the event the way Event Ruler reads it (ruler_holds)."""
+    if not any(p.attribute in star_paths and
+               p.op == pb.OP_NOT_EQUALS_IGNORE_CASE
+               for conjunction in conjunctions for p in conjunction):
         return False
-    rest = [p for p in predicates if p not in affected]
     for flat in readings(doc):
         event = reading_event(flat)
-        if (all(cohort.matches([p], event) and
-                not star_read(p, flat.get(p.attribute)) for p in affected) and
-                cohort.matches(rest, event)):
-            return False  # Event Ruler's reading matches too
+        for conjunction in conjunctions:
+            if all(ruler_holds(p, flat, event, star_paths)
+                   for p in conjunction):
+                return False  # Event Ruler's reading matches too
     return True
+
+
+def ruler_holds(p: pb.Predicate, flat: Dict[str, Any], event: pb.Event,
+                star_paths: Set[str]) -> bool:
+    """Whether `p` holds for a reading as Event Ruler 1.8.1 reads it, with
+    every difference above that makes it hold where Cohort's does not (so
+    that ruler_star_exclusion explains no more than these): an NE or
+    NOT_IN of the other type holds; beside a '*...' wildcard an
+    equals-ignore-case or suffix also holds for its erring reading, and an
+    anything-but equals-ignore-case fails for it."""
+    if p.attribute in star_paths:
+        if p.op == pb.OP_NOT_EQUALS_IGNORE_CASE:
+            return (cohort.matches([p], event) and
+                    not star_read(p, flat.get(p.attribute)))
+        if p.op in (pb.OP_EQUALS_IGNORE_CASE, pb.OP_SUFFIX) and star_read(
+                p, flat.get(p.attribute)):
+            return True
+    return other_type(p, flat) or cohort.matches([p], event)
 
 
 def star_read(p: pb.Predicate, value: Any) -> bool:
@@ -161,11 +210,36 @@ def star_wildcard_paths(rules: List[str]) -> Set[str]:
                     paths.add(path)
         elif isinstance(node, dict):  # fields
             for key, value in node.items():
-                walk(value, f"{path}.{key}" if path else key)
+                if key == "$or":  # entries at this level, "$or" no step
+                    for entry in value:
+                        walk(entry, path)
+                else:
+                    walk(value, f"{path}.{key}" if path else key)
 
     for rule in rules:
         walk(json.loads(rule), "")
     return paths
+
+
+def classify(kind: str, f: cohort.Filter, doc: Dict[str, Any],
+             star_paths: Set[str]) -> str:
+    """Why Cohort's answer for (f, doc) differs from Event Ruler's:
+    "typed" (the documented difference), "ruler" (Event Ruler's own
+    error) or "" (not documented). `kind` is "ruler only" (Event Ruler
+    matched, Cohort did not) or "cohort only". The module's docstring
+    gives the rule."""
+    conjunctions = f.conjunctions()
+    reference = any(cohort.matches(f, reading_event(flat))
+                    for flat in readings(doc))
+    if kind == "ruler only" and not reference:
+        if any(typed_anything_but(c, doc) for c in conjunctions):
+            return "typed"
+        if any(ruler_star_defect(c, doc, star_paths) for c in conjunctions):
+            return "ruler"
+    if kind == "cohort only" and reference and ruler_star_exclusion(
+            conjunctions, doc, star_paths):
+        return "ruler"
+    return ""
 
 
 def main() -> int:
@@ -189,7 +263,7 @@ def main() -> int:
 
     client = cohort.Client(args.target)
     rule_of: Dict[int, int] = {}
-    lowered: Dict[int, List[pb.Predicate]] = {}
+    lowered: Dict[int, cohort.Filter] = {}
     refused: List[str] = []
     batch: List[Any] = []
     indexes: List[int] = []
@@ -205,12 +279,11 @@ def main() -> int:
         if i in ruler_refused:
             continue
         try:
-            predicates = client.parse_filter(rule)
+            lowered[i] = client.parse_filter(rule)
         except cohort.InvalidArgument as error:
             refused.append(f"rule {i}: {error.details}")
             continue
-        lowered[i] = predicates
-        batch.append(predicates)
+        batch.append(lowered[i])
         indexes.append(i)
         if len(batch) == 500:
             flush()
@@ -236,16 +309,11 @@ def main() -> int:
             for kind, diff in (("cohort only", ours - theirs),
                                ("ruler only", theirs - ours)):
                 for r in sorted(diff):
-                    if kind == "ruler only" and typed_anything_but(
-                            lowered[r], chunk[k]):
+                    why = classify(kind, lowered[r], chunk[k], star_paths)
+                    if why == "typed":
                         documented += 1
                         continue
-                    if kind == "ruler only" and ruler_star_defect(
-                            lowered[r], chunk[k], star_paths):
-                        ruler_defect += 1
-                        continue
-                    if kind == "cohort only" and ruler_star_exclusion(
-                            lowered[r], chunk[k], star_paths):
+                    if why == "ruler":
                         ruler_defect += 1
                         continue
                     kinds[kind] += 1

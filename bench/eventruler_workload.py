@@ -20,10 +20,14 @@ one, a list of item objects whose fields patterns name together, and
 now and then detail.count as a list) and a true/false/null (detail.flag,
 which patterns match as [true], [false], [null] or with exists); patterns
 name those fields too (exists and its negation only on fields outside
-arrays of objects: docs/DESIGN.md 1.7 says why). What Cohort cannot
-express yet ($or) is left out. events.txt
-(the flattened events, for the timing path) is written only without
-arrays.
+arrays of objects: docs/DESIGN.md 1.7 says why). "Or" (issue 44;
+filter/pattern.h): some patterns (OR_SHARE, 12%) add a "$or" of 2 or 3
+entries, each naming 1 or 2 fields the pattern does not name beside it,
+at the top level or under "detail"; some fields (MIXED_SHARE, 10%, inside
+"$or" entries too) list several kinds of entry (mixed_list: values with a
+condition, strings with numbers, a literal among values, two literals).
+events.txt (the flattened events, for the timing path) is written only
+without arrays.
 """
 
 import argparse
@@ -286,27 +290,92 @@ def condition(rng, path, kind, op):
     raise ValueError(op)
 
 
+# The share of fields whose list mixes kinds of entry (mixed_list), and of
+# patterns with a "$or" (or_group).
+MIXED_SHARE = 0.10
+OR_SHARE = 0.12
+
+
+def mixed_list(rng, path, kind, names, weights):
+    """A list of several kinds of entry for `path`, one "or" group: its
+    values (one or a list) with one more entry of another kind, namely a
+    condition of the field's operators (["running", {"prefix": "term"}]), a
+    value of the other type (strings with numbers: [404, "500"]) or a
+    literal ([..., null]); for the true/false/null field, two literals."""
+    if kind == "lit":
+        return rng.sample([True, False, None], 2)
+    entries = condition(rng, path, kind, rng.choice(["exact", "list"]))
+    how = rng.choice(["condition", "condition", "other type", "literal"])
+    if how == "other type" and kind in ("int", "mixed", "dec"):
+        v = entries[0]
+        extra = [str(v)] if not isinstance(v, str) else [int(v)]
+    elif how == "other type" and path == "account":  # digits, as a number
+        extra = [int(field_value(rng, path))]
+    elif how == "literal":
+        extra = [rng.choice([True, False, None])]
+    else:
+        conditions = [(n, w) for n, w in zip(names, weights)
+                      if n not in ("exact", "list")]
+        op = rng.choices(*zip(*conditions))[0]
+        extra = condition(rng, path, kind, op)
+    entries = entries + extra
+    rng.shuffle(entries)
+    return entries
+
+
+def field_condition(rng, path, kind):
+    """The list of one field: an operator drawn from OPERATORS, or now and
+    then (MIXED_SHARE) a mixed_list."""
+    kind_for_ops = "ip" if path == "detail.ip" else kind
+    ops = [(name, w) for name, w, kinds in OPERATORS
+           if (kind_for_ops in kinds or (kind_for_ops == "ip" and
+                                         "str" in kinds)) and not (
+               path.startswith("detail.items.") and "exists" in name)]
+    names, weights = zip(*ops)
+    if rng.random() < MIXED_SHARE:
+        return mixed_list(rng, path, kind, names, weights)
+    op = rng.choices(names, weights)[0]
+    return condition(rng, path, kind, op)
+
+
+def or_group(rng, pool):
+    """The entries of a "$or": 2 or 3 objects, each naming 1 or 2 of the
+    (relative path, field path, type) in pool."""
+    entries = []
+    for _ in range(rng.choice([2, 2, 3])):
+        entry = {}
+        for rel, path, kind in rng.sample(pool, rng.choice([1, 1, 2])):
+            put(entry, rel, field_condition(rng, path, kind))
+        entries.append(entry)
+    return entries
+
+
 def pattern(rng, arrays):
     """Like an EventBridge rule: most (85%) name their source, one or two
     of the 100 sources, and then 0 to 3 other fields; the rest name 1 to 4
-    fields of any kind."""
+    fields of any kind. Some (OR_SHARE) add a "$or" of 2 or 3 entries, at
+    the top level or under "detail", on fields the pattern does not name
+    otherwise."""
     doc = {}
     all_fields = FIELDS + (ARRAY_FIELDS if arrays else [])
     if rng.random() < 0.85:
         sources = rng.sample(SOURCES, rng.choice([1, 1, 1, 2]))
         put(doc, "source", sources)
         fields = rng.sample(all_fields[1:], rng.randrange(0, 4))
+        named = {"source"}
     else:
         fields = rng.sample(all_fields, rng.randrange(1, 5))
+        named = set()
     for path, kind in fields:
-        kind_for_ops = "ip" if path == "detail.ip" else kind
-        ops = [(name, w) for name, w, kinds in OPERATORS
-               if (kind_for_ops in kinds or (kind_for_ops == "ip" and
-                                             "str" in kinds)) and not (
-                   path.startswith("detail.items.") and "exists" in name)]
-        names, weights = zip(*ops)
-        op = rng.choices(names, weights)[0]
-        put(doc, path, condition(rng, path, kind, op))
+        put(doc, path, field_condition(rng, path, kind))
+        named.add(path)
+    if rng.random() < OR_SHARE:
+        under_detail = rng.random() < 0.5
+        pool = [(path[len("detail."):] if under_detail else path, path, kind)
+                for path, kind in all_fields if path not in named and (
+                    path.startswith("detail.") or not under_detail)]
+        put(doc, "detail.$or" if under_detail else "$or",
+            or_group(rng, pool))
     return doc
 
 

@@ -109,12 +109,16 @@ absl::StatusOr<Times> LoadOnce(const std::vector<std::string>& lines,
   const std::vector<absl::Status> statuses = index.AddBatch(batch);
   for (size_t i = 0; i < statuses.size(); ++i) {
     if (!statuses[i].ok()) {
+      // A row is a pattern's, or a branch of an "or" pattern's.
+      const size_t line = lowered->subscription_of_row.empty()
+                              ? i
+                              : lowered->subscription_of_row[i];
       return absl::InvalidArgumentError(
-          absl::StrCat("line ", i + 1, ": ", statuses[i].message()));
+          absl::StrCat("line ", line + 1, ": ", statuses[i].message()));
     }
   }
   t.index = Seconds(Clock::now() - start);
-  *loaded = statuses.size();
+  *loaded = workload::SubscriptionCount(*lowered);
   return t;
 }
 

@@ -175,7 +175,7 @@ class SubscribeLoader {
 };
 
 std::unique_ptr<SubscribeLoader::Call> SubscribeLoader::NextCall() {
-  const size_t n = workload_.subscriptions.size();
+  const size_t n = workload::SubscriptionCount(workload_);
   std::unique_ptr<Call> call;
   {
     absl::MutexLock lock(&mu_);
@@ -235,7 +235,7 @@ void SubscribeLoader::Complete(Call* call, const grpc::Status& status) {
 
 SubscribeProgress SubscribeLoader::Progress(Clock::time_point start) {
   SubscribeProgress progress;
-  progress.total = workload_.subscriptions.size();
+  progress.total = workload::SubscriptionCount(workload_);
   progress.seconds = Seconds(Clock::now() - start);
   absl::MutexLock lock(&mu_);
   progress.done = result_.subscribed + result_.failed;

@@ -241,8 +241,25 @@ absl::StatusOr<Workload> Lower(TypedWorkload typed) {
       return absl::InvalidArgumentError(absl::StrCat(
           "subscriptions ", first, " to ", end - 1, ": ", s.message()));
     }
-    for (service::SubscriptionInput& input : built) {
-      w.subscriptions.push_back(std::move(input.predicates));
+    for (size_t i = 0; i < built.size(); ++i) {
+      service::SubscriptionInput& input = built[i];
+      if (input.branches.empty()) {
+        w.subscriptions.push_back(std::move(input.predicates));
+        if (!w.subscription_of_row.empty()) {
+          w.subscription_of_row.push_back(static_cast<uint32_t>(first + i));
+        }
+        continue;
+      }
+      if (w.subscription_of_row.empty()) {
+        // The rows so far were one per subscription.
+        for (uint32_t r = 0; r < w.subscriptions.size(); ++r) {
+          w.subscription_of_row.push_back(r);
+        }
+      }
+      for (auto& branch : input.branches) {
+        w.subscriptions.push_back(std::move(branch));
+        w.subscription_of_row.push_back(static_cast<uint32_t>(first + i));
+      }
     }
   }
   std::vector<std::vector<matcher::AttributeValue>> records;
@@ -346,17 +363,13 @@ absl::StatusOr<TypedWorkload> ReadTypedWorkload(std::istream& in) {
       if (!w.events.empty()) {
         return BadLine(number, "a subscription after the first event");
       }
-      absl::StatusOr<std::vector<v1::Predicate>> predicates =
-          filter::ParseSubscription(rest);
-      if (!predicates.ok()) {
-        return BadLine(number, predicates.status().message());
-      }
+      absl::StatusOr<v1::SubscriptionSpec> parsed =
+          filter::ParseSubscriptionSpec(rest);
+      if (!parsed.ok()) return BadLine(number, parsed.status().message());
       v1::SubscriptionSpec& spec = w.subscriptions.emplace_back();
+      spec = *std::move(parsed);
       spec.set_subscriber(
           SubscriberName(static_cast<int64_t>(w.subscriptions.size() - 1)));
-      for (v1::Predicate& p : *predicates) {
-        *spec.add_predicates() = std::move(p);
-      }
     } else if (absl::StartsWith(line, "E ")) {
       absl::StatusOr<std::vector<v1::Attribute>> attributes =
           filter::ParseEvent(rest);

@@ -146,6 +146,57 @@ TEST(Events1m, TextRoundTripsAndBadLinesAreNamed) {
   }
 }
 
+// "Or" subscriptions (pattern_load's workloads): the text keeps their
+// groups, and Lower gives a row per branch, mapped to its subscription.
+TEST(TypedWorkload, OrSubscriptionsRoundTripAndLowerIntoRows) {
+  const std::string text =
+      "# cohort-workload v2 preset=eventruler seed=1 typed\n"
+      "S a = 1\n"
+      "S a = 2 or b = 3 and c prefix \"x\"\n"
+      "S k = 1 and (a = 1 or a = 2) and (b = 1 or b = 2 or b = 3)\n"
+      "S c = \"y\"\n"
+      "E a=2 b=3 c=\"xy\" k=1\n";
+  std::istringstream in(text);
+  absl::StatusOr<TypedWorkload> typed = ReadTypedWorkload(in);
+  ASSERT_TRUE(typed.ok()) << typed.status();
+  ASSERT_EQ(typed->subscriptions.size(), 4u);
+  EXPECT_EQ(typed->subscriptions[1].predicates_size(), 0);
+  ASSERT_EQ(typed->subscriptions[1].any_of_size(), 1);
+  EXPECT_EQ(typed->subscriptions[2].any_of_size(), 2);
+  std::istringstream again(TypedWorkloadText(*typed));
+  absl::StatusOr<TypedWorkload> back = ReadTypedWorkload(again);
+  ASSERT_TRUE(back.ok()) << back.status();
+  for (size_t i = 0; i < typed->subscriptions.size(); ++i) {
+    EXPECT_EQ(back->subscriptions[i].SerializeAsString(),
+              typed->subscriptions[i].SerializeAsString())
+        << i;
+  }
+  absl::StatusOr<Workload> w = Lower(*std::move(typed));
+  ASSERT_TRUE(w.ok()) << w.status();
+  // 1 + 2 + 2 * 3 + 1 rows.
+  ASSERT_EQ(w->subscriptions.size(), 10u);
+  EXPECT_EQ(w->subscription_of_row,
+            (std::vector<uint32_t>{0, 1, 1, 2, 2, 2, 2, 2, 2, 3}));
+  EXPECT_EQ(SubscriptionCount(*w), 4u);
+  // The event matches rows of subscriptions 1 (both branches) and 2
+  // (a = 2 with b = 3).
+  matcher::Index index;
+  for (size_t r = 0; r < w->subscriptions.size(); ++r) {
+    ASSERT_TRUE(
+        index.Add(static_cast<matcher::SubscriptionId>(r), w->subscriptions[r])
+            .ok());
+  }
+  matcher::MatchScratch scratch;
+  std::vector<matcher::SubscriptionId> rows;
+  index.MatchEvent(w->events[0], &scratch, &rows);
+  std::vector<uint32_t> owners;
+  for (matcher::SubscriptionId r : rows) {
+    owners.push_back(w->subscription_of_row[r]);
+  }
+  std::sort(owners.begin(), owners.end());
+  EXPECT_EQ(owners, (std::vector<uint32_t>{1, 1, 2}));
+}
+
 TEST(Events1m, LoadOrGenerateAnyKnowsThePreset) {
   absl::StatusOr<Workload> w = LoadOrGenerateAny("", "events-1m", 100, 10);
   ASSERT_TRUE(w.ok()) << w.status();

@@ -470,7 +470,7 @@ WorkloadReport Summarize(const Workload& w, absl::string_view text_sha256,
   WorkloadReport r;
   r.preset = w.options.preset;
   r.seed = w.options.seed;
-  r.subscriptions = static_cast<int64_t>(w.subscriptions.size());
+  r.subscriptions = static_cast<int64_t>(SubscriptionCount(w));
   r.events = static_cast<int64_t>(w.events.size());
   r.attributes = static_cast<int64_t>(w.attribute_names.size());
   r.text_sha256 = std::string(text_sha256);

@@ -126,7 +126,20 @@ struct Workload {
   // the fields above are its lowering (typed_workload.h), which matcher
   // tools use, and clients send this. Null for the int64 presets.
   std::shared_ptr<const TypedWorkload> typed;
+  // A typed workload with "or" subscriptions (any_of): `subscriptions` are
+  // the matcher's rows, a branch each (DESIGN 1.8), and row r is
+  // typed->subscriptions[subscription_of_row[r]]'s. Empty when every
+  // subscription is one row.
+  std::vector<uint32_t> subscription_of_row;
 };
+
+// The subscriptions a client sends: one per row, or, with "or", the last
+// row's subscription and those before it.
+inline size_t SubscriptionCount(const Workload& w) {
+  return w.subscription_of_row.empty()
+             ? w.subscriptions.size()
+             : size_t{w.subscription_of_row.back()} + 1;
+}
 
 // Generate() builds the workload that `options` describe; attribute id i is
 // named "a<i>". REQUIRES: Validate(options).ok() (aborts otherwise).
