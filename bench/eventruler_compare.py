@@ -85,10 +85,13 @@ def reading_event(flat: Dict[str, Any]) -> pb.Event:
 
 
 def other_type(p: pb.Predicate, flat: Dict[str, Any]) -> bool:
-    """Whether `p` is an NE or NOT_IN whose operand's type is not that of
-    the reading's value (true, false and null are of neither type): one
-    that Event Ruler's anything-but holds for and Cohort's does not."""
-    if p.op not in (pb.OP_NE, pb.OP_NOT_IN) or p.attribute not in flat:
+    """Whether `p` is an NE, NOT_IN or NOT_WILDCARD whose operand's type
+    is not that of the reading's value (true, false and null are of
+    neither type): one that Event Ruler's anything-but holds for and
+    Cohort's does not (anything-but wildcard holds for 5 in Event Ruler
+    1.8.1, measured)."""
+    if (p.op not in (pb.OP_NE, pb.OP_NOT_IN, pb.OP_NOT_WILDCARD) or
+            p.attribute not in flat):
         return False
     value = flat[p.attribute]
     if value is None or isinstance(value, bool):

@@ -96,6 +96,7 @@ OPERATORS = [
     ("anything-but-prefix", 2, {"str"}),
     ("anything-but-suffix", 1, {"str"}),
     ("anything-but-ignore-case", 1, {"str"}),
+    ("anything-but-wildcard", 2, {"str"}),
 ]
 
 
@@ -251,9 +252,11 @@ def condition(rng, path, kind, op):
         s = value()
         if len(s) < 2:
             return [s]
-        i = rng.randrange(len(s) + 1)
-        j = rng.randrange(i, len(s) + 1)
-        return [{"wildcard": s[:i] + "*" + s[j:]}]
+        if rng.random() < 0.5:  # one star
+            i = rng.randrange(len(s) + 1)
+            j = rng.randrange(i, len(s) + 1)
+            return [{"wildcard": s[:i] + "*" + s[j:]}]
+        return [{"wildcard": stars(rng, s)}]
     if op == "cidr":
         return [{"cidr": rng.choice(NETWORKS4 + NETWORKS6)}]
     if op == "exists":
@@ -287,7 +290,29 @@ def condition(rng, path, kind, op):
     if op == "anything-but-ignore-case":
         return [{"anything-but": {"equals-ignore-case":
                                   random_case(rng, value())}}]
+    if op == "anything-but-wildcard":
+        patterns = [stars(rng, value()) for _ in range(rng.choice([1, 1, 2]))]
+        return [{"anything-but": {"wildcard": patterns[0] if len(patterns) == 1
+                                  else patterns}}]
     raise ValueError(op)
+
+
+def stars(rng, s):
+    """A pattern of 1 to 3 stars that `s` matches: runs of it replaced by
+    '*', never two stars in a row (Event Ruler refuses "**"); the
+    matching events come from the same values."""
+    if len(s) < 2:
+        return s + "*"
+    cuts = sorted(rng.sample(range(len(s) + 1), min(len(s) + 1,
+                                                   2 * rng.randint(1, 3))))
+    out, last = [], 0
+    for a, b in zip(cuts[::2], cuts[1::2]):
+        out.append(s[last:a])
+        last = b
+    out.append(s[last:])
+    # Between two stars a part must not be empty.
+    parts = [out[0]] + [p for p in out[1:-1] if p] + [out[-1]]
+    return "*".join(parts)
 
 
 # The share of fields whose list mixes kinds of entry (mixed_list), and of

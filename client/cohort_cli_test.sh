@@ -186,8 +186,33 @@ check "a wildcard holds for what it matches" \
 check "... not for a string too short for both sides" \
   grep -q "^img=\"img.png\"	matched 0	$" <<<"${out}"
 out=$(cohort subscribe --subscriber=bob 'img wildcard "a*b*c"' 2>&1)
-check "a second star exits 1" test $? -eq 1
-check "... naming the limit" grep -q "a second '\*'; the limit is 1" <<<"${out}"
+check "a wildcard of several stars subscribes" test $? -eq 0
+stars_id=$(cut -f1 <<<"${out}")
+out=$(cohort publish --ids 'img="abc"' 'img="a-b-b-c"' 'img="acb"')
+check "... holds for its parts in order" \
+  grep -q "^img=\"abc\"	matched 1	${stars_id}$" <<<"${out}"
+check "... with anything between them" \
+  grep -q "^img=\"a-b-b-c\"	matched 1	${stars_id}$" <<<"${out}"
+check "... not for them out of order" \
+  grep -q "^img=\"acb\"	matched 0	$" <<<"${out}"
+out=$(cohort subscribe --subscriber=bob 'img wildcard "a**b"' 2>&1)
+check "two stars in a row exit 1" test $? -eq 1
+check "... naming them" grep -q "two stars in a row" <<<"${out}"
+out=$(cohort subscribe --subscriber=bob 'img wildcard "*1*2*3*4*5*6*7*8*"' 2>&1)
+check "a ninth star exits 1" test $? -eq 1
+check "... naming the limit" grep -q "more than 8 stars" <<<"${out}"
+out=$(cohort subscribe --subscriber=bob 'jar not wildcard "*/bin/*.jar"' 2>&1)
+check "not wildcard subscribes, printed back" \
+  grep -q '^[0-9]*	jar not wildcard "\*/bin/\*.jar"$' <<<"${out}"
+not_wildcard_id=$(cut -f1 <<<"${out}")
+out=$(cohort publish --ids 'jar="/usr/bin/x.jar"' 'jar="/usr/lib/x.jar"' \
+  'jar=5')
+check "not wildcard excludes what the pattern matches" \
+  grep -q "^jar=\"/usr/bin/x.jar\"	matched 0	$" <<<"${out}"
+check "... holds for another string" \
+  grep -q "^jar=\"/usr/lib/x.jar\"	matched 1	${not_wildcard_id}$" \
+  <<<"${out}"
+check "... not for an int64" grep -q "^jar=5	matched 0	$" <<<"${out}"
 out=$(cohort subscribe --subscriber=bob 'src cidr "10.0.0.0/33"' 2>&1)
 check "a bad network exits 1" test $? -eq 1
 check "... naming it" grep -q \
@@ -236,10 +261,20 @@ check "... not the excluded state" \
 check "... nor a number outside the range" \
   grep -q '^detail.state="up" detail.n=0	matched 0	$' <<<"${out}"
 out=$(cohort subscribe --subscriber=carol \
-  '{"p": [{"anything-but": {"wildcard": "a*"}}]}' 2>&1)
+  '{"aw": [{"anything-but": {"wildcard": ["a*", "*b"]}}]}' 2>&1)
+check "anything-but wildcard with a list: a predicate each" grep -q \
+  '^[0-9]*	aw not wildcard "a\*" and aw not wildcard "\*b"$' <<<"${out}"
+aw_id=$(cut -f1 <<<"${out}")
+out=$(cohort publish --ids 'aw="xay"' 'aw="ax"' 'aw="xb"')
+check "... holds when none of them matches" \
+  grep -q "^aw=\"xay\"	matched 1	${aw_id}$" <<<"${out}"
+check "... not when one does" grep -q '^aw="ax"	matched 0	$' <<<"${out}"
+check "... nor the other" grep -q '^aw="xb"	matched 0	$' <<<"${out}"
+out=$(cohort subscribe --subscriber=carol \
+  '{"p": [{"anything-but": {"cidr": "10.0.0.0/8"}}]}' 2>&1)
 check "a pattern Cohort cannot express exits 2" test $? -eq 2
 check "... naming the place" grep -q \
-  '^cohort: pattern: at p\[0\].anything-but.wildcard: anything-but' \
+  '^cohort: pattern: at p\[0\].anything-but.cidr: anything-but' \
   <<<"${out}"
 out=$(cohort subscribe --subscriber=carol --pattern=/nonexistent 2>&1)
 check "an unreadable --pattern file exits 2" test $? -eq 2

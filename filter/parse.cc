@@ -588,10 +588,11 @@ class Parser {
   // "suffix" or "equals-ignore-case".
   absl::Status Between(const Token& keyword, v1::Predicate* out);
   absl::Status In(const Token& keyword, v1::Predicate* out);
-  // "not in", "not prefix" and "not suffix".
+  // "not in", "not prefix", "not suffix", "not equals-ignore-case" and
+  // "not wildcard".
   absl::Status Not(const Token& keyword, v1::Predicate* out);
-  // "prefix", "suffix", "equals-ignore-case", "not prefix", "not suffix"
-  // "cidr" and "wildcard": `op` with a string.
+  // "prefix", "suffix", "equals-ignore-case", "cidr", "wildcard" and their
+  // negations ("not prefix", ...): `op` with a string.
   absl::Status Affix(const Token& keyword, v1::Op op, v1::Predicate* out);
   // Reads "[" value { "," value } "]" into `out` as the list of `op`
   // (spelled `spelling` in messages).
@@ -813,8 +814,9 @@ absl::Status Parser::Not(const Token& keyword, v1::Predicate* out) {
                            "exists ",
                            out->attribute())
             : "";
-    return Error(in, absl::StrCat("expected \"in\", \"prefix\", \"suffix\" or "
-                                  "\"equals-ignore-case\" after ",
+    return Error(in, absl::StrCat("expected \"in\", \"prefix\", \"suffix\", "
+                                  "\"equals-ignore-case\" or \"wildcard\" "
+                                  "after ",
                                   Describe(keyword), ", got ", Describe(in),
                                   hint));
   }

@@ -47,6 +47,7 @@
 //                 | name "not" "suffix" string           OP_NOT_SUFFIX
 //                 | name "cidr" string                   OP_CIDR
 //                 | name "wildcard" string               OP_WILDCARD
+//                 | name "not" "wildcard" string         OP_NOT_WILDCARD
 //                 | "exists" name                        OP_EXISTS
 //                 | "not" "exists" name                  OP_NOT_EXISTS
 //   op           := "=" | "==" | "!=" | "<>" | "<" | "<=" | ">" | ">="

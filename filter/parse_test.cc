@@ -249,6 +249,12 @@ const ValidCase kValidSubscriptions[] = {
     {"src CIDR \"10.0.0.0/8\"", {"src OP_CIDR \"10.0.0.0/8\" -"}},
     {"cidr cidr \"::/0\"", {"cidr OP_CIDR \"::/0\" -"}},
     {"f wildcard \"img-*.png\"", {"f OP_WILDCARD \"img-*.png\" -"}},
+    // WILDCARD with several stars, and NOT WILDCARD (anything-but
+    // wildcard): the parser takes any string; the server checks the stars
+    // and escapes.
+    {"f wildcard \"*a*b\\\\*c*\"", {"f OP_WILDCARD \"*a*b\\\\*c*\" -"}},
+    {"f not wildcard \"*.tmp\", wildcard NOT Wildcard \"\"",
+     {"f OP_NOT_WILDCARD \"*.tmp\" -", "wildcard OP_NOT_WILDCARD \"\" -"}},
     {"c equals-ignore-case [\"Red\", \"green\"]",
      {"c OP_EQUALS_IGNORE_CASE [\"Red\",\"green\"] -"}},
     {"c not equals-ignore-case \"x\" and d NOT equals-ignore-case [\"y\"]",
@@ -643,8 +649,8 @@ const ErrorCase kTypedErrors[] = {
      "\"5\""},
     {kSub, "x not 5",
            "      ^", 7,
-     "expected \"in\", \"prefix\", \"suffix\" or \"equals-ignore-case\" "
-     "after \"not\", got \"5\""},
+     "expected \"in\", \"prefix\", \"suffix\", \"equals-ignore-case\" or "
+     "\"wildcard\" after \"not\", got \"5\""},
     {kSub, "c equals-ignore-case [1, 2]",
            "                     ^", 22,
      "expected a list of strings after \"equals-ignore-case\", got numbers"},
@@ -706,8 +712,8 @@ const ErrorCase kTypedErrors[] = {
      "goes before the name: exists coupon"},
     {kSub, "coupon not exists",
            "           ^^^^^^", 12,
-     "expected \"in\", \"prefix\", \"suffix\" or \"equals-ignore-case\" "
-     "after \"not\", got \"exists\"; \"not exists\" goes "
+     "expected \"in\", \"prefix\", \"suffix\", \"equals-ignore-case\" or "
+     "\"wildcard\" after \"not\", got \"exists\"; \"not exists\" goes "
      "before the name: not exists coupon"},
     {kSub, "exists",
            "      ^", 7, "expected an attribute name, got end of input"},
@@ -1180,6 +1186,8 @@ TEST(FormatPredicate, WritesTheCanonicalForm) {
       {"p not  suffix \"/\"", "p not suffix \"/\""},
       {"ip Cidr \"2001:db8::/32\"", "ip cidr \"2001:db8::/32\""},
       {"f WILDCARD \"*.png\"", "f wildcard \"*.png\""},
+      {"f wildcard \"a*b*\\\\*c\"", "f wildcard \"a*b*\\\\*c\""},
+      {"f NOT  Wildcard \"*/bin/*.jar\"", "f not wildcard \"*/bin/*.jar\""},
       {"c not Equals-Ignore-Case [\"a\",\"B\"]",
        "c not equals-ignore-case [\"a\", \"B\"]"},
       {"EXISTS coupon", "exists coupon"},
@@ -1262,7 +1270,7 @@ class RandomMessages {
   v1::Predicate Predicate() {
     v1::Predicate p;
     p.set_attribute(Name());
-    p.set_op(static_cast<v1::Op>(Uniform(1, 19)));
+    p.set_op(static_cast<v1::Op>(Uniform(1, 20)));
     const bool is_string = Uniform(0, 1) == 1;
     switch (p.op()) {
       case v1::OP_BETWEEN:
@@ -1296,6 +1304,7 @@ class RandomMessages {
       case v1::OP_CIDR:
       case v1::OP_WILDCARD:
       case v1::OP_NOT_EQUALS_IGNORE_CASE:
+      case v1::OP_NOT_WILDCARD:
         p.set_string_value(String());
         break;
       case v1::OP_EXISTS:

@@ -651,14 +651,15 @@ class Lowering {
     return absl::OkStatus();
   }
 
-  // {"anything-but": {"prefix" | "suffix" | "equals-ignore-case": ...}}.
+  // {"anything-but": {"prefix" | "suffix" | "equals-ignore-case" |
+  // "wildcard": ...}}.
   absl::Status AnythingButOperator(const std::string& name,
                                    const std::string& place,
                                    const element& e) {
     absl::StatusOr<simdjson::dom::key_value_pair> only =
         OnlyOperator(place, e,
-                     "expected an object of one operator (prefix, suffix or "
-                     "equals-ignore-case), got ");
+                     "expected an object of one operator (prefix, suffix, "
+                     "equals-ignore-case or wildcard), got ");
     if (!only.ok()) return only.status();
     const simdjson::dom::key_value_pair op = *only;
     const std::string at = Member(place, Sv(op.key));
@@ -666,24 +667,35 @@ class Lowering {
       if (Sv(op.key) != s.word) continue;
       if (s.negated == v1::OP_UNSPECIFIED) {
         return Error(at, absl::StrCat("anything-but \"", s.word,
-                                      "\" is not supported yet (Cohort "
-                                      "excludes prefixes, suffixes and "
-                                      "equals-ignore-case)"));
+                                      "\" is not supported (Cohort excludes "
+                                      "prefixes, suffixes, equals-ignore-case "
+                                      "and wildcards; Event Ruler refuses it "
+                                      "too)"));
       }
       v1::Predicate p;
       p.set_attribute(name);
       p.set_op(s.negated);
-      if (s.op == v1::OP_EQUALS_IGNORE_CASE &&
-          op.value.type() == element_type::ARRAY) {
+      if (op.value.type() == element_type::ARRAY &&
+          (s.op == v1::OP_EQUALS_IGNORE_CASE || s.op == v1::OP_WILDCARD)) {
+        // equals-ignore-case: one predicate, none of the list. wildcard: a
+        // predicate for each pattern (none of them matches, a
+        // conjunction), in the order written.
         const simdjson::dom::array list = op.value.get_array().value_unsafe();
         size_t i = 0;
         for (const element item : list) {
           absl::StatusOr<std::string> value = String(Index(at, i), item);
           if (!value.ok()) return value.status();
-          p.mutable_string_values()->add_values(*std::move(value));
+          if (s.op == v1::OP_WILDCARD) {
+            v1::Predicate each = p;
+            each.set_string_value(*std::move(value));
+            Add(std::move(each));
+          } else {
+            p.mutable_string_values()->add_values(*std::move(value));
+          }
           ++i;
         }
         if (i == 0) return Error(at, "an empty list excludes nothing");
+        if (s.op == v1::OP_WILDCARD) return absl::OkStatus();
       } else {
         absl::StatusOr<std::string> value = String(at, op.value);
         if (!value.ok()) return value.status();
@@ -694,7 +706,7 @@ class Lowering {
     }
     return Error(at, absl::StrCat("unknown operator ", FormatString(Sv(op.key)),
                                   " inside anything-but (known: prefix, "
-                                  "suffix, equals-ignore-case)"));
+                                  "suffix, equals-ignore-case, wildcard)"));
   }
 
   // The pattern's conjunction, and the one being lowered: it, an

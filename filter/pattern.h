@@ -27,7 +27,8 @@
 //   [{"prefix": "a"}]               OP_PREFIX
 //   [{"suffix": "a"}]               OP_SUFFIX
 //   [{"equals-ignore-case": "a"}]   OP_EQUALS_IGNORE_CASE
-//   [{"wildcard": "a*b"}]           OP_WILDCARD (the server checks stars)
+//   [{"wildcard": "a*b*c"}]         OP_WILDCARD (as written; the server
+//                                   checks the stars and escapes)
 //   [{"cidr": "10.0.0.0/8"}]        OP_CIDR
 //   [{"exists": true}]              OP_EXISTS
 //   [{"exists": false}]             OP_NOT_EXISTS
@@ -42,6 +43,10 @@
 //   [{"anything-but": {"suffix": "a"}}]   OP_NOT_SUFFIX
 //   [{"anything-but": {"equals-ignore-case": "a" or ["a", ...]}}]
 //                                   OP_NOT_EQUALS_IGNORE_CASE
+//   [{"anything-but": {"wildcard": "a*"}}]  OP_NOT_WILDCARD
+//   [{"anything-but": {"wildcard": ["a*", "*b"]}}]  OP_NOT_WILDCARD "a*"
+//                                   and OP_NOT_WILDCARD "*b" (a predicate
+//                                   each: none of them matches)
 //   [true] / [false] / [null]       OP_EQ on the literal (literal_value)
 //
 // "Or" (SubscriptionSpec.any_of, one group each, in the order written):
@@ -91,10 +96,11 @@
 // /128) or without a '/'.
 //
 // Refused (INVALID_ARGUMENT), each naming the place: what Cohort has no
-// predicate for yet, namely anything-but wildcard, and prefix or suffix
-// with equals-ignore-case; what Event Ruler 1.8.1 refuses too, namely a
-// literal in anything-but, an anything-but list of both strings and
-// numbers, a "$or" that is not a list of two objects or more
+// predicate for yet, namely prefix or suffix with equals-ignore-case, and
+// anything-but prefix or suffix with a list; what Event Ruler 1.8.1
+// refuses too, namely anything-but cidr, a literal in anything-but, an
+// anything-but list of both strings and numbers, a "$or" that is not a
+// list of two objects or more
 // (`pattern: at detail.$or[1]: an entry of "$or" is an object of fields,
 // got a number`), and inside an entry of "$or" (at any depth) a key that
 // Event Ruler reserves for its operators ("prefix", "numeric", "exists",

@@ -87,6 +87,12 @@ TEST(ParsePattern, StringOperators) {
             "n equals-ignore-case \"Alice\"");
   EXPECT_EQ(Lower(R"({"f": [{"wildcard": "img-*.png"}]})"),
             "f wildcard \"img-*.png\"");
+  // Several stars, escapes, even "**": passed through as written (the
+  // server checks the pattern, as Event Ruler does).
+  EXPECT_EQ(Lower(R"({"f": [{"wildcard": "*/bin/*.jar*"}]})"),
+            "f wildcard \"*/bin/*.jar*\"");
+  EXPECT_EQ(Lower(R"({"f": [{"wildcard": "a\\*b**\\\\"}]})"),
+            "f wildcard \"a\\\\*b**\\\\\\\\\"");
   EXPECT_EQ(Lower(R"({"ip": [{"cidr": "10.0.0.0/24"}]})"),
             "ip cidr \"10.0.0.0/24\"");
 }
@@ -130,6 +136,20 @@ TEST(ParsePattern, AnythingBut) {
   EXPECT_EQ(Lower(
                 R"({"s": [{"anything-but": {"equals-ignore-case": ["a", "B"]}}]})"),
             "s not equals-ignore-case [\"a\", \"B\"]");
+  EXPECT_EQ(
+      Lower(R"({"s": [{"anything-but": {"wildcard": "*/bin/*.jar"}}]})"),
+      "s not wildcard \"*/bin/*.jar\"");
+  // A list: none of the patterns matches, one predicate each.
+  EXPECT_EQ(
+      Lower(R"({"s": [{"anything-but": {"wildcard": ["a*", "*b", "a*"]}}]})"),
+      "s not wildcard \"a*\" and s not wildcard \"*b\" and s not wildcard "
+      "\"a*\"");
+  EXPECT_EQ(Lower(R"({"s": [{"anything-but": {"wildcard": [""]}}]})"),
+            "s not wildcard \"\"");
+  // Beside other entries, the list is one alternative of them all.
+  EXPECT_EQ(
+      Lower(R"({"s": ["x", {"anything-but": {"wildcard": ["a*", "*b"]}}]})"),
+      "s = \"x\" or s not wildcard \"a*\" and s not wildcard \"*b\"");
 }
 
 // The README's complex example, whole.
@@ -155,6 +175,8 @@ TEST(ParsePattern, PrintedFormParsesBack) {
   const std::string json = R"({"a": {"b": ["x", "y"]},
       "n": [{"numeric": [">", -3, "<", 9]}],
       "s": [{"anything-but": {"equals-ignore-case": ["q"]}}],
+      "w": [{"anything-but": {"wildcard": ["a*", "*b\\*"]}}],
+      "v": [{"wildcard": "a*b*c"}],
       "e": [{"exists": false}]})";
   absl::StatusOr<std::vector<v1::Predicate>> lowered = ParsePattern(json);
   ASSERT_TRUE(lowered.ok()) << lowered.status();
@@ -179,10 +201,23 @@ TEST(ParsePattern, RefusesWhatCohortCannotSayYet) {
             "pattern: at a[0].anything-but[1]: null in anything-but: it "
             "takes strings and numbers (Event Ruler refuses literals there "
             "too)");
-  EXPECT_EQ(Lower(R"({"a": [{"anything-but": {"wildcard": "x*"}}]})"),
-            "pattern: at a[0].anything-but.wildcard: anything-but "
-            "\"wildcard\" is not supported yet (Cohort excludes prefixes, "
-            "suffixes and equals-ignore-case)");
+  EXPECT_EQ(Lower(R"({"a": [{"anything-but": {"cidr": "10.0.0.0/8"}}]})"),
+            "pattern: at a[0].anything-but.cidr: anything-but \"cidr\" is "
+            "not supported (Cohort excludes prefixes, suffixes, "
+            "equals-ignore-case and wildcards; Event Ruler refuses it too)");
+  EXPECT_EQ(Lower(R"({"a": [{"anything-but": {"wildcard": []}}]})"),
+            "pattern: at a[0].anything-but.wildcard: an empty list excludes "
+            "nothing");
+  EXPECT_EQ(Lower(R"({"a": [{"anything-but": {"wildcard": ["x", 5]}}]})"),
+            "pattern: at a[0].anything-but.wildcard[1]: expected a string, "
+            "got a number");
+  EXPECT_EQ(Lower(R"({"a": [{"anything-but": {"wildcard": null}}]})"),
+            "pattern: at a[0].anything-but.wildcard: expected a string, got "
+            "null");
+  EXPECT_EQ(
+      Lower(R"({"a": [{"anything-but": {"wildcard": "x", "prefix": "y"}}]})"),
+      "pattern: at a[0].anything-but: expected an object of one operator "
+      "(prefix, suffix, equals-ignore-case or wildcard), got 2 keys");
   EXPECT_EQ(Lower(R"({"a": [{"prefix": {"equals-ignore-case": "x"}}]})"),
             "pattern: at a[0].prefix: \"prefix\" with an operator inside is "
             "not supported yet; give it a string");
@@ -280,7 +315,8 @@ TEST(ParsePattern, RefusesMalformedPatterns) {
             "drop the condition or use {\"exists\": true}");
   EXPECT_EQ(Lower(R"({"a": [{"anything-but": {"regex": "x"}}]})"),
             "pattern: at a[0].anything-but.regex: unknown operator \"regex\" "
-            "inside anything-but (known: prefix, suffix, equals-ignore-case)");
+            "inside anything-but (known: prefix, suffix, equals-ignore-case, "
+            "wildcard)");
 }
 
 TEST(ParsePattern, RefusesMalformedNumeric) {

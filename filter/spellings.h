@@ -42,7 +42,7 @@ constexpr StringOpSpelling kStringOps[] = {
     {"equals-ignore-case", v1::OP_EQUALS_IGNORE_CASE,
      v1::OP_NOT_EQUALS_IGNORE_CASE},
     {"cidr", v1::OP_CIDR, v1::OP_UNSPECIFIED},
-    {"wildcard", v1::OP_WILDCARD, v1::OP_UNSPECIFIED},
+    {"wildcard", v1::OP_WILDCARD, v1::OP_NOT_WILDCARD},
 };
 
 // Why `name` breaks the API's rule for attribute names,

@@ -137,9 +137,10 @@ bool ApiHolds(const v1::Predicate& p, const v1::Event& event) {
     return event_string && operand_string &&
            !absl::EndsWith(found->string_value(), p.string_value());
   }
-  if (p.op() == v1::OP_WILDCARD) {
+  if (p.op() == v1::OP_WILDCARD || p.op() == v1::OP_NOT_WILDCARD) {
     return event_string && operand_string &&
-           Glob(p.string_value(), found->string_value());
+           Glob(p.string_value(), found->string_value()) ==
+               (p.op() == v1::OP_WILDCARD);
   }
   if (p.op() == v1::OP_CIDR) {
     if (!event_string || !operand_string) return false;

@@ -140,6 +140,65 @@ absl::StatusOr<uint32_t> TypedAttributes::DerivedId(absl::string_view field,
   return *id;
 }
 
+uint64_t TypedAttributes::EndsKey(absl::string_view left,
+                                  absl::string_view right) {
+  return Mix(Hash64(left)) ^ Hash64(right);
+}
+
+bool TypedAttributes::Know(Derived& d, uint32_t k, absl::string_view text) {
+  absl::StatusOr<Wildcard> w = ParseWildcard(text);
+  if (!w.ok()) return false;
+  Derived::Pattern& pattern = d.patterns[k];
+  if (pattern.known) return true;
+  pattern.wildcard = *std::move(w);
+  pattern.known = true;
+  d.pattern_of.emplace(std::string(text), k);
+  const Wildcard& wc = pattern.wildcard;
+  const uint32_t left = static_cast<uint32_t>(wc.left.size());
+  const uint32_t right = static_cast<uint32_t>(wc.right.size());
+  auto ends = std::find_if(
+      d.pattern_ends.begin(), d.pattern_ends.end(),
+      [&](const Derived::PatternEnds& e) {
+        return e.left == left && e.right == right;
+      });
+  if (ends == d.pattern_ends.end()) {
+    d.pattern_ends.push_back({left, right, {}});
+    ends = std::prev(d.pattern_ends.end());
+  }
+  ends->by_ends[EndsKey(wc.left, wc.right)].push_back(k);
+  return true;
+}
+
+absl::StatusOr<uint32_t> TypedAttributes::PatternId(
+    absl::string_view field, uint32_t plain, absl::string_view name,
+    const std::string& pattern) {
+  {
+    Derived& d = DerivedOf(plain);
+    auto it = d.pattern_of.find(pattern);
+    if (it != d.pattern_of.end()) return d.patterns[it->second].attribute;
+    if (d.patterns.size() >= max_distinct_strings_) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          field, ".string_value: attribute \"", name, "\" already has ",
+          d.patterns.size(),
+          " distinct wildcard patterns (of OP_NOT_WILDCARD, or with two "
+          "stars or more) named by subscriptions; the limit is ",
+          max_distinct_strings_, " (--max_distinct_strings)"));
+    }
+  }
+  const uint32_t k = static_cast<uint32_t>(DerivedOf(plain).patterns.size());
+  const std::string derived_name = absl::StrCat("$w", k, ":", name);
+  absl::StatusOr<uint32_t> id = InternName(field, derived_name);
+  if (!id.ok()) return id.status();
+  Adopt(*id, derived_name);
+  // The pattern as the attribute's one string: journaled, so recovery
+  // knows it again (RestoreString).
+  absl::StatusOr<int64_t> code = InternString(
+      absl::StrCat(field, ".string_value"), *id, name, pattern);
+  if (!code.ok()) return code.status();
+  Know(DerivedOf(plain), k, pattern);
+  return *id;
+}
+
 void TypedAttributes::Adopt(uint32_t id, absl::string_view name) {
   if (name == kNamesEpoch) {
     names_epoch_ = id;
@@ -162,6 +221,13 @@ void TypedAttributes::Adopt(uint32_t id, absl::string_view name) {
     // Roles of strings have a dictionary; "o" also an order.
     if (role == "s" || role == "o" || role == "i") dictionaries_[id];
     if (role == "o") orders_[id];
+  } else if (uint32_t k = 0; !role.empty() && role[0] == 'w' &&
+                                 absl::SimpleAtoi(role.substr(1), &k)) {
+    // A pattern, read when its string is (PatternId, RestoreString).
+    if (d.patterns.size() <= k) d.patterns.resize(k + 1);
+    d.patterns[k].attribute = id;
+    pattern_at_[id] = {*plain, k};
+    dictionaries_[id];
   } else if (uint32_t length = 0;
              !role.empty() &&
              absl::string_view("pxPX").find(role[0]) !=
@@ -295,6 +361,26 @@ absl::Status TypedAttributes::Lower(absl::string_view field,
     q.attribute = *id;
     return absl::OkStatus();
   };
+  // NOT_EXISTS on derived attribute `id`, and the guard "$names" > id: an
+  // event encoded before `id` was named could not carry it.
+  auto absent = [&](uint32_t id) -> absl::Status {
+    if (names_epoch_ == kNone) {
+      absl::StatusOr<uint32_t> epoch =
+          InternName(field, std::string(kNamesEpoch));
+      if (!epoch.ok()) return epoch.status();
+      names_epoch_ = *epoch;
+    }
+    matcher::Predicate missing;
+    missing.attribute = id;
+    missing.op = matcher::Op::kNotExists;
+    out->push_back(std::move(missing));
+    matcher::Predicate guard;
+    guard.attribute = names_epoch_;
+    guard.op = matcher::Op::kGe;
+    guard.value = int64_t{id} + 1;
+    out->push_back(std::move(guard));
+    return absl::OkStatus();
+  };
   // "$d:<name>", where operands with fractions are compared.
   auto doubles_attribute = [&]() -> absl::StatusOr<uint32_t> {
     return DerivedId(field, *plain, name, "d", 0);
@@ -404,11 +490,29 @@ absl::Status TypedAttributes::Lower(absl::string_view field,
       q.upper = Ordered(words.low | ~mask);
       break;
     }
-    case v1::OP_WILDCARD: {  // a prefix, a suffix and a length
+    case v1::OP_WILDCARD:  // a prefix, a suffix and a length, or
+    case v1::OP_NOT_WILDCARD: {  // the pattern's own attribute
       const absl::StatusOr<Wildcard> w = ParseWildcard(p.string_value());
       if (!w.ok()) {
         return absl::InvalidArgumentError(
             absl::StrCat(field, ".string_value: ", w.status().message()));
+      }
+      if (p.op() == v1::OP_NOT_WILDCARD || w->stars >= 2) {
+        absl::StatusOr<uint32_t> id =
+            PatternId(field, *plain, name, p.string_value());
+        if (!id.ok()) return id.status();
+        if (p.op() == v1::OP_WILDCARD) {
+          q.attribute = *id;
+          q.op = matcher::Op::kEq;
+          q.value = 1;
+          break;
+        }
+        // A string value, and not one the pattern matches (guarded: an
+        // event encoded before the pattern was named lacks "$w<k>:").
+        if (absl::Status s = string_attribute(); !s.ok()) return s;
+        q.op = matcher::Op::kExists;
+        out->push_back(q);
+        return absent(*id);
       }
       if (!w->star || (w->left.empty() && w->right.empty())) {
         // The string itself, or any string.
@@ -474,19 +578,7 @@ absl::Status TypedAttributes::Lower(absl::string_view field,
       if (!any.ok()) return any.status();
       q.attribute = *any;
       if (p.op() == v1::OP_EXISTS) break;
-      if (names_epoch_ == kNone) {
-        absl::StatusOr<uint32_t> epoch =
-            InternName(field, std::string(kNamesEpoch));
-        if (!epoch.ok()) return epoch.status();
-        names_epoch_ = *epoch;
-      }
-      out->push_back(q);
-      matcher::Predicate guard;
-      guard.attribute = names_epoch_;
-      guard.op = matcher::Op::kGe;
-      guard.value = int64_t{*any} + 1;
-      out->push_back(std::move(guard));
-      return absl::OkStatus();
+      return absent(*any);
     }
     default:  // EQ to BETWEEN
       if (p.operand_case() == v1::Predicate::kLiteralValue) {
@@ -640,6 +732,19 @@ void TypedAttributes::EncodeValue(uint32_t id, const ValueRef& v,
     }
     if (d->length != kNone) {
       record->push_back({d->length, static_cast<int64_t>(s.size())});
+    }
+    // Patterns: the candidates of s's ends, checked.
+    for (const Derived::PatternEnds& ends : d->pattern_ends) {
+      if (size_t{ends.left} + ends.right > s.size()) continue;
+      auto it = ends.by_ends.find(EndsKey(
+          s.substr(0, ends.left), s.substr(s.size() - ends.right)));
+      if (it == ends.by_ends.end()) continue;
+      for (uint32_t k : it->second) {
+        const Derived::Pattern& pattern = d->patterns[k];
+        if (WildcardMatches(pattern.wildcard, s)) {
+          record->push_back({pattern.attribute, 1});
+        }
+      }
     }
     if (d->ip4 != kNone || d->ip6_high != kNone) {
       const std::optional<IpAddress> ip = ParseIpAddress(s);
@@ -863,6 +968,15 @@ absl::Status TypedAttributes::RestoreString(uint32_t attribute, int64_t code,
     return absl::DataLossError(absl::StrCat(
         "string value code ", code, " of attribute id ", attribute,
         " is taken by another string"));
+  }
+  if (auto pattern = pattern_at_.find(attribute);
+      pattern != pattern_at_.end()) {
+    const auto [plain, k] = pattern->second;
+    if (it->second.size() != 1 || !Know(derived_[plain], k, bytes)) {
+      return absl::DataLossError(absl::StrCat(
+          "wildcard attribute id ", attribute, ": a second string, or one "
+          "that is not a pattern"));
+    }
   }
   auto order = orders_.find(attribute);
   if (order != orders_.end() && inserted) {  // an order bound, in order

@@ -39,6 +39,18 @@
 //   "$len:<name>"     the byte length of the name's string values: a
 //                     one-star OP_WILDCARD "a*b" is EQ on "$p<|a|>:" and
 //                     "$x<|b|>:" and GE |a| + |b| on it (wildcard.h).
+//   "$w<k>:<name>"    the k-th pattern (k = 0, 1, ...) of an OP_WILDCARD
+//                     with two stars or more, or of an OP_NOT_WILDCARD,
+//                     on the name: present (value 1) iff the string value
+//                     matches it. Its dictionary holds the pattern as
+//                     written, its one string (so the journal keeps it).
+//                     An event string finds its candidates by its first
+//                     and last bytes (one lookup per pair of the patterns'
+//                     first- and last-part lengths in use) and checks only
+//                     those (WildcardMatches). OP_WILDCARD is EQ 1 on it;
+//                     OP_NOT_WILDCARD is EXISTS on "$s:<name>" (a string
+//                     value) and NOT_EXISTS on it, guarded as NOT_EXISTS
+//                     is (below).
 //   "$i:<name>"       the case folds of the name's string values
 //                     (case_fold.h), coded the same way:
 //                     OP_EQUALS_IGNORE_CASE is an equality on it.
@@ -119,6 +131,7 @@
 #include "proto/cohort/v1/pubsub.pb.h"
 #include "service/model/interner.h"
 #include "service/model/json_event.h"
+#include "service/model/wildcard.h"
 
 namespace cohort {
 namespace service {
@@ -208,6 +221,22 @@ class TypedAttributes {
     LengthIds suffixes;      // "$x<L>:<name>"
     LengthIds not_prefixes;  // "$P<L>:<name>"
     LengthIds not_suffixes;  // "$X<L>:<name>"
+    // Patterns ("$w<k>:<name>"): by k, the k of each pattern as written,
+    // and the candidates by the lengths of their first and last parts.
+    struct Pattern {
+      uint32_t attribute = kNone;
+      Wildcard wildcard;
+      bool known = false;  // the pattern is read (Lower, RestoreString)
+    };
+    struct PatternEnds {
+      uint32_t left;   // |first part|
+      uint32_t right;  // |last part|
+      // EndsKey(first part, last part) -> k of the patterns with them.
+      absl::flat_hash_map<uint64_t, std::vector<uint32_t>> by_ends;
+    };
+    std::vector<Pattern> patterns;
+    absl::flat_hash_map<std::string, uint32_t> pattern_of;
+    std::vector<PatternEnds> pattern_ends;
     // The lengths of `role` ('p', 'x', 'P' or 'X').
     LengthIds& Lengths(char role) {
       switch (role) {
@@ -268,6 +297,17 @@ class TypedAttributes {
   absl::StatusOr<uint32_t> InternName(absl::string_view field,
                                       const std::string& name)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The key of a pattern's (or a string's) first and last parts.
+  static uint64_t EndsKey(absl::string_view left, absl::string_view right);
+  // "$w<k>:<name>" for `pattern` (as written, valid), interned with the
+  // pattern as its string if new.
+  absl::StatusOr<uint32_t> PatternId(absl::string_view field, uint32_t plain,
+                                     absl::string_view name,
+                                     const std::string& pattern)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Makes pattern k of `d` the pattern `text` and a candidate by its ends.
+  // False if `text` is not a pattern.
+  static bool Know(Derived& d, uint32_t k, absl::string_view text);
   // The id of `d`'s derived attribute of `role` ("s", "any", "o", "i",
   // "ip4", "ip6h", "ip6l", "len", "d" or "lit"), or nullptr for the roles with
   // lengths ("p", "x", "P", "X").
@@ -297,6 +337,9 @@ class TypedAttributes {
   absl::flat_hash_map<uint32_t, Dictionary> dictionaries_ ABSL_GUARDED_BY(mu_);
   uint32_t names_epoch_ ABSL_GUARDED_BY(mu_) = kNone;  // "$names"
   absl::flat_hash_map<uint32_t, Order> orders_ ABSL_GUARDED_BY(mu_);
+  // "$w<k>:<name>" attribute id -> (plain name id, k).
+  absl::flat_hash_map<uint32_t, std::pair<uint32_t, uint32_t>> pattern_at_
+      ABSL_GUARDED_BY(mu_);
   uint32_t order_count_id_ ABSL_GUARDED_BY(mu_) = kNone;  // "$ord"
   uint64_t order_count_ ABSL_GUARDED_BY(mu_) = 0;  // bounds named
 };

@@ -455,10 +455,42 @@ TEST(TypedAttributes, WildcardsHoldAsDocumented) {
   EXPECT_EQ(f.MatchOne(Event({{"f", "xy"}})), (Ids{3}));
   EXPECT_EQ(f.MatchOne(Event({{"f", "\\tmp"}})), (Ids{3, 6}));
   EXPECT_EQ(f.MatchOne(Event({{"f", "#5"}})), (Ids{}));  // an int64
-  for (const char* bad : {"a*b*", "a\\", "a\\b"}) {
+  for (const char* bad : {"a**b", "a\\", "a\\b", "*1*2*3*4*5*6*7*8*"}) {
     const absl::Status s = f.Subscribe(7, Spec({Str("f", kWild, bad)}));
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
   }
+}
+
+// Issue 44: OP_WILDCARD with several stars and OP_NOT_WILDCARD: the
+// pattern's own attribute, set for the candidates its ends select.
+TEST(TypedAttributes, SeveralStarsAndNotWildcardHoldAsDocumented) {
+  Front f;
+  const v1::Op kWild = v1::OP_WILDCARD;
+  const v1::Op kNot = v1::OP_NOT_WILDCARD;
+  ASSERT_TRUE(f.Subscribe(1, Spec({Str("f", kWild, "img-*-*.png")})).ok());
+  ASSERT_TRUE(f.Subscribe(2, Spec({Str("f", kWild, "*ab*ab*")})).ok());
+  ASSERT_TRUE(f.Subscribe(3, Spec({Str("f", kNot, "img-*.png")})).ok());
+  ASSERT_TRUE(f.Subscribe(4, Spec({Str("f", kNot, "x")})).ok());
+  ASSERT_TRUE(f.Subscribe(5, Spec({Str("f", kWild, "a*ab*b")})).ok());
+  ASSERT_TRUE(f.Subscribe(6, Spec({Str("f", kNot, "*a*b*")})).ok());
+  // The same pattern again: the same attribute.
+  ASSERT_TRUE(f.Subscribe(7, Spec({Str("f", kWild, "img-*-*.png")})).ok());
+  // Six patterns: 1 and 7 share "$w0:f".
+  EXPECT_TRUE(f.names().Find("$w5:f").has_value());
+  EXPECT_FALSE(f.names().Find("$w6:f").has_value());
+
+  EXPECT_EQ(f.MatchOne(Event({{"f", "img-1-2.png"}})), (Ids{1, 4, 6, 7}));
+  EXPECT_EQ(f.MatchOne(Event({{"f", "img--.png"}})), (Ids{1, 4, 6, 7}));
+  EXPECT_EQ(f.MatchOne(Event({{"f", "img-1.png"}})), (Ids{4, 6}));
+  EXPECT_EQ(f.MatchOne(Event({{"f", "abab"}})), (Ids{2, 3, 4}));
+  EXPECT_EQ(f.MatchOne(Event({{"f", "aba"}})), (Ids{3, 4}));
+  // "a*ab*b": the middle "ab" may not overlap the first "a".
+  EXPECT_EQ(f.MatchOne(Event({{"f", "aabb"}})), (Ids{3, 4, 5}));
+  EXPECT_EQ(f.MatchOne(Event({{"f", "abb"}})), (Ids{3, 4}));
+  EXPECT_EQ(f.MatchOne(Event({{"f", "x"}})), (Ids{3, 6}));
+  EXPECT_EQ(f.MatchOne(Event({{"f", ""}})), (Ids{3, 4, 6}));
+  EXPECT_EQ(f.MatchOne(Event({{"f", "#5"}})), (Ids{}));  // an int64
+  EXPECT_EQ(f.MatchOne(Event({{"g", "x"}})), (Ids{}));   // absent
 }
 
 v1::Predicate StrBetween(const std::string& name, const std::string& low,
@@ -643,14 +675,16 @@ TEST(TypedAttributes, RestoredFromNamesAndStrings) {
             Str("p", v1::OP_NOT_PREFIX, "/a"),
             Str("p", v1::OP_NOT_SUFFIX, "z"),
             Str("ip", v1::OP_CIDR, "10.0.0.0/8"),
-            Str("ip6", v1::OP_CIDR, "2001:db8::1:0:0:0/80")});
+            Str("ip6", v1::OP_CIDR, "2001:db8::1:0:0:0/80"),
+            Str("p", v1::OP_WILDCARD, "/x*y*y"),
+            Str("q", v1::OP_NOT_WILDCARD, "n*o")});
   Interner subscribers(4);
   std::vector<SubscriptionInput> built;
   ASSERT_TRUE(BuildSubscriptions(request, &f.typed(), &subscribers, &built)
                   .ok());
   // 2 codes, a prefix, 3 order bounds, a suffix, a case fold, an excluded
-  // prefix and suffix
-  ASSERT_EQ(strings.size(), 10u);
+  // prefix and suffix, two patterns
+  ASSERT_EQ(strings.size(), 12u);
 
   Interner names(1 << 16);
   for (uint32_t id = 0; id < f.names().size(); ++id) {
@@ -664,17 +698,26 @@ TEST(TypedAttributes, RestoredFromNamesAndStrings) {
   matcher::Index index;
   ASSERT_TRUE(index.Add(1, built[0].predicates).ok());
   v1::PublishRequest publish;
-  const std::pair<std::string, std::string> ip{"ip", "10.9.9.9"};
-  const std::pair<std::string, std::string> ip6{"ip6", "2001:db8::1:2:3:4"};
-  *publish.add_events() = Event({{"t", "b"}, {"p", "/xy"}, ip, ip6});
-  *publish.add_events() =
-      Event({{"t", "b"}, {"p", "/xy"}, {"c", "#1"}, ip, ip6});
-  *publish.add_events() = Event({{"t", "c"}, {"p", "/xy"}, ip, ip6});
-  *publish.add_events() = Event({{"t", "b"}, {"p", "/xz"}, ip, ip6});
-  *publish.add_events() =
-      Event({{"t", "b"}, {"p", "/xy"}, {"ip", "11.0.0.1"}, ip6});
-  *publish.add_events() =
-      Event({{"t", "b"}, {"p", "/xy"}, ip, {"ip6", "2001:db8::2:0:0:0"}});
+  // Each event but the first breaks one predicate.
+  auto event = [&](const std::string& name, const std::string& value) {
+    std::vector<std::pair<std::string, std::string>> attributes = {
+        {"t", "b"},      {"p", "/xyy"},  {"ip", "10.9.9.9"},
+        {"ip6", "2001:db8::1:2:3:4"},    {"q", "nx"}};
+    for (auto& [n, v] : attributes) {
+      if (n == name) v = value;
+    }
+    if (name == "c") attributes.emplace_back("c", value);
+    return Event(attributes);
+  };
+  *publish.add_events() = event("", "");
+  *publish.add_events() = event("c", "#1");
+  *publish.add_events() = event("t", "c");
+  *publish.add_events() = event("p", "/xz");
+  *publish.add_events() = event("ip", "11.0.0.1");
+  *publish.add_events() = event("ip6", "2001:db8::2:0:0:0");
+  *publish.add_events() = event("p", "/xy");   // the pattern "/x*y*y"
+  *publish.add_events() = event("q", "nxo");   // anything-but "n*o"
+  *publish.add_events() = event("q", "#3");    // not a string
   std::vector<std::vector<matcher::AttributeValue>> records;
   BuildEvents(publish, restored, &records);
   std::vector<matcher::EventView> views(records.begin(), records.end());
@@ -686,6 +729,9 @@ TEST(TypedAttributes, RestoredFromNamesAndStrings) {
   EXPECT_TRUE(got[3].empty());  // the suffix "y" no longer holds
   EXPECT_TRUE(got[4].empty());  // nor the IPv4 network
   EXPECT_TRUE(got[5].empty());  // nor the IPv6 one
+  EXPECT_TRUE(got[6].empty());  // nor the pattern
+  EXPECT_TRUE(got[7].empty());  // nor its anything-but
+  EXPECT_TRUE(got[8].empty());
 }
 
 // The differential test: random typed subscriptions (every operator, int64
@@ -816,8 +862,11 @@ class Draws {
       "10.0.0.0/8",  "10.1.0.0/16",   "0.0.0.0/0",       "10.1.2.3",
       "::/0",        "2001:db8::/32", "2001:db8::1/128", "2001:db8::/64",
       "2001:db8::8000:0:0:0/65"};
+  // One star or none, and several (issue 44's candidates by their ends).
   static constexpr const char* kPatterns[] = {
-      "*", "a*", "*b", "a*b", "a*a", "ab", "\\*", "*\xff", "b\\**", "*c"};
+      "*",     "a*",    "*b",     "a*b",   "a*a",    "ab",   "\\*",
+      "*\xff", "b\\**", "*c",    "a*b*",  "*a*b",   "a*a*a", "*b*",
+      "a*\xff*b", "*a*a*", "\\**\\*", "ab*a*b"};
   std::string string_value() { return std::string(kStrings[next(19)]); }
   int64_t int_value() { return static_cast<int64_t>(next(7)) - 3; }
   // Numbers with fractions between the integers above, and integral
@@ -847,8 +896,8 @@ class Draws {
         v1::OP_NOT_IN, v1::OP_PREFIX, v1::OP_EXISTS, v1::OP_NOT_EXISTS,
         v1::OP_SUFFIX, v1::OP_EQUALS_IGNORE_CASE, v1::OP_NOT_PREFIX,
         v1::OP_NOT_SUFFIX, v1::OP_CIDR, v1::OP_WILDCARD,
-        v1::OP_NOT_EQUALS_IGNORE_CASE};
-    v1::Op op = kOps[next(19)];
+        v1::OP_NOT_EQUALS_IGNORE_CASE, v1::OP_NOT_WILDCARD};
+    v1::Op op = kOps[next(20)];
     const bool excluded =
         op == v1::OP_NOT_PREFIX || op == v1::OP_NOT_SUFFIX;
     const bool folds = op == v1::OP_EQUALS_IGNORE_CASE ||
@@ -862,8 +911,8 @@ class Draws {
       p.set_string_value(kNetworks[next(9)]);
       return p;
     }
-    if (op == v1::OP_WILDCARD) {
-      p.set_string_value(kPatterns[next(10)]);
+    if (op == v1::OP_WILDCARD || op == v1::OP_NOT_WILDCARD) {
+      p.set_string_value(kPatterns[next(18)]);
       return p;
     }
     if ((op == v1::OP_EQUALS_IGNORE_CASE ||

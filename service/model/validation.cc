@@ -212,7 +212,9 @@ absl::Status CheckOperandRules(const v1::Predicate& predicate) {
         "\" is not an IPv4 or IPv6 network (an address, and optionally \"/\" "
         "and a prefix length: 10.0.0.0/8, 2001:db8::/32)"));
   }
-  if (op == v1::OP_WILDCARD) return ParseWildcard(value).status();
+  if (op == v1::OP_WILDCARD || op == v1::OP_NOT_WILDCARD) {
+    return ParseWildcard(value).status();
+  }
   return absl::OkStatus();
 }
 
@@ -225,7 +227,7 @@ absl::Status CheckPredicate(const FieldPath& path,
       CheckAttributeName(FieldPath{&path, "attribute"}, predicate.attribute());
   if (!status.ok()) return status;
   const int op = predicate.op();
-  if (op < v1::OP_EQ || op > v1::OP_NOT_EQUALS_IGNORE_CASE) {
+  if (op < v1::OP_EQ || op > v1::OP_NOT_WILDCARD) {
     const std::string what = op == v1::OP_UNSPECIFIED
                                  ? std::string("OP_UNSPECIFIED (0)")
                                  : absl::StrCat("unknown value ", op);
@@ -233,7 +235,7 @@ absl::Status CheckPredicate(const FieldPath& path,
                    " is not an operator; use OP_EQ, OP_NE, OP_LT, OP_LE, "
                    "OP_GT, OP_GE, OP_BETWEEN, OP_IN, OP_NOT_IN, OP_PREFIX, "
                    "OP_SUFFIX, OP_EQUALS_IGNORE_CASE, OP_NOT_PREFIX, "
-                   "OP_NOT_SUFFIX, OP_CIDR, OP_WILDCARD, "
+                   "OP_NOT_SUFFIX, OP_CIDR, OP_WILDCARD, OP_NOT_WILDCARD, "
                    "OP_NOT_EQUALS_IGNORE_CASE, OP_EXISTS or OP_NOT_EXISTS");
   }
   const absl::string_view op_name = v1::Op_Name(predicate.op());
@@ -326,6 +328,7 @@ absl::Status CheckPredicate(const FieldPath& path,
     case v1::OP_NOT_SUFFIX:
     case v1::OP_CIDR:
     case v1::OP_WILDCARD:
+    case v1::OP_NOT_WILDCARD:
       if (operand != v1::Predicate::kStringValue) {
         return Invalid(path, op_name, " needs a string_value operand, got ",
                        OperandName(predicate));

@@ -38,12 +38,12 @@ namespace service {
 
 // CheckOperandRules()
 //
-// The rules on a string operand that only the server checks (the CLI
-// grammar takes any string there): OP_NOT_PREFIX and OP_NOT_SUFFIX need 1
-// byte or more, OP_CIDR a network (ip_network.h), OP_WILDCARD a pattern
-// (wildcard.h). INVALID_ARGUMENT whose message says what is wrong but names
-// no field (ValidateSubscribe puts it after the operand's field); OK for
-// every other predicate. REQUIRES: a string_value operand for those ops.
+// The rules on a string operand that only the server checks (the CLI grammar
+// takes any string there): OP_NOT_PREFIX and OP_NOT_SUFFIX need 1 byte or more,
+// OP_CIDR a network (ip_network.h), OP_WILDCARD and OP_NOT_WILDCARD a pattern
+// (wildcard.h). INVALID_ARGUMENT whose message says what is wrong but names no
+// field (ValidateSubscribe puts it after the operand's field); OK for every
+// other predicate. REQUIRES: a string_value operand for those ops.
 absl::Status CheckOperandRules(const v1::Predicate& predicate);
 
 // IsValidAttributeName(): limits.h.
@@ -58,7 +58,7 @@ absl::Status CheckOperandRules(const v1::Predicate& predicate);
 // groups' sizes, is at most limits.max_or_expansion (RESOURCE_EXHAUSTED naming
 // "subscriptions[i].any_of") and whose largest conjunction has at most
 // limits.max_predicates; each predicate with a valid attribute name, an op from
-// OP_EQ to OP_NOT_EQUALS_IGNORE_CASE, the operand its op takes (the table in
+// OP_EQ to OP_NOT_WILDCARD, the operand its op takes (the table in
 // pubsub.proto's Predicate), strings of at most limits.max_string_bytes, lists
 // of 1 to limits.max_set_size values, and value <= upper for OP_BETWEEN
 // (strings in byte order; `upper` is ignored for the other ops). Else

@@ -86,7 +86,8 @@ void CheckRefusal(const absl::Status& status, absl::string_view field,
 // (LT, LE, GT, GE, BETWEEN on strings: the range and its order-count guard)
 // lower into two, and so does an IPv6 network longer than /64 (both
 // halves); a wildcard "a*b" with both sides lowers into three (prefix,
-// suffix, length); every other op into one.
+// suffix, length), and so does every OP_NOT_WILDCARD (a string, its
+// pattern's attribute absent, the guard); every other op into one.
 size_t Width(const v1::Predicate& p) {
   if (p.op() == v1::OP_CIDR) {
     const std::optional<IpNetwork> n = ParseIpNetwork(p.string_value());
@@ -94,8 +95,12 @@ size_t Width(const v1::Predicate& p) {
   }
   if (p.op() == v1::OP_WILDCARD) {
     const absl::StatusOr<Wildcard> w = ParseWildcard(p.string_value());
-    return w.ok() && !w->left.empty() && !w->right.empty() ? 3 : 1;
+    return w.ok() && w->stars == 1 && !w->left.empty() && !w->right.empty()
+               ? 3
+               : 1;
   }
+  // A string value, the pattern's attribute absent, and its guard.
+  if (p.op() == v1::OP_NOT_WILDCARD) return 3;
   const bool string_range =
       p.operand_case() == v1::Predicate::kStringValue &&
       (p.op() == v1::OP_LT || p.op() == v1::OP_LE || p.op() == v1::OP_GT ||

@@ -112,7 +112,8 @@ const char kOpList[] =
     "is not an operator; use OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, "
     "OP_BETWEEN, OP_IN, OP_NOT_IN, OP_PREFIX, OP_SUFFIX, "
     "OP_EQUALS_IGNORE_CASE, OP_NOT_PREFIX, OP_NOT_SUFFIX, OP_CIDR, "
-    "OP_WILDCARD, OP_NOT_EQUALS_IGNORE_CASE, OP_EXISTS or OP_NOT_EXISTS";
+    "OP_WILDCARD, OP_NOT_WILDCARD, OP_NOT_EQUALS_IGNORE_CASE, OP_EXISTS or "
+    "OP_NOT_EXISTS";
 constexpr absl::StatusCode kInvalid = absl::StatusCode::kInvalidArgument;
 
 TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
@@ -153,10 +154,10 @@ TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
        {"subscriptions[1].predicates[0]: OP_IN needs a list operand "
         "(int64_values, double_values or string_values), got "
         "literal_value"}},
-      {"op 20, just past OP_NOT_EQUALS_IGNORE_CASE",
-       [](R* r) { PredicateOf(r, 0, 0)->set_op(static_cast<v1::Op>(20)); },
+      {"op 21, just past OP_NOT_WILDCARD",
+       [](R* r) { PredicateOf(r, 0, 0)->set_op(static_cast<v1::Op>(21)); },
        kInvalid,
-       {"subscriptions[0].predicates[0].op: unknown value 20"}},
+       {"subscriptions[0].predicates[0].op: unknown value 21"}},
       {"NOT_EQUALS_IGNORE_CASE of an int64",
        [](R* r) {
          PredicateOf(r, 3, 0)->set_op(v1::OP_NOT_EQUALS_IGNORE_CASE);
@@ -299,15 +300,28 @@ TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
        kInvalid,
        {"subscriptions[1].predicates[0].string_value: 257 bytes; the limit "
         "is 256 (--max_string_bytes)"}},
-      {"WILDCARD with two stars",
+      {"WILDCARD with nine stars",
        [](R* r) {
          PredicateOf(r, 2, 0)->set_op(v1::OP_WILDCARD);
-         PredicateOf(r, 2, 0)->set_string_value("a*b*c");
+         PredicateOf(r, 2, 0)->set_string_value("*a*b*c*d*e*f*g*h\\**");
        },
        kInvalid,
-       {"subscriptions[2].predicates[0].string_value: byte 3 of the "
-        "pattern: a second '*'; the limit is 1 (write a literal star as "
-        "\\*)"}},
+       {"subscriptions[2].predicates[0].string_value: byte 18 of the "
+        "pattern: more than 8 stars (write a literal star as \\*)"}},
+      {"NOT_WILDCARD with two stars in a row",
+       [](R* r) {
+         PredicateOf(r, 2, 0)->set_op(v1::OP_NOT_WILDCARD);
+         PredicateOf(r, 2, 0)->set_string_value("a\\**b**");
+       },
+       kInvalid,
+       {"subscriptions[2].predicates[0].string_value: byte 6 of the "
+        "pattern: two stars in a row ('**' means no more than '*'; Event "
+        "Ruler refuses it too)"}},
+      {"NOT_WILDCARD of an int64",
+       [](R* r) { PredicateOf(r, 2, 0)->set_op(v1::OP_NOT_WILDCARD); },
+       kInvalid,
+       {"subscriptions[2].predicates[0]: OP_NOT_WILDCARD needs a "
+        "string_value operand, got value"}},
       {"WILDCARD with a stray backslash",
        [](R* r) {
          PredicateOf(r, 2, 0)->set_op(v1::OP_WILDCARD);

@@ -110,12 +110,14 @@ inline std::string RandomString(Rng& rng) {
   return kStrings[rng() % 18];
 }
 
-// Patterns for OP_WILDCARD: a star at either end, in the middle, alone,
-// with overlapping sides ("a*a" needs 2 bytes), escaped, and none.
+// Patterns for OP_WILDCARD and OP_NOT_WILDCARD: a star at either end, in
+// the middle, alone, with overlapping sides ("a*a" needs 2 bytes),
+// escaped, none, and several stars.
 inline std::string RandomPattern(Rng& rng) {
   static const char* const kPatterns[] = {
-      "*", "a*", "*b", "a*b", "a*a", "ab", "\\*", "*\xff", "b\\**", "*c"};
-  return kPatterns[rng() % 10];
+      "*",   "a*",   "*b",   "a*b",  "a*a",   "ab",  "\\*",
+      "*\xff", "b\\**", "*c", "a*b*", "*a*a*", "a*\xff*b", "*b*"};
+  return kPatterns[rng() % 14];
 }
 
 // Networks for OP_CIDR, of both families and prefix lengths around the
@@ -130,8 +132,9 @@ inline std::string RandomNetwork(Rng& rng) {
 
 // One predicate in three is typed (issue 19): a string operand (EQ, NE,
 // IN, NOT_IN, PREFIX, SUFFIX, EQUALS_IGNORE_CASE, NOT_PREFIX, NOT_SUFFIX,
-// CIDR, WILDCARD, NOT_EQUALS_IGNORE_CASE, LT, GE, BETWEEN; the two
-// ignoring case also with lists), an int64 set, or EXISTS / NOT_EXISTS.
+// CIDR, WILDCARD, NOT_WILDCARD, NOT_EQUALS_IGNORE_CASE, LT, GE, BETWEEN;
+// the two ignoring case also with lists), an int64 set, or EXISTS /
+// NOT_EXISTS.
 inline v1::Predicate RandomPredicate(Rng& rng, int attributes, int domain) {
   v1::Predicate p;
   p.set_attribute(AttributeName(static_cast<int>(rng() % attributes)));
@@ -141,8 +144,9 @@ inline v1::Predicate RandomPredicate(Rng& rng, int attributes, int domain) {
         v1::OP_PREFIX, v1::OP_EXISTS, v1::OP_NOT_EXISTS, v1::OP_LT,
         v1::OP_GE,     v1::OP_BETWEEN, v1::OP_SUFFIX,
         v1::OP_EQUALS_IGNORE_CASE, v1::OP_NOT_PREFIX, v1::OP_NOT_SUFFIX,
-        v1::OP_CIDR,   v1::OP_WILDCARD, v1::OP_NOT_EQUALS_IGNORE_CASE};
-    p.set_op(kOps[rng() % 17]);
+        v1::OP_CIDR,   v1::OP_WILDCARD, v1::OP_NOT_EQUALS_IGNORE_CASE,
+        v1::OP_NOT_WILDCARD};
+    p.set_op(kOps[rng() % 18]);
     if ((p.op() == v1::OP_EQUALS_IGNORE_CASE ||
          p.op() == v1::OP_NOT_EQUALS_IGNORE_CASE) &&
         rng() % 2 == 0) {
@@ -155,7 +159,7 @@ inline v1::Predicate RandomPredicate(Rng& rng, int attributes, int domain) {
       p.set_string_value(RandomNetwork(rng));
       return p;
     }
-    if (p.op() == v1::OP_WILDCARD) {
+    if (p.op() == v1::OP_WILDCARD || p.op() == v1::OP_NOT_WILDCARD) {
       p.set_string_value(RandomPattern(rng));
       return p;
     }

@@ -1,7 +1,7 @@
 """Randomized differential check: cohortd's matches against cohort.matches.
 
-Property: for random subscriptions (every operator, int and string
-operands, attributes sent with either type; one in three with "or"
+Property: for random subscriptions (every operator, wildcards of up to 8
+stars and not_wildcard among them, int and string operands, attributes sent with either type; one in three with "or"
 groups) and random events, the ids Publish returns are exactly those of
 the live subscriptions whose filters the brute-force reference matcher
 says hold, each once, before and after unsubscribing a random part of
@@ -26,11 +26,15 @@ STRINGS = [
     b"", b"a", b"ab", b"abc", b"b", b"ba", b"\xff", b"\x00", b"a\xff",
     "é".encode(), b"z", b"A", b"aB", "É".encode(), "\u212a".encode(),
     b"10.1.2.3", b"10.200.0.1", b"2001:db8::1", b"2001:db9::8000:0:0:1",
-    b"::ffff:10.1.2.3", b"010.1.2.3", b"fe80::1%eth0"
+    b"::ffff:10.1.2.3", b"010.1.2.3", b"fe80::1%eth0", b"aab", b"abab",
+    b"a*b", b"a\\b"
 ]
+# Wildcard patterns (of wildcard and not_wildcard): one star, several
+# (up to the 8 allowed), overlapping parts, escapes, none (an equality).
 PATTERNS = [
     "*", "a*", "*b", "a*b", "a*a", "ab", "\\*", "*\xff", "b\\**", "*.1",
-    "10.*"
+    "10.*", "a*ab", "*a*b*", "a*b*b", "*ab*ab*", "a*\\**", "*\\\\*",
+    "1*.*.*", "*:*:*", "*a*a*a*a*a*a*a*", "", "*é*"
 ]
 NETWORKS = [
     "10.0.0.0/8", "10.1.0.0/16", "0.0.0.0/0", "10.1.2.3", "::/0",
@@ -64,7 +68,7 @@ def random_predicate(rng: random.Random) -> Filter:
     strings = (name in STRING_ATTRIBUTES or
                (name == MIXED and rng.random() < 0.5) or rng.random() < 0.1)
     a = F(name)
-    kind = rng.randrange(20)
+    kind = rng.randrange(21)
     v = random_operand(rng, strings)
     if kind < 6:
         return [a.__eq__, a.__ne__, a.__lt__, a.__le__, a.__gt__,
@@ -88,6 +92,8 @@ def random_predicate(rng: random.Random) -> Filter:
         return a.cidr(rng.choice(NETWORKS))
     if kind == 17:
         return a.wildcard(rng.choice(PATTERNS))
+    if kind == 20:
+        return a.not_wildcard(rng.choice(PATTERNS))
     if kind in (18, 19):
         folded = [rng.choice(STRINGS) for _ in range(rng.randint(1, 3))]
         return (a.equals_ignore_case(folded)

@@ -40,6 +40,7 @@ def test_parse_gives_the_builders_predicates(client: cohort.Client) -> None:
          F("f").suffix(".png") & F("u").equals_ignore_case("Bob") &
          F("f").not_prefix("tmp") & F("f").not_suffix("~") &
          F("ip").cidr("10.0.0.0/8") & F("f").wildcard("img-*.png") &
+         F("f").wildcard("*a*b\\**") & F("f").not_wildcard("*.tmp") &
          F("c").equals_ignore_case(["a", "B"]) &
          F("c").not_equals_ignore_case("x") &
          F("n").between(-5, 5) & F("c").not_exists() & F("k").not_in([1, 2]) &

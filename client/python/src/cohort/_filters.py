@@ -63,6 +63,51 @@ GroupLike = Union[pb.AnyOf, Iterable[AlternativeLike]]
 # server takes (its default is 150).
 MAX_ALTERNATIVES = 1024
 
+# The most stars a wildcard pattern may have (pubsub.proto, OP_WILDCARD).
+MAX_WILDCARD_STARS = 8
+
+
+def wildcard_parts(pattern: bytes) -> List[bytes]:
+    """The literal parts of a wildcard pattern (OP_WILDCARD,
+    OP_NOT_WILDCARD) around its stars, its escapes read: one part more than
+    it has stars (b"a\\*b*" gives [b"a*b", b""]; no star: [pattern], an
+    equality). '*' stands for any run of bytes, backslash-star for a star,
+    two backslashes for a backslash. ValueError, as the server refuses it,
+    for any other backslash (one at the end too), two stars in a row
+    (Event Ruler refuses "**" too) or more than MAX_WILDCARD_STARS stars;
+    the message names the byte."""
+    parts = [bytearray()]
+    after_star = False
+    i = 0
+    while i < len(pattern):
+        b = pattern[i]
+        if b == 0x5C:  # a backslash
+            if i + 1 == len(pattern) or pattern[i + 1] not in (0x2A, 0x5C):
+                raise ValueError(
+                    f"byte {i} of the pattern: '\\' must be followed by "
+                    "'*' or '\\' (a literal star or backslash)")
+            parts[-1].append(pattern[i + 1])
+            after_star = False
+            i += 2
+            continue
+        if b == 0x2A:  # a star
+            if after_star:
+                raise ValueError(
+                    f"byte {i} of the pattern: two stars in a row ('**' "
+                    "means no more than '*'; Event Ruler refuses it too)")
+            if len(parts) > MAX_WILDCARD_STARS:
+                raise ValueError(
+                    f"byte {i} of the pattern: more than "
+                    f"{MAX_WILDCARD_STARS} stars (write a literal star as "
+                    "\\*)")
+            parts.append(bytearray())
+            after_star = True
+        else:
+            parts[-1].append(b)
+            after_star = False
+        i += 1
+    return [bytes(part) for part in parts]
+
 
 def operand(value: object, what: str) -> Checked:
     """value as an int64 (int), a number with a fraction (float) or a
@@ -412,7 +457,8 @@ class F:
 
     Operators: == != < <= > >=, and the methods between, isin, not_in,
     prefix (also startswith), suffix (also endswith), not_prefix,
-    not_suffix, equals_ignore_case, cidr, wildcard, exists and not_exists.
+    not_suffix, equals_ignore_case, not_equals_ignore_case, cidr, wildcard,
+    not_wildcard, exists and not_exists.
     Values: int, float, str or bytes.
     """
 
@@ -569,9 +615,26 @@ class F:
         return self._affix(pb.OP_CIDR, "cidr", network)
 
     def wildcard(self, pattern: Union[str, bytes]) -> Filter:
-        """x is a string the pattern matches: '*' any run of bytes, \\* a
-        star, \\\\ a backslash; at most one '*' (OP_WILDCARD)."""
-        return self._affix(pb.OP_WILDCARD, "wildcard", pattern)
+        """x is a string the pattern matches (OP_WILDCARD): '*' any run of
+        bytes (the empty one too), \\* a star, \\\\ a backslash, every
+        other byte itself; at most 8 stars, no two in a row, no other
+        backslash (else ValueError). Without a star, an equality."""
+        return self._pattern(pb.OP_WILDCARD, "wildcard", pattern)
+
+    def not_wildcard(self, pattern: Union[str, bytes]) -> Filter:
+        """x is a string the pattern, as for wildcard(), does not match
+        (OP_NOT_WILDCARD, Event Ruler's anything-but wildcard); false if
+        the event lacks x or carries another type."""
+        return self._pattern(pb.OP_NOT_WILDCARD, "not_wildcard", pattern)
+
+    def _pattern(self, op: pb.Op.ValueType, name: str,
+                 pattern: Union[str, bytes]) -> Filter:
+        f = self._affix(op, name, pattern)
+        try:
+            wildcard_parts(f.predicates[0].string_value)
+        except ValueError as e:
+            raise ValueError(f"F({self.attribute!r}).{name}: {e}") from None
+        return f
 
     def equals_ignore_case(
             self, value: Union[str, bytes,
@@ -649,6 +712,7 @@ _STRING_OP_TEXT = {
     pb.OP_NOT_EQUALS_IGNORE_CASE: "not equals-ignore-case",
     pb.OP_CIDR: "cidr",
     pb.OP_WILDCARD: "wildcard",
+    pb.OP_NOT_WILDCARD: "not wildcard",
 }
 
 

@@ -22,18 +22,22 @@ type; a comparison without an operand compares with the int64 0, and an
 attribute without a value is the int64 0. EQUALS_IGNORE_CASE compares the
 simple case folds of both strings (fold_case); CIDR holds for a string that
 is an IP address of the network's family inside it (ip_address); WILDCARD
-for a string the pattern matches (glob).
+for a string the pattern matches (glob: '*' any run of bytes, a str value
+compared as its UTF-8 bytes), NOT_WILDCARD for a string it does not match
+(not for a number, like NOT_PREFIX); a pattern the server refuses is
+ValueError.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Callable, Dict, Iterable, Mapping, Optional, Union
+from typing import (Callable, Dict, Iterable, List, Mapping, Optional,
+                    Union)
 
 from cohort._casefold import FOLD
 from cohort._convert import LITERALS, EventLike, attributes_of, fill_event
-from cohort._filters import SpecLike, spec_parts
+from cohort._filters import SpecLike, spec_parts, wildcard_parts
 from cohort.v1 import pubsub_pb2 as pb
 
 Scalar = Union[int, float, bytes]
@@ -115,17 +119,17 @@ def _in_network(x: bytes, network: bytes) -> bool:
 
 
 def glob(pattern: bytes, value: bytes) -> bool:
-    """Whether the wildcard pattern matches value: '*' any run of bytes,
-    backslash-star a star, two backslashes a backslash."""
-    tokens: list[Optional[int]] = []  # None: a star
-    i = 0
-    while i < len(pattern):
-        if pattern[i] == 0x5C and i + 1 < len(pattern):  # backslash
-            tokens.append(pattern[i + 1])
-            i += 2
-        else:
-            tokens.append(None if pattern[i] == 0x2A else pattern[i])
-            i += 1
+    """Whether the wildcard pattern matches value, byte by byte: '*' any
+    run of bytes (the empty one too), backslash-star a star, two
+    backslashes a backslash (OP_WILDCARD). A pattern the server refuses
+    (wildcard_parts: another backslash, "**", more than 8 stars) is
+    ValueError."""
+    parts = wildcard_parts(pattern)
+    # The pattern as tokens: a byte, or None for a star.
+    tokens: List[Optional[int]] = list(parts[0])
+    for part in parts[1:]:
+        tokens.append(None)
+        tokens.extend(part)
     # can[j]: tokens[j:] match the rest of value, filled from the end.
     can = [False] * (len(tokens) + 1)
     can[len(tokens)] = True
@@ -196,8 +200,10 @@ def _holds(p: pb.Predicate, value: object) -> bool:
         return isinstance(x, bytes) and x.startswith(p.string_value)
     if op == pb.OP_SUFFIX:
         return isinstance(x, bytes) and x.endswith(p.string_value)
-    if op == pb.OP_WILDCARD:
-        return isinstance(x, bytes) and glob(p.string_value, x)
+    if op in (pb.OP_WILDCARD, pb.OP_NOT_WILDCARD):
+        if not isinstance(x, bytes):
+            return False  # neither holds for a number
+        return glob(p.string_value, x) == (op == pb.OP_WILDCARD)
     if op == pb.OP_CIDR:
         return isinstance(x, bytes) and _in_network(x, p.string_value)
     if op == pb.OP_NOT_PREFIX:
