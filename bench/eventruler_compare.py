@@ -55,6 +55,12 @@ conjunction; classify() applies them so:
   suffix, so that the explanation never covers a conjunction Event
   Ruler would match). One conjunction explained is not enough.
 
+  Or Event Ruler's "$or" error (ruler_or_overlap, found by this driver):
+  an entry whose list for a field shares a value with an earlier entry's
+  list for that field loses its other values ({"$or": [{"q": [5, 4]},
+  {"q": [9, 4]}]} misses q = 9); explained iff no conjunction matches
+  once every such later alternative is left out.
+
 A disagreement that needs two of these at once in one conjunction is not
 explained.
 """
@@ -136,6 +142,54 @@ def ruler_star_defect(predicates: Sequence[pb.Predicate], doc: Dict[str, Any],
                 cohort.matches(rest, event)):
             return True
     return False
+
+
+def equal_values(p: pb.Predicate) -> Set[Any]:
+    """The values an EQ or IN predicate holds for, typed; empty for the
+    other ops."""
+    if p.op == pb.OP_EQ:
+        kind = p.WhichOneof("operand")
+        return {(kind, getattr(p, kind))} if kind else set()
+    if p.op == pb.OP_IN:
+        kind = p.WhichOneof("operand")
+        if kind == "string_values":
+            return {("string_value", v) for v in p.string_values.values}
+        if kind == "int64_values":
+            return {("value", v) for v in p.int64_values.values}
+        if kind == "double_values":
+            return {("double_value", v) for v in p.double_values.values}
+    return set()
+
+
+def ruler_or_overlap(f: cohort.Filter, doc: Dict[str, Any]) -> bool:
+    """Event Ruler 1.8.1's "$or" error, found by this driver: an entry
+    whose list for a field shares a value with an earlier entry's list
+    for that field loses its other values ({"$or": [{"q": [5, 4]},
+    {"q": [9, 4]}]} does not match q = 9; with [5, 3] first it does). True
+    iff f matches doc (Cohort's reference), but not once every such later
+    alternative of a group is left out: then only those alternatives
+    match, and Event Ruler reads them so."""
+    groups = []
+    for group in f.any_of:
+        kept = []
+        for k, alternative in enumerate(group):
+            broken = False
+            for p in alternative:
+                values = equal_values(p)
+                for earlier in group[:k]:
+                    for q in earlier:
+                        if (q.attribute == p.attribute and values and
+                                values & equal_values(q)):
+                            broken = True
+            if not broken:
+                kept.append(alternative)
+        if not kept:
+            return True
+        groups.append(kept)
+    reduced = cohort.Filter(f.predicates,
+                            any_of=[[list(a) for a in g] for g in groups])
+    return not any(cohort.matches(reduced, reading_event(flat))
+                   for flat in readings(doc))
 
 
 def ruler_star_exclusion(conjunctions: Sequence[Sequence[pb.Predicate]],
@@ -239,8 +293,9 @@ def classify(kind: str, f: cohort.Filter, doc: Dict[str, Any],
             return "typed"
         if any(ruler_star_defect(c, doc, star_paths) for c in conjunctions):
             return "ruler"
-    if kind == "cohort only" and reference and ruler_star_exclusion(
-            conjunctions, doc, star_paths):
+    if kind == "cohort only" and reference and (
+            ruler_star_exclusion(conjunctions, doc, star_paths) or
+            ruler_or_overlap(f, doc)):
         return "ruler"
     return ""
 
@@ -331,7 +386,8 @@ def main() -> int:
           f"{len(events)}: {pairs} (pattern, event) pairs, {matches} "
           f"matches by Event Ruler; documented disagreements (anything-but "
           f"across types): {documented}; Event Ruler's own errors "
-          f"(equals-ignore-case, its anything-but, or suffix beside a "
+          f"(a \"$or\" entry sharing a value with an earlier one; "
+          f"equals-ignore-case, its anything-but, or suffix beside a "
           f"'*...' wildcard): "
           f"{ruler_defect}; "
           f"other disagreements: {len(lines)} ("

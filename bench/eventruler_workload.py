@@ -26,6 +26,9 @@ entries, each naming 1 or 2 fields the pattern does not name beside it,
 at the top level or under "detail"; some fields (MIXED_SHARE, 10%, inside
 "$or" entries too) list several kinds of entry (mixed_list: values with a
 condition, strings with numbers, a literal among values, two literals).
+Wildcards: half of them have 2 or 3 stars (stars(): runs of a value
+replaced, never "**"), and "anything-but-wildcard" excludes one or two
+such patterns.
 events.txt (the flattened events, for the timing path) is written only
 without arrays.
 """
