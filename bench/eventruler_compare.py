@@ -119,6 +119,12 @@ def typed_anything_but(predicates: Sequence[pb.Predicate],
     return False
 
 
+# The conditions Event Ruler 1.8.1 reads wrongly beside a '*...' wildcard
+# on their field (ruler_star_defect, star_read).
+STAR_ERRS = (pb.OP_EQUALS_IGNORE_CASE, pb.OP_SUFFIX, pb.OP_PREFIX_IGNORE_CASE,
+             pb.OP_SUFFIX_IGNORE_CASE)
+
+
 def ruler_star_defect(predicates: Sequence[pb.Predicate], doc: Dict[str, Any],
                       star_paths: Set[str]) -> bool:
     """Whether Event Ruler matched only through one of its 1.8.1 errors
@@ -131,7 +137,7 @@ def ruler_star_defect(predicates: Sequence[pb.Predicate], doc: Dict[str, Any],
     loaded, {"suffix": "oë"} matches "zoË" and "zoé"). For one
     conjunction."""
     affected = [p for p in predicates if p.attribute in star_paths and
-                p.op in (pb.OP_EQUALS_IGNORE_CASE, pb.OP_SUFFIX)]
+                p.op in STAR_ERRS]
     if not affected:
         return False
     rest = [p for p in predicates if p not in affected]
@@ -226,7 +232,7 @@ def ruler_holds(p: pb.Predicate, flat: Dict[str, Any], event: pb.Event,
         if p.op == pb.OP_NOT_EQUALS_IGNORE_CASE:
             return (cohort.matches([p], event) and
                     not star_read(p, flat.get(p.attribute)))
-        if p.op in (pb.OP_EQUALS_IGNORE_CASE, pb.OP_SUFFIX) and star_read(
+        if p.op in STAR_ERRS and star_read(
                 p, flat.get(p.attribute)):
             return True
     return other_type(p, flat) or cohort.matches([p], event)
@@ -241,7 +247,20 @@ def star_read(p: pb.Predicate, value: Any) -> bool:
                 "string_value" else list(p.string_values.values))
     v = value.encode()
     for o in operands:
-        if p.op in (pb.OP_EQUALS_IGNORE_CASE, pb.OP_NOT_EQUALS_IGNORE_CASE):
+        if p.op in (pb.OP_PREFIX_IGNORE_CASE, pb.OP_SUFFIX_IGNORE_CASE):
+            # The same error from the end it reads first: prefix
+            # equals-ignore-case "ab" reads as "*b...", suffix " E" as
+            # "... *" (measured: with '*...' wildcards loaded, suffix
+            # equals-ignore-case " E" matches "Type F"; alone, it does not).
+            text = o.decode().lower()
+            low = value.lower()
+            if len(low) >= len(text) and (
+                    low[1:].startswith(text[1:])
+                    if p.op == pb.OP_PREFIX_IGNORE_CASE
+                    else low[:-1].endswith(text[:-1])):
+                return True
+        elif p.op in (pb.OP_EQUALS_IGNORE_CASE,
+                      pb.OP_NOT_EQUALS_IGNORE_CASE):
             text = o.decode()
             if len(value) >= len(text) and value.lower().endswith(
                     text[1:].lower()):

@@ -28,7 +28,7 @@ at the top level or under "detail"; some fields (MIXED_SHARE, 10%, inside
 condition, strings with numbers, a literal among values, two literals).
 Wildcards: half of them have 2 or 3 stars (stars(): runs of a value
 replaced, never "**"), and "anything-but-wildcard" excludes one or two
-such patterns.
+such patterns; prefix and suffix with equals-ignore-case inside too.
 events.txt (the flattened events, for the timing path) is written only
 without arrays.
 """
@@ -100,6 +100,8 @@ OPERATORS = [
     ("anything-but-suffix", 1, {"str"}),
     ("anything-but-ignore-case", 1, {"str"}),
     ("anything-but-wildcard", 2, {"str"}),
+    ("prefix-ignore-case", 2, {"str"}),
+    ("suffix-ignore-case", 2, {"str"}),
 ]
 
 
@@ -293,6 +295,11 @@ def condition(rng, path, kind, op):
     if op == "anything-but-ignore-case":
         return [{"anything-but": {"equals-ignore-case":
                                   random_case(rng, value())}}]
+    if op in ("prefix-ignore-case", "suffix-ignore-case"):
+        front = op == "prefix-ignore-case"
+        return [{"prefix" if front else "suffix": {
+            "equals-ignore-case": random_case(rng, affix(rng, value(), front))
+            or "x"}}]
     if op == "anything-but-wildcard":
         patterns = [stars(rng, value()) for _ in range(rng.choice([1, 1, 2]))]
         return [{"anything-but": {"wildcard": patterns[0] if len(patterns) == 1

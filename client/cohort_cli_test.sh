@@ -159,6 +159,26 @@ check "not equals-ignore-case excludes a list" \
   grep -q "^who=\"Bo\"	matched 0	$" <<<"${out}"
 check "... and holds for the rest" \
   grep -q "^who=\"eve\"	matched 1	${not_icase_id}$" <<<"${out}"
+out=$(cohort subscribe --subscriber=bob 'doc prefix-ignore-case "/Api/"' 2>&1)
+check "prefix-ignore-case prints back" \
+  grep -q "	doc prefix-ignore-case \"/Api/\"$" <<<"${out}"
+pic_id=$(cut -f1 <<<"${out}")
+out=$(cohort publish --ids 'doc="/API/v1"' 'doc="/ap/"' 'doc=5')
+check "prefix-ignore-case folds both sides" \
+  grep -q "^doc=\"/API/v1\"	matched 1	${pic_id}$" <<<"${out}"
+check "... not for another prefix" \
+  grep -q "^doc=\"/ap/\"	matched 0	$" <<<"${out}"
+check "... nor for an int64" grep -q "^doc=5	matched 0	$" <<<"${out}"
+out=$(cohort subscribe --subscriber=bob \
+  '{"pic": [{"suffix": {"equals-ignore-case": ".PNG"}}]}' 2>&1)
+check "a suffix with equals-ignore-case inside is suffix-ignore-case" \
+  grep -q "	pic suffix-ignore-case \".PNG\"$" <<<"${out}"
+sic_id=$(cut -f1 <<<"${out}")
+out=$(cohort publish --ids 'pic="Cat.Png"' 'pic="png"')
+check "suffix-ignore-case folds both sides" \
+  grep -q "^pic=\"Cat.Png\"	matched 1	${sic_id}$" <<<"${out}"
+check "... not for a shorter string" \
+  grep -q "^pic=\"png\"	matched 0	$" <<<"${out}"
 out=$(cohort subscribe --subscriber=bob 'file not suffix ".tmp"' 2>&1)
 not_suffix_id=$(cut -f1 <<<"${out}")
 out=$(cohort publish --ids 'file="a.txt"' 'file="a.tmp"' 'file="tmp"')

@@ -765,6 +765,7 @@ int Main(int argc, char** argv) {
       "'x between 1 and 5' (or 'x in 1..5'), 'x in [1, 2, 3]', "
       "'x not in [1, 2]', 'path prefix \"/api/\"', 'exists x', "
       "'not exists x', 'f suffix \".png\"', 'n equals-ignore-case \"a\"', "
+      "'p prefix-ignore-case \"/Api\"', 'f suffix-ignore-case \".PNG\"', "
       "'ip cidr \"10.0.0.0/8\"', 'f wildcard \"a*b*c\"', "
       "'x not prefix \"t\"' (also not suffix, not equals-ignore-case, "
       "not wildcard), "

@@ -31,7 +31,8 @@ constexpr size_t kMaxAttributeNameLength = 64;
 
 constexpr absl::string_view kOperatorList =
     "(=, !=, <, <=, >, >=, between, in, not in, prefix, suffix, "
-    "equals-ignore-case, cidr, wildcard)";
+    "equals-ignore-case, prefix-ignore-case, suffix-ignore-case, cidr, "
+    "wildcard)";
 
 constexpr absl::string_view kEscapeList =
     "the escapes are \\\" \\\\ \\n \\t \\r \\0 and \\xHH";
@@ -591,8 +592,9 @@ class Parser {
   // "not in", "not prefix", "not suffix", "not equals-ignore-case" and
   // "not wildcard".
   absl::Status Not(const Token& keyword, v1::Predicate* out);
-  // "prefix", "suffix", "equals-ignore-case", "cidr", "wildcard" and their
-  // negations ("not prefix", ...): `op` with a string.
+  // "prefix", "suffix", "equals-ignore-case", "prefix-ignore-case",
+  // "suffix-ignore-case", "cidr", "wildcard" and the negations ("not
+  // prefix", ...): `op` with a string.
   absl::Status Affix(const Token& keyword, v1::Op op, v1::Predicate* out);
   // Reads "[" value { "," value } "]" into `out` as the list of `op`
   // (spelled `spelling` in messages).

@@ -45,6 +45,8 @@
 //                                              OP_NOT_EQUALS_IGNORE_CASE
 //                 | name "not" "prefix" string           OP_NOT_PREFIX
 //                 | name "not" "suffix" string           OP_NOT_SUFFIX
+//                 | name "prefix-ignore-case" string     OP_PREFIX_IGNORE_CASE
+//                 | name "suffix-ignore-case" string     OP_SUFFIX_IGNORE_CASE
 //                 | name "cidr" string                   OP_CIDR
 //                 | name "wildcard" string               OP_WILDCARD
 //                 | name "not" "wildcard" string         OP_NOT_WILDCARD

@@ -241,6 +241,16 @@ const ValidCase kValidSubscriptions[] = {
     {"name equals-ignore-case \"Alice\"",
      {"name OP_EQUALS_IGNORE_CASE \"Alice\" -"}},
     {"name EQUALS-Ignore-Case \"\"", {"name OP_EQUALS_IGNORE_CASE \"\" -"}},
+    // PREFIX-IGNORE-CASE and SUFFIX-IGNORE-CASE: Event Ruler's prefix and
+    // suffix with equals-ignore-case inside; a string, possibly empty.
+    {"path prefix-ignore-case \"/Api/\"",
+     {"path OP_PREFIX_IGNORE_CASE \"/Api/\" -"}},
+    {"file SUFFIX-Ignore-Case \".PNG\", f prefix-ignore-case \"\"",
+     {"file OP_SUFFIX_IGNORE_CASE \".PNG\" -",
+      "f OP_PREFIX_IGNORE_CASE \"\" -"}},
+    {"prefix-ignore-case suffix-ignore-case \"x\"",
+     {"prefix-ignore-case OP_SUFFIX_IGNORE_CASE \"x\" -"}},
+    {"exists prefix-ignore-case", {"prefix-ignore-case OP_EXISTS - -"}},
     // NOT PREFIX and NOT SUFFIX: anything-but a prefix or a suffix.
     {"path not prefix \"/int/\"", {"path OP_NOT_PREFIX \"/int/\" -"}},
     {"f NOT Suffix \".tmp\", not not suffix \"x\"",
@@ -363,8 +373,8 @@ TEST(ParseSubscription, ErrorMessageHasColumnEchoAndCarets) {
   EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(got.status().message(),
             "column 7: expected an operator (=, !=, <, <=, >, >=, between, "
-            "in, not in, prefix, suffix, equals-ignore-case, cidr, wildcard), "
-            "got "
+            "in, not in, prefix, suffix, equals-ignore-case, "
+            "prefix-ignore-case, suffix-ignore-case, cidr, wildcard), got "
             "\"is\"\n"
             "  price is 5\n"
             "        ^^");
@@ -402,17 +412,20 @@ const ErrorCase kErrors[] = {
     {kSub, "price is 5",
            "      ^^", 7,
      "expected an operator (=, !=, <, <=, >, >=, between, in, not in, "
-     "prefix, suffix, equals-ignore-case, cidr, wildcard), got \"is\""},
+     "prefix, suffix, equals-ignore-case, prefix-ignore-case, "
+     "suffix-ignore-case, cidr, wildcard), got \"is\""},
     {kSub, "price",
            "     ^", 6, "expected an operator (=, !=, <, <=, >, >=, between, "
                         "in, not in, prefix, suffix, equals-ignore-case, "
-                        "cidr, wildcard), got end of input"},
+                        "prefix-ignore-case, suffix-ignore-case, cidr, "
+                        "wildcard), got end of input"},
     {kSub, "price and 5",
            "      ^^^", 7, "expected an operator"},
     {kSub, "price ≥ 5",
            "      ^", 7, "expected an operator (=, !=, <, <=, >, >=, between, "
                          "in, not in, prefix, suffix, equals-ignore-case, "
-                         "cidr, wildcard), got \"≥\""},
+                         "prefix-ignore-case, suffix-ignore-case, cidr, "
+                         "wildcard), got \"≥\""},
     {kSub, "price \"eq\" 5",
            "      ^^^^", 7, "got \"\\\"eq\\\"\""},
     {kSub, "price\tis\n5",
@@ -673,6 +686,17 @@ const ErrorCase kTypedErrors[] = {
     {kSub, "file suffix [\"a\"]",
            "            ^", 13,
      "expected a value after \"suffix\", got \"[\""},
+    // PREFIX-IGNORE-CASE and SUFFIX-IGNORE-CASE: one string, no negation.
+    {kSub, "p prefix-ignore-case 5",
+           "                     ^", 22,
+     "expected a string after \"prefix-ignore-case\", got the number 5"},
+    {kSub, "p suffix-ignore-case [\"a\"]",
+           "                     ^", 22,
+     "expected a value after \"suffix-ignore-case\", got \"[\""},
+    {kSub, "p not prefix-ignore-case \"a\"",
+           "      ^^^^^^^^^^^^^^^^^^", 7,
+     "expected \"in\", \"prefix\", \"suffix\", \"equals-ignore-case\" or "
+     "\"wildcard\" after \"not\", got \"prefix-ignore-case\""},
     // BETWEEN with strings.
     {kSub, "x between 1 and \"m\"",
            "                ^^^", 17,
@@ -707,7 +731,8 @@ const ErrorCase kTypedErrors[] = {
     {kSub, "coupon exists",
            "       ^^^^^^", 8,
      "expected an operator (=, !=, <, <=, >, >=, between, in, not in, "
-     "prefix, suffix, equals-ignore-case, cidr, wildcard), got \"exists\"; "
+     "prefix, suffix, equals-ignore-case, prefix-ignore-case, "
+     "suffix-ignore-case, cidr, wildcard), got \"exists\"; "
      "\"exists\" "
      "goes before the name: exists coupon"},
     {kSub, "coupon not exists",
@@ -944,7 +969,8 @@ const ErrorCase kOrErrors[] = {
     {kSpec, "or a = 1",
             "   ^", 4,
      "expected an operator (=, !=, <, <=, >, >=, between, in, not in, "
-     "prefix, suffix, equals-ignore-case, cidr, wildcard), got \"a\"; "
+     "prefix, suffix, equals-ignore-case, prefix-ignore-case, "
+     "suffix-ignore-case, cidr, wildcard), got \"a\"; "
      "\"or\" is read as an attribute name here, where a predicate "
      "starts"},
     {kSpec, "|| a = 1",
@@ -962,7 +988,8 @@ const ErrorCase kOrErrors[] = {
     {kSpec, "a = 1 or or",
             "           ^", 12,
      "expected an operator (=, !=, <, <=, >, >=, between, in, not in, "
-     "prefix, suffix, equals-ignore-case, cidr, wildcard), got end of "
+     "prefix, suffix, equals-ignore-case, prefix-ignore-case, "
+     "suffix-ignore-case, cidr, wildcard), got end of "
      "input; \"or\" is read as an attribute name here, where a predicate "
      "starts"},
     {kSpec, "a = 1 (b = 2)",
@@ -1182,6 +1209,8 @@ TEST(FormatPredicate, WritesTheCanonicalForm) {
       {"path PREFIX \"/api/\"", "path prefix \"/api/\""},
       {"file SUFFIX \".png\"", "file suffix \".png\""},
       {"n Equals-Ignore-Case \"x\"", "n equals-ignore-case \"x\""},
+      {"n Prefix-Ignore-Case \"Ab\"", "n prefix-ignore-case \"Ab\""},
+      {"n SUFFIX-IGNORE-CASE \"\\x00\"", "n suffix-ignore-case \"\\x00\""},
       {"p NOT PREFIX \"/\"", "p not prefix \"/\""},
       {"p not  suffix \"/\"", "p not suffix \"/\""},
       {"ip Cidr \"2001:db8::/32\"", "ip cidr \"2001:db8::/32\""},
@@ -1270,7 +1299,7 @@ class RandomMessages {
   v1::Predicate Predicate() {
     v1::Predicate p;
     p.set_attribute(Name());
-    p.set_op(static_cast<v1::Op>(Uniform(1, 20)));
+    p.set_op(static_cast<v1::Op>(Uniform(1, 22)));
     const bool is_string = Uniform(0, 1) == 1;
     switch (p.op()) {
       case v1::OP_BETWEEN:
@@ -1305,6 +1334,8 @@ class RandomMessages {
       case v1::OP_WILDCARD:
       case v1::OP_NOT_EQUALS_IGNORE_CASE:
       case v1::OP_NOT_WILDCARD:
+      case v1::OP_PREFIX_IGNORE_CASE:
+      case v1::OP_SUFFIX_IGNORE_CASE:
         p.set_string_value(String());
         break;
       case v1::OP_EXISTS:
@@ -1349,6 +1380,7 @@ class RandomMessages {
     static const char* const kKeywords[] = {
         "and", "AND", "between", "in",  "IN",     "not", "Not", "exists",
         "EXISTS", "prefix", "suffix", "equals-ignore-case", "cidr", "wildcard",
+        "prefix-ignore-case", "Suffix-Ignore-Case",
         "eq", "ne", "lt", "le", "gt", "ge", "or", "OR", "Or"};
     if (Uniform(0, 2) == 0) {
       return kKeywords[Uniform(0, std::size(kKeywords) - 1)];

@@ -489,11 +489,10 @@ class Lowering {
     v1::Predicate p;
     p.set_attribute(name);
     for (const internal::StringOpSpelling& s : internal::kStringOps) {
-      if (Sv(op.key) != s.word) continue;
-      if (op.value.type() == element_type::OBJECT) {
-        return Error(at, absl::StrCat("\"", s.word,
-                                      "\" with an operator inside is not "
-                                      "supported yet; give it a string"));
+      if (!s.in_patterns || Sv(op.key) != s.word) continue;
+      if (op.value.type() == element_type::OBJECT &&
+          (s.op == v1::OP_PREFIX || s.op == v1::OP_SUFFIX)) {
+        return AffixIgnoringCase(name, at, s, op.value);
       }
       absl::StatusOr<std::string> operand = String(at, op.value);
       if (!operand.ok()) return operand.status();
@@ -516,6 +515,40 @@ class Lowering {
     if (Sv(op.key) == "anything-but") return AnythingBut(name, at, op.value);
     return Error(at, absl::StrCat("unknown operator ", FormatString(Sv(op.key)),
                                   " (known: ", kKnownOperators, ")"));
+  }
+
+  // {"prefix" | "suffix": {"equals-ignore-case": "..."}} at `place` (`s`
+  // is prefix's or suffix's spelling): OP_PREFIX_IGNORE_CASE or
+  // OP_SUFFIX_IGNORE_CASE. Event Ruler 1.8.1 takes no other operator
+  // inside prefix or suffix, and neither does Cohort.
+  absl::Status AffixIgnoringCase(const std::string& name,
+                                 const std::string& place,
+                                 const internal::StringOpSpelling& s,
+                                 const element& e) {
+    absl::StatusOr<simdjson::dom::key_value_pair> only = OnlyOperator(
+        place, e,
+        absl::StrCat("expected a string, or an object of one operator "
+                     "(equals-ignore-case) inside \"",
+                     s.word, "\", got "));
+    if (!only.ok()) return only.status();
+    const simdjson::dom::key_value_pair op = *only;
+    const std::string at = Member(place, Sv(op.key));
+    if (Sv(op.key) != "equals-ignore-case") {
+      return Error(at, absl::StrCat("operator ", FormatString(Sv(op.key)),
+                                    " inside \"", s.word,
+                                    "\" is not supported (only "
+                                    "equals-ignore-case is; Event Ruler "
+                                    "refuses it too)"));
+    }
+    absl::StatusOr<std::string> operand = String(at, op.value);
+    if (!operand.ok()) return operand.status();
+    v1::Predicate p;
+    p.set_attribute(name);
+    p.set_op(s.op == v1::OP_PREFIX ? v1::OP_PREFIX_IGNORE_CASE
+                                   : v1::OP_SUFFIX_IGNORE_CASE);
+    p.set_string_value(*std::move(operand));
+    Add(std::move(p));
+    return absl::OkStatus();
   }
 
   // {"numeric": [op, n] or [op, n, op, n]} at `place`.
@@ -664,7 +697,7 @@ class Lowering {
     const simdjson::dom::key_value_pair op = *only;
     const std::string at = Member(place, Sv(op.key));
     for (const internal::StringOpSpelling& s : internal::kStringOps) {
-      if (Sv(op.key) != s.word) continue;
+      if (!s.in_patterns || Sv(op.key) != s.word) continue;
       if (s.negated == v1::OP_UNSPECIFIED) {
         return Error(at, absl::StrCat("anything-but \"", s.word,
                                       "\" is not supported (Cohort excludes "

@@ -27,6 +27,8 @@
 //   [{"prefix": "a"}]               OP_PREFIX
 //   [{"suffix": "a"}]               OP_SUFFIX
 //   [{"equals-ignore-case": "a"}]   OP_EQUALS_IGNORE_CASE
+//   [{"prefix": {"equals-ignore-case": "a"}}]  OP_PREFIX_IGNORE_CASE
+//   [{"suffix": {"equals-ignore-case": "a"}}]  OP_SUFFIX_IGNORE_CASE
 //   [{"wildcard": "a*b*c"}]         OP_WILDCARD (as written; the server
 //                                   checks the stars and escapes)
 //   [{"cidr": "10.0.0.0/8"}]        OP_CIDR
@@ -96,9 +98,10 @@
 // /128) or without a '/'.
 //
 // Refused (INVALID_ARGUMENT), each naming the place: what Cohort has no
-// predicate for yet, namely prefix or suffix with equals-ignore-case, and
-// anything-but prefix or suffix with a list; what Event Ruler 1.8.1
-// refuses too, namely anything-but cidr, a literal in anything-but, an
+// predicate for yet, namely anything-but prefix or suffix with a list;
+// what Event Ruler 1.8.1 refuses too, namely an operator other than
+// equals-ignore-case inside prefix or suffix (and an object inside any
+// other operator), anything-but cidr, a literal in anything-but, an
 // anything-but list of both strings and numbers, a "$or" that is not a
 // list of two objects or more
 // (`pattern: at detail.$or[1]: an entry of "$or" is an object of fields,

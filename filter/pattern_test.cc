@@ -97,6 +97,76 @@ TEST(ParsePattern, StringOperators) {
             "ip cidr \"10.0.0.0/24\"");
 }
 
+TEST(ParsePattern, PrefixAndSuffixWithEqualsIgnoreCase) {
+  EXPECT_EQ(Lower(R"({"t": [{"prefix": {"equals-ignore-case": "Ab"}}]})"),
+            "t prefix-ignore-case \"Ab\"");
+  EXPECT_EQ(Lower(R"({"f": [{"suffix": {"equals-ignore-case": ".PNG"}}]})"),
+            "f suffix-ignore-case \".PNG\"");
+  EXPECT_EQ(Lower(R"({"f": [{"suffix": {"equals-ignore-case": ""}}]})"),
+            "f suffix-ignore-case \"\"");
+  // Beside other conditions of the same list: alternatives.
+  EXPECT_EQ(Lower(R"({"f": [{"prefix": {"equals-ignore-case": "a"}},
+                            {"suffix": {"equals-ignore-case": "b"}}]})"),
+            "f prefix-ignore-case \"a\" or f suffix-ignore-case \"b\"");
+  absl::StatusOr<std::vector<v1::Predicate>> got =
+      ParsePattern(R"({"d": {"p": [{"prefix": {"equals-ignore-case": "x"}}],
+                            "s": [{"suffix": {"equals-ignore-case": "Y"}}]}})");
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 2u);
+  EXPECT_EQ((*got)[0].attribute(), "d.p");
+  EXPECT_EQ((*got)[0].op(), v1::OP_PREFIX_IGNORE_CASE);
+  EXPECT_EQ((*got)[0].string_value(), "x");
+  EXPECT_EQ((*got)[1].attribute(), "d.s");
+  EXPECT_EQ((*got)[1].op(), v1::OP_SUFFIX_IGNORE_CASE);
+  EXPECT_EQ((*got)[1].string_value(), "Y");
+}
+
+TEST(ParsePattern, RefusesOtherOperatorsInsidePrefixAndSuffix) {
+  // Event Ruler 1.8.1 takes equals-ignore-case alone there, and a string.
+  EXPECT_EQ(Lower(R"({"a": [{"prefix": {"wildcard": "x*"}}]})"),
+            "pattern: at a[0].prefix.wildcard: operator \"wildcard\" inside "
+            "\"prefix\" is not supported (only equals-ignore-case is; Event "
+            "Ruler refuses it too)");
+  EXPECT_EQ(Lower(R"({"a": [{"suffix": {"prefix": "x"}}]})"),
+            "pattern: at a[0].suffix.prefix: operator \"prefix\" inside "
+            "\"suffix\" is not supported (only equals-ignore-case is; Event "
+            "Ruler refuses it too)");
+  EXPECT_EQ(Lower(R"({"a": [{"prefix": {"equals-ignore-case": ["x"]}}]})"),
+            "pattern: at a[0].prefix.equals-ignore-case: expected a string, "
+            "got a list");
+  EXPECT_EQ(Lower(R"({"a": [{"suffix": {"equals-ignore-case": 5}}]})"),
+            "pattern: at a[0].suffix.equals-ignore-case: expected a string, "
+            "got a number");
+  EXPECT_EQ(Lower(R"({"a": [{"prefix": {}}]})"),
+            "pattern: at a[0].prefix: expected a string, or an object of one "
+            "operator (equals-ignore-case) inside \"prefix\", got 0 keys");
+  EXPECT_EQ(
+      Lower(R"({"a": [{"prefix": {"equals-ignore-case": "x", "x": "y"}}]})"),
+      "pattern: at a[0].prefix: expected a string, or an object of one "
+      "operator (equals-ignore-case) inside \"prefix\", got 2 keys");
+  // No other operator takes an object.
+  EXPECT_EQ(Lower(R"({"a": [{"equals-ignore-case": {"prefix": "x"}}]})"),
+            "pattern: at a[0].equals-ignore-case: expected a string, got an "
+            "object");
+  EXPECT_EQ(Lower(R"({"a": [{"wildcard": {"equals-ignore-case": "x"}}]})"),
+            "pattern: at a[0].wildcard: expected a string, got an object");
+  // Nor anything-but prefix.
+  EXPECT_EQ(Lower(R"({"a": [{"anything-but": {"prefix":
+                                {"equals-ignore-case": "x"}}}]})"),
+            "pattern: at a[0].anything-but.prefix: expected a string, got an "
+            "object");
+  // The CLI grammar's words are no pattern operators.
+  EXPECT_EQ(Lower(R"({"a": [{"prefix-ignore-case": "x"}]})"),
+            "pattern: at a[0].prefix-ignore-case: unknown operator "
+            "\"prefix-ignore-case\" (known: prefix, suffix, "
+            "equals-ignore-case, wildcard, cidr, exists, numeric, "
+            "anything-but)");
+  EXPECT_EQ(Lower(R"({"a": [{"anything-but": {"suffix-ignore-case": "x"}}]})"),
+            "pattern: at a[0].anything-but.suffix-ignore-case: unknown "
+            "operator \"suffix-ignore-case\" inside anything-but (known: "
+            "prefix, suffix, equals-ignore-case, wildcard)");
+}
+
 TEST(ParsePattern, Exists) {
   EXPECT_EQ(Lower(R"({"c": [{"exists": true}], "d": [{"exists": false}]})"),
             "exists c and not exists d");
@@ -218,9 +288,6 @@ TEST(ParsePattern, RefusesWhatCohortCannotSayYet) {
       Lower(R"({"a": [{"anything-but": {"wildcard": "x", "prefix": "y"}}]})"),
       "pattern: at a[0].anything-but: expected an object of one operator "
       "(prefix, suffix, equals-ignore-case or wildcard), got 2 keys");
-  EXPECT_EQ(Lower(R"({"a": [{"prefix": {"equals-ignore-case": "x"}}]})"),
-            "pattern: at a[0].prefix: \"prefix\" with an operator inside is "
-            "not supported yet; give it a string");
 }
 
 TEST(ParsePattern, NumbersWithFractions) {

@@ -30,19 +30,27 @@ constexpr Spelling kSpellings[] = {
 // The operators written as a word and one string (or, for
 // equals-ignore-case, a list of strings) after the name: `name word
 // "..."`; those with a negation are also `name not word "..."`
-// (OP_UNSPECIFIED: none).
+// (OP_UNSPECIFIED: none). `in_patterns`: the word is also an operator key
+// of Event Ruler patterns (pattern.cc), {"word": "..."}; prefix-ignore-case
+// and suffix-ignore-case are not (a pattern writes them {"prefix":
+// {"equals-ignore-case": "..."}}).
 struct StringOpSpelling {
   absl::string_view word;
   v1::Op op;
   v1::Op negated;
+  bool in_patterns;
 };
 constexpr StringOpSpelling kStringOps[] = {
-    {"prefix", v1::OP_PREFIX, v1::OP_NOT_PREFIX},
-    {"suffix", v1::OP_SUFFIX, v1::OP_NOT_SUFFIX},
+    {"prefix", v1::OP_PREFIX, v1::OP_NOT_PREFIX, true},
+    {"suffix", v1::OP_SUFFIX, v1::OP_NOT_SUFFIX, true},
     {"equals-ignore-case", v1::OP_EQUALS_IGNORE_CASE,
-     v1::OP_NOT_EQUALS_IGNORE_CASE},
-    {"cidr", v1::OP_CIDR, v1::OP_UNSPECIFIED},
-    {"wildcard", v1::OP_WILDCARD, v1::OP_NOT_WILDCARD},
+     v1::OP_NOT_EQUALS_IGNORE_CASE, true},
+    {"prefix-ignore-case", v1::OP_PREFIX_IGNORE_CASE, v1::OP_UNSPECIFIED,
+     false},
+    {"suffix-ignore-case", v1::OP_SUFFIX_IGNORE_CASE, v1::OP_UNSPECIFIED,
+     false},
+    {"cidr", v1::OP_CIDR, v1::OP_UNSPECIFIED, true},
+    {"wildcard", v1::OP_WILDCARD, v1::OP_NOT_WILDCARD, true},
 };
 
 // Why `name` breaks the API's rule for attribute names,

@@ -212,7 +212,7 @@ TEST(PubSubProto, LiteralEnumValues) {
   EXPECT_EQ(LITERAL_NULL, 3);
 }
 
-TEST(PubSubProto, OpEnumValuesAreZeroToTwenty) {
+TEST(PubSubProto, OpEnumValuesAreZeroToTwentyTwo) {
   const EnumDescriptor* op = Op_descriptor();
   const std::vector<std::string> names = {
       "OP_UNSPECIFIED", "OP_EQ",     "OP_NE",     "OP_LT",
@@ -220,7 +220,8 @@ TEST(PubSubProto, OpEnumValuesAreZeroToTwenty) {
       "OP_IN",          "OP_NOT_IN", "OP_PREFIX", "OP_EXISTS",
       "OP_NOT_EXISTS",  "OP_SUFFIX", "OP_EQUALS_IGNORE_CASE",
       "OP_NOT_PREFIX",  "OP_NOT_SUFFIX", "OP_CIDR", "OP_WILDCARD",
-      "OP_NOT_EQUALS_IGNORE_CASE", "OP_NOT_WILDCARD"};
+      "OP_NOT_EQUALS_IGNORE_CASE", "OP_NOT_WILDCARD",
+      "OP_PREFIX_IGNORE_CASE", "OP_SUFFIX_IGNORE_CASE"};
   ASSERT_EQ(op->value_count(), static_cast<int>(names.size()));
   for (int number = 0; number < static_cast<int>(names.size()); ++number) {
     SCOPED_TRACE(names[number]);
@@ -238,6 +239,7 @@ TEST(PubSubProto, OpEnumValuesAreZeroToTwenty) {
   EXPECT_EQ(OP_WILDCARD, 18);
   EXPECT_EQ(OP_NOT_EQUALS_IGNORE_CASE, 19);
   EXPECT_EQ(OP_NOT_WILDCARD, 20);
+  EXPECT_EQ(OP_SUFFIX_IGNORE_CASE, 22);
 }
 
 // One pinned RPC: its name, request and response types, and streaming shape.

@@ -129,6 +129,14 @@ bool ApiHolds(const v1::Predicate& p, const v1::Event& event) {
     return event_string && operand_string &&
            absl::EndsWith(found->string_value(), p.string_value());
   }
+  if (p.op() == v1::OP_PREFIX_IGNORE_CASE ||
+      p.op() == v1::OP_SUFFIX_IGNORE_CASE) {
+    if (!event_string || !operand_string) return false;
+    const std::string x = FoldCase(found->string_value());
+    const std::string v = FoldCase(p.string_value());
+    return p.op() == v1::OP_PREFIX_IGNORE_CASE ? absl::StartsWith(x, v)
+                                               : absl::EndsWith(x, v);
+  }
   if (p.op() == v1::OP_NOT_PREFIX) {
     return event_string && operand_string &&
            !absl::StartsWith(found->string_value(), p.string_value());

@@ -230,7 +230,7 @@ void TypedAttributes::Adopt(uint32_t id, absl::string_view name) {
     dictionaries_[id];
   } else if (uint32_t length = 0;
              !role.empty() &&
-             absl::string_view("pxPX").find(role[0]) !=
+             absl::string_view("pxPXfl").find(role[0]) !=
                  absl::string_view::npos &&
              absl::SimpleAtoi(role.substr(1), &length)) {
     auto& lengths = d.Lengths(role[0]);
@@ -255,6 +255,8 @@ absl::StatusOr<int64_t> TypedAttributes::InternString(
         : absl::StartsWith(derived, "$x") ? "suffixes of this length"
         : absl::StartsWith(derived, "$P") ? "excluded prefixes of this length"
         : absl::StartsWith(derived, "$X") ? "excluded suffixes of this length"
+        : absl::StartsWith(derived, "$f") ? "folded prefixes of this length"
+        : absl::StartsWith(derived, "$l") ? "folded suffixes of this length"
         : absl::StartsWith(derived, "$i") ? "case folds"
                                           : "strings",
         " named by subscriptions; the limit is ", max_distinct_strings_,
@@ -426,6 +428,20 @@ absl::Status TypedAttributes::Lower(absl::string_view field,
         q.values.push_back(*code);
       }
       break;
+    case v1::OP_PREFIX_IGNORE_CASE:
+    case v1::OP_SUFFIX_IGNORE_CASE: {  // EQ on the fold's first (last) bytes
+      const std::string fold = FoldCase(p.string_value());
+      if (fold.empty()) {  // any string value
+        if (absl::Status s = string_attribute(); !s.ok()) return s;
+        q.op = matcher::Op::kExists;
+        break;
+      }
+      absl::StatusOr<matcher::Predicate> eq = affix_equality(
+          p.op() == v1::OP_PREFIX_IGNORE_CASE ? "f" : "l", fold);
+      if (!eq.ok()) return eq.status();
+      q = *std::move(eq);
+      break;
+    }
     case v1::OP_PREFIX:
     case v1::OP_SUFFIX:
     case v1::OP_NOT_PREFIX:
@@ -710,22 +726,29 @@ void TypedAttributes::EncodeValue(uint32_t id, const ValueRef& v,
     // Excluded prefixes and suffixes also give a string shorter than L
     // a value: the code of the empty string, which no L-byte string
     // has, so that NE holds for it; the others skip those lengths.
-    const auto add_affixes = [&](const LengthIds& lengths, bool last,
+    const auto add_affixes = [&](absl::string_view of,
+                                 const LengthIds& lengths, bool last,
                                  bool short_too) {
       for (const auto& [length, affix_id] : lengths) {
-        if (length > s.size() && !short_too) break;  // sorted by L
+        if (length > of.size() && !short_too) break;  // sorted by L
         const absl::string_view affix =
-            length > s.size() ? absl::string_view()
-            : last            ? s.substr(s.size() - length)
-                              : s.substr(0, length);
+            length > of.size() ? absl::string_view()
+            : last             ? of.substr(of.size() - length)
+                               : of.substr(0, length);
         record->push_back(
             {affix_id, Code(dictionaries_.find(affix_id)->second, affix)});
       }
     };
-    add_affixes(d->prefixes, /*last=*/false, /*short_too=*/false);
-    add_affixes(d->suffixes, /*last=*/true, /*short_too=*/false);
-    add_affixes(d->not_prefixes, /*last=*/false, /*short_too=*/true);
-    add_affixes(d->not_suffixes, /*last=*/true, /*short_too=*/true);
+    add_affixes(s, d->prefixes, /*last=*/false, /*short_too=*/false);
+    add_affixes(s, d->suffixes, /*last=*/true, /*short_too=*/false);
+    add_affixes(s, d->not_prefixes, /*last=*/false, /*short_too=*/true);
+    add_affixes(s, d->not_suffixes, /*last=*/true, /*short_too=*/true);
+    if (!d->fold_prefixes.empty() || !d->fold_suffixes.empty()) {
+      // The same of s's case fold.
+      const std::string fold = FoldCase(s);
+      add_affixes(fold, d->fold_prefixes, /*last=*/false, /*short_too=*/false);
+      add_affixes(fold, d->fold_suffixes, /*last=*/true, /*short_too=*/false);
+    }
     if (d->folded != kNone) {
       record->push_back({d->folded, Code(dictionaries_.find(d->folded)->second,
                                          FoldCase(s))});

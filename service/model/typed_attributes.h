@@ -29,6 +29,11 @@
 //                     it. Apart from "$p"/"$x", so that events need not
 //                     carry that code for the attributes of OP_PREFIX and
 //                     OP_SUFFIX alone.
+//   "$f<L>:<name>",   as "$p<L>:" and "$x<L>:", of the case fold of the
+//   "$l<L>:<name>"    name's string values (case_fold.h; L bytes of the
+//                     fold): OP_PREFIX_IGNORE_CASE and
+//                     OP_SUFFIX_IGNORE_CASE are EQ on the code of the
+//                     operand's fold (the empty one: EXISTS on "$s:").
 //   "$ip4:<name>",    the name's string values that are IP addresses
 //   "$ip6h:<name>",   (ip_network.h): an IPv4 address as its 32 bits on
 //   "$ip6l:<name>"    "$ip4:", an IPv6 address as its two 64-bit halves
@@ -237,7 +242,9 @@ class TypedAttributes {
     std::vector<Pattern> patterns;
     absl::flat_hash_map<std::string, uint32_t> pattern_of;
     std::vector<PatternEnds> pattern_ends;
-    // The lengths of `role` ('p', 'x', 'P' or 'X').
+    LengthIds fold_prefixes;  // "$f<L>:<name>"
+    LengthIds fold_suffixes;  // "$l<L>:<name>"
+    // The lengths of `role` ('p', 'x', 'P', 'X', 'f' or 'l').
     LengthIds& Lengths(char role) {
       switch (role) {
         case 'p':
@@ -246,6 +253,10 @@ class TypedAttributes {
           return suffixes;
         case 'P':
           return not_prefixes;
+        case 'f':
+          return fold_prefixes;
+        case 'l':
+          return fold_suffixes;
         default:
           return not_suffixes;
       }

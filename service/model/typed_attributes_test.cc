@@ -461,6 +461,27 @@ TEST(TypedAttributes, WildcardsHoldAsDocumented) {
   }
 }
 
+// Issue 44: prefixes and suffixes of the case fold (Event Ruler's prefix
+// and suffix with equals-ignore-case inside).
+TEST(TypedAttributes, FoldedPrefixesAndSuffixesHoldAsDocumented) {
+  Front f;
+  const v1::Op kPre = v1::OP_PREFIX_IGNORE_CASE;
+  const v1::Op kSuf = v1::OP_SUFFIX_IGNORE_CASE;
+  ASSERT_TRUE(f.Subscribe(1, Spec({Str("f", kPre, "Img-")})).ok());
+  ASSERT_TRUE(f.Subscribe(2, Spec({Str("f", kSuf, ".PNG")})).ok());
+  ASSERT_TRUE(f.Subscribe(3, Spec({Str("f", kPre, "CAF\xc3\x89")})).ok());
+  ASSERT_TRUE(f.Subscribe(4, Spec({Str("f", kSuf, "")})).ok());  // any
+  ASSERT_TRUE(f.Subscribe(5, Spec({Str("f", kPre, "img"),
+                                   Str("f", kSuf, "G")})).ok());
+  EXPECT_EQ(f.MatchOne(Event({{"f", "IMG-1.png"}})), (Ids{1, 2, 4, 5}));
+  EXPECT_EQ(f.MatchOne(Event({{"f", "img-1.Png"}})), (Ids{1, 2, 4, 5}));
+  EXPECT_EQ(f.MatchOne(Event({{"f", "im"}})), (Ids{4}));  // short
+  EXPECT_EQ(f.MatchOne(Event({{"f", "caf\xc3\xa9 noir"}})), (Ids{3, 4}));
+  EXPECT_EQ(f.MatchOne(Event({{"f", "Caf"}})), (Ids{4}));
+  EXPECT_EQ(f.MatchOne(Event({{"f", "#5"}})), (Ids{}));  // an int64
+  EXPECT_EQ(f.MatchOne(Event({{"g", "img-"}})), (Ids{}));
+}
+
 // Issue 44: OP_WILDCARD with several stars and OP_NOT_WILDCARD: the
 // pattern's own attribute, set for the candidates its ends select.
 TEST(TypedAttributes, SeveralStarsAndNotWildcardHoldAsDocumented) {
@@ -896,12 +917,15 @@ class Draws {
         v1::OP_NOT_IN, v1::OP_PREFIX, v1::OP_EXISTS, v1::OP_NOT_EXISTS,
         v1::OP_SUFFIX, v1::OP_EQUALS_IGNORE_CASE, v1::OP_NOT_PREFIX,
         v1::OP_NOT_SUFFIX, v1::OP_CIDR, v1::OP_WILDCARD,
-        v1::OP_NOT_EQUALS_IGNORE_CASE, v1::OP_NOT_WILDCARD};
-    v1::Op op = kOps[next(20)];
+        v1::OP_NOT_EQUALS_IGNORE_CASE, v1::OP_NOT_WILDCARD,
+        v1::OP_PREFIX_IGNORE_CASE, v1::OP_SUFFIX_IGNORE_CASE};
+    v1::Op op = kOps[next(22)];
     const bool excluded =
         op == v1::OP_NOT_PREFIX || op == v1::OP_NOT_SUFFIX;
     const bool folds = op == v1::OP_EQUALS_IGNORE_CASE ||
-                       op == v1::OP_NOT_EQUALS_IGNORE_CASE;
+                       op == v1::OP_NOT_EQUALS_IGNORE_CASE ||
+                       op == v1::OP_PREFIX_IGNORE_CASE ||
+                       op == v1::OP_SUFFIX_IGNORE_CASE;
     if (!strings && (op == v1::OP_PREFIX || op == v1::OP_SUFFIX || folds ||
                      excluded)) {
       op = v1::OP_NE;

@@ -227,7 +227,7 @@ absl::Status CheckPredicate(const FieldPath& path,
       CheckAttributeName(FieldPath{&path, "attribute"}, predicate.attribute());
   if (!status.ok()) return status;
   const int op = predicate.op();
-  if (op < v1::OP_EQ || op > v1::OP_NOT_WILDCARD) {
+  if (op < v1::OP_EQ || op > v1::OP_SUFFIX_IGNORE_CASE) {
     const std::string what = op == v1::OP_UNSPECIFIED
                                  ? std::string("OP_UNSPECIFIED (0)")
                                  : absl::StrCat("unknown value ", op);
@@ -236,7 +236,8 @@ absl::Status CheckPredicate(const FieldPath& path,
                    "OP_GT, OP_GE, OP_BETWEEN, OP_IN, OP_NOT_IN, OP_PREFIX, "
                    "OP_SUFFIX, OP_EQUALS_IGNORE_CASE, OP_NOT_PREFIX, "
                    "OP_NOT_SUFFIX, OP_CIDR, OP_WILDCARD, OP_NOT_WILDCARD, "
-                   "OP_NOT_EQUALS_IGNORE_CASE, OP_EXISTS or OP_NOT_EXISTS");
+                   "OP_NOT_EQUALS_IGNORE_CASE, OP_PREFIX_IGNORE_CASE, "
+                   "OP_SUFFIX_IGNORE_CASE, OP_EXISTS or OP_NOT_EXISTS");
   }
   const absl::string_view op_name = v1::Op_Name(predicate.op());
   const auto operand = predicate.operand_case();
@@ -324,6 +325,8 @@ absl::Status CheckPredicate(const FieldPath& path,
       return absl::OkStatus();
     case v1::OP_PREFIX:
     case v1::OP_SUFFIX:
+    case v1::OP_PREFIX_IGNORE_CASE:
+    case v1::OP_SUFFIX_IGNORE_CASE:
     case v1::OP_NOT_PREFIX:
     case v1::OP_NOT_SUFFIX:
     case v1::OP_CIDR:

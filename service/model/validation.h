@@ -58,7 +58,7 @@ absl::Status CheckOperandRules(const v1::Predicate& predicate);
 // groups' sizes, is at most limits.max_or_expansion (RESOURCE_EXHAUSTED naming
 // "subscriptions[i].any_of") and whose largest conjunction has at most
 // limits.max_predicates; each predicate with a valid attribute name, an op from
-// OP_EQ to OP_NOT_WILDCARD, the operand its op takes (the table in
+// OP_EQ to OP_SUFFIX_IGNORE_CASE, the operand its op takes (the table in
 // pubsub.proto's Predicate), strings of at most limits.max_string_bytes, lists
 // of 1 to limits.max_set_size values, and value <= upper for OP_BETWEEN
 // (strings in byte order; `upper` is ignored for the other ops). Else

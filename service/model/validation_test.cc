@@ -112,7 +112,8 @@ const char kOpList[] =
     "is not an operator; use OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, "
     "OP_BETWEEN, OP_IN, OP_NOT_IN, OP_PREFIX, OP_SUFFIX, "
     "OP_EQUALS_IGNORE_CASE, OP_NOT_PREFIX, OP_NOT_SUFFIX, OP_CIDR, "
-    "OP_WILDCARD, OP_NOT_WILDCARD, OP_NOT_EQUALS_IGNORE_CASE, OP_EXISTS or "
+    "OP_WILDCARD, OP_NOT_WILDCARD, OP_NOT_EQUALS_IGNORE_CASE, "
+    "OP_PREFIX_IGNORE_CASE, OP_SUFFIX_IGNORE_CASE, OP_EXISTS or "
     "OP_NOT_EXISTS";
 constexpr absl::StatusCode kInvalid = absl::StatusCode::kInvalidArgument;
 
@@ -154,10 +155,15 @@ TEST(ValidateSubscribe, RejectsEachMalformedRequestNamingFieldAndRule) {
        {"subscriptions[1].predicates[0]: OP_IN needs a list operand "
         "(int64_values, double_values or string_values), got "
         "literal_value"}},
-      {"op 21, just past OP_NOT_WILDCARD",
-       [](R* r) { PredicateOf(r, 0, 0)->set_op(static_cast<v1::Op>(21)); },
+      {"op 23, just past OP_SUFFIX_IGNORE_CASE",
+       [](R* r) { PredicateOf(r, 0, 0)->set_op(static_cast<v1::Op>(23)); },
        kInvalid,
-       {"subscriptions[0].predicates[0].op: unknown value 21"}},
+       {"subscriptions[0].predicates[0].op: unknown value 23"}},
+      {"PREFIX_IGNORE_CASE of an int64",
+       [](R* r) { PredicateOf(r, 2, 0)->set_op(v1::OP_PREFIX_IGNORE_CASE); },
+       kInvalid,
+       {"subscriptions[2].predicates[0]: OP_PREFIX_IGNORE_CASE needs a "
+        "string_value operand, got value"}},
       {"NOT_EQUALS_IGNORE_CASE of an int64",
        [](R* r) {
          PredicateOf(r, 3, 0)->set_op(v1::OP_NOT_EQUALS_IGNORE_CASE);

@@ -145,8 +145,9 @@ inline v1::Predicate RandomPredicate(Rng& rng, int attributes, int domain) {
         v1::OP_GE,     v1::OP_BETWEEN, v1::OP_SUFFIX,
         v1::OP_EQUALS_IGNORE_CASE, v1::OP_NOT_PREFIX, v1::OP_NOT_SUFFIX,
         v1::OP_CIDR,   v1::OP_WILDCARD, v1::OP_NOT_EQUALS_IGNORE_CASE,
-        v1::OP_NOT_WILDCARD};
-    p.set_op(kOps[rng() % 18]);
+        v1::OP_NOT_WILDCARD, v1::OP_PREFIX_IGNORE_CASE,
+        v1::OP_SUFFIX_IGNORE_CASE};
+    p.set_op(kOps[rng() % 20]);
     if ((p.op() == v1::OP_EQUALS_IGNORE_CASE ||
          p.op() == v1::OP_NOT_EQUALS_IGNORE_CASE) &&
         rng() % 2 == 0) {
@@ -168,7 +169,9 @@ inline v1::Predicate RandomPredicate(Rng& rng, int attributes, int domain) {
     const bool strings = rng() % 4 != 0 || p.op() == v1::OP_PREFIX ||
                          p.op() == v1::OP_SUFFIX ||
                          p.op() == v1::OP_EQUALS_IGNORE_CASE ||
-                         p.op() == v1::OP_NOT_EQUALS_IGNORE_CASE || excluded;
+                         p.op() == v1::OP_NOT_EQUALS_IGNORE_CASE ||
+                         p.op() == v1::OP_PREFIX_IGNORE_CASE ||
+                         p.op() == v1::OP_SUFFIX_IGNORE_CASE || excluded;
     switch (p.op()) {
       case v1::OP_EXISTS:
       case v1::OP_NOT_EXISTS:

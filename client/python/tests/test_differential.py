@@ -1,7 +1,8 @@
 """Randomized differential check: cohortd's matches against cohort.matches.
 
 Property: for random subscriptions (every operator, wildcards of up to 8
-stars and not_wildcard among them, int and string operands, attributes sent with either type; one in three with "or"
+stars and not_wildcard among them, prefix and suffix ignoring case, int
+and string operands, attributes sent with either type; one in three with "or"
 groups) and random events, the ids Publish returns are exactly those of
 the live subscriptions whose filters the brute-force reference matcher
 says hold, each once, before and after unsubscribing a random part of
@@ -68,7 +69,7 @@ def random_predicate(rng: random.Random) -> Filter:
     strings = (name in STRING_ATTRIBUTES or
                (name == MIXED and rng.random() < 0.5) or rng.random() < 0.1)
     a = F(name)
-    kind = rng.randrange(21)
+    kind = rng.randrange(23)
     v = random_operand(rng, strings)
     if kind < 6:
         return [a.__eq__, a.__ne__, a.__lt__, a.__le__, a.__gt__,
@@ -94,6 +95,10 @@ def random_predicate(rng: random.Random) -> Filter:
         return a.wildcard(rng.choice(PATTERNS))
     if kind == 20:
         return a.not_wildcard(rng.choice(PATTERNS))
+    if kind == 21:
+        return a.prefix_ignore_case(rng.choice(STRINGS))
+    if kind == 22:
+        return a.suffix_ignore_case(rng.choice(STRINGS))
     if kind in (18, 19):
         folded = [rng.choice(STRINGS) for _ in range(rng.randint(1, 3))]
         return (a.equals_ignore_case(folded)

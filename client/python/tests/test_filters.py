@@ -74,6 +74,20 @@ def test_between_isin_not_in_prefix_exists() -> None:
     assert (cidr.op, cidr.string_value) == (pb.OP_CIDR, b"10.0.0.0/8")
     c = only(F("n").equals_ignore_case("Alice"))
     assert (c.op, c.string_value) == (pb.OP_EQUALS_IGNORE_CASE, b"Alice")
+    pic = only(F("n").prefix_ignore_case("Ab"))
+    assert (pic.attribute, pic.op, pic.WhichOneof("operand"),
+            pic.string_value) == ("n", pb.OP_PREFIX_IGNORE_CASE,
+                                  "string_value", b"Ab")
+    sic = only(F("n").suffix_ignore_case(b"\xff"))
+    assert (sic.op, sic.string_value) == (pb.OP_SUFFIX_IGNORE_CASE, b"\xff")
+    assert only(F("n").prefix_ignore_case("")).string_value == b""
+    assert str(F("n").prefix_ignore_case("Ab")) == 'n prefix-ignore-case "Ab"'
+    assert str(F("n").suffix_ignore_case(b"\xffX")) == (
+        'n suffix-ignore-case "\\xFFX"')
+    with pytest.raises(TypeError, match="a string, not a number"):
+        F("n").prefix_ignore_case(5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"suffix_ignore_case"):
+        F("n").suffix_ignore_case(["a"])  # type: ignore[arg-type]
     e, ne = only(F("c").exists()), only(F("c").not_exists())
     assert (e.op, e.WhichOneof("operand"), ne.op) == (pb.OP_EXISTS, None,
                                                       pb.OP_NOT_EXISTS)
@@ -259,6 +273,67 @@ Event = Dict[str, Union[int, str, bytes]]
             "n": b"\xffa"
         }, True),  # not UTF-8: the byte as it is, the letter folded
         (F("n").equals_ignore_case("1"), {
+            "n": 1
+        }, False),
+        (F("n").prefix_ignore_case("AB"), {
+            "n": "abc"
+        }, True),
+        (F("n").prefix_ignore_case("ab"), {
+            "n": "ABC"
+        }, True),
+        (F("n").prefix_ignore_case("abcd"), {
+            "n": "ABC"
+        }, False),  # longer than the value
+        (F("n").prefix_ignore_case("CAF"), {
+            "n": "cafÉ"
+        }, True),
+        (F("n").prefix_ignore_case("k"), {
+            "n": "\u212ay"
+        }, True),  # the Kelvin sign folds to k
+        (F("n").prefix_ignore_case("é"), {
+            "n": "Éa"
+        }, True),
+        (F("n").prefix_ignore_case(b"\xc3"), {
+            "n": "Éa"
+        }, True),  # the fold's UTF-8 bytes: é starts with 0xC3
+        (F("n").prefix_ignore_case("b"), {
+            "n": "ab"
+        }, False),
+        (F("n").prefix_ignore_case(""), {
+            "n": ""
+        }, True),  # the empty operand matches every string
+        (F("n").prefix_ignore_case(""), {
+            "n": 5
+        }, False),  # but no int
+        (F("n").prefix_ignore_case(""), {}, False),  # nor an absent one
+        (F("n").prefix_ignore_case(b"\xffA"), {
+            "n": b"\xffab"
+        }, True),  # not UTF-8: the byte as it is, the letter folded
+        (F("n").suffix_ignore_case(".PNG"), {
+            "n": "a.png"
+        }, True),
+        (F("n").suffix_ignore_case(".png"), {
+            "n": "A.PNG"
+        }, True),
+        (F("n").suffix_ignore_case(".png"), {
+            "n": "png"
+        }, False),
+        (F("n").suffix_ignore_case("SS"), {
+            "n": "straße"
+        }, False),  # simple folding: ß stays one code point
+        (F("n").suffix_ignore_case("É"), {
+            "n": "café"
+        }, True),
+        (F("n").suffix_ignore_case(b"\xa9"), {
+            "n": "CAFÉ"
+        }, True),  # the last byte of é, the fold of É
+        (F("n").suffix_ignore_case(b"\x89"), {
+            "n": "CAFÉ"
+        }, False),  # the last byte of É itself, not of its fold
+        (F("n").suffix_ignore_case(""), {
+            "n": "x"
+        }, True),
+        (F("n").suffix_ignore_case("1"), {
             "n": 1
         }, False),
         (F("p").not_prefix("/int/"), {

@@ -43,6 +43,8 @@ def test_parse_gives_the_builders_predicates(client: cohort.Client) -> None:
          F("f").wildcard("*a*b\\**") & F("f").not_wildcard("*.tmp") &
          F("c").equals_ignore_case(["a", "B"]) &
          F("c").not_equals_ignore_case("x") &
+         F("p").prefix_ignore_case("Ab") & F("f").suffix_ignore_case(".PNG") &
+         F("p").prefix_ignore_case(b"\xff") & F("f").suffix_ignore_case("") &
          F("n").between(-5, 5) & F("c").not_exists() & F("k").not_in([1, 2]) &
          F("e").exists() & (F("s") > "m") & (F("t") != -1))
     assert client.parse_filter(str(f)) == f
@@ -62,7 +64,7 @@ def random_filter(rng: random.Random) -> Filter:
         a = F(rng.choice(["a", "b_1", "c.d", "E-f", "_"]))
         strings = rng.random() < 0.5
         v = random_value(rng, strings)
-        kind = rng.randrange(14)
+        kind = rng.randrange(16)
         if kind < 6:
             parts.append(
                 [a.__eq__, a.__ne__, a.__lt__, a.__le__, a.__gt__,
@@ -76,16 +78,18 @@ def random_filter(rng: random.Random) -> Filter:
             ]
             parts.append(
                 a.isin(values) if rng.random() < 0.5 else a.not_in(values))
-        elif kind in (8, 10, 11, 12, 13):
+        elif kind in (8, 10, 11, 12, 13, 14, 15):
             affix = bytes(
                 rng.randrange(256)
-                for _ in range(rng.randrange(1 if kind >= 12 else 0, 4)))
+                for _ in range(rng.randrange(1 if kind in (12, 13) else 0, 4)))
             build = {
                 8: a.prefix,
                 10: a.suffix,
                 11: a.equals_ignore_case,
                 12: a.not_prefix,
-                13: a.not_suffix
+                13: a.not_suffix,
+                14: a.prefix_ignore_case,
+                15: a.suffix_ignore_case
             }
             parts.append(build[kind](affix))
         else:
@@ -135,8 +139,8 @@ def test_syntax_error_is_invalid_argument_with_carets(
         client.parse_filter("price is 5")
     assert e.value.details == (
         'filter: column 7: expected an operator (=, !=, <, <=, >, >=, '
-        'between, in, not in, prefix, suffix, equals-ignore-case, cidr, '
-        'wildcard), got "is"\n'
+        'between, in, not in, prefix, suffix, equals-ignore-case, '
+        'prefix-ignore-case, suffix-ignore-case, cidr, wildcard), got "is"\n'
         '  price is 5\n        ^^')
     with pytest.raises(cohort.InvalidArgument, match="column 9"):
         client.parse_filter("price <=")
@@ -194,6 +198,43 @@ def test_pattern_gives_the_builders_predicates(client: cohort.Client) -> None:
     assert client.parse_filter(RULE) == expected
     # The same pattern as JSON text, as pasted from an EventBridge rule.
     assert client.parse_filter(json.dumps(RULE, indent=2)) == expected
+
+
+def test_pattern_prefix_and_suffix_ignore_case(client: cohort.Client,
+                                               subscriber: str) -> None:
+    pattern = {
+        "detail": {
+            "p": [{"prefix": {"equals-ignore-case": "Ab"}}],
+            "s": [{"suffix": {"equals-ignore-case": ".PNG"}}],
+        }
+    }
+    f = client.parse_filter(pattern)
+    assert f == (F("detail.p").prefix_ignore_case("Ab") &
+                 F("detail.s").suffix_ignore_case(".PNG"))
+    assert str(f) == ('detail.p prefix-ignore-case "Ab" and '
+                      'detail.s suffix-ignore-case ".PNG"')
+    assert client.parse_filter(str(f)) == f
+    [sid] = client.subscribe(subscriber, pattern)
+    events: List[Dict[str, cohort.Value]] = [
+        {"detail.p": "aBc", "detail.s": "x.png"},
+        {"detail.p": "ab", "detail.s": ".Png"},
+        {"detail.p": "xab", "detail.s": "x.png"},
+        {"detail.p": "aBc", "detail.s": "png"},
+        {"detail.p": 1, "detail.s": "x.png"},
+    ]
+    results = client.publish(events, return_ids=True)
+    assert [sid in r.subscription_ids for r in results] == [
+        True, True, False, False, False]
+    for event, result in zip(events, results):
+        assert cohort.matches(f, event) == (sid in result.subscription_ids)
+    client.unsubscribe([sid])
+    # Event Ruler takes equals-ignore-case alone inside prefix and suffix.
+    with pytest.raises(cohort.InvalidArgument) as e:
+        client.parse_filter({"a": [{"prefix": {"wildcard": "x*"}}]})
+    assert e.value.details == (
+        'filter: pattern: at a[0].prefix.wildcard: operator "wildcard" '
+        'inside "prefix" is not supported (only equals-ignore-case is; '
+        'Event Ruler refuses it too)')
 
 
 def test_pattern_subscribes_and_matches(client: cohort.Client,

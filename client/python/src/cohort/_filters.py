@@ -457,8 +457,9 @@ class F:
 
     Operators: == != < <= > >=, and the methods between, isin, not_in,
     prefix (also startswith), suffix (also endswith), not_prefix,
-    not_suffix, equals_ignore_case, not_equals_ignore_case, cidr, wildcard,
-    not_wildcard, exists and not_exists.
+    not_suffix, equals_ignore_case, not_equals_ignore_case,
+    prefix_ignore_case, suffix_ignore_case, cidr, wildcard, not_wildcard,
+    exists and not_exists.
     Values: int, float, str or bytes.
     """
 
@@ -654,6 +655,22 @@ class F:
         return self._folds(pb.OP_NOT_EQUALS_IGNORE_CASE,
                            "not_equals_ignore_case", value)
 
+    def prefix_ignore_case(self, prefix: Union[str, bytes]) -> Filter:
+        """x is a string whose simple case fold (as for equals_ignore_case)
+        starts with prefix's (OP_PREFIX_IGNORE_CASE, Event Ruler's
+        {"prefix": {"equals-ignore-case": ...}}); the empty prefix matches
+        every string."""
+        return self._affix(pb.OP_PREFIX_IGNORE_CASE, "prefix_ignore_case",
+                           prefix)
+
+    def suffix_ignore_case(self, suffix: Union[str, bytes]) -> Filter:
+        """x is a string whose simple case fold ends with suffix's
+        (OP_SUFFIX_IGNORE_CASE, Event Ruler's {"suffix":
+        {"equals-ignore-case": ...}}); the empty suffix matches every
+        string."""
+        return self._affix(pb.OP_SUFFIX_IGNORE_CASE, "suffix_ignore_case",
+                           suffix)
+
     def _folds(self, op: pb.Op.ValueType, name: str,
                value: Union[str, bytes, Iterable[Union[str, bytes]]]) -> Filter:
         if isinstance(value, (str, bytes)):
@@ -710,6 +727,8 @@ _STRING_OP_TEXT = {
     pb.OP_NOT_PREFIX: "not prefix",
     pb.OP_NOT_SUFFIX: "not suffix",
     pb.OP_NOT_EQUALS_IGNORE_CASE: "not equals-ignore-case",
+    pb.OP_PREFIX_IGNORE_CASE: "prefix-ignore-case",
+    pb.OP_SUFFIX_IGNORE_CASE: "suffix-ignore-case",
     pb.OP_CIDR: "cidr",
     pb.OP_WILDCARD: "wildcard",
     pb.OP_NOT_WILDCARD: "not wildcard",

@@ -20,7 +20,9 @@ the reverse; strings compare byte
 by byte, unsigned (Python's bytes order); EXISTS holds for a value of either
 type; a comparison without an operand compares with the int64 0, and an
 attribute without a value is the int64 0. EQUALS_IGNORE_CASE compares the
-simple case folds of both strings (fold_case); CIDR holds for a string that
+simple case folds of both strings (fold_case), and PREFIX_IGNORE_CASE and
+SUFFIX_IGNORE_CASE ask whether the value's fold (its UTF-8 bytes) starts
+or ends with the operand's; CIDR holds for a string that
 is an IP address of the network's family inside it (ip_address); WILDCARD
 for a string the pattern matches (glob: '*' any run of bytes, a str value
 compared as its UTF-8 bytes), NOT_WILDCARD for a string it does not match
@@ -70,7 +72,8 @@ def _is_number(x: Scalar) -> bool:
 
 def fold_case(value: bytes) -> bytes:
     """value with Unicode's simple case folding applied to its UTF-8 code
-    points, as the server folds for OP_EQUALS_IGNORE_CASE; bytes that are
+    points, as the server folds for OP_EQUALS_IGNORE_CASE (and
+    OP_PREFIX_IGNORE_CASE, OP_SUFFIX_IGNORE_CASE); bytes that are
     not well-formed UTF-8 stay as they are."""
     text = value.decode("utf-8", "surrogateescape")
     folded = "".join(chr(FOLD.get(ord(c), ord(c))) for c in text)
@@ -210,6 +213,12 @@ def _holds(p: pb.Predicate, value: object) -> bool:
         return isinstance(x, bytes) and not x.startswith(p.string_value)
     if op == pb.OP_NOT_SUFFIX:
         return isinstance(x, bytes) and not x.endswith(p.string_value)
+    if op == pb.OP_PREFIX_IGNORE_CASE:
+        return isinstance(x, bytes) and fold_case(x).startswith(
+            fold_case(p.string_value))
+    if op == pb.OP_SUFFIX_IGNORE_CASE:
+        return isinstance(x, bytes) and fold_case(x).endswith(
+            fold_case(p.string_value))
     if op in (pb.OP_EQUALS_IGNORE_CASE, pb.OP_NOT_EQUALS_IGNORE_CASE):
         if not isinstance(x, bytes):
             return False
