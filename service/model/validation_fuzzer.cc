@@ -347,9 +347,10 @@ class Session {
       }
     }
     for (const v1::Attribute& a : event.attributes()) {
-      // Strings and doubles: checked by matching (ApiMatches).
+      // Strings, doubles and literals: checked by matching (ApiMatches).
       if (a.kind_case() == v1::Attribute::kStringValue ||
-          a.kind_case() == v1::Attribute::kDoubleValue) {
+          a.kind_case() == v1::Attribute::kDoubleValue ||
+          a.kind_case() == v1::Attribute::kLiteralValue) {
         continue;
       }
       const auto id = attributes_.Find(a.name());

@@ -19,13 +19,14 @@
 #include <functional>
 #include <future>
 #include <map>
-#include <set>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <tuple>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "gtest/gtest.h"
 
 namespace cohort {
@@ -710,21 +711,30 @@ TEST(CohortPipeline, WakesNoMoreThreadsThanCpusCanRun) {
   }
   // Both are asleep once the pipeline has counted their sleeps.
   while (pipeline.counts().sleeps < 2) std::this_thread::yield();
+  // However the test ends, the sleepers are woken (else their futures
+  // would wait for ever).
+  auto close = absl::MakeCleanup([&pipeline] { pipeline.Close(); });
   auto job = Job(4);
   const uint32_t buffer = FormSplit(pipeline, job.get(), 0);
-  for (uint32_t p = 0; p < 3; ++p) {
+  // Its own share first, then the sleepers' shares, stolen, in whichever
+  // order it finds them.
+  std::set<uint32_t> done;
+  for (uint32_t i = 0; i < 3; ++i) {
     CohortPipeline::Work work;
     ASSERT_TRUE(pipeline.Next(0, &work));
     ASSERT_EQ(work.kind, Kind::kMatch);
-    EXPECT_EQ(work.partition, p);
-    EXPECT_EQ(work.stolen, p != 0);
-    pipeline.MatchDone(buffer, p);
+    if (i == 0) EXPECT_EQ(work.partition, 0u);
+    EXPECT_EQ(work.stolen, work.partition != 0);
+    EXPECT_TRUE(done.insert(work.partition).second) << work.partition;
+    pipeline.MatchDone(buffer, work.partition);
   }
+  EXPECT_EQ(done, (std::set<uint32_t>{0, 1, 2}));
   EXPECT_EQ(pipeline.counts().wakeups, 0u) << "woke a thread with no CPU";
   for (auto& sleeper : sleepers) {
     EXPECT_EQ(sleeper.wait_for(std::chrono::milliseconds(0)),
               std::future_status::timeout);
   }
+  std::move(close).Cancel();
   pipeline.Close();  // wakes everyone, CPUs or not
   for (auto& sleeper : sleepers) EXPECT_FALSE(sleeper.get());
 }
