@@ -24,6 +24,22 @@ def client(server: Server) -> Iterator[cohort.Client]:
         yield c
 
 
+@pytest.fixture(scope="module")
+def own() -> Iterator[Server]:
+    """A cohortd of the test module's own (one per module that asks):
+    match counts see only that module's subscriptions."""
+    s = Server("--partitions=2")
+    yield s
+    s.stop()
+
+
+@pytest.fixture()
+def oc(own: Server) -> Iterator[cohort.Client]:
+    """A client of the module's own cohortd."""
+    with cohort.Client(own.target) as c:
+        yield c
+
+
 _subscriber_counter = [0]
 
 

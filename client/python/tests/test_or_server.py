@@ -10,7 +10,7 @@ an alternative a predicate (INVALID_ARGUMENT).
 
 from __future__ import annotations
 
-from typing import Iterator, List
+from typing import List
 
 import pytest
 
@@ -19,21 +19,6 @@ import cohort.aio
 from cohort import F, Filter
 from cohort.v1 import pubsub_pb2 as pb
 from helpers import Server, wait_for_listeners
-
-
-@pytest.fixture(scope="module")
-def own() -> Iterator[Server]:
-    """A server of this module's own: match counts see only its
-    subscriptions."""
-    s = Server("--partitions=2")
-    yield s
-    s.stop()
-
-
-@pytest.fixture()
-def oc(own: Server) -> Iterator[cohort.Client]:
-    with cohort.Client(own.target) as c:
-        yield c
 
 
 def result(client: cohort.Client, event: cohort.EventLike) -> pb.EventResult:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import random
 import re
-from typing import Dict, Iterator, List
+from typing import Dict, List
 
 import pytest
 
@@ -22,7 +22,6 @@ from cohort import F, Filter, matches
 from cohort._filters import MAX_WILDCARD_STARS, wildcard_parts
 from cohort.matching import glob
 from cohort.v1 import pubsub_pb2 as pb
-from helpers import Server
 
 # Patterns the server takes, and the byte strings they are tried on.
 PATTERNS = [
@@ -232,20 +231,6 @@ def test_glob_agrees_with_a_regex_on_random_patterns() -> None:
 
 
 # -- a real cohortd -----------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def own() -> Iterator[Server]:
-    """A server of this module's own: only its subscriptions match."""
-    s = Server("--partitions=2")
-    yield s
-    s.stop()
-
-
-@pytest.fixture()
-def oc(own: Server) -> Iterator[cohort.Client]:
-    with cohort.Client(own.target) as c:
-        yield c
 
 
 def check_publish(client: cohort.Client, live: Dict[int, Filter],
