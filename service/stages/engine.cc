@@ -176,7 +176,7 @@ void Engine::Subscribe(std::vector<SubscriptionInput> subscriptions,
     change->ids.push_back(*first + i);
   }
   if (absl::Status s = AssignBranches(change.get()); !s.ok()) {
-    for (uint64_t id : change->ids) directory_.Forget(id);
+    ForgetAdds(*change);  // AssignBranches assigned none
     if (order.owns_lock()) order.unlock();
     change->subscribed(s);
     return;
