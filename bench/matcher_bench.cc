@@ -11,6 +11,16 @@
 // Latency of an event is the wall time of the MatchCohort call that carried
 // it (matching only: no queueing, no RPC). `--cohort_max=event,...` also
 // measures Index::MatchEvent, the per-event path, one event per call.
+//
+// A workload of JSON events (eventbridge-1m) is matched as the server
+// matches it: each cohort of N events is one PublishRequest, flattened and
+// encoded inside the timed pass (ValidatePublishAndFlatten and BuildEvents,
+// what the front stage does per Publish) into its records, one or more per
+// event, and those records are matched in one MatchCohort call (or a
+// MatchEvent call each). Then, as with "or" subscriptions (a row per
+// branch), an event's matches are its distinct subscriptions across its
+// records and rows, counted the way the reply stage merges them. The
+// flattening's share is reported as "flatten_us_per_event".
 
 #include <sys/resource.h>
 
@@ -19,6 +29,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,17 +43,20 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "matcher/index.h"
+#include "proto/cohort/v1/pubsub.pb.h"
+#include "service/model/json_event.h"
+#include "service/model/validation.h"
 #include "workload/sha256.h"
 #include "workload/typed_workload.h"
 #include "workload/workload.h"
 
 ABSL_FLAG(std::string, preset, "fabret-1m",
           "Workload preset to generate in memory (fabret-1m, fabret-uniform, "
-          "selective-1m, ranges-1m: workload/presets.md); "
-          "ignored when --workload is set.");
+          "selective-1m, ranges-1m, events-1m, eventbridge-1m: "
+          "workload/presets.md); ignored when --workload is set.");
 ABSL_FLAG(std::string, workload, "",
-          "Read the workload from this file (cohort-workload v1 text) instead "
-          "of generating --preset.");
+          "Read the workload from this file (cohort-workload v1 or v2 text) "
+          "instead of generating --preset.");
 ABSL_FLAG(int64_t, subscriptions, -1,
           "Override the preset's subscription count (-1: preset value).");
 ABSL_FLAG(int64_t, events, -1,
@@ -95,6 +109,7 @@ struct Pass {
 struct Result {
   size_t cohort_max = 0;  // 0: Index::MatchEvent, one event per call
   std::vector<Pass> passes;
+  double flatten_seconds = 0;  // JSON events: flattening and encoding
   std::vector<float> latency_us;  // one per event per pass
   uint64_t rows_checked = 0;
   uint64_t clusters_checked = 0;
@@ -126,20 +141,61 @@ absl::StatusOr<std::vector<size_t>> ParseCohortSizes(const std::string& s) {
   return sizes;
 }
 
+// The end of one call that matched the events counted in `counts`, begun at
+// `t0`: its matches into *pass, its latency once per event into *result.
+void Record(Clock::time_point t0, absl::Span<const uint64_t> counts,
+            Pass* pass, Result* result) {
+  const float us =
+      std::chrono::duration<float, std::micro>(Clock::now() - t0).count();
+  for (uint64_t count : counts) {
+    pass->matches += count;
+    result->latency_us.push_back(us);
+  }
+}
+
+// The matches of the events of one cohort, as distinct (event, subscription)
+// pairs: `record_event` maps a record to its event, `subscription_of_row` a
+// matcher id to its subscription (empty: one row each). Adds each event's
+// count to counts[event].
+class MatchCounter {
+ public:
+  explicit MatchCounter(const std::vector<uint32_t>& subscription_of_row)
+      : of_row_(subscription_of_row) {}
+  void Add(uint32_t event, matcher::SubscriptionId id) {
+    keys_.push_back(uint64_t{event} << 32 |
+                    (of_row_.empty() ? id : of_row_[id]));
+  }
+  void Count(uint64_t* counts) {
+    std::sort(keys_.begin(), keys_.end());
+    keys_.erase(std::unique(keys_.begin(), keys_.end()), keys_.end());
+    for (uint64_t key : keys_) ++counts[key >> 32];
+    keys_.clear();
+  }
+
+ private:
+  const std::vector<uint32_t>& of_row_;
+  std::vector<uint64_t> keys_;
+};
+
 // One timed pass over every event: MatchCohort calls of result->cohort_max
 // events, or (cohort_max 0) a MatchEvent call per event. MatchEvent keeps no
 // counters, so its rows and clusters checked stay 0.
 // MatchCohort's results are read into counts (the flat buffer) or lists
 // (--results).
+// With `distinct` (a workload with a row per "or" branch), an event's
+// matches are its distinct subscriptions (MatchCounter).
 void RunPass(matcher::Index& index,
              const std::vector<matcher::EventView>& events, bool lists,
-             Result* result) {
+             const workload::Workload* distinct, Result* result) {
   const bool event_path = result->cohort_max == 0;
   const size_t step = event_path ? 1 : result->cohort_max;
   matcher::MatchScratch scratch;  // MatchEvent's
   std::vector<std::vector<matcher::SubscriptionId>> out(1);
   matcher::CohortMatches pairs;
   std::vector<uint64_t> counts(step);
+  static const std::vector<uint32_t> kNoRows;
+  MatchCounter counter(distinct != nullptr ? distinct->subscription_of_row
+                                           : kNoRows);
   const uint64_t rows_before = index.counters().rows_checked;
   const uint64_t clusters_before = index.counters().clusters_checked;
   const uint64_t lists_before = index.counters().cluster_lists;
@@ -158,14 +214,24 @@ void RunPass(matcher::Index& index,
       for (size_t i = 0; i < n; ++i) counts[i] = out[i].size();
     } else {
       index.MatchCohort(cohort, &pairs);
-      pairs.CountPerEvent(counts.data());
+      if (distinct == nullptr) pairs.CountPerEvent(counts.data());
     }
-    const float us =
-        std::chrono::duration<float, std::micro>(Clock::now() - t0).count();
-    for (size_t i = 0; i < n; ++i) {
-      pass.matches += counts[i];
-      result->latency_us.push_back(us);
+    if (distinct != nullptr) {
+      if (event_path || lists) {
+        for (size_t i = 0; i < n; ++i) {
+          for (matcher::SubscriptionId id : out[event_path ? 0 : i]) {
+            counter.Add(static_cast<uint32_t>(i), id);
+          }
+        }
+      } else {
+        pairs.ForEachMatch([&counter](size_t i, matcher::SubscriptionId id) {
+          counter.Add(static_cast<uint32_t>(i), id);
+        });
+      }
+      std::fill(counts.begin(), counts.begin() + n, 0);
+      counter.Count(counts.data());
     }
+    Record(t0, absl::MakeConstSpan(counts).first(n), &pass, result);
   }
   pass.seconds = Seconds(Clock::now() - start);
   result->passes.push_back(pass);
@@ -174,6 +240,99 @@ void RunPass(matcher::Index& index,
       index.counters().clusters_checked - clusters_before;
   result->lists_checked += index.counters().cluster_lists - lists_before;
   result->events += events.size();
+}
+
+// One timed pass over a JSON workload's events: `requests` are its events
+// in cohorts of result->cohort_max (one each for MatchEvent), flattened
+// and encoded in the pass, their records matched in one MatchCohort call
+// (or a MatchEvent call each), their matches counted as distinct
+// subscriptions per event.
+// A request that does not flatten (Lower() took the same events, so only
+// a bug gets here) ends the pass with its status.
+absl::Status RunJsonPass(matcher::Index& index, const workload::Workload& w,
+                         const std::vector<v1::PublishRequest>& requests,
+                         bool lists, Result* result) {
+  const workload::Lowering& lowering = *w.lowering;
+  const bool event_path = result->cohort_max == 0;
+  std::vector<service::JsonGroup> json;
+  std::vector<std::vector<matcher::AttributeValue>> records;
+  std::vector<uint32_t> event_of;
+  std::vector<matcher::EventView> views;
+  matcher::MatchScratch scratch;
+  std::vector<std::vector<matcher::SubscriptionId>> out(1);
+  matcher::CohortMatches pairs;
+  MatchCounter counter(w.subscription_of_row);
+  std::vector<uint64_t> counts;
+  const uint64_t rows_before = index.counters().rows_checked;
+  const uint64_t clusters_before = index.counters().clusters_checked;
+  const uint64_t lists_before = index.counters().cluster_lists;
+  Pass pass;
+  size_t events = 0;
+  Clock::duration flatten{};
+  const Clock::time_point start = Clock::now();
+  for (const v1::PublishRequest& request : requests) {
+    const Clock::time_point t0 = Clock::now();
+    absl::Status status = service::ValidatePublishAndFlatten(
+        request, lowering.limits, &json);
+    if (status.ok()) {
+      status = service::BuildEvents(request, json, lowering.attributes,
+                                    lowering.limits, &records, &event_of);
+    }
+    if (!status.ok()) return status;
+    flatten += Clock::now() - t0;
+    views.assign(records.begin(), records.end());
+    auto event_of_record = [&event_of](size_t r) {
+      return static_cast<uint32_t>(event_of.empty() ? r : event_of[r]);
+    };
+    if (event_path) {
+      for (size_t r = 0; r < views.size(); ++r) {
+        index.MatchEvent(views[r], &scratch, &out[0]);
+        for (matcher::SubscriptionId id : out[0]) {
+          counter.Add(event_of_record(r), id);
+        }
+      }
+    } else if (lists) {
+      index.MatchCohort(views, &out);
+      for (size_t r = 0; r < views.size(); ++r) {
+        for (matcher::SubscriptionId id : out[r]) {
+          counter.Add(event_of_record(r), id);
+        }
+      }
+    } else {
+      index.MatchCohort(views, &pairs);
+      pairs.ForEachMatch([&](size_t r, matcher::SubscriptionId id) {
+        counter.Add(event_of_record(r), id);
+      });
+    }
+    const size_t n = request.events_size();
+    counts.assign(n, 0);
+    counter.Count(counts.data());
+    Record(t0, absl::MakeConstSpan(counts).first(n), &pass, result);
+    events += n;
+  }
+  pass.seconds = Seconds(Clock::now() - start);
+  result->passes.push_back(pass);
+  result->flatten_seconds += Seconds(flatten);
+  result->rows_checked += index.counters().rows_checked - rows_before;
+  result->clusters_checked +=
+      index.counters().clusters_checked - clusters_before;
+  result->lists_checked += index.counters().cluster_lists - lists_before;
+  result->events += events;
+  return absl::OkStatus();
+}
+
+// A JSON workload's events in PublishRequests of `size` events (the last
+// may hold fewer).
+std::vector<v1::PublishRequest> JsonCohorts(const workload::TypedWorkload& w,
+                                            size_t size) {
+  std::vector<v1::PublishRequest> requests;
+  for (size_t at = 0; at < w.events.size(); at += size) {
+    v1::PublishRequest& request = requests.emplace_back();
+    for (size_t i = at; i < std::min(w.events.size(), at + size); ++i) {
+      *request.add_events() = w.events[i];
+    }
+  }
+  return requests;
 }
 
 double Percentile(std::vector<float>& v, double q) {
@@ -207,6 +366,7 @@ struct Context {
   std::string workload_name;
   std::string sha256;
   size_t subscriptions = 0;
+  size_t rows = 0;
   size_t events = 0;
   double load_s = 0;
   size_t load_batch = 1;  // subscriptions per AddBatch (1: one Add each)
@@ -216,6 +376,8 @@ struct Context {
   std::string machine;
   std::string keep;
   std::string results;  // --results
+  bool json = false;     // JSON events, flattened in the timed pass
+  double records_per_event = 1;
 };
 
 std::string Format(const Context& c, Result& r, const std::string& format) {
@@ -234,10 +396,11 @@ std::string Format(const Context& c, Result& r, const std::string& format) {
   const double clusters = static_cast<double>(r.clusters_checked) / r.events;
   const double lists = static_cast<double>(r.lists_checked) / r.events;
   const bool event_path = r.cohort_max == 0;
+  const double flatten_us = r.flatten_seconds * 1e6 / r.events;
   if (format == "text") {
     return absl::StrFormat(
         "%-16s %10.0f events/s (min %.0f, max %.0f, %d passes)  "
-        "p50 %.1f us  p99 %.1f us  %.1f matches/event%s\n",
+        "p50 %.1f us  p99 %.1f us  %.1f matches/event%s%s\n",
         event_path ? std::string("MatchEvent")
                    : absl::StrCat("cohort_max ", r.cohort_max),
         median, rates.front(), rates.back(), rates.size(), p50, p99, per_event,
@@ -245,12 +408,16 @@ std::string Format(const Context& c, Result& r, const std::string& format) {
             ? ""
             : absl::StrFormat(
                   "  %.0f rows in %.0f clusters of %.1f lists checked/event",
-                  rows, clusters, lists));
+                  rows, clusters, lists),
+        c.json ? absl::StrFormat("  %.2f us/event flattening JSON",
+                                 flatten_us)
+               : "");
   }
   // MatchEvent reports cohort_max 1 (one event per call) and no counters.
   return absl::StrFormat(
       "{\"workload\": \"%s\", \"workload_sha256\": \"%s\", "
-      "\"subscriptions\": %d, \"events\": %d, \"path\": \"%s\", "
+      "\"subscriptions\": %d, \"rows\": %d, \"events\": %d, "
+      "\"path\": \"%s\", "
       "\"keep\": \"%s\", \"results\": \"%s\", "
       "\"cohort_max\": %d, "
       "\"load_s\": %.3f, \"load_batch\": %d, \"events_per_s\": %.0f, "
@@ -260,14 +427,16 @@ std::string Format(const Context& c, Result& r, const std::string& format) {
       "\"rows_checked_per_event\": %.1f, \"clusters_checked_per_event\": %.1f, "
       "\"lists_checked_per_event\": %.1f, "
       "\"bytes_per_subscription\": %.1f, \"peak_rss_mb\": %.1f, "
-      "\"predicates\": %d, \"clusters\": %d, \"machine\": \"%s\"}\n",
-      c.workload_name, c.sha256, c.subscriptions, c.events,
+      "\"predicates\": %d, \"clusters\": %d, \"json_events\": %s, "
+      "\"records_per_event\": %.3f, \"flatten_us_per_event\": %.3f, "
+      "\"machine\": \"%s\"}\n",
+      c.workload_name, c.sha256, c.subscriptions, c.rows, c.events,
       event_path ? "MatchEvent" : "MatchCohort", c.keep,
       event_path ? "lists" : c.results, event_path ? 1 : r.cohort_max,
       c.load_s, c.load_batch, median, rates.front(), rates.back(),
       rates.size(), p50, p99, per_event, rows, clusters, lists,
       c.bytes_per_subscription, PeakRssMb(), c.predicates, c.clusters,
-      c.machine);
+      c.json ? "true" : "false", c.records_per_event, flatten_us, c.machine);
 }
 
 int Main() {
@@ -307,8 +476,18 @@ int Main() {
                         ? workload->options.preset
                         : absl::GetFlag(FLAGS_workload);
   c.sha256 = Sha256Hex(WorkloadText(*workload));
-  c.subscriptions = workload->subscriptions.size();
-  c.events = workload->events.size();
+  c.subscriptions = workload::SubscriptionCount(*workload);
+  // One per subscription, or per "or" branch (Workload::
+  // subscription_of_row).
+  c.rows = workload->subscriptions.size();
+  c.events = workload::EventCount(*workload);
+  c.json = workload->lowering != nullptr &&
+           std::any_of(workload->typed->events.begin(),
+                       workload->typed->events.end(),
+                       [](const v1::Event& e) { return !e.json().empty(); });
+  c.records_per_event =
+      static_cast<double>(workload->events.size()) /
+      std::max<size_t>(1, c.events);
   c.machine = MachineDescription();
   c.keep = keep;
   c.results = results;
@@ -356,17 +535,49 @@ int Main() {
                                          workload->events.end());
   std::vector<Result> runs(sizes->size());
   for (size_t i = 0; i < sizes->size(); ++i) runs[i].cohort_max = (*sizes)[i];
+  // JSON events: each cohort size's requests, built before timing.
+  std::map<size_t, std::vector<v1::PublishRequest>> requests;
+  if (c.json) {
+    for (size_t size : *sizes) {
+      const size_t step = std::max<size_t>(1, size);
+      if (requests.count(step) == 0) {
+        requests[step] = JsonCohorts(*workload->typed, step);
+      }
+    }
+  }
+  // Without JSON events, a workload with several rows per subscription is
+  // counted the same way.
+  const bool distinct = !workload->subscription_of_row.empty() ||
+                        !workload->event_of_record.empty();
   for (int rep = 0; rep < repetitions; ++rep) {
-    for (Result& r : runs) RunPass(index, events, results == "lists", &r);
+    for (Result& r : runs) {
+      if (c.json) {
+        const absl::Status status =
+            RunJsonPass(index, *workload,
+                        requests[std::max<size_t>(1, r.cohort_max)],
+                        results == "lists", &r);
+        if (!status.ok()) {
+          std::cerr << "events: " << status.message() << "\n";
+          return 1;
+        }
+      } else {
+        RunPass(index, events, results == "lists",
+                distinct ? &*workload : nullptr, &r);
+      }
+    }
   }
   if (format == "text") {
     std::cout << absl::StrFormat(
-        "workload %s (sha256 %s)\n%d subscriptions loaded in %.2f s "
-        "(batches of %d), %.1f bytes/subscription, %d predicates, %d "
-        "clusters\n%d events, one thread, %s; MatchCohort results read as "
+        "workload %s (sha256 %s)\n%d subscriptions (%d rows) loaded in "
+        "%.2f s (batches of %d), %.1f bytes/subscription, %d predicates, %d "
+        "clusters\n%d events%s, one thread, %s; MatchCohort results read as "
         "%s\n",
-        c.workload_name, c.sha256, c.subscriptions, c.load_s, c.load_batch,
+        c.workload_name, c.sha256, c.subscriptions, c.rows, c.load_s,
+        c.load_batch,
         c.bytes_per_subscription, c.predicates, c.clusters, c.events,
+        c.json ? absl::StrFormat(" (JSON, %.2f records each)",
+                                 c.records_per_event)
+               : "",
         c.machine, c.results);
   }
   for (Result& r : runs) std::cout << Format(c, r, format);

@@ -9,7 +9,8 @@ source "${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/testing/checks.sh"
 field() { sed -n "s/.*\"$1\": \"\{0,1\}\([^,\"]*\)\"\{0,1\},.*/\1/p"; }
 
 # selective-1m matches about 6 subscriptions of a million per event.
-for preset in fabret-1m:3000 selective-1m:50000 ranges-1m:3000; do
+for preset in fabret-1m:3000 selective-1m:50000 ranges-1m:3000 \
+  eventbridge-1m:50000; do
   subscriptions=${preset#*:}
   preset=${preset%:*}
   out=$("${BENCH}" --preset="${preset}" --subscriptions="${subscriptions}" \
@@ -28,6 +29,21 @@ for preset in fabret-1m:3000 selective-1m:50000 ranges-1m:3000; do
   check "${preset}: the workload is named" \
     test "$(field workload <<<"${out}" | sort -u)" = "${preset}"
 done
+
+# eventbridge-1m's JSON events are flattened in the pass: several records
+# an event, an event's matches its distinct patterns (the API's count).
+out=$("${BENCH}" --preset=eventbridge-1m --subscriptions=50000 --events=150 \
+  --cohort_max=1 --repetitions=1 --format=json)
+check "eventbridge-1m: JSON events" test "$(field json_events <<<"${out}")" = true
+check "eventbridge-1m: more records than events" \
+  awk -v r="$(field records_per_event <<<"${out}")" 'BEGIN { exit !(r > 1.5) }'
+check "eventbridge-1m: rows beside subscriptions (\"or\" branches)" \
+  test "$(field rows <<<"${out}")" -gt 50000
+check "eventbridge-1m: the flattening is timed" \
+  awk -v f="$(field flatten_us_per_event <<<"${out}")" 'BEGIN { exit !(f > 0) }'
+out=$("${BENCH}" --preset=fabret-1m --subscriptions=1000 --events=10 \
+  --repetitions=1 --format=json)
+check "fabret-1m: no JSON events" test "$(field json_events <<<"${out}")" = false
 
 text=$("${BENCH}" --preset=selective-1m --subscriptions=500 --events=20 \
   --cohort_max=event,2 --repetitions=1 --format=text)

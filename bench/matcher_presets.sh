@@ -13,8 +13,10 @@
 # report.md (tools/matcher_presets_report.py): events/s median (min-max),
 # p50/p99 of a call, matches and rows per event, bytes per subscription, load
 # seconds; whether any cohort size is slower than MatchEvent; cohort 64 over
-# cohort 1. Events: fabret-1m and selective-1m all 100,000, ranges-1m the
-# first 2,000. --quick: 20,000 subscriptions, 500 events, 1 repetition.
+# cohort 1. Events: fabret-1m, selective-1m and events-1m all 100,000,
+# ranges-1m the first 2,000, eventbridge-1m the first 20,000 (JSON,
+# flattened in the timed pass). --quick: 20,000 subscriptions, 500 events,
+# 1 repetition.
 # --bin=DIR runs DIR/matcher_bench instead of building it.
 # --baseline=DIR also runs DIR/matcher_bench (an earlier build, e.g. copied
 # aside before a change) on the same presets, one repetition of each binary
@@ -93,6 +95,7 @@ run_bench() {  # BINARY PRESET EVENTS REPS [CPU]
 for preset in ${presets//,/ }; do
   events=-1
   [[ "${preset}" == ranges-1m ]] && events=2000
+  [[ "${preset}" == eventbridge-1m ]] && events=20000
   ((quick)) && events=500
   echo "matcher_presets: ${preset}"
   if [[ -z "${baseline}" ]]; then

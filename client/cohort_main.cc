@@ -116,8 +116,9 @@ ABSL_FLAG(std::string, workload, "",
           "workload) instead of generating --preset.");
 ABSL_FLAG(std::string, preset, "fabret-1m",
           "workload, load: the workload preset, fabret-1m, fabret-uniform, "
-          "selective-1m, ranges-1m, or events-1m (typed: strings, sets, "
-          "prefixes; its file is in the CLI's grammar, workload/presets.md) "
+          "selective-1m, ranges-1m, events-1m (typed: strings, sets, "
+          "prefixes; its file is in the CLI's grammar) or eventbridge-1m "
+          "(Event Ruler patterns over JSON events), workload/presets.md "
           "(load: ignored with --workload).");
 ABSL_FLAG(int64_t, subscriptions, -1,
           "workload, load: subscriptions in the preset's workload (-1 = the "
@@ -543,6 +544,7 @@ int Workload() {
       return Usage("workload: --subscriptions and --events must be >= 0");
     }
     report = workload::GenerateTypedWorkloadFile(
+        absl::GetFlag(FLAGS_preset),
         subscriptions >= 0 ? subscriptions : 1000000,
         events >= 0 ? events : 100000, absl::GetFlag(FLAGS_seed).value_or(1),
         path, workload::kDefaultReportSample);

@@ -92,7 +92,7 @@ void FillEvent(const workload::Workload& w, size_t i, v1::Event* event) {
 
 RequestPool BuildRequestPool(const workload::Workload& w, int batch,
                              bool return_ids) {
-  const size_t n = w.events.size();
+  const size_t n = workload::EventCount(w);
   RequestPool pool((n + batch - 1) / batch);
   for (size_t k = 0; k < pool.size(); ++k) {
     pool[k].set_return_ids(return_ids);

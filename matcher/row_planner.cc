@@ -16,9 +16,10 @@ namespace internal {
 // events and subscriptions draw values from similar distributions):
 //   P(attribute a present)  ~ share of all entries that are on a
 //   P(x == v | a present)   ~ references to EQ(a, v) / EQ references on a
-//   P(x in S | a present)   ~ the sum of that over v in S, each counted one
-//                             reference more (a set's values count as
-//                             equality references on a)
+//   P(x in S | a present)   ~ the sum of that over v in S, each counted
+//                             once more for every row using S itself
+//                             (a set's values count as equality
+//                             references on a)
 //   P(x in [lo, hi] | a)    ~ overlap of [lo, hi] with the span of constants
 //                             seen on a, assuming values spread evenly
 // Only the ranking within one subscription matters, so the estimates need
@@ -315,9 +316,14 @@ absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
     if (e.predicate.kind == Kind::kEq) {
       references = table->References(e.predicate) + 1;
     } else if (e.predicate.kind == Kind::kIn) {
+      // Each value counts its equalities' references and, once per row
+      // that uses this very set, the set's: a list many subscriptions
+      // share (["error", "timeout"]) is as likely as its values are
+      // common, not as rare as equalities on them are.
+      const uint32_t set_rows = table->References(e.predicate) + 1;
       for (int64_t v : e.predicate.set) {
         references += table->References(FromInterval(
-                          e.predicate.attribute, v, v)) + 1;
+                          e.predicate.attribute, v, v)) + set_rows;
       }
     }
     ranked.push_back({i, EqualityLike(e.predicate.kind) && !e.negated,

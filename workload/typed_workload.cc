@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "filter/parse.h"
+#include "filter/pattern.h"
 #include "service/model/interner.h"
 #include "service/model/typed_attributes.h"
 #include "service/model/validation.h"
@@ -38,7 +39,13 @@ constexpr uint32_t kResources = 50;
 constexpr uint32_t kSources = 30;
 constexpr int64_t kUsers = 1000000;
 
-const char* const kEntities[] = {
+using internal::kEntities;
+
+}  // namespace
+
+namespace internal {
+
+const char* const kEntities[40] = {
     "order",   "payment", "refund",  "invoice",  "cart",     "user",
     "account", "session", "login",   "shipment", "delivery", "return",
     "stock",   "price",   "coupon",  "review",   "ticket",   "message",
@@ -46,6 +53,11 @@ const char* const kEntities[] = {
     "report",  "export",  "import",  "sync",     "webhook",  "email",
     "sms",     "push",    "search",  "click",    "view",     "like",
     "comment", "follow",  "upload",  "download"};
+
+}  // namespace internal
+
+namespace {
+
 const char* const kVerbs[] = {"created", "updated", "deleted", "failed",
                               "completed"};
 const char* const kStatuses[] = {"ok", "error", "retry", "timeout",
@@ -191,7 +203,20 @@ v1::Event Event(const Tables& t, Rng& rng) {
 
 }  // namespace
 
-bool IsTypedPreset(absl::string_view preset) { return preset == "events-1m"; }
+bool IsTypedPreset(absl::string_view preset) {
+  return preset == "events-1m" || preset == "eventbridge-1m";
+}
+
+TypedWorkload GenerateTyped(absl::string_view preset, int64_t subscriptions,
+                            int64_t events, uint64_t seed) {
+  return preset == "eventbridge-1m"
+             ? GenerateEventBridge1m(subscriptions, events, seed)
+             : GenerateEvents1m(subscriptions, events, seed);
+}
+
+size_t EventCount(const Workload& w) {
+  return w.typed != nullptr ? w.typed->events.size() : w.events.size();
+}
 
 TypedWorkload GenerateEvents1m(int64_t subscriptions, int64_t events,
                                uint64_t seed) {
@@ -216,10 +241,11 @@ TypedWorkload GenerateEvents1m(int64_t subscriptions, int64_t events,
 }
 
 absl::StatusOr<Workload> Lower(TypedWorkload typed) {
-  service::Interner names(1u << 20);
-  service::TypedAttributes attributes(&names, 1u << 24);
+  auto lowering = std::make_shared<Lowering>();
+  service::Interner& names = lowering->names;
+  service::TypedAttributes& attributes = lowering->attributes;
+  const service::Limits& limits = lowering->limits;
   service::Interner subscribers(1u << 24);
-  service::Limits limits;
   Workload w;
   w.options = typed.options;
   w.subscriptions.reserve(typed.subscriptions.size());
@@ -263,6 +289,11 @@ absl::StatusOr<Workload> Lower(TypedWorkload typed) {
     }
   }
   std::vector<std::vector<matcher::AttributeValue>> records;
+  std::vector<service::JsonGroup> json;
+  std::vector<uint32_t> event_of;
+  const bool any_json =
+      std::any_of(typed.events.begin(), typed.events.end(),
+                  [](const v1::Event& e) { return !e.json().empty(); });
   w.events.reserve(typed.events.size());
   for (size_t first = 0; first < typed.events.size(); first += kChunk) {
     v1::PublishRequest request;
@@ -270,18 +301,36 @@ absl::StatusOr<Workload> Lower(TypedWorkload typed) {
     for (size_t i = first; i < end; ++i) {
       *request.add_events() = typed.events[i];
     }
-    if (absl::Status s = service::ValidatePublish(request, limits); !s.ok()) {
+    absl::Status s =
+        any_json ? service::ValidatePublishAndFlatten(request, limits, &json)
+                 : service::ValidatePublish(request, limits);
+    if (s.ok() && any_json) {
+      s = service::BuildEvents(request, json, attributes, limits, &records,
+                               &event_of);
+    } else if (s.ok()) {
+      service::BuildEvents(request, attributes, &records);
+    }
+    if (!s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "events ", first, " to ", end - 1, ": ", s.message()));
     }
-    service::BuildEvents(request, attributes, &records);
-    for (auto& record : records) w.events.push_back(std::move(record));
+    for (size_t r = 0; r < records.size(); ++r) {
+      if (any_json) {
+        w.event_of_record.push_back(static_cast<uint32_t>(
+            first + (event_of.empty() ? r : event_of[r])));
+      }
+      w.events.push_back(std::move(records[r]));
+    }
+  }
+  if (any_json && w.event_of_record.size() == typed.events.size()) {
+    w.event_of_record.clear();  // one record per event
   }
   for (uint32_t id = 0; id < names.size(); ++id) {
     w.attribute_names.push_back(names.Name(id));
   }
   w.options.attributes = static_cast<int64_t>(names.size());
   w.typed = std::make_shared<const TypedWorkload>(std::move(typed));
+  w.lowering = std::move(lowering);
   return w;
 }
 
@@ -291,11 +340,21 @@ std::string TypedWorkloadText(const TypedWorkload& typed) {
       "# cohort-workload v2 preset=", o.preset, " seed=", o.seed, " typed\n",
       "# knobs subscriptions=", typed.subscriptions.size(),
       " events=", typed.events.size(), " seed=", o.seed, "\n");
-  for (const v1::SubscriptionSpec& s : typed.subscriptions) {
-    absl::StrAppend(&out, "S ", filter::FormatSubscription(s), "\n");
+  if (!typed.patterns.empty()) {
+    for (const std::string& p : typed.patterns) {
+      absl::StrAppend(&out, "P ", p, "\n");
+    }
+  } else {
+    for (const v1::SubscriptionSpec& s : typed.subscriptions) {
+      absl::StrAppend(&out, "S ", filter::FormatSubscription(s), "\n");
+    }
   }
   for (const v1::Event& e : typed.events) {
-    absl::StrAppend(&out, "E ", filter::FormatEvent(e), "\n");
+    if (e.attributes_size() == 0 && !e.json().empty()) {
+      absl::StrAppend(&out, "J ", e.json(), "\n");
+    } else {
+      absl::StrAppend(&out, "E ", filter::FormatEvent(e), "\n");
+    }
   }
   return out;
 }
@@ -359,10 +418,29 @@ absl::StatusOr<TypedWorkload> ReadTypedWorkload(std::istream& in) {
     // there).
     const absl::string_view rest =
         absl::string_view(line).substr(std::min<size_t>(2, line.size()));
-    if (absl::StartsWith(line, "S ")) {
+    const bool pattern = absl::StartsWith(line, "P ");
+    if (pattern || absl::StartsWith(line, "S ")) {
       if (!w.events.empty()) {
         return BadLine(number, "a subscription after the first event");
       }
+      if (!w.subscriptions.empty() && pattern != !w.patterns.empty()) {
+        return BadLine(number,
+                       "\"S \" and \"P \" lines mixed in one file");
+      }
+    }
+    if (pattern) {
+      absl::StatusOr<v1::SubscriptionSpec> parsed =
+          filter::ParsePatternSpec(rest);
+      if (!parsed.ok()) return BadLine(number, parsed.status().message());
+      v1::SubscriptionSpec& spec = w.subscriptions.emplace_back();
+      spec = *std::move(parsed);
+      spec.set_subscriber(
+          SubscriberName(static_cast<int64_t>(w.subscriptions.size() - 1)));
+      w.patterns.emplace_back(rest);
+    } else if (absl::StartsWith(line, "J ")) {
+      if (rest.empty()) return BadLine(number, "an empty JSON event");
+      w.events.emplace_back().set_json(std::string(rest));
+    } else if (absl::StartsWith(line, "S ")) {
       absl::StatusOr<v1::SubscriptionSpec> parsed =
           filter::ParseSubscriptionSpec(rest);
       if (!parsed.ok()) return BadLine(number, parsed.status().message());
@@ -381,7 +459,9 @@ absl::StatusOr<TypedWorkload> ReadTypedWorkload(std::istream& in) {
         *event.add_attributes() = std::move(a);
       }
     } else {
-      return BadLine(number, "expected a line starting with \"S \" or \"E \"");
+      return BadLine(number,
+                     "expected a line starting with \"S \", \"P \", "
+                     "\"E \" or \"J \"");
     }
   }
   if (!header) return BadLine(1, "empty: no header");
@@ -399,14 +479,14 @@ absl::StatusOr<TypedWorkload> ReadTypedWorkload(std::istream& in) {
 }
 
 absl::StatusOr<WorkloadReport> GenerateTypedWorkloadFile(
-    int64_t subscriptions, int64_t events, uint64_t seed,
-    const std::string& path, size_t report_sample) {
+    absl::string_view preset, int64_t subscriptions, int64_t events,
+    uint64_t seed, const std::string& path, size_t report_sample) {
   using Clock = std::chrono::steady_clock;
   auto seconds = [](Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
   };
   auto start = Clock::now();
-  TypedWorkload typed = GenerateEvents1m(subscriptions, events, seed);
+  TypedWorkload typed = GenerateTyped(preset, subscriptions, events, seed);
   const double generate_seconds = seconds(start);
   start = Clock::now();
   absl::StatusOr<WrittenFile> written = WriteTextFile(
@@ -447,8 +527,9 @@ absl::StatusOr<Workload> LoadOrGenerateAny(const std::string& path,
   if (!IsTypedPreset(preset)) {
     return LoadOrGenerate(path, preset, subscriptions, events);
   }
-  return Lower(GenerateEvents1m(subscriptions >= 0 ? subscriptions : 1000000,
-                                events >= 0 ? events : 100000, /*seed=*/1));
+  return Lower(GenerateTyped(preset,
+                             subscriptions >= 0 ? subscriptions : 1000000,
+                             events >= 0 ? events : 100000, /*seed=*/1));
 }
 
 

@@ -209,6 +209,194 @@ TEST(Events1m, LoadOrGenerateAnyKnowsThePreset) {
   EXPECT_FALSE(LoadOrGenerateAny("", "events-2m", 10, 10).ok());
 }
 
+TEST(EventBridge1m, IsDeterministicAndExtendsLikeTheOtherPresets) {
+  const TypedWorkload a = GenerateEventBridge1m(500, 50, 1);
+  const TypedWorkload b = GenerateEventBridge1m(500, 50, 1);
+  const TypedWorkload longer = GenerateEventBridge1m(800, 80, 1);
+  const TypedWorkload other = GenerateEventBridge1m(500, 50, 2);
+  ASSERT_EQ(a.patterns.size(), 500u);
+  ASSERT_EQ(a.subscriptions.size(), 500u);
+  ASSERT_EQ(a.events.size(), 50u);
+  for (size_t i = 0; i < a.subscriptions.size(); ++i) {
+    EXPECT_EQ(a.patterns[i], b.patterns[i]);
+    EXPECT_EQ(a.patterns[i], longer.patterns[i]);
+    EXPECT_EQ(a.subscriptions[i].SerializeAsString(),
+              longer.subscriptions[i].SerializeAsString());
+  }
+  for (size_t i = 0; i < a.events.size(); ++i) {
+    EXPECT_EQ(a.events[i].json(), longer.events[i].json());
+    EXPECT_EQ(a.events[i].attributes_size(), 0);
+  }
+  EXPECT_NE(a.events[0].json(), other.events[0].json());
+  EXPECT_NE(a.patterns[0], other.patterns[0]);
+}
+
+// The file's bytes pin the generator (as Events1m's golden does): a change
+// of them changes the meaning of every recorded eventbridge-1m figure.
+TEST(EventBridge1m, SmallTextMatchesGoldenSha256) {
+  const std::string text =
+      TypedWorkloadText(GenerateEventBridge1m(2000, 500, 1));
+  EXPECT_EQ(text.size(), 544526u);
+  EXPECT_EQ(Sha256Hex(text),
+            "6fef2e2abed1e95b02dd638f2f6e44f1c0485ac5f7343471de4ae5b824c6d08d");
+}
+
+// Every operator of issue 44 is in the mix, with "or" and numbers with
+// fractions; events are nested, with arrays (of objects too) and doubles.
+TEST(EventBridge1m, UsesEveryOperatorOverNestedJsonWithArrays) {
+  const TypedWorkload typed = GenerateEventBridge1m(20000, 2000, 1);
+  std::vector<int> ops(v1::Op_ARRAYSIZE, 0);
+  int doubles = 0;
+  int any_of = 0;
+  auto count = [&](const v1::Predicate& p) {
+    ++ops[p.op()];
+    doubles += p.operand_case() == v1::Predicate::kDoubleValue;
+  };
+  for (const v1::SubscriptionSpec& s : typed.subscriptions) {
+    for (const v1::Predicate& p : s.predicates()) count(p);
+    any_of += s.any_of_size();
+    for (const v1::AnyOf& group : s.any_of()) {
+      for (const v1::Conjunction& c : group.alternatives()) {
+        for (const v1::Predicate& p : c.predicates()) count(p);
+      }
+    }
+  }
+  for (int op = v1::OP_EQ; op <= v1::OP_SUFFIX_IGNORE_CASE; ++op) {
+    EXPECT_GT(ops[op], 0) << v1::Op_Name(static_cast<v1::Op>(op));
+  }
+  EXPECT_GT(doubles, 1000);
+  EXPECT_GT(any_of, 800);
+  size_t arrays_of_objects = 0, two_resources = 0, fractions = 0;
+  for (const v1::Event& e : typed.events) {
+    const std::string& json = e.json();
+    EXPECT_NE(json.find("\"detail\":{\"state\""), std::string::npos);
+    arrays_of_objects += json.find("\"items\":[{") != std::string::npos;
+    two_resources += json.find("\",\"arn:aws:") != std::string::npos;
+    fractions += json.find("\"total\":") != std::string::npos &&
+                 json.find('.', json.find("\"total\":")) <
+                     json.find(',', json.find("\"total\":"));
+  }
+  EXPECT_EQ(arrays_of_objects, typed.events.size());
+  EXPECT_GT(two_resources, 200u);
+  EXPECT_GT(fractions, 1500u);
+}
+
+// Lowered as the server lowers it (patterns into rows, a row per "or"
+// branch; JSON events flattened into a record per combination of their
+// arrays), the index finds exactly the subscriptions the API's rules say
+// each event matches (service::ApiJsonEvent, written apart).
+TEST(EventBridge1m, LoweredMatchesTheApiRules) {
+  const TypedWorkload typed = GenerateEventBridge1m(50000, 200, 1);
+  absl::StatusOr<Workload> lowered = Lower(typed);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  ASSERT_NE(lowered->lowering, nullptr);
+  EXPECT_EQ(SubscriptionCount(*lowered), typed.subscriptions.size());
+  EXPECT_GT(lowered->subscriptions.size(), typed.subscriptions.size());
+  ASSERT_FALSE(lowered->event_of_record.empty());
+  EXPECT_GT(lowered->events.size(), typed.events.size());
+  EXPECT_EQ(lowered->event_of_record.size(), lowered->events.size());
+  EXPECT_EQ(EventCount(*lowered), typed.events.size());
+  matcher::Index index;
+  for (size_t r = 0; r < lowered->subscriptions.size(); ++r) {
+    ASSERT_TRUE(
+        index.Add(static_cast<matcher::SubscriptionId>(r),
+                  lowered->subscriptions[r])
+            .ok());
+  }
+  std::vector<matcher::EventView> views(lowered->events.begin(),
+                                        lowered->events.end());
+  std::vector<std::vector<matcher::SubscriptionId>> rows;
+  index.MatchCohort(views, &rows);
+  std::vector<std::vector<uint32_t>> got(typed.events.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    for (matcher::SubscriptionId row : rows[r]) {
+      got[lowered->event_of_record[r]].push_back(
+          lowered->subscription_of_row[row]);
+    }
+  }
+  size_t matches = 0;
+  for (size_t e = 0; e < typed.events.size(); ++e) {
+    std::sort(got[e].begin(), got[e].end());
+    got[e].erase(std::unique(got[e].begin(), got[e].end()), got[e].end());
+    const service::ApiJsonEvent event(typed.events[e]);
+    std::vector<uint32_t> want;
+    for (size_t i = 0; i < typed.subscriptions.size(); ++i) {
+      if (event.Matches(typed.subscriptions[i])) {
+        want.push_back(static_cast<uint32_t>(i));
+      }
+    }
+    ASSERT_EQ(got[e], want) << typed.events[e].json();
+    matches += want.size();
+  }
+  const double mean = static_cast<double>(matches) / typed.events.size();
+  std::cout << "mean matches per event at 50k patterns: " << mean << "\n";
+  EXPECT_GT(mean, 0.05);
+  EXPECT_LT(mean, 20);
+}
+
+// "P" and "J" lines give back exactly the patterns and JSON events written,
+// and bad ones are refused naming the line.
+TEST(EventBridge1m, TextRoundTripsAndBadLinesAreNamed) {
+  const TypedWorkload typed = GenerateEventBridge1m(3000, 300, 7);
+  const std::string text = TypedWorkloadText(typed);
+  EXPECT_NE(text.find("\nP {\""), std::string::npos);
+  EXPECT_NE(text.find("\nJ {\"version\""), std::string::npos);
+  std::istringstream in(text);
+  absl::StatusOr<TypedWorkload> back = ReadTypedWorkload(in);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->options.preset, "eventbridge-1m");
+  EXPECT_EQ(back->patterns, typed.patterns);
+  ASSERT_EQ(back->subscriptions.size(), typed.subscriptions.size());
+  for (size_t i = 0; i < typed.subscriptions.size(); ++i) {
+    ASSERT_EQ(back->subscriptions[i].SerializeAsString(),
+              typed.subscriptions[i].SerializeAsString())
+        << i;
+  }
+  ASSERT_EQ(back->events.size(), typed.events.size());
+  for (size_t i = 0; i < typed.events.size(); ++i) {
+    ASSERT_EQ(back->events[i].SerializeAsString(),
+              typed.events[i].SerializeAsString())
+        << i;
+  }
+  const std::string header =
+      "# cohort-workload v2 preset=eventbridge-1m seed=1 typed\n";
+  for (const auto& [bad, message] :
+       std::vector<std::pair<std::string, std::string>>{
+           {header + "P {\"a\": [{\"regex\": \"x\"}]}\n",
+            "line 2: pattern: at a[0]"},
+           {header + "P {\"a\": [1]}\nS b = 1\n", "line 3: \"S \" and \"P \""},
+           {header + "S b = 1\nP {\"a\": [1]}\n", "line 3: \"S \" and \"P \""},
+           {header + "J {\"a\": 1}\nP {\"a\": [1]}\n",
+            "line 3: a subscription after"},
+           {header + "J \n", "line 2: an empty JSON event"}}) {
+    std::istringstream bad_in(bad);
+    absl::StatusOr<TypedWorkload> refused = ReadTypedWorkload(bad_in);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.status().message().find(message), std::string::npos)
+        << refused.status();
+  }
+  // A JSON event Lower cannot flatten is refused naming its events.
+  std::istringstream broken(header + "P {\"a\": [1]}\nJ {\"a\": \n");
+  absl::StatusOr<TypedWorkload> read = ReadTypedWorkload(broken);
+  ASSERT_TRUE(read.ok()) << read.status();
+  absl::StatusOr<Workload> lowered = Lower(*std::move(read));
+  EXPECT_EQ(lowered.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(lowered.status().message().find("events 0 to 0: events[0].json"),
+            std::string::npos)
+      << lowered.status();
+}
+
+TEST(EventBridge1m, LoadOrGenerateAnyKnowsThePreset) {
+  absl::StatusOr<Workload> w =
+      LoadOrGenerateAny("", "eventbridge-1m", 200, 20);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->options.preset, "eventbridge-1m");
+  EXPECT_EQ(SubscriptionCount(*w), 200u);
+  EXPECT_EQ(EventCount(*w), 20u);
+  EXPECT_GE(w->events.size(), 20u);
+  EXPECT_TRUE(IsTypedPreset("eventbridge-1m"));
+}
+
 }  // namespace
 }  // namespace workload
 }  // namespace cohort

@@ -116,6 +116,7 @@ absl::Status Validate(const WorkloadOptions& options);
 // A generated or parsed workload. Attribute ids in predicates and events
 // index `attribute_names`.
 struct TypedWorkload;  // typed_workload.h
+struct Lowering;       // typed_workload.h
 
 struct Workload {
   WorkloadOptions options;
@@ -131,6 +132,15 @@ struct Workload {
   // typed->subscriptions[subscription_of_row[r]]'s. Empty when every
   // subscription is one row.
   std::vector<uint32_t> subscription_of_row;
+  // A typed workload with JSON events (eventbridge-1m): `events` are the
+  // matcher's records, one per combination of an event's arrays
+  // (typed_attributes.h Encode), and record r is
+  // typed->events[event_of_record[r]]'s. Empty when every event is one
+  // record.
+  std::vector<uint32_t> event_of_record;
+  // A typed workload's dictionaries as Lower() left them (typed_workload.h),
+  // to encode its events again; null for the int64 presets.
+  std::shared_ptr<const Lowering> lowering;
 };
 
 // The subscriptions a client sends: one per row, or, with "or", the last
