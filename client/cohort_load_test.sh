@@ -77,4 +77,25 @@ check "... naming the target" grep -q "127.0.0.1:1" <<<"${out}"
 out=$("${COHORT}" workload --preset=nope 2>&1)
 check "workload with an unknown preset exits 2" test $? -eq 2
 
+# eventbridge-1m: Event Ruler patterns ("P" lines) and JSON events ("J"
+# lines), loaded as specs and published as Event.json; every event counted
+# once however many records its arrays make.
+"${COHORT}" workload --preset=eventbridge-1m --subscriptions=20000 \
+  --events=300 --out="${TMP}/eb.txt" >/dev/null
+check "eventbridge-1m: 20000 patterns as P lines" \
+  test "$(grep -c '^P {' "${TMP}/eb.txt")" -eq 20000
+check "eventbridge-1m: 300 JSON events as J lines" \
+  test "$(grep -c '^J {"version":"0"' "${TMP}/eb.txt")" -eq 300
+out=$(cohort load --workload="${TMP}/eb.txt" --clients=2 --duration=1 \
+  --mode=stream --batch=16 --out="${TMP}/eb.json")
+check "eventbridge-1m: load exits 0" test $? -eq 0
+check "eventbridge-1m: 20000 subscriptions, none failed" \
+  grep -q "^load: 20000 subscriptions in .*; 0 failed; errors: none$" \
+  <<<"${out}"
+check "eventbridge-1m: events published, no errors" \
+  test "$(json_field "${TMP}/eb.json" \
+    'd["events_per_s"] > 0 and d["errors"] == {}')" = True
+check "eventbridge-1m: some matches" \
+  test "$(json_field "${TMP}/eb.json" 'd["matches_per_event"] > 0')" = True
+
 finish_checks cohort_load_test
