@@ -332,6 +332,13 @@ TEST(EventBridge1m, LoweredMatchesTheApiRules) {
   std::cout << "mean matches per event at 50k patterns: " << mean << "\n";
   EXPECT_GT(mean, 0.05);
   EXPECT_LT(mean, 20);
+  // The report (cohort workload's) counts events and their distinct
+  // patterns the same way, by brute force over rows and records.
+  const WorkloadReport report = Summarize(*lowered, "", typed.events.size());
+  EXPECT_EQ(report.events, static_cast<int64_t>(typed.events.size()));
+  EXPECT_EQ(report.subscriptions,
+            static_cast<int64_t>(typed.subscriptions.size()));
+  EXPECT_DOUBLE_EQ(report.mean_matches, mean);
 }
 
 // "P" and "J" lines give back exactly the patterns and JSON events written,

@@ -471,7 +471,11 @@ WorkloadReport Summarize(const Workload& w, absl::string_view text_sha256,
   r.preset = w.options.preset;
   r.seed = w.options.seed;
   r.subscriptions = static_cast<int64_t>(SubscriptionCount(w));
-  r.events = static_cast<int64_t>(w.events.size());
+  // Events, not records (a JSON event may be several).
+  const uint64_t events = w.event_of_record.empty()
+                              ? w.events.size()
+                              : uint64_t{w.event_of_record.back()} + 1;
+  r.events = static_cast<int64_t>(events);
   r.attributes = static_cast<int64_t>(w.attribute_names.size());
   r.text_sha256 = std::string(text_sha256);
   for (const std::vector<Predicate>& subscription : w.subscriptions) {
@@ -483,19 +487,41 @@ WorkloadReport Summarize(const Workload& w, absl::string_view text_sha256,
     r.predicates += static_cast<int64_t>(subscription.size());
     if (!has_eq) ++r.subscriptions_without_eq;
   }
-  const uint64_t events = w.events.size();
   const uint64_t sample = std::min<uint64_t>(sample_events, events);
-  std::vector<matcher::EventView> sampled;
+  // Each sampled event's records (adjacent in w.events).
+  std::vector<std::vector<matcher::EventView>> sampled(sample);
   for (uint64_t i = 0; i < sample; ++i) {
-    sampled.emplace_back(w.events[static_cast<size_t>(
-        static_cast<unsigned __int128>(i) * events / sample)]);
+    const uint32_t e = static_cast<uint32_t>(
+        static_cast<unsigned __int128>(i) * events / sample);
+    if (w.event_of_record.empty()) {
+      sampled[i].emplace_back(w.events[e]);
+      continue;
+    }
+    const auto range = std::equal_range(w.event_of_record.begin(),
+                                        w.event_of_record.end(), e);
+    for (auto it = range.first; it != range.second; ++it) {
+      sampled[i].emplace_back(w.events[it - w.event_of_record.begin()]);
+    }
   }
-  // Subscriptions in the outer loop: each is fetched from memory once while
-  // the few sampled events stay in cache.
+  // Rows in the outer loop: each is fetched from memory once while the few
+  // sampled events stay in cache. A subscription's rows are adjacent, so
+  // the last subscription counted for an event is enough to count each
+  // once.
   std::vector<int64_t> matches(sample, 0);
-  for (const std::vector<Predicate>& subscription : w.subscriptions) {
+  std::vector<int64_t> counted(sample, -1);
+  for (size_t row = 0; row < w.subscriptions.size(); ++row) {
+    const int64_t owner = w.subscription_of_row.empty()
+                              ? static_cast<int64_t>(row)
+                              : w.subscription_of_row[row];
     for (uint64_t i = 0; i < sample; ++i) {
-      matches[i] += matcher::Matches(subscription, sampled[i]) ? 1 : 0;
+      if (counted[i] == owner) continue;
+      for (const matcher::EventView& record : sampled[i]) {
+        if (matcher::Matches(w.subscriptions[row], record)) {
+          ++matches[i];
+          counted[i] = owner;
+          break;
+        }
+      }
     }
   }
   r.sample_events = static_cast<int64_t>(sample);

@@ -212,7 +212,9 @@ struct WorkloadReport {
 inline constexpr size_t kDefaultReportSample = 200;
 
 // Summarize() counts `workload` and matches the sampled events against every
-// subscription with `matcher::Matches`. Cost: sample_events * subscriptions
+// subscription with `matcher::Matches`: an event's matches are the distinct
+// subscriptions of the rows (subscription_of_row) that one of its records
+// (event_of_record) matches. Cost: sample_events * rows * records an event
 // conjunction checks (several seconds for fabret-1m and 200 events).
 WorkloadReport Summarize(const Workload& workload,
                          absl::string_view text_sha256,
