@@ -153,17 +153,34 @@ void Record(Clock::time_point t0, absl::Span<const uint64_t> counts,
   }
 }
 
-// The matches of the events of one cohort, as distinct (event, subscription)
-// pairs: `record_event` maps a record to its event, `subscription_of_row` a
-// matcher id to its subscription (empty: one row each). Adds each event's
-// count to counts[event].
+// The index's counters when a pass begins; AddTo() adds what the pass
+// checked since to *result.
+struct CounterMark {
+  explicit CounterMark(const matcher::Index& index)
+      : rows(index.counters().rows_checked),
+        clusters(index.counters().clusters_checked),
+        lists(index.counters().cluster_lists) {}
+  void AddTo(const matcher::Index& index, Result* result) const {
+    result->rows_checked += index.counters().rows_checked - rows;
+    result->clusters_checked += index.counters().clusters_checked - clusters;
+    result->lists_checked += index.counters().cluster_lists - lists;
+  }
+  uint64_t rows, clusters, lists;
+};
+
+// The matches of the events of one call, as distinct (event, subscription)
+// pairs: `subscription_of_row` maps a matcher id to its subscription (null
+// or empty: one row each). Count() adds each event's count to
+// counts[event].
 class MatchCounter {
  public:
-  explicit MatchCounter(const std::vector<uint32_t>& subscription_of_row)
-      : of_row_(subscription_of_row) {}
+  explicit MatchCounter(const std::vector<uint32_t>* subscription_of_row)
+      : of_row_(subscription_of_row != nullptr && !subscription_of_row->empty()
+                    ? subscription_of_row
+                    : nullptr) {}
   void Add(uint32_t event, matcher::SubscriptionId id) {
     keys_.push_back(uint64_t{event} << 32 |
-                    (of_row_.empty() ? id : of_row_[id]));
+                    (of_row_ == nullptr ? id : (*of_row_)[id]));
   }
   void Count(uint64_t* counts) {
     std::sort(keys_.begin(), keys_.end());
@@ -173,32 +190,65 @@ class MatchCounter {
   }
 
  private:
-  const std::vector<uint32_t>& of_row_;
+  const std::vector<uint32_t>* of_row_;
   std::vector<uint64_t> keys_;
 };
+
+// What a pass's calls reuse.
+struct MatchBuffers {
+  matcher::MatchScratch scratch;  // MatchEvent's
+  std::vector<std::vector<matcher::SubscriptionId>> out{1};
+  matcher::CohortMatches pairs;
+};
+
+// Matches `records` in one call of the pass's path (a MatchEvent call each
+// on the event path; else one MatchCohort, its results read as `lists` or
+// as the flat buffer) and adds every match to *counter as (event_of(record
+// index), id).
+template <typename EventOf>
+void MatchInto(matcher::Index& index,
+               absl::Span<const matcher::EventView> records, bool event_path,
+               bool lists, EventOf event_of, MatchBuffers* b,
+               MatchCounter* counter) {
+  if (event_path) {
+    for (size_t r = 0; r < records.size(); ++r) {
+      index.MatchEvent(records[r], &b->scratch, &b->out[0]);
+      for (matcher::SubscriptionId id : b->out[0]) {
+        counter->Add(event_of(r), id);
+      }
+    }
+  } else if (lists) {
+    index.MatchCohort(records, &b->out);
+    for (size_t r = 0; r < records.size(); ++r) {
+      for (matcher::SubscriptionId id : b->out[r]) {
+        counter->Add(event_of(r), id);
+      }
+    }
+  } else {
+    index.MatchCohort(records, &b->pairs);
+    b->pairs.ForEachMatch([&](size_t r, matcher::SubscriptionId id) {
+      counter->Add(event_of(r), id);
+    });
+  }
+}
 
 // One timed pass over every event: MatchCohort calls of result->cohort_max
 // events, or (cohort_max 0) a MatchEvent call per event. MatchEvent keeps no
 // counters, so its rows and clusters checked stay 0.
 // MatchCohort's results are read into counts (the flat buffer) or lists
 // (--results).
-// With `distinct` (a workload with a row per "or" branch), an event's
-// matches are its distinct subscriptions (MatchCounter).
+// With `subscription_of_row` (a workload with a row per "or" branch), an
+// event's matches are its distinct subscriptions (MatchCounter).
 void RunPass(matcher::Index& index,
              const std::vector<matcher::EventView>& events, bool lists,
-             const workload::Workload* distinct, Result* result) {
+             const std::vector<uint32_t>* subscription_of_row,
+             Result* result) {
   const bool event_path = result->cohort_max == 0;
   const size_t step = event_path ? 1 : result->cohort_max;
-  matcher::MatchScratch scratch;  // MatchEvent's
-  std::vector<std::vector<matcher::SubscriptionId>> out(1);
-  matcher::CohortMatches pairs;
+  MatchBuffers b;
   std::vector<uint64_t> counts(step);
-  static const std::vector<uint32_t> kNoRows;
-  MatchCounter counter(distinct != nullptr ? distinct->subscription_of_row
-                                           : kNoRows);
-  const uint64_t rows_before = index.counters().rows_checked;
-  const uint64_t clusters_before = index.counters().clusters_checked;
-  const uint64_t lists_before = index.counters().cluster_lists;
+  MatchCounter counter(subscription_of_row);
+  const CounterMark mark(index);
   Pass pass;
   const Clock::time_point start = Clock::now();
   for (size_t at = 0; at < events.size(); at += step) {
@@ -206,39 +256,27 @@ void RunPass(matcher::Index& index,
     const Clock::time_point t0 = Clock::now();
     const absl::Span<const matcher::EventView> cohort =
         absl::MakeConstSpan(events).subspan(at, n);
-    if (event_path) {
-      index.MatchEvent(events[at], &scratch, &out[0]);
-      counts[0] = out[0].size();
-    } else if (lists) {
-      index.MatchCohort(cohort, &out);
-      for (size_t i = 0; i < n; ++i) counts[i] = out[i].size();
-    } else {
-      index.MatchCohort(cohort, &pairs);
-      if (distinct == nullptr) pairs.CountPerEvent(counts.data());
-    }
-    if (distinct != nullptr) {
-      if (event_path || lists) {
-        for (size_t i = 0; i < n; ++i) {
-          for (matcher::SubscriptionId id : out[event_path ? 0 : i]) {
-            counter.Add(static_cast<uint32_t>(i), id);
-          }
-        }
-      } else {
-        pairs.ForEachMatch([&counter](size_t i, matcher::SubscriptionId id) {
-          counter.Add(static_cast<uint32_t>(i), id);
-        });
-      }
+    if (subscription_of_row != nullptr) {
+      MatchInto(index, cohort, event_path, lists,
+                [](size_t r) { return static_cast<uint32_t>(r); }, &b,
+                &counter);
       std::fill(counts.begin(), counts.begin() + n, 0);
       counter.Count(counts.data());
+    } else if (event_path) {
+      index.MatchEvent(events[at], &b.scratch, &b.out[0]);
+      counts[0] = b.out[0].size();
+    } else if (lists) {
+      index.MatchCohort(cohort, &b.out);
+      for (size_t i = 0; i < n; ++i) counts[i] = b.out[i].size();
+    } else {
+      index.MatchCohort(cohort, &b.pairs);
+      b.pairs.CountPerEvent(counts.data());
     }
     Record(t0, absl::MakeConstSpan(counts).first(n), &pass, result);
   }
   pass.seconds = Seconds(Clock::now() - start);
   result->passes.push_back(pass);
-  result->rows_checked += index.counters().rows_checked - rows_before;
-  result->clusters_checked +=
-      index.counters().clusters_checked - clusters_before;
-  result->lists_checked += index.counters().cluster_lists - lists_before;
+  mark.AddTo(index, result);
   result->events += events.size();
 }
 
@@ -258,14 +296,10 @@ absl::Status RunJsonPass(matcher::Index& index, const workload::Workload& w,
   std::vector<std::vector<matcher::AttributeValue>> records;
   std::vector<uint32_t> event_of;
   std::vector<matcher::EventView> views;
-  matcher::MatchScratch scratch;
-  std::vector<std::vector<matcher::SubscriptionId>> out(1);
-  matcher::CohortMatches pairs;
-  MatchCounter counter(w.subscription_of_row);
+  MatchBuffers b;
+  MatchCounter counter(&w.subscription_of_row);
   std::vector<uint64_t> counts;
-  const uint64_t rows_before = index.counters().rows_checked;
-  const uint64_t clusters_before = index.counters().clusters_checked;
-  const uint64_t lists_before = index.counters().cluster_lists;
+  const CounterMark mark(index);
   Pass pass;
   size_t events = 0;
   Clock::duration flatten{};
@@ -281,29 +315,12 @@ absl::Status RunJsonPass(matcher::Index& index, const workload::Workload& w,
     if (!status.ok()) return status;
     flatten += Clock::now() - t0;
     views.assign(records.begin(), records.end());
-    auto event_of_record = [&event_of](size_t r) {
-      return static_cast<uint32_t>(event_of.empty() ? r : event_of[r]);
-    };
-    if (event_path) {
-      for (size_t r = 0; r < views.size(); ++r) {
-        index.MatchEvent(views[r], &scratch, &out[0]);
-        for (matcher::SubscriptionId id : out[0]) {
-          counter.Add(event_of_record(r), id);
-        }
-      }
-    } else if (lists) {
-      index.MatchCohort(views, &out);
-      for (size_t r = 0; r < views.size(); ++r) {
-        for (matcher::SubscriptionId id : out[r]) {
-          counter.Add(event_of_record(r), id);
-        }
-      }
-    } else {
-      index.MatchCohort(views, &pairs);
-      pairs.ForEachMatch([&](size_t r, matcher::SubscriptionId id) {
-        counter.Add(event_of_record(r), id);
-      });
-    }
+    MatchInto(
+        index, views, event_path, lists,
+        [&event_of](size_t r) {
+          return static_cast<uint32_t>(event_of.empty() ? r : event_of[r]);
+        },
+        &b, &counter);
     const size_t n = request.events_size();
     counts.assign(n, 0);
     counter.Count(counts.data());
@@ -313,10 +330,7 @@ absl::Status RunJsonPass(matcher::Index& index, const workload::Workload& w,
   pass.seconds = Seconds(Clock::now() - start);
   result->passes.push_back(pass);
   result->flatten_seconds += Seconds(flatten);
-  result->rows_checked += index.counters().rows_checked - rows_before;
-  result->clusters_checked +=
-      index.counters().clusters_checked - clusters_before;
-  result->lists_checked += index.counters().cluster_lists - lists_before;
+  mark.AddTo(index, result);
   result->events += events;
   return absl::OkStatus();
 }
@@ -547,8 +561,9 @@ int Main() {
   }
   // Without JSON events, a workload with several rows per subscription is
   // counted the same way.
-  const bool distinct = !workload->subscription_of_row.empty() ||
-                        !workload->event_of_record.empty();
+  const std::vector<uint32_t>* subscription_of_row =
+      workload->subscription_of_row.empty() ? nullptr
+                                            : &workload->subscription_of_row;
   for (int rep = 0; rep < repetitions; ++rep) {
     for (Result& r : runs) {
       if (c.json) {
@@ -561,8 +576,7 @@ int Main() {
           return 1;
         }
       } else {
-        RunPass(index, events, results == "lists",
-                distinct ? &*workload : nullptr, &r);
+        RunPass(index, events, results == "lists", subscription_of_row, &r);
       }
     }
   }

@@ -24,6 +24,8 @@ namespace {
 
 using internal::Rng;
 using internal::StreamRng;
+using internal::kStatuses;
+using internal::RegionName;
 using internal::ZipfTable;
 
 // Stream tags of eventbridge-1m (events-1m has 12 and 13).
@@ -47,8 +49,6 @@ const char* const kAwsServices[] = {"ec2", "s3",  "lambda", "rds",
 constexpr uint32_t kSources = 40;
 const char* const kVerbs[] = {"Created", "Updated", "Deleted", "Failed",
                               "Completed"};
-const char* const kStatuses[] = {"ok", "error", "retry", "timeout",
-                                 "cancelled"};
 const char* const kStates[] = {"running", "stopped", "pending",
                                "terminated"};
 const char* const kTiers[] = {"basic", "silver", "gold", "platinum"};
@@ -85,11 +85,6 @@ std::string DetailType(uint32_t source, uint32_t verb) {
   entity[0] = absl::ascii_toupper(entity[0]);
   return absl::StrCat(entity, " ", kVerbs[verb]);
 }
-std::string RegionName(uint32_t i) {
-  static const char* const kAreas[] = {"eu-west", "eu-north", "us-east",
-                                       "us-west", "ap-south"};
-  return absl::StrCat(kAreas[i % 5], "-", 1 + i / 5);
-}
 std::string AccountId(uint32_t i) {
   return absl::StrFormat("%012d", int64_t{100000000000} + int64_t{i} * 7919);
 }
@@ -120,7 +115,7 @@ std::string Resource(uint32_t aws, absl::string_view region,
                          region, account, aws == 0 ? "instance" : "resource",
                          id);
 }
-// Letters of `s` in upper case now and then (ASCII letters only).
+// `s` with the case of an ASCII letter flipped now and then (one in 3).
 std::string RandomCase(Rng& rng, absl::string_view s) {
   std::string out(s);
   for (char& c : out) {

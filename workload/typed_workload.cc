@@ -40,6 +40,8 @@ constexpr uint32_t kSources = 30;
 constexpr int64_t kUsers = 1000000;
 
 using internal::kEntities;
+using internal::kStatuses;
+using internal::RegionName;
 
 }  // namespace
 
@@ -53,6 +55,14 @@ const char* const kEntities[40] = {
     "report",  "export",  "import",  "sync",     "webhook",  "email",
     "sms",     "push",    "search",  "click",    "view",     "like",
     "comment", "follow",  "upload",  "download"};
+const char* const kStatuses[5] = {"ok", "error", "retry", "timeout",
+                                  "cancelled"};
+
+std::string RegionName(uint32_t i) {
+  static const char* const kAreas[] = {"eu-west", "eu-north", "us-east",
+                                       "us-west", "ap-south"};
+  return absl::StrCat(kAreas[i % 5], "-", 1 + i / 5);
+}
 
 }  // namespace internal
 
@@ -60,16 +70,9 @@ namespace {
 
 const char* const kVerbs[] = {"created", "updated", "deleted", "failed",
                               "completed"};
-const char* const kStatuses[] = {"ok", "error", "retry", "timeout",
-                                 "cancelled"};
 
 std::string TypeName(uint32_t i) {
   return absl::StrCat(kEntities[i % 40], ".", kVerbs[i / 40 % 5]);
-}
-std::string RegionName(uint32_t i) {
-  static const char* const kAreas[] = {"eu-west", "eu-north", "us-east",
-                                       "us-west", "ap-south"};
-  return absl::StrCat(kAreas[i % 5], "-", 1 + i / 5);
 }
 std::string TenantName(uint32_t i) { return absl::StrFormat("tenant-%05d", i); }
 std::string ResourceName(uint32_t i) {
@@ -214,10 +217,6 @@ TypedWorkload GenerateTyped(absl::string_view preset, int64_t subscriptions,
              : GenerateEvents1m(subscriptions, events, seed);
 }
 
-size_t EventCount(const Workload& w) {
-  return w.typed != nullptr ? w.typed->events.size() : w.events.size();
-}
-
 TypedWorkload GenerateEvents1m(int64_t subscriptions, int64_t events,
                                uint64_t seed) {
   TypedWorkload w;
@@ -288,12 +287,11 @@ absl::StatusOr<Workload> Lower(TypedWorkload typed) {
       }
     }
   }
+  // As the front stage does for every Publish: an event with JSON becomes
+  // its records, one or more.
   std::vector<std::vector<matcher::AttributeValue>> records;
   std::vector<service::JsonGroup> json;
   std::vector<uint32_t> event_of;
-  const bool any_json =
-      std::any_of(typed.events.begin(), typed.events.end(),
-                  [](const v1::Event& e) { return !e.json().empty(); });
   w.events.reserve(typed.events.size());
   for (size_t first = 0; first < typed.events.size(); first += kChunk) {
     v1::PublishRequest request;
@@ -301,28 +299,22 @@ absl::StatusOr<Workload> Lower(TypedWorkload typed) {
     for (size_t i = first; i < end; ++i) {
       *request.add_events() = typed.events[i];
     }
-    absl::Status s =
-        any_json ? service::ValidatePublishAndFlatten(request, limits, &json)
-                 : service::ValidatePublish(request, limits);
-    if (s.ok() && any_json) {
+    absl::Status s = service::ValidatePublishAndFlatten(request, limits, &json);
+    if (s.ok()) {
       s = service::BuildEvents(request, json, attributes, limits, &records,
                                &event_of);
-    } else if (s.ok()) {
-      service::BuildEvents(request, attributes, &records);
     }
     if (!s.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "events ", first, " to ", end - 1, ": ", s.message()));
     }
     for (size_t r = 0; r < records.size(); ++r) {
-      if (any_json) {
-        w.event_of_record.push_back(static_cast<uint32_t>(
-            first + (event_of.empty() ? r : event_of[r])));
-      }
+      w.event_of_record.push_back(static_cast<uint32_t>(
+          first + (event_of.empty() ? r : event_of[r])));
       w.events.push_back(std::move(records[r]));
     }
   }
-  if (any_json && w.event_of_record.size() == typed.events.size()) {
+  if (w.event_of_record.size() == typed.events.size()) {
     w.event_of_record.clear();  // one record per event
   }
   for (uint32_t id = 0; id < names.size(); ++id) {
@@ -427,27 +419,18 @@ absl::StatusOr<TypedWorkload> ReadTypedWorkload(std::istream& in) {
         return BadLine(number,
                        "\"S \" and \"P \" lines mixed in one file");
       }
-    }
-    if (pattern) {
       absl::StatusOr<v1::SubscriptionSpec> parsed =
-          filter::ParsePatternSpec(rest);
+          pattern ? filter::ParsePatternSpec(rest)
+                  : filter::ParseSubscriptionSpec(rest);
       if (!parsed.ok()) return BadLine(number, parsed.status().message());
       v1::SubscriptionSpec& spec = w.subscriptions.emplace_back();
       spec = *std::move(parsed);
       spec.set_subscriber(
           SubscriberName(static_cast<int64_t>(w.subscriptions.size() - 1)));
-      w.patterns.emplace_back(rest);
+      if (pattern) w.patterns.emplace_back(rest);
     } else if (absl::StartsWith(line, "J ")) {
       if (rest.empty()) return BadLine(number, "an empty JSON event");
       w.events.emplace_back().set_json(std::string(rest));
-    } else if (absl::StartsWith(line, "S ")) {
-      absl::StatusOr<v1::SubscriptionSpec> parsed =
-          filter::ParseSubscriptionSpec(rest);
-      if (!parsed.ok()) return BadLine(number, parsed.status().message());
-      v1::SubscriptionSpec& spec = w.subscriptions.emplace_back();
-      spec = *std::move(parsed);
-      spec.set_subscriber(
-          SubscriberName(static_cast<int64_t>(w.subscriptions.size() - 1)));
     } else if (absl::StartsWith(line, "E ")) {
       absl::StatusOr<std::vector<v1::Attribute>> attributes =
           filter::ParseEvent(rest);

@@ -62,9 +62,13 @@ struct TypedWorkload {
 };
 
 namespace internal {
-// The 40 entity names of the typed presets ("order", "payment", ...):
-// events-1m's types and resources, eventbridge-1m's services (its first 30).
+// What the typed presets share. The 40 entity names ("order", "payment",
+// ...): events-1m's types and resources, eventbridge-1m's services (its
+// first 30). The 5 statuses ("ok", "error", "retry", "timeout",
+// "cancelled"). Region i of 20 ("eu-west-1", ...).
 extern const char* const kEntities[40];
+extern const char* const kStatuses[5];
+std::string RegionName(uint32_t i);
 }  // namespace internal
 
 // The typed presets' names, for messages.
@@ -105,10 +109,6 @@ struct Lowering {
   service::Limits limits;  // the server's defaults
 };
 
-// The events a client sends: the typed workload's events, or the int64
-// workload's (a JSON event may lower into several records, and
-// Workload::event_of_record then maps them back).
-size_t EventCount(const Workload& w);
 
 // Lower() turns `typed` into the matcher's workload as the server would
 // (validation, BuildSubscriptions, BuildEvents; JSON events flattened by

@@ -471,10 +471,7 @@ WorkloadReport Summarize(const Workload& w, absl::string_view text_sha256,
   r.preset = w.options.preset;
   r.seed = w.options.seed;
   r.subscriptions = static_cast<int64_t>(SubscriptionCount(w));
-  // Events, not records (a JSON event may be several).
-  const uint64_t events = w.event_of_record.empty()
-                              ? w.events.size()
-                              : uint64_t{w.event_of_record.back()} + 1;
+  const uint64_t events = EventCount(w);  // not records
   r.events = static_cast<int64_t>(events);
   r.attributes = static_cast<int64_t>(w.attribute_names.size());
   r.text_sha256 = std::string(text_sha256);

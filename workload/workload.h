@@ -151,6 +151,14 @@ inline size_t SubscriptionCount(const Workload& w) {
              : size_t{w.subscription_of_row.back()} + 1;
 }
 
+// The events a client sends: one per record, or, with JSON events, the
+// last record's event and those before it (every event lowers into one
+// record or more).
+inline size_t EventCount(const Workload& w) {
+  return w.event_of_record.empty() ? w.events.size()
+                                   : size_t{w.event_of_record.back()} + 1;
+}
+
 // Generate() builds the workload that `options` describe; attribute id i is
 // named "a<i>". REQUIRES: Validate(options).ok() (aborts otherwise).
 Workload Generate(const WorkloadOptions& options);
