@@ -743,15 +743,18 @@ void TypedAttributes::EncodeValue(uint32_t id, const ValueRef& v,
     add_affixes(s, d->suffixes, /*last=*/true, /*short_too=*/false);
     add_affixes(s, d->not_prefixes, /*last=*/false, /*short_too=*/true);
     add_affixes(s, d->not_suffixes, /*last=*/true, /*short_too=*/true);
-    if (!d->fold_prefixes.empty() || !d->fold_suffixes.empty()) {
-      // The same of s's case fold.
-      const std::string fold = FoldCase(s);
+    // s's case fold, once, for its affixes and itself.
+    const bool fold_affixes =
+        !d->fold_prefixes.empty() || !d->fold_suffixes.empty();
+    const std::string fold =
+        fold_affixes || d->folded != kNone ? FoldCase(s) : std::string();
+    if (fold_affixes) {
       add_affixes(fold, d->fold_prefixes, /*last=*/false, /*short_too=*/false);
       add_affixes(fold, d->fold_suffixes, /*last=*/true, /*short_too=*/false);
     }
     if (d->folded != kNone) {
-      record->push_back({d->folded, Code(dictionaries_.find(d->folded)->second,
-                                         FoldCase(s))});
+      record->push_back(
+          {d->folded, Code(dictionaries_.find(d->folded)->second, fold)});
     }
     if (d->length != kNone) {
       record->push_back({d->length, static_cast<int64_t>(s.size())});

@@ -13,17 +13,14 @@ SubscriptionDirectory::SubscriptionDirectory(uint32_t partitions,
     : partitions_(partitions),
       max_ids_((max_local_id + 1) * partitions),
       max_branches_(max_branch_id - kFirstBranchId + 1),
-      pages_(std::make_unique<std::atomic<BranchEntry*>[]>(
-          (max_branches_ >> kBranchPageBits) + 1)) {
-  const uint32_t pages = (max_branches_ >> kBranchPageBits) + 1;
-  for (uint32_t i = 0; i < pages; ++i) {
+      pages_(std::make_unique<std::atomic<BranchEntry*>[]>(branch_pages())) {
+  for (uint32_t i = 0; i < branch_pages(); ++i) {
     pages_[i].store(nullptr, std::memory_order_relaxed);
   }
 }
 
 SubscriptionDirectory::~SubscriptionDirectory() {
-  const uint32_t pages = (max_branches_ >> kBranchPageBits) + 1;
-  for (uint32_t i = 0; i < pages; ++i) {
+  for (uint32_t i = 0; i < branch_pages(); ++i) {
     delete[] pages_[i].load(std::memory_order_relaxed);
   }
 }

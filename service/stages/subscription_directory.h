@@ -137,6 +137,10 @@ class SubscriptionDirectory {
   const BranchEntry& Entry(uint32_t branch) const {
     return MutableEntry(branch);
   }
+  // The pages that hold max_branches_ entries (pages_'s length).
+  uint32_t branch_pages() const {
+    return (max_branches_ >> kBranchPageBits) + 1;
+  }
 
   const uint32_t partitions_;
   const uint64_t max_ids_;
