@@ -304,6 +304,17 @@ class PredicateTable {
                              PredicateBits* open);
 
   static Run SortedRun(const Group& g, int64_t v);
+  // The positions of `run`, a sorted run of kRange group `g` (lo within
+  // reach), whose hi may be at least `least`, a block of kRangeBlock
+  // positions at a time: a block whose every hi is below it is skipped, one
+  // whose every hi is at least it is set in `bits` as a run of slots, and
+  // the others go to check(begin, end) position by position. Distinct wide
+  // ranges (bounds with cents on a double's ordered key, whose widths span
+  // exponents) give a run of most of the group, of which few blocks
+  // straddle the value (predicate_table_event.cc).
+  template <typename Check>
+  static void ForEachRangeBlock(const Group& g, Run run, int64_t least,
+                                Check&& check, PredicateBits* bits);
   // Whether the kRange walk over `g` is cheaper than one run per value.
   // When it returns false, (*runs)[i] is SortedRun(g, values[i]).
   static bool RangeWalkPays(const Group& g, absl::Span<const int64_t> values,

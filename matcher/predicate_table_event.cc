@@ -174,6 +174,26 @@ void SetBetween(uint32_t base, uint32_t begin, uint32_t end,
 
 }  // namespace
 
+// Where a sorted run's blocks lie wholly on one side of `least`, no
+// position is checked: a block's smallest and largest hi are the ends of
+// its hi order (hi_sorted).
+template <typename Check>
+void PredicateTable::ForEachRangeBlock(const Group& g, Run run, int64_t least,
+                                       Check&& check, PredicateBits* bits) {
+  const int64_t* hs = g.hi_sorted.data();
+  for (uint32_t b = run.begin; b < run.end;) {
+    const uint32_t block = b - b % kRangeBlock;
+    const uint32_t block_end = std::min(block + kRangeBlock, g.sorted);
+    const uint32_t e = std::min(block_end, run.end);
+    if (hs[block] >= least) {
+      bits->SetSlotRun(g.base + b, g.base + e);
+    } else if (hs[block_end - 1] >= least) {
+      check(b, e);
+    }
+    b = e;
+  }
+}
+
 // A group's positions have the consecutive slots [base, base + size), so
 // the sorted part's satisfied run of a kLow or kHigh group is one run of
 // slots, set a word at a time. A removed position keeps its place (and its
@@ -211,8 +231,9 @@ void PredicateTable::MarkRanges(EventView event, PredicateBits* bits,
           break;
         default: {  // key is lo; the sorted run's lo are at most v
           const int64_t* hi = g->hi.data();
-          SetBetween<false, true>(g->base, run.begin, run.end, nullptr, hi,
-                                  v, bits);
+          ForEachRangeBlock(*g, run, v, [&](uint32_t b, uint32_t e) {
+            SetBetween<false, true>(g->base, b, e, nullptr, hi, v, bits);
+          }, bits);
           SetBetween<true, true>(g->base, g->sorted, g->size(), key, hi, v,
                                  bits);
           break;
@@ -270,9 +291,11 @@ void PredicateTable::MarkHalfRanges(const AttributeGroups& groups,
     const int64_t* key = g.key.data();
     const int64_t* hi = g.hi.data();
     const Run run = SortedRun(g, f);  // lo <= f, within max_width of it
-    for (uint32_t i = run.begin; i < run.end; ++i) {
-      if (hi[i] > f) set(bits, g, i);
-    }
+    ForEachRangeBlock(g, run, f + 1, [&](uint32_t b, uint32_t e) {
+      for (uint32_t i = b; i < e; ++i) {
+        if (hi[i] > f) set(bits, g, i);
+      }
+    }, bits);
     for (uint32_t i = g.sorted; i < g.size(); ++i) {
       if (key[i] <= f && hi[i] > f) set(bits, g, i);
     }

@@ -252,6 +252,66 @@ TEST(PredicateTableCohort, LargeGroupsMovedRegionsAndCompaction) {
   EXPECT_GT(compared, 100000u);
 }
 
+// The per-event path's kRange runs, a block of kRangeBlock positions at a
+// time (ForEachRangeBlock): blocks of ranges wide enough that every hi
+// reaches the value are set whole, blocks of narrow ranges far below it
+// skipped, and the blocks that straddle it checked position by position.
+// Loaded in bulk, the group is all sorted part, in (lo, hi) order, so the
+// test knows each block's smallest and largest hi; the values are those
+// and their neighbours (integers and numbers with fractions), so that each
+// comparison with a block's ends is met exactly.
+TEST(PredicateTableCohort, RangeBlocksSetWholeSkippedOrChecked) {
+  Rng rng(4501);
+  PredicateTable table;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (int i = 0; i < 16 * static_cast<int>(kRangeBlock); ++i) {
+    const bool wide = i % 2 == 0;
+    const int64_t lo = wide ? static_cast<int64_t>(rng.Uniform(50000))
+                            : 50000 + static_cast<int64_t>(rng.Uniform(50000));
+    const int64_t width =
+        wide ? 1000000 : 1 + static_cast<int64_t>(rng.Uniform(100));
+    ranges.push_back({lo, lo + width});
+  }
+  std::sort(ranges.begin(), ranges.end());
+  ranges.erase(std::unique(ranges.begin(), ranges.end()), ranges.end());
+  std::vector<PredicateId> held;
+  table.BeginBulk();
+  for (const auto& [lo, hi] : ranges) {
+    held.push_back(table.Acquire(FromInterval(0, lo, hi)));
+  }
+  table.EndBulk();
+  std::vector<int64_t> values = {0, 49999, 75000, 1049999};
+  for (size_t s = 0; s < ranges.size(); s += kRangeBlock) {
+    int64_t least = kMax, most = kMin;
+    for (size_t i = s; i < std::min(ranges.size(), s + kRangeBlock); ++i) {
+      least = std::min(least, ranges[i].second);
+      most = std::max(most, ranges[i].second);
+    }
+    values.insert(values.end(), {least - 1, least, least + 1, most - 1, most,
+                                 most + 1});
+  }
+  // Removed positions keep their place in the sorted part.
+  for (int i = 0; i < 1000; ++i) {
+    const size_t at = rng.Uniform(held.size());
+    table.Release(held[at]);
+    held[at] = held.back();
+    held.pop_back();
+  }
+  CohortMasks masks;
+  uint64_t compared = 0;
+  for (size_t first = 0; first < values.size(); first += 8) {
+    std::vector<Event> events;
+    for (size_t i = first; i < std::min(values.size(), first + 8); ++i) {
+      events.push_back({{0, values[i], false}});
+      events.push_back({{0, values[i], true}});
+    }
+    CheckCohort(table, events, rng, &masks,
+                absl::StrCat("values from ", first), &compared);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_GT(compared, 100000u);
+}
+
 // task_part cuts a cohort's phase-1 positions into equal consecutive parts
 // in an order that does not depend on the order of the cohort's events or
 // of their attributes: the same events in another order give the same

@@ -12,7 +12,7 @@
 #   e.g. ... e2e.sh --cohort_max=1
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-readonly BIN=.bazel/out/k8-opt/bin
+readonly BIN=${COHORT_BIN:-.bazel/out/k8-opt/bin}
 source tools/testing/cohortd.sh
 log=$(mktemp)
 server_pid=""
