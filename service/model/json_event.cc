@@ -28,16 +28,42 @@ absl::string_view Sv(std::string_view s) {
   return absl::string_view(s.data(), s.size());
 }
 
+// Where a value is, for messages ("o[1].p"): a chain of object keys and
+// array indexes on the stack, spelled out only when an error names it.
+struct Crumb {
+  const Crumb* parent = nullptr;
+  std::string_view key;  // an object's field, unless `element`
+  size_t index = 0;      // an array's element, when `element`
+  bool element = false;
+};
+
+std::string Spell(const Crumb* at) {
+  if (at == nullptr) return std::string();
+  std::string place = Spell(at->parent);
+  if (at->element) {
+    absl::StrAppend(&place, "[", at->index, "]");
+  } else {
+    absl::StrAppend(&place, place.empty() ? "" : ".", Sv(at->key));
+  }
+  return place;
+}
+
+// Flattens one document. The path of the value at hand ("o.p", keys alone)
+// is one buffer, grown by a key on the way down and cut back on the way up,
+// and the place shown in messages is spelled from the crumbs on error only:
+// a document costs an allocation per leaf (its path) and per long string,
+// not one per key and array element.
 class Flattener {
  public:
   Flattener(absl::string_view field, const Limits& limits)
-      : field_(absl::StrCat(field, ".json")), limits_(limits) {}
+      : field_(field), limits_(limits) {}
 
   absl::Status Run(const element& root, JsonGroup* out) {
     if (root.type() != element_type::OBJECT) {
-      return Error("", "a JSON event is an object");
+      return Error(nullptr, "a JSON event is an object");
     }
-    absl::Status s = Object(root, "", nullptr, 1, out);
+    path_.clear();
+    absl::Status s = Object(root, nullptr, 1, out);
     if (!s.ok()) return s;
     // Keys are distinct within each object, so only a key with a '.' in it
     // can give a path twice in one combination.
@@ -47,83 +73,73 @@ class Flattener {
   }
 
  private:
-  absl::Status Error(absl::string_view place, absl::string_view what) const {
+  absl::Status Error(const Crumb* at, absl::string_view what) const {
+    return ErrorAt(Spell(at), what);
+  }
+  absl::Status ErrorAt(absl::string_view place, absl::string_view what) const {
     if (place.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(field_, ": ", what));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field_, ".json: ", what));
     }
     return absl::InvalidArgumentError(
-        absl::StrCat(field_, ": at ", filter::ShowControlBytes(place), ": ",
-                     what));
+        absl::StrCat(field_, ".json: at ", filter::ShowControlBytes(place),
+                     ": ", what));
   }
 
-  absl::Status Deeper(absl::string_view shown, size_t depth) const {
+  absl::Status Deeper(const Crumb* at, size_t depth) const {
     if (depth <= limits_.max_json_depth) return absl::OkStatus();
-    return Error(shown, absl::StrCat("nested ", depth,
-                                     " levels deep; the limit is ",
-                                     limits_.max_json_depth,
-                                     " (--max_json_depth)"));
+    return Error(at, absl::StrCat("nested ", depth,
+                                  " levels deep; the limit is ",
+                                  limits_.max_json_depth,
+                                  " (--max_json_depth)"));
   }
 
-  // Where `path` is, for messages: `shown` (the path with array indexes,
-  // "o[1].p"), or the path itself when no array is above it (null).
-  static const std::string& Place(const std::string& path,
-                                  const std::string* shown) {
-    return shown != nullptr ? *shown : path;
-  }
-
-  // The fields of `object` (at `depth`), whose path is `path` ("" at the
-  // top; Place(path, shown) in messages), into `group`.
-  absl::Status Object(const element& object, const std::string& path,
-                      const std::string* shown, size_t depth,
+  // The fields of `object` (at `depth`, reached by `at`; path_ is its
+  // path) into `group`.
+  absl::Status Object(const element& object, const Crumb* at, size_t depth,
                       JsonGroup* group) {
     // (Copied out: value_unsafe() on a temporary result returns a reference
     // into it.)
     const simdjson::dom::object fields = object.get_object().value_unsafe();
+    group->leaves.reserve(group->leaves.size() + fields.size());
     // Repeated keys: a scan of those before, or a set for large objects.
     constexpr size_t kScan = 16;
     const bool scan = fields.size() <= kScan;
     absl::InlinedVector<std::string_view, kScan> seen;
     absl::flat_hash_set<std::string_view> keys;
-    std::string child_shown;
+    const size_t mark = path_.size();
     for (const auto [key, value] : fields) {
-      const std::string child =
-          path.empty() ? std::string(key) : absl::StrCat(path, ".", Sv(key));
-      if (shown != nullptr) {
-        child_shown = shown->empty() ? std::string(key)
-                                     : absl::StrCat(*shown, ".", Sv(key));
-      }
+      const Crumb child{at, key};
       const bool repeated =
           scan ? std::find(seen.begin(), seen.end(), key) != seen.end()
                : !keys.insert(key).second;
-      if (repeated) {
-        return Error(shown != nullptr ? child_shown : child,
-                     "the key is in its object twice");
-      }
+      if (repeated) return Error(&child, "the key is in its object twice");
       if (scan) seen.push_back(key);
       dotted_ = dotted_ || key.find('.') != std::string_view::npos;
-      absl::Status s = Value(value, child,
-                             shown != nullptr ? &child_shown : nullptr, depth,
-                             group);
+      if (mark > 0) path_.push_back('.');
+      path_.append(key);
+      absl::Status s = Value(value, &child, depth, group);
+      path_.resize(mark);
       if (!s.ok()) return s;
     }
     return absl::OkStatus();
   }
 
-  // The value `e` at `path`, inside a container at `depth`, into `group`.
-  absl::Status Value(const element& e, const std::string& path,
-                     const std::string* shown, size_t depth,
+  // The value `e` (reached by `at`; path_ is its path), inside a container
+  // at `depth`, into `group`.
+  absl::Status Value(const element& e, const Crumb* at, size_t depth,
                      JsonGroup* group) {
     switch (e.type()) {
       case element_type::OBJECT: {
-        absl::Status s = Deeper(Place(path, shown), depth + 1);
+        absl::Status s = Deeper(at, depth + 1);
         if (!s.ok()) return s;
-        return Object(e, path, shown, depth + 1, group);
+        return Object(e, at, depth + 1, group);
       }
       case element_type::ARRAY: {
-        absl::Status s = Deeper(Place(path, shown), depth + 1);
+        absl::Status s = Deeper(at, depth + 1);
         if (!s.ok()) return s;
         std::vector<JsonGroup> elements;
-        s = Elements(e, path, shown, depth + 1, &elements);
+        s = Elements(e, at, depth + 1, &elements);
         if (!s.ok()) return s;
         if (!elements.empty()) group->arrays.push_back(std::move(elements));
         return absl::OkStatus();
@@ -132,10 +148,10 @@ class Flattener {
         break;
     }
     if (++values_ > limits_.max_json_values) {
-      return Error(Place(path, shown), absl::StrCat("more than ", limits_.max_json_values,
-                                       " values; the limit is ",
-                                       limits_.max_json_values,
-                                       " (--max_json_values)"));
+      return Error(at, absl::StrCat("more than ", limits_.max_json_values,
+                                    " values; the limit is ",
+                                    limits_.max_json_values,
+                                    " (--max_json_values)"));
     }
     JsonValue v;
     switch (e.type()) {
@@ -150,7 +166,7 @@ class Flattener {
                 ? static_cast<double>(e.get_uint64().value_unsafe())
                 : e.get_double().value_unsafe();
         if (const std::string why = WhyNotComparable(d); !why.empty()) {
-          return Error(Place(path, shown), why);
+          return Error(at, why);
         }
         if (IntegralDouble(d, &v.i)) {
           v.kind = JsonValue::Kind::kInt;
@@ -174,30 +190,31 @@ class Flattener {
         v.i = v1::LITERAL_NULL;
         break;
     }
-    if (IsValidAttributeName(path)) {
-      group->leaves.push_back(JsonLeaf{path, std::move(v)});
+    if (IsValidAttributeName(path_)) {
+      group->leaves.push_back(JsonLeaf{path_, std::move(v)});
     }
     return absl::OkStatus();
   }
 
-  // The elements of `array` (at `depth`), each a group of its own; an
-  // array element's elements are the outer array's.
-  absl::Status Elements(const element& array, const std::string& path,
-                        const std::string* shown, size_t depth,
+  // The elements of `array` (at `depth`, reached by `at`), each a group of
+  // its own; an array element's elements are the outer array's.
+  absl::Status Elements(const element& array, const Crumb* at, size_t depth,
                         std::vector<JsonGroup>* out) {
     size_t k = 0;
     const simdjson::dom::array elements = array.get_array().value_unsafe();
     for (const element e : elements) {
-      const std::string at = absl::StrCat(Place(path, shown), "[", k++, "]");
+      Crumb crumb{at};
+      crumb.index = k++;
+      crumb.element = true;
       if (e.type() == element_type::ARRAY) {
-        absl::Status s = Deeper(at, depth + 1);
+        absl::Status s = Deeper(&crumb, depth + 1);
         if (!s.ok()) return s;
-        s = Elements(e, path, &at, depth + 1, out);
+        s = Elements(e, &crumb, depth + 1, out);
         if (!s.ok()) return s;
         continue;
       }
       JsonGroup g;
-      absl::Status s = Value(e, path, &at, depth, &g);
+      absl::Status s = Value(e, &crumb, depth, &g);
       if (!s.ok()) return s;
       out->push_back(std::move(g));
     }
@@ -229,13 +246,14 @@ class Flattener {
   }
 
   absl::Status Twice(absl::string_view path) const {
-    return Error(path,
-                 "two places give this path at once (a key with '.' in it "
-                 "names the same attribute as nested keys)");
+    return ErrorAt(path,
+                   "two places give this path at once (a key with '.' in it "
+                   "names the same attribute as nested keys)");
   }
 
-  const std::string field_;
+  const absl::string_view field_;
   const Limits& limits_;
+  std::string path_;  // the path of the value at hand
   size_t values_ = 0;
   bool dotted_ = false;  // some key has a '.'
 };

@@ -80,6 +80,14 @@ TEST(FlattenJson, RefusesEachBadDocumentNamingThePlace) {
               HasSubstr("at a.b: 1e+30 is beyond the int64 range"));
   EXPECT_THAT(Message(R"({"a": [1, 9223372036854775808]})"),
               HasSubstr("at a[1]: 9223372036854775808 is beyond the int64"));
+  // Places inside arrays of objects and arrays of arrays, and after them
+  // (the path is cut back to the object's).
+  EXPECT_THAT(Message(R"({"o": {"x": [{"p": 1}, {"q": 2, "p": 1e30}]}})"),
+              HasSubstr("at o.x[1].p: 1e+30 is beyond the int64 range"));
+  EXPECT_THAT(Message(R"({"o": [[1], [2, [3, 1e30]]]})"),
+              HasSubstr("at o[1][1][1]: 1e+30 is beyond the int64 range"));
+  EXPECT_THAT(Message(R"({"o": {"x": [{"p": 1}], "y": {"z": 1e30}}})"),
+              HasSubstr("at o.y.z: 1e+30 is beyond the int64 range"));
   EXPECT_THAT(Message(R"({"a": 1e400})"), HasSubstr("not a JSON document"));
   Limits limits;
   limits.max_json_depth = 3;
