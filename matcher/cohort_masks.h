@@ -181,6 +181,10 @@ class CohortMasks {
     return event_open_bits_[serial_ ? 0 : i];
   }
 
+  // Runs of consecutive events kept per event whose shared first values'
+  // range marks were made once (SharedMarks below).
+  size_t shared_prefixes() const { return shared_.size(); }
+
   // Serial use (one thread runs each event's task and then that event's
   // phase 2, event by event, as Index does): a cohort kept per event then
   // holds one bit vector, which each task clears and refills, so that the
@@ -268,6 +272,30 @@ class CohortMasks {
   bool serial_ = false;
   std::vector<PredicateBits> event_bits_;  // by event (one if serial_)
   std::vector<PredicateBits> event_open_bits_;  // likewise
+  // Per event kept, the range marks that consecutive events share: an
+  // event whose first values are those of the event before (the records of
+  // one JSON event with arrays begin with the event's own values) takes
+  // the marks of that shared prefix, made once in BeginCohort, and marks
+  // only the rest of its values (PredicateTable::KeepPerEvent, RunTask).
+  struct SharedMarks {
+    uint32_t prefix;       // the values shared (the events' first ones)
+    uint32_t bits_begin;   // into shared_runs_: its range marks
+    uint32_t bits_end;
+    uint32_t open_begin;   // into shared_runs_: its open bits
+    uint32_t open_end;
+    uint32_t slot_runs_begin;  // into shared_slot_runs_: its long runs
+    uint32_t slot_runs_end;
+    uint32_t open_slot_runs_end;  // and its open bits' after them
+    bool fractions;        // some shared value has one (open is sized)
+  };
+  static constexpr uint32_t kNoShare = ~uint32_t{0};
+  std::vector<uint32_t> event_share_;  // by event: into shared_, or kNoShare
+  std::vector<SharedMarks> shared_;
+  std::vector<PredicateBits::WordRun> shared_runs_;
+  std::vector<uint64_t> shared_words_;
+  std::vector<PredicateBits::SlotRun> shared_slot_runs_;
+  PredicateBits share_scratch_;       // a prefix's marks, then exported
+  PredicateBits share_open_scratch_;  // likewise, its open bits
   std::vector<EventView> event_views_;     // by event, when per_event_
   // Each event's access hits, in event order, and where each event's
   // begin (BeginCohort's first pass; per event, the tasks read them).

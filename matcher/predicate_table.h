@@ -289,6 +289,10 @@ class PredicateTable {
                       CohortMasks* m) const;
   // BeginCohort's end when the cohort is kept per event.
   void KeepPerEvent(absl::Span<const EventView> events, CohortMasks* m) const;
+  // KeepPerEvent's range marks of the first values that consecutive events
+  // share (CohortMasks::SharedMarks), made once.
+  void ShareRangeMarks(absl::Span<const EventView> events,
+                       CohortMasks* m) const;
   // Builds the rank table (LeadValues::rank) of m's attribute `index` if
   // its values span at most kMaxRankTable integers.
   static void AddRankTable(uint32_t index, CohortMasks* m);

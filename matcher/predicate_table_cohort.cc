@@ -391,6 +391,7 @@ void PredicateTable::KeepPerEvent(absl::Span<const EventView> events,
     m->event_bits_[b].Resize(id_limit(), slot_limit_);
   }
   m->event_views_.assign(events.begin(), events.end());
+  ShareRangeMarks(events, m);
   for (size_t e = 0; e < events.size(); ++e) {
     const uint64_t bit = uint64_t{1} << e;
     for (uint32_t h = m->event_hits_begin_[e]; h < m->event_hits_begin_[e + 1];
@@ -414,6 +415,87 @@ void PredicateTable::KeepPerEvent(absl::Span<const EventView> events,
     // Each event's bits are a task: its equalities (from its hits) and its
     // range groups.
     m->tasks_.push_back({static_cast<uint32_t>(e), 0, false, 0, 0, 0, 0, 0});
+  }
+}
+
+namespace {
+
+// How many first values events `a` and `b` have in common.
+uint32_t CommonPrefix(EventView a, EventView b) {
+  const size_t n = std::min(a.size(), b.size());
+  uint32_t k = 0;
+  while (k < n && a[k].attribute == b[k].attribute &&
+         a[k].value == b[k].value && a[k].half_above == b[k].half_above) {
+    ++k;
+  }
+  return k;
+}
+
+}  // namespace
+
+// Runs of consecutive events that each begin with at least
+// kMinSharedValues values of the event before: the run's common first
+// values are marked once, into the scratch vectors, and exported
+// (CohortMasks::SharedMarks); each event's task ORs them in and marks the
+// rest of its values. The records of one JSON event with arrays are such
+// a run (TypedAttributes::Encode: the event's values, then one element of
+// each array), and eventbridge-1m's numbers are mostly the event's own.
+void PredicateTable::ShareRangeMarks(absl::Span<const EventView> events,
+                                     CohortMasks* m) const {
+  constexpr uint32_t kMinSharedValues = 2;
+  m->event_share_.assign(events.size(), CohortMasks::kNoShare);
+  m->shared_.clear();
+  m->shared_runs_.clear();
+  m->shared_words_.clear();
+  m->shared_slot_runs_.clear();
+  for (size_t first = 0; first < events.size();) {
+    uint32_t prefix = ~uint32_t{0};
+    size_t end = first + 1;
+    for (; end < events.size(); ++end) {
+      const uint32_t common = CommonPrefix(events[end - 1], events[end]);
+      if (common < kMinSharedValues) break;
+      prefix = std::min(prefix, common);
+    }
+    const size_t begin = first;
+    first = end;
+    if (end - begin < 2) continue;
+    const EventView shared = events[begin].first(prefix);
+    // Only values on attributes with range groups are marked.
+    const bool ranges = std::any_of(
+        shared.begin(), shared.end(), [&](const AttributeValue& av) {
+          if (av.attribute >= attributes_.size()) return false;
+          const AttributeGroups& g = attributes_[av.attribute];
+          return g.low.size() + g.high.size() + g.range.size() > 0;
+        });
+    if (!ranges) continue;
+    PredicateBits& bits = m->share_scratch_;
+    PredicateBits& open = m->share_open_scratch_;
+    bits.Resize(id_limit(), slot_limit_);
+    MarkRanges(shared, &bits, &open);
+    CohortMasks::SharedMarks marks;
+    marks.prefix = prefix;
+    // MarkRanges sizes an event's open bits for any number with a fraction
+    // on an attribute with ranges, and phase 2 may read them then.
+    marks.fractions = std::any_of(
+        shared.begin(), shared.end(), [&](const AttributeValue& av) {
+          return av.half_above && av.attribute < attributes_.size();
+        });
+    marks.bits_begin = static_cast<uint32_t>(m->shared_runs_.size());
+    marks.slot_runs_begin = static_cast<uint32_t>(m->shared_slot_runs_.size());
+    bits.Export(&m->shared_runs_, &m->shared_words_, &m->shared_slot_runs_);
+    marks.bits_end = static_cast<uint32_t>(m->shared_runs_.size());
+    marks.slot_runs_end = static_cast<uint32_t>(m->shared_slot_runs_.size());
+    marks.open_begin = marks.bits_end;
+    open.Export(&m->shared_runs_, &m->shared_words_, &m->shared_slot_runs_);
+    marks.open_end = static_cast<uint32_t>(m->shared_runs_.size());
+    marks.open_slot_runs_end =
+        static_cast<uint32_t>(m->shared_slot_runs_.size());
+    bits.Clear();
+    open.Clear();
+    for (size_t e = begin; e < end; ++e) {
+      m->event_share_[e] = static_cast<uint32_t>(m->shared_.size());
+    }
+    m->shared_.push_back(marks);
   }
 }
 
@@ -564,7 +646,29 @@ void PredicateTable::RunTask(size_t task, CohortMasks* m) const {
          h < m->event_sets_begin_[task + 1]; ++h) {
       bits.SetId(m->event_sets_[h]);
     }
-    MarkRanges(m->event_views_[task], &bits, &open);
+    EventView view = m->event_views_[task];
+    if (const uint32_t share = m->event_share_[task];
+        share != CohortMasks::kNoShare) {
+      const CohortMasks::SharedMarks& s = m->shared_[share];
+      const PredicateBits::WordRun* runs = m->shared_runs_.data();
+      const uint64_t* words = m->shared_words_.data();
+      const PredicateBits::SlotRun* slot_runs = m->shared_slot_runs_.data();
+      bits.OrExported(
+          absl::MakeConstSpan(runs + s.bits_begin, runs + s.bits_end), words,
+          absl::MakeConstSpan(slot_runs + s.slot_runs_begin,
+                              slot_runs + s.slot_runs_end));
+      if (s.fractions) open.Resize(id_limit(), slot_limit_);
+      if (s.open_slot_runs_end > s.slot_runs_end ||
+          s.open_end > s.open_begin) {
+        open.OrExported(
+            absl::MakeConstSpan(runs + s.open_begin, runs + s.open_end),
+            words,
+            absl::MakeConstSpan(slot_runs + s.slot_runs_end,
+                                slot_runs + s.open_slot_runs_end));
+      }
+      view = view.subspan(s.prefix);
+    }
+    MarkRanges(view, &bits, &open);
     return;
   }
   const CohortMasks::Task& t = m->tasks_[task];
@@ -646,6 +750,12 @@ size_t CohortMasks::MemoryBytes() const {
            event_views_.capacity() * sizeof(EventView);
   for (const PredicateBits& b : event_bits_) bytes += b.MemoryBytes();
   for (const PredicateBits& b : event_open_bits_) bytes += b.MemoryBytes();
+  bytes += event_share_.capacity() * sizeof(uint32_t) +
+           shared_.capacity() * sizeof(SharedMarks) +
+           shared_runs_.capacity() * sizeof(PredicateBits::WordRun) +
+           shared_words_.capacity() * sizeof(uint64_t) +
+           shared_slot_runs_.capacity() * sizeof(PredicateBits::SlotRun) +
+           share_scratch_.MemoryBytes() + share_open_scratch_.MemoryBytes();
   for (const auto& v : by_attribute_) bytes += v.capacity() * sizeof(ValueBit);
   return bytes;
 }

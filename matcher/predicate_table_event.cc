@@ -181,17 +181,21 @@ template <typename Check>
 void PredicateTable::ForEachRangeBlock(const Group& g, Run run, int64_t least,
                                        Check&& check, PredicateBits* bits) {
   const int64_t* hs = g.hi_sorted.data();
+  // Blocks set whole one after another are set as one run (a long one is
+  // kept as its bounds, PredicateBits).
+  uint32_t whole = run.begin;  // [whole, b) is set whole so far
   for (uint32_t b = run.begin; b < run.end;) {
     const uint32_t block = b - b % kRangeBlock;
     const uint32_t block_end = std::min(block + kRangeBlock, g.sorted);
     const uint32_t e = std::min(block_end, run.end);
-    if (hs[block] >= least) {
-      bits->SetSlotRun(g.base + b, g.base + e);
-    } else if (hs[block_end - 1] >= least) {
-      check(b, e);
+    if (hs[block] < least) {
+      bits->SetSlotRun(g.base + whole, g.base + b);
+      if (hs[block_end - 1] >= least) check(b, e);
+      whole = e;
     }
     b = e;
   }
+  bits->SetSlotRun(g.base + whole, g.base + run.end);
 }
 
 // A group's positions have the consecutive slots [base, base + size), so

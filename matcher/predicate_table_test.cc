@@ -312,6 +312,89 @@ TEST(PredicateTableCohort, RangeBlocksSetWholeSkippedOrChecked) {
   EXPECT_GT(compared, 100000u);
 }
 
+// Consecutive events kept per event that begin with the same values (the
+// records of one JSON event with arrays) share those values' range marks,
+// made once (CohortMasks::SharedMarks): each event's bits must still be
+// its own, whatever its run, the length of the run's common first values
+// (the shortest of its neighbours'), and numbers with fractions on either
+// side.
+TEST(PredicateTableCohort, SharedFirstValuesMarkEachEventAsItsOwn) {
+  Rng rng(4502);
+  PredicateTable table;
+  for (int i = 0; i < 20000; ++i) {
+    table.Acquire(RandomNormal(rng, 8, 500));
+  }
+  // Attribute 8: groups large enough that a value's satisfied run is long
+  // (PredicateBits::kLongRun), so shared marks carry slot runs too.
+  for (int64_t v = 0; v < 8000; ++v) {
+    table.Acquire(FromInterval(8, kMin, v * 3));
+    table.Acquire(FromInterval(8, v * 3 + 1, kMax));
+  }
+  // A value, with a fraction one time in four (never above INT64_MAX).
+  const auto value = [&rng](AttributeId a) {
+    const int64_t v = RandomValue(rng, 500);
+    return AttributeValue{a, v, v < kMax && rng.Chance(25)};
+  };
+  CohortMasks masks;
+  uint64_t compared = 0;
+  size_t shared = 0;
+  for (int round = 0; round < 20; ++round) {
+    std::vector<Event> events;
+    while (events.size() < kMaxCohortChunk) {
+      // A run: attributes 0 to 3 first (the last sometimes differing),
+      // then some of 4 to 7.
+      Event first;
+      for (AttributeId a = 0; a < 4; ++a) {
+        first.push_back(value(a));
+      }
+      first.insert(first.begin() + rng.Uniform(4),
+                   AttributeValue{8, static_cast<int64_t>(rng.Uniform(24000)),
+                                  rng.Chance(25)});
+      for (uint64_t k = 1 + rng.Uniform(5);
+           k > 0 && events.size() < kMaxCohortChunk; --k) {
+        Event e(first.begin(), first.end());
+        if (rng.Chance(20)) e[4] = value(e[4].attribute);
+        for (AttributeId a = 4; a < 8; ++a) {
+          if (rng.Chance(70)) {
+            e.push_back(value(a));
+          }
+        }
+        events.push_back(std::move(e));
+      }
+    }
+    CheckCohortKept(table, events, CohortKeep::kPerEvent, rng, &masks,
+                    absl::StrCat("round ", round), &compared);
+    if (HasFatalFailure()) return;
+    shared += masks.shared_prefixes();
+    // The open bits (MarkSatisfied): the kLow with hi == f and the kHigh
+    // with lo == f + 1 of each number in (f, f + 1).
+    for (size_t i = 0; i < events.size(); ++i) {
+      bool fractions = false;
+      for (const AttributeValue& av : events[i]) fractions |= av.half_above;
+      if (!fractions) continue;  // its open bits may be unsized
+      for (PredicateId id = 1; id < table.id_limit(); ++id) {
+        if (table.References(id) == 0) continue;
+        const NormalPredicate p = table.Get(id);
+        if (p.kind != Kind::kLow && p.kind != Kind::kHigh) continue;
+        bool want = false;
+        for (const AttributeValue& av : events[i]) {
+          want |= av.half_above && av.attribute == p.attribute &&
+                  (p.kind == Kind::kLow ? p.hi == av.value
+                                        : p.lo == av.value + 1);
+        }
+        const uint32_t entry = table.EntryOf(id, /*negated=*/false);
+        ASSERT_EQ(masks.event_open_bits(i).Holds(entry, table.slots()) != 0,
+                  want)
+            << "round " << round << " event " << i << ": open bit of "
+            << id << " [" << p.lo << ", " << p.hi << "]";
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GT(shared, 100u) << "runs never shared their marks";
+  EXPECT_GT(compared, 100000u);
+}
+
 // task_part cuts a cohort's phase-1 positions into equal consecutive parts
 // in an order that does not depend on the order of the cohort's events or
 // of their attributes: the same events in another order give the same
