@@ -32,6 +32,7 @@ readonly PACKAGES=(
   libssl-dev          # libcrypto: token hashes, TLS file checks
   libnats-dev         # cluster mode's NATS JetStream client (service/cluster/)
   libsimdjson-dev     # Event Ruler patterns and SNS policies (filter/pattern.h)
+  libtcmalloc-minimal4  # the allocator of cohortd and the CLI (third_party/)
   openssl             # service/api/testdata/tls/make_certs.sh
   numactl
   clang               # bench/fuzz.sh: the libFuzzer builds (--config=fuzz)

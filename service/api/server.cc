@@ -1,6 +1,5 @@
 #include "service/api/server.h"
 
-#include <malloc.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -26,6 +25,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "service/errno_status.h"
 #include "service/observability/prometheus.h"
+#include "service/release_memory.h"
 #include "service/stages/admission.h"
 #include "service/stages/create_engine.h"
 
@@ -320,7 +320,7 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
     // The recovered state (a few hundred bytes per subscription, more than
     // the index) is garbage now; hand its pages back to the kernel.
     recovered = Recovery();
-    malloc_trim(0);
+    ReleaseFreeMemory();
   }
   server->service_ = std::make_unique<PubSubService>(
       server->engine_.get(), server->typed_.get(),

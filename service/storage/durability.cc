@@ -1,6 +1,5 @@
 #include "service/storage/durability.h"
 
-#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "service/errno_status.h"
+#include "service/release_memory.h"
 
 namespace cohort {
 namespace service {
@@ -147,9 +147,10 @@ void Durability::RunFolds() {
       options_.on_snapshot(log_position, std::move(written));
     }
     // A fold holds every live subscription in memory for a moment (several
-    // times the index's size); glibc keeps freed memory in this thread's
-    // arena, so without this the process grows by the largest fold so far.
-    malloc_trim(0);
+    // times the index's size); the allocator keeps freed memory (tcmalloc
+    // in its page heap, glibc in this thread's arena), so without this the
+    // process grows by the largest fold so far.
+    ReleaseFreeMemory();
     if (folded.ok()) {
       ++snapshots_taken_;
     } else {
