@@ -290,6 +290,12 @@ class CohortMasks {
   };
   static constexpr uint32_t kNoShare = ~uint32_t{0};
   std::vector<uint32_t> event_share_;  // by event: into shared_, or kNoShare
+  // ListAccessHits' scratch: by event, how many first values it shares
+  // with the event before; by value of an event and of the one before,
+  // where its access hits end.
+  std::vector<uint32_t> shared_values_;
+  std::vector<uint32_t> value_hits_end_;
+  std::vector<uint32_t> prev_value_hits_end_;
   std::vector<SharedMarks> shared_;
   std::vector<PredicateBits::WordRun> shared_runs_;
   std::vector<uint64_t> shared_words_;

@@ -104,6 +104,21 @@ void WalkRangeBlock(const int64_t* key, const uint16_t* by_hi,
 
 }  // namespace
 
+namespace {
+
+// How many first values events `a` and `b` have in common.
+uint32_t CommonPrefix(EventView a, EventView b) {
+  const size_t n = std::min(a.size(), b.size());
+  uint32_t k = 0;
+  while (k < n && a[k].attribute == b[k].attribute &&
+         a[k].value == b[k].value && a[k].half_above == b[k].half_above) {
+    ++k;
+  }
+  return k;
+}
+
+}  // namespace
+
 // Every word a cohort sets lies in a range it recorded (its tasks' pieces
 // and tails, its equality slots), so clearing those ranges leaves the whole
 // buffer zero: recorded slots are indexes into the buffer, valid whatever
@@ -191,16 +206,33 @@ void PredicateTable::ListAccessHits(absl::Span<const EventView> events,
                                     CohortMasks* m, CohortCost* cost) const {
   m->event_access_.clear();
   m->event_hits_begin_.clear();
+  // An event that begins with values of the event before (the records of
+  // one JSON event with arrays) takes those values' hits from it instead of
+  // looking them up again; not where the model weighs the rows, which it
+  // would have to count again anyway.
+  std::vector<uint32_t>& shared = m->shared_values_;
+  shared.assign(events.size(), 0);
+  if (!weigh) {
+    for (size_t e = 1; e < events.size(); ++e) {
+      shared[e] = CommonPrefix(events[e - 1], events[e]);
+    }
+  }
   // The equality lookups below are each a few cache misses in a large
   // table (its control bytes, then its slot): ask for them all first, so
   // that they overlap instead of following one another.
   if (!lone) {
-    for (const EventView& event : events) {
-      for (const AttributeValue& av : event) {
+    for (size_t e = 0; e < events.size(); ++e) {
+      for (size_t k = shared[e]; k < events[e].size(); ++k) {
+        const AttributeValue& av = events[e][k];
         eq_ids_.prefetch(EqKey{av.attribute, av.value});
       }
     }
   }
+  // ends[k]: where the hits of the event's value k end in event_access_
+  // (prev_ends: the event before's).
+  std::vector<uint32_t>& ends = m->value_hits_end_;
+  std::vector<uint32_t>& prev_ends = m->prev_value_hits_end_;
+  uint32_t prev_first = 0;  // where the event before's values' hits begin
   for (size_t e = 0; e < events.size(); ++e) {
     m->event_hits_begin_.push_back(
         static_cast<uint32_t>(m->event_access_.size()));
@@ -209,32 +241,54 @@ void PredicateTable::ListAccessHits(absl::Span<const EventView> events,
       m->event_access_.push_back({true_, {}});
       if (weigh) cost->rows_sum += rows(true_);
     }
-    for (const AttributeValue& av : events[e]) {
-      if (av.attribute >= attributes_.size()) continue;  // no predicates on it
+    const uint32_t first = static_cast<uint32_t>(m->event_access_.size());
+    const uint32_t share = shared[e];
+    ends.resize(events[e].size());
+    if (share > 0) {
+      // Copied by index: the vector may grow meanwhile.
+      const uint32_t to = prev_ends[share - 1];
+      for (uint32_t h = prev_first; h < to; ++h) {
+        m->event_access_.push_back(m->event_access_[h]);
+      }
+      for (uint32_t k = 0; k < share; ++k) {
+        ends[k] = prev_ends[k] - prev_first + first;
+      }
+    }
+    for (size_t k = 0; k < events[e].size(); ++k) {
+      const AttributeValue& av = events[e][k];
+      if (av.attribute >= attributes_.size()) {  // no predicates on it
+        if (k >= share) {
+          ends[k] = static_cast<uint32_t>(m->event_access_.size());
+        }
+        continue;
+      }
       const AttributeGroups& groups = attributes_[av.attribute];
       const double positions =
           groups.low.size() + groups.high.size() + groups.range.size();
       cost->positions_sum += positions;
-      const LeadPoint point{av.value, UpperTest(av)};
-      // A number with a fraction equals no operand (all are integers).
-      if (!av.half_above) {
-        // Never finds the false predicate: its kind is kFalse, not kEq.
-        if (const PredicateId* id = FindEq(av.attribute, av.value)) {
-          m->event_access_.push_back({*id, point});
-          if (weigh) cost->rows_sum += rows(*id);
-        }
-        ForEachAccessSet(av.attribute, av.value, [&](PredicateId id) {
-          m->event_access_.push_back({id, point});
-          if (weigh) cost->rows_sum += rows(id);
-        });
-      }
       const double present = !weigh || groups.present == kFalsePredicate
-                                  ? 0
-                                  : rows(groups.present);
-      if (groups.present != kFalsePredicate) {
-        m->event_access_.push_back({groups.present, point});
-        cost->lead_rows_sum += present;
+                                 ? 0
+                                 : rows(groups.present);
+      if (k >= share) {
+        const LeadPoint point{av.value, UpperTest(av)};
+        // A number with a fraction equals no operand (all are integers).
+        if (!av.half_above) {
+          // Never finds the false predicate: its kind is kFalse, not kEq.
+          if (const PredicateId* id = FindEq(av.attribute, av.value)) {
+            m->event_access_.push_back({*id, point});
+            if (weigh) cost->rows_sum += rows(*id);
+          }
+          ForEachAccessSet(av.attribute, av.value, [&](PredicateId id) {
+            m->event_access_.push_back({id, point});
+            if (weigh) cost->rows_sum += rows(id);
+          });
+        }
+        if (groups.present != kFalsePredicate) {
+          m->event_access_.push_back({groups.present, point});
+        }
+        ends[k] = static_cast<uint32_t>(m->event_access_.size());
       }
+      if (groups.present != kFalsePredicate) cost->lead_rows_sum += present;
       if (lone) continue;
       std::vector<CohortMasks::ValueBit>& values =
           m->by_attribute_[av.attribute];
@@ -245,6 +299,8 @@ void PredicateTable::ListAccessHits(absl::Span<const EventView> events,
       }
       values.push_back({av.value, bit});
     }
+    prev_ends.swap(ends);
+    prev_first = first;
   }
   m->event_hits_begin_.push_back(
       static_cast<uint32_t>(m->event_access_.size()));
@@ -418,20 +474,6 @@ void PredicateTable::KeepPerEvent(absl::Span<const EventView> events,
   }
 }
 
-namespace {
-
-// How many first values events `a` and `b` have in common.
-uint32_t CommonPrefix(EventView a, EventView b) {
-  const size_t n = std::min(a.size(), b.size());
-  uint32_t k = 0;
-  while (k < n && a[k].attribute == b[k].attribute &&
-         a[k].value == b[k].value && a[k].half_above == b[k].half_above) {
-    ++k;
-  }
-  return k;
-}
-
-}  // namespace
 
 // Runs of consecutive events that each begin with at least
 // kMinSharedValues values of the event before: the run's common first
@@ -750,7 +792,9 @@ size_t CohortMasks::MemoryBytes() const {
            event_views_.capacity() * sizeof(EventView);
   for (const PredicateBits& b : event_bits_) bytes += b.MemoryBytes();
   for (const PredicateBits& b : event_open_bits_) bytes += b.MemoryBytes();
-  bytes += event_share_.capacity() * sizeof(uint32_t) +
+  bytes += (event_share_.capacity() + shared_values_.capacity() +
+            value_hits_end_.capacity() + prev_value_hits_end_.capacity()) *
+               sizeof(uint32_t) +
            shared_.capacity() * sizeof(SharedMarks) +
            shared_runs_.capacity() * sizeof(PredicateBits::WordRun) +
            shared_words_.capacity() * sizeof(uint64_t) +
