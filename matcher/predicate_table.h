@@ -272,6 +272,9 @@ class PredicateTable {
   void ListAccessHits(absl::Span<const EventView> events, bool lone,
                       bool weigh, ListRows rows, CohortMasks* m,
                       CohortCost* cost) const;
+  template <bool kShare>
+  void ListHitsOf(absl::Span<const EventView> events, bool lone, bool weigh,
+                  ListRows rows, CohortMasks* m, CohortCost* cost) const;
   double SetEqualityMasks(absl::Span<const EventView> events, ListRows rows,
                           bool weigh, double rows_present,
                           CohortMasks* m) const;

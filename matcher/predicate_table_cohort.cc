@@ -106,6 +106,10 @@ void WalkRangeBlock(const int64_t* key, const uint16_t* by_hi,
 
 namespace {
 
+// Events share their first values (ListAccessHits, ShareRangeMarks) when
+// they have at least this many in common.
+constexpr uint32_t kMinSharedValues = 2;
+
 // How many first values events `a` and `b` have in common.
 uint32_t CommonPrefix(EventView a, EventView b) {
   const size_t n = std::min(a.size(), b.size());
@@ -214,7 +218,10 @@ void PredicateTable::ListAccessHits(absl::Span<const EventView> events,
   shared.assign(events.size(), 0);
   if (!weigh) {
     for (size_t e = 1; e < events.size(); ++e) {
-      shared[e] = CommonPrefix(events[e - 1], events[e]);
+      // A value in common by chance (the same first attribute's value) is
+      // not worth the bookkeeping.
+      const uint32_t common = CommonPrefix(events[e - 1], events[e]);
+      if (common >= kMinSharedValues) shared[e] = common;
     }
   }
   // The equality lookups below are each a few cache misses in a large
@@ -228,6 +235,25 @@ void PredicateTable::ListAccessHits(absl::Span<const EventView> events,
       }
     }
   }
+  // Without a shared value, the loop without the bookkeeping.
+  const bool any_shared =
+      std::any_of(shared.begin(), shared.end(), [](uint32_t k) { return k; });
+  if (any_shared) {
+    ListHitsOf<true>(events, lone, weigh, rows, m, cost);
+  } else {
+    ListHitsOf<false>(events, lone, weigh, rows, m, cost);
+  }
+  m->event_hits_begin_.push_back(
+      static_cast<uint32_t>(m->event_access_.size()));
+}
+
+// ListAccessHits' loop over the events; kShare: some event shares its
+// first values with the event before (m->shared_values_).
+template <bool kShare>
+void PredicateTable::ListHitsOf(absl::Span<const EventView> events, bool lone,
+                                bool weigh, ListRows rows, CohortMasks* m,
+                                CohortCost* cost) const {
+  const std::vector<uint32_t>& shared = m->shared_values_;
   // ends[k]: where the hits of the event's value k end in event_access_
   // (prev_ends: the event before's).
   std::vector<uint32_t>& ends = m->value_hits_end_;
@@ -242,9 +268,9 @@ void PredicateTable::ListAccessHits(absl::Span<const EventView> events,
       if (weigh) cost->rows_sum += rows(true_);
     }
     const uint32_t first = static_cast<uint32_t>(m->event_access_.size());
-    const uint32_t share = shared[e];
-    ends.resize(events[e].size());
-    if (share > 0) {
+    const uint32_t share = kShare ? shared[e] : 0;
+    if (kShare) ends.resize(events[e].size());
+    if (kShare && share > 0) {
       // Copied by index: the vector may grow meanwhile.
       const uint32_t to = prev_ends[share - 1];
       for (uint32_t h = prev_first; h < to; ++h) {
@@ -257,7 +283,7 @@ void PredicateTable::ListAccessHits(absl::Span<const EventView> events,
     for (size_t k = 0; k < events[e].size(); ++k) {
       const AttributeValue& av = events[e][k];
       if (av.attribute >= attributes_.size()) {  // no predicates on it
-        if (k >= share) {
+        if (kShare && k >= share) {
           ends[k] = static_cast<uint32_t>(m->event_access_.size());
         }
         continue;
@@ -269,7 +295,7 @@ void PredicateTable::ListAccessHits(absl::Span<const EventView> events,
       const double present = !weigh || groups.present == kFalsePredicate
                                  ? 0
                                  : rows(groups.present);
-      if (k >= share) {
+      if (!kShare || k >= share) {
         const LeadPoint point{av.value, UpperTest(av)};
         // A number with a fraction equals no operand (all are integers).
         if (!av.half_above) {
@@ -286,7 +312,7 @@ void PredicateTable::ListAccessHits(absl::Span<const EventView> events,
         if (groups.present != kFalsePredicate) {
           m->event_access_.push_back({groups.present, point});
         }
-        ends[k] = static_cast<uint32_t>(m->event_access_.size());
+        if (kShare) ends[k] = static_cast<uint32_t>(m->event_access_.size());
       }
       if (groups.present != kFalsePredicate) cost->lead_rows_sum += present;
       if (lone) continue;
@@ -299,11 +325,11 @@ void PredicateTable::ListAccessHits(absl::Span<const EventView> events,
       }
       values.push_back({av.value, bit});
     }
-    prev_ends.swap(ends);
-    prev_first = first;
+    if (kShare) {
+      prev_ends.swap(ends);
+      prev_first = first;
+    }
   }
-  m->event_hits_begin_.push_back(
-      static_cast<uint32_t>(m->event_access_.size()));
 }
 
 // The equality masks, and the access predicates touched. Returns the rows
@@ -445,6 +471,8 @@ void PredicateTable::KeepPerEvent(absl::Span<const EventView> events,
   }
   for (size_t b = 0; b < vectors; ++b) {
     m->event_bits_[b].Resize(id_limit(), slot_limit_);
+    m->event_bits_[b].set_page_runs(!m->serial_);
+    m->event_open_bits_[b].set_page_runs(!m->serial_);
   }
   m->event_views_.assign(events.begin(), events.end());
   ShareRangeMarks(events, m);
@@ -484,7 +512,6 @@ void PredicateTable::KeepPerEvent(absl::Span<const EventView> events,
 // each array), and eventbridge-1m's numbers are mostly the event's own.
 void PredicateTable::ShareRangeMarks(absl::Span<const EventView> events,
                                      CohortMasks* m) const {
-  constexpr uint32_t kMinSharedValues = 2;
   m->event_share_.assign(events.size(), CohortMasks::kNoShare);
   m->shared_.clear();
   m->shared_runs_.clear();
@@ -513,6 +540,8 @@ void PredicateTable::ShareRangeMarks(absl::Span<const EventView> events,
     PredicateBits& bits = m->share_scratch_;
     PredicateBits& open = m->share_open_scratch_;
     bits.Resize(id_limit(), slot_limit_);
+    bits.set_page_runs(!m->serial_);
+    open.set_page_runs(!m->serial_);
     MarkRanges(shared, &bits, &open);
     CohortMasks::SharedMarks marks;
     marks.prefix = prefix;
