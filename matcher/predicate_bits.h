@@ -30,17 +30,16 @@ namespace internal {
 // it set, so `Clear` touches only those (the vector is cleared lazily, not
 // zeroed whole per event).
 //
-// A run of slots that covers whole *pages* (kPageSlots slots, aligned in
-// the slot space) sets one bit a page in a small page vector, and words
-// only at its two ends; a range entry holds if its slot's bit or its
-// page's bit is set (two reads, the page vector a few hundred bytes). The
-// satisfied runs of large groups are a few thousand words an event, and on
-// eventbridge-1m writing, clearing and copying them (64 records a cohort,
-// each vector its own cache footprint) was most of phase 1.
+// With long runs on (set_long_runs), a run of kLongRun slots or more is kept
+// as its bounds, up to kMaxRuns of them, and a range entry holds if its
+// slot's bit is set or its slot lies in one of the runs. The satisfied runs
+// of large groups are a few thousand words an event, and on eventbridge-1m
+// writing, clearing and copying them (64 records a cohort, each vector its
+// own cache footprint) was most of phase 1.
 // Thread safety: none; each thread owns its own.
 // Invariants: words_[w] != 0 implies w lies in a range listed in dirty_;
-// the slot part starts at word id_words_; a set page bit lies in a run of
-// runs_, each covering whole pages.
+// the slot part starts at word id_words_; runs_ holds at most kMaxRuns
+// runs of the slot part, each at least kLongRun long.
 class PredicateBits {
  public:
   // Makes room for equality ids below `id_limit` and slots below
@@ -51,43 +50,35 @@ class PredicateBits {
         std::max(id_words_, static_cast<uint32_t>((id_limit + 63) / 64));
     const size_t words = id_words_ + (slot_limit + 63) / 64;
     if (words > words_.size()) words_.resize(words, 0);
-    const size_t page_words = (slot_limit >> kPageShift) / 64 + 1;
-    if (page_words > pages_.size()) pages_.resize(page_words, 0);
   }
-  // Whether whole pages are set by their page bits (else every run is
-  // written a word at a time). Pages pay where many vectors are filled
-  // before any is read (a cohort kept per event, on several threads: each
-  // vector's words are its own cache footprint); where one vector is
-  // filled, read and cleared per event in cache (Index, serially), the
-  // page read costs every range entry more than the words it saves
-  // (ranges-1m per event 0.93x). REQUIRES: no bit is set.
-  void set_page_runs(bool on) { page_runs_ = on; }
+  // Whether long runs are kept as bounds (else every run is written a word
+  // at a time). They pay where many vectors are filled before any is read
+  // (a cohort kept per event, on several threads: each vector's words are
+  // its own cache footprint); where one vector is filled, read and cleared
+  // per event in cache (Index, serially), checking the runs costs every
+  // range entry more than the words it saves (ranges-1m per event 0.43x).
+  // REQUIRES: no bit is set.
+  void set_long_runs(bool on) { long_runs_ = on; }
   // Sets the bit of equality `id`. REQUIRES: id < the id_limit of Resize.
   void SetId(uint32_t id) { Or(id >> 6, uint64_t{1} << (id & 63)); }
   // ORs `bits` into word `w` of the slot part (slots [64 w, 64 w + 64)).
   void OrSlots(uint32_t w, uint64_t bits) {
     if (bits != 0) Or(id_words_ + w, bits);
   }
-  // Sets slots [begin, end): whole pages by their page bits. REQUIRES: end
-  // is at most the slot_limit of Resize.
+  // Sets slots [begin, end). REQUIRES: end is at most the slot_limit of
+  // Resize.
   void SetSlotRun(uint32_t begin, uint32_t end) {
-    const uint32_t first_page = (begin + kPageSlots - 1) >> kPageShift;
-    const uint32_t end_page = end >> kPageShift;
-    if (!page_runs_ || begin >= end || first_page >= end_page) {
-      SetWords(begin, end);
+    if (long_runs_ && end >= begin + kLongRun && runs_.size() < kMaxRuns) {
+      runs_.push_back({begin, end});
       return;
     }
-    const SlotRun run{first_page << kPageShift, end_page << kPageShift};
-    SetWords(begin, run.begin);
-    SetWords(run.end, end);
-    AddPages(run);
+    SetWords(begin, end);
   }
   // 1 if cluster entry `e` holds: its predicate's bit (by id for an
   // equality, by slots[id] for a range kind), flipped when negated.
   uint32_t Holds(uint32_t e, const uint32_t* slots) const {
     const uint32_t id = e & kEntryIdMask;
-    // Without page runs (the common case but for large groups), as if
-    // there were no pages.
+    // Without long runs (the common case but for large groups), the bit.
     if ((e & kRangeEntryBit) == 0 || runs_.empty()) {
       const uint32_t bit =
           (e & kRangeEntryBit) ? id_words_ * 64 + slots[id] : id;
@@ -96,9 +87,10 @@ class PredicateBits {
     }
     const uint32_t slot = slots[id];
     const uint32_t bit = id_words_ * 64 + slot;
-    const uint32_t page = slot >> kPageShift;
-    const uint64_t held = (words_[bit >> 6] >> (bit & 63)) |
-                          (pages_[page >> 6] >> (page & 63));
+    uint64_t held = words_[bit >> 6] >> (bit & 63);
+    for (const SlotRun& r : runs_) {
+      held |= static_cast<uint64_t>(slot - r.begin < r.end - r.begin);
+    }
     return static_cast<uint32_t>((held ^ (e >> 31)) & 1);
   }
   // Whether any bit is set (since the last Clear).
@@ -106,7 +98,7 @@ class PredicateBits {
   // SlotTableUncached of the last Resize's slot_limit: range entries' slot
   // lookups are then cache misses worth fetching ahead.
   bool large_slot_table() const { return large_slot_table_; }
-  // A run of whole pages: slots [begin, end).
+  // A long run of slots [begin, end).
   struct SlotRun {
     uint32_t begin;
     uint32_t end;
@@ -140,13 +132,7 @@ class PredicateBits {
       const uint64_t* from = words + r.offset;
       for (uint32_t w = r.begin; w < r.end; ++w) words_[w] |= *from++;
     }
-    for (const SlotRun& r : slot_runs) {
-      if (page_runs_) {
-        AddPages(r);
-      } else {
-        SetWords(r.begin, r.end);
-      }
-    }
+    for (const SlotRun& r : slot_runs) SetSlotRun(r.begin, r.end);
   }
   // Clears every bit set since the last call.
   void Clear() {
@@ -154,20 +140,17 @@ class PredicateBits {
       std::fill(words_.begin() + r.begin, words_.begin() + r.end, 0);
     }
     dirty_.clear();
-    for (const SlotRun& r : runs_) ForPages(r, [](uint64_t& w, uint64_t m) {
-      w &= ~m;
-    });
     runs_.clear();
   }
   size_t MemoryBytes() const {
     return words_.capacity() * sizeof(uint64_t) +
            dirty_.capacity() * sizeof(WordRange) +
-           runs_.capacity() * sizeof(SlotRun) +
-           pages_.capacity() * sizeof(uint64_t);
+           runs_.capacity() * sizeof(SlotRun);
   }
-  // A page of slots (the class comment).
-  static constexpr uint32_t kPageShift = 11;
-  static constexpr uint32_t kPageSlots = 1u << kPageShift;
+  // Runs at least this long are kept as bounds, up to kMaxRuns of them
+  // (set_long_runs).
+  static constexpr uint32_t kLongRun = 2048;
+  static constexpr size_t kMaxRuns = 8;
 
  private:
   struct WordRange {
@@ -190,23 +173,6 @@ class PredicateBits {
     for (uint32_t w = first + 1; w < last; ++w) words_[w] = ~uint64_t{0};
     words_[last] |= tail;
   }
-  // Calls f(word, mask) for each word of pages_ and the bits of `r`'s
-  // pages in it.
-  template <typename F>
-  void ForPages(const SlotRun& r, F f) {
-    const uint32_t end = r.end >> kPageShift;
-    for (uint32_t p = r.begin >> kPageShift; p < end;) {
-      const uint32_t stop = std::min(end, (p | 63) + 1);
-      const uint64_t head = ~uint64_t{0} << (p & 63);
-      const uint64_t tail = ~uint64_t{0} >> (63 - ((stop - 1) & 63));
-      f(pages_[p >> 6], head & tail);
-      p = stop;
-    }
-  }
-  void AddPages(const SlotRun& r) {
-    runs_.push_back(r);
-    ForPages(r, [](uint64_t& w, uint64_t m) { w |= m; });
-  }
   void Or(uint32_t w, uint64_t bits) {
     uint64_t& word = words_[w];
     if (word == 0) dirty_.push_back({w, w + 1});
@@ -217,9 +183,8 @@ class PredicateBits {
   uint32_t id_words_ = 0;         // words of the equality part
   bool large_slot_table_ = false;
   std::vector<WordRange> dirty_;  // ranges of words that may be non-zero
-  std::vector<SlotRun> runs_;     // runs of whole pages set
-  bool page_runs_ = false;        // set_page_runs
-  std::vector<uint64_t> pages_;   // a bit per page of slots
+  std::vector<SlotRun> runs_;     // long runs of set slots
+  bool long_runs_ = false;        // set_long_runs
 };
 
 }  // namespace internal

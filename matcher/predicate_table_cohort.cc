@@ -471,8 +471,8 @@ void PredicateTable::KeepPerEvent(absl::Span<const EventView> events,
   }
   for (size_t b = 0; b < vectors; ++b) {
     m->event_bits_[b].Resize(id_limit(), slot_limit_);
-    m->event_bits_[b].set_page_runs(!m->serial_);
-    m->event_open_bits_[b].set_page_runs(!m->serial_);
+    m->event_bits_[b].set_long_runs(!m->serial_);
+    m->event_open_bits_[b].set_long_runs(!m->serial_);
   }
   m->event_views_.assign(events.begin(), events.end());
   ShareRangeMarks(events, m);
@@ -540,8 +540,8 @@ void PredicateTable::ShareRangeMarks(absl::Span<const EventView> events,
     PredicateBits& bits = m->share_scratch_;
     PredicateBits& open = m->share_open_scratch_;
     bits.Resize(id_limit(), slot_limit_);
-    bits.set_page_runs(!m->serial_);
-    open.set_page_runs(!m->serial_);
+    bits.set_long_runs(!m->serial_);
+    open.set_long_runs(!m->serial_);
     MarkRanges(shared, &bits, &open);
     CohortMasks::SharedMarks marks;
     marks.prefix = prefix;
