@@ -281,8 +281,7 @@ class CohortMasks {
     uint32_t prefix;       // the values shared (the events' first ones)
     uint32_t bits_begin;   // into shared_runs_: its range marks
     uint32_t bits_end;
-    uint32_t open_begin;   // into shared_runs_: its open bits
-    uint32_t open_end;
+    uint32_t open_end;     // its open bits: shared_runs_ up to here
     uint32_t slot_runs_begin;  // into shared_slot_runs_: its long runs
     uint32_t slot_runs_end;
     uint32_t open_slot_runs_end;  // and its open bits' after them
@@ -290,9 +289,9 @@ class CohortMasks {
   };
   static constexpr uint32_t kNoShare = ~uint32_t{0};
   std::vector<uint32_t> event_share_;  // by event: into shared_, or kNoShare
-  // ListAccessHits' scratch: by event, how many first values it shares
-  // with the event before; by value of an event and of the one before,
-  // where its access hits end.
+  // By event, how many first values it shares with the event before
+  // (ListAccessHits, ShareRangeMarks); ListAccessHits' scratch: by value
+  // of an event and of the one before, where its access hits end.
   std::vector<uint32_t> shared_values_;
   std::vector<uint32_t> value_hits_end_;
   std::vector<uint32_t> prev_value_hits_end_;

@@ -293,7 +293,8 @@ class PredicateTable {
   // BeginCohort's end when the cohort is kept per event.
   void KeepPerEvent(absl::Span<const EventView> events, CohortMasks* m) const;
   // KeepPerEvent's range marks of the first values that consecutive events
-  // share (CohortMasks::SharedMarks), made once.
+  // share (CohortMasks::SharedMarks), made once. REQUIRES: ListAccessHits
+  // counted them for `events` (m->shared_values_).
   void ShareRangeMarks(absl::Span<const EventView> events,
                        CohortMasks* m) const;
   // Builds the rank table (LeadValues::rank) of m's attribute `index` if

@@ -102,10 +102,6 @@ void WalkRangeBlock(const int64_t* key, const uint16_t* by_hi,
   }
 }
 
-}  // namespace
-
-namespace {
-
 // Events share their first values (ListAccessHits, ShareRangeMarks) when
 // they have at least this many in common.
 constexpr uint32_t kMinSharedValues = 2;
@@ -210,35 +206,35 @@ void PredicateTable::ListAccessHits(absl::Span<const EventView> events,
                                     CohortMasks* m, CohortCost* cost) const {
   m->event_access_.clear();
   m->event_hits_begin_.clear();
-  // An event that begins with values of the event before (the records of
-  // one JSON event with arrays) takes those values' hits from it instead of
-  // looking them up again; not where the model weighs the rows, which it
-  // would have to count again anyway.
+  // Each event's first values in common with the event before (the
+  // records of one JSON event with arrays), for this and ShareRangeMarks;
+  // a value in common by chance (the same first attribute's value) is not
+  // worth the bookkeeping.
   std::vector<uint32_t>& shared = m->shared_values_;
   shared.assign(events.size(), 0);
-  if (!weigh) {
-    for (size_t e = 1; e < events.size(); ++e) {
-      // A value in common by chance (the same first attribute's value) is
-      // not worth the bookkeeping.
-      const uint32_t common = CommonPrefix(events[e - 1], events[e]);
-      if (common >= kMinSharedValues) shared[e] = common;
-    }
+  for (size_t e = 1; e < events.size(); ++e) {
+    const uint32_t common = CommonPrefix(events[e - 1], events[e]);
+    if (common >= kMinSharedValues) shared[e] = common;
   }
+  // Such an event takes those values' hits from the event before instead
+  // of looking them up again; not where the model weighs the rows, which it
+  // would have to count again anyway.
+  const bool share_hits =
+      !weigh &&
+      std::any_of(shared.begin(), shared.end(), [](uint32_t k) { return k; });
   // The equality lookups below are each a few cache misses in a large
   // table (its control bytes, then its slot): ask for them all first, so
   // that they overlap instead of following one another.
   if (!lone) {
     for (size_t e = 0; e < events.size(); ++e) {
-      for (size_t k = shared[e]; k < events[e].size(); ++k) {
+      for (size_t k = share_hits ? shared[e] : 0; k < events[e].size(); ++k) {
         const AttributeValue& av = events[e][k];
         eq_ids_.prefetch(EqKey{av.attribute, av.value});
       }
     }
   }
   // Without a shared value, the loop without the bookkeeping.
-  const bool any_shared =
-      std::any_of(shared.begin(), shared.end(), [](uint32_t k) { return k; });
-  if (any_shared) {
+  if (share_hits) {
     ListHitsOf<true>(events, lone, weigh, rows, m, cost);
   } else {
     ListHitsOf<false>(events, lone, weigh, rows, m, cost);
@@ -517,13 +513,14 @@ void PredicateTable::ShareRangeMarks(absl::Span<const EventView> events,
   m->shared_runs_.clear();
   m->shared_words_.clear();
   m->shared_slot_runs_.clear();
+  // ListAccessHits' count of each event's values in common with the event
+  // before.
+  const std::vector<uint32_t>& common = m->shared_values_;
   for (size_t first = 0; first < events.size();) {
     uint32_t prefix = ~uint32_t{0};
     size_t end = first + 1;
-    for (; end < events.size(); ++end) {
-      const uint32_t common = CommonPrefix(events[end - 1], events[end]);
-      if (common < kMinSharedValues) break;
-      prefix = std::min(prefix, common);
+    for (; end < events.size() && common[end] > 0; ++end) {
+      prefix = std::min(prefix, common[end]);
     }
     const size_t begin = first;
     first = end;
@@ -556,7 +553,6 @@ void PredicateTable::ShareRangeMarks(absl::Span<const EventView> events,
     bits.Export(&m->shared_runs_, &m->shared_words_, &m->shared_slot_runs_);
     marks.bits_end = static_cast<uint32_t>(m->shared_runs_.size());
     marks.slot_runs_end = static_cast<uint32_t>(m->shared_slot_runs_.size());
-    marks.open_begin = marks.bits_end;
     open.Export(&m->shared_runs_, &m->shared_words_, &m->shared_slot_runs_);
     marks.open_end = static_cast<uint32_t>(m->shared_runs_.size());
     marks.open_slot_runs_end =
@@ -730,9 +726,9 @@ void PredicateTable::RunTask(size_t task, CohortMasks* m) const {
                               slot_runs + s.slot_runs_end));
       if (s.fractions) open.Resize(id_limit(), slot_limit_);
       if (s.open_slot_runs_end > s.slot_runs_end ||
-          s.open_end > s.open_begin) {
+          s.open_end > s.bits_end) {
         open.OrExported(
-            absl::MakeConstSpan(runs + s.open_begin, runs + s.open_end),
+            absl::MakeConstSpan(runs + s.bits_end, runs + s.open_end),
             words,
             absl::MakeConstSpan(slot_runs + s.slot_runs_end,
                                 slot_runs + s.open_slot_runs_end));
