@@ -319,22 +319,31 @@ void ClusterStore::MatchClusterForEvent(const Cluster& c, LeadPoint value,
   // A number with a fraction: open entries and open leads (cluster_entry.h)
   // take the slower check.
   const bool fraction = value.value != value.upper || open.any();
+  // Long runs (PredicateBits::has_runs) are checked only where kept.
+  const bool long_runs = bits.has_runs() || (fraction && open.has_runs());
   for (const Cluster::Window& run : runs) {
     *visited += run.to - run.from;
     for (uint32_t start = run.from, end; start < run.to; start = end) {
       end = std::min(start + kMatchBlock, run.to);
-      if (fraction) {
-        MatchBlockForEvent<true>(c, start, end - start, value, slots, bits,
-                                 &open, alive, matches);
+      const uint32_t n = end - start;
+      if (fraction && long_runs) {
+        MatchBlockForEvent<true, true>(c, start, n, value, slots, bits, &open,
+                                       alive, matches);
+      } else if (fraction) {
+        MatchBlockForEvent<true, false>(c, start, n, value, slots, bits,
+                                        &open, alive, matches);
+      } else if (long_runs) {
+        MatchBlockForEvent<false, true>(c, start, n, value, slots, bits,
+                                        nullptr, alive, matches);
       } else {
-        MatchBlockForEvent<false>(c, start, end - start, value, slots, bits,
-                                  nullptr, alive, matches);
+        MatchBlockForEvent<false, false>(c, start, n, value, slots, bits,
+                                         nullptr, alive, matches);
       }
     }
   }
 }
 
-template <bool kOpen>
+template <bool kOpen, bool kRuns>
 void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
                                       uint32_t n, LeadPoint value,
                                       const uint32_t* slots,
@@ -344,11 +353,14 @@ void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
                                       std::vector<SubscriptionId>* matches) {
   // An entry holds by its bit, or, with kOpen, an open entry by its open
   // bit too (cluster_entry.h; open entries are never negated).
+  // kRuns: either vector may keep long runs (PredicateBits::has_runs).
+  const auto held = [&](const PredicateBits& b, uint32_t e) {
+    return kRuns ? b.Holds(e, slots) : b.HoldsByBit(e, slots);
+  };
   const auto holds = [&](uint32_t e) {
-    if (!kOpen) return bits.Holds(e, slots);
-    return bits.Holds(e, slots) |
-           static_cast<uint32_t>((e & kOpenBit) != 0 &&
-                                 open->Holds(e, slots) != 0);
+    if (!kOpen) return held(bits, e);
+    return held(bits, e) |
+           static_cast<uint32_t>((e & kOpenBit) != 0 && held(*open, e) != 0);
   };
   const uint32_t* ids = c.ids();
   uint32_t live = 0;

@@ -284,8 +284,9 @@ class ClusterStore {
                                    uint64_t* visited);
   // Rows [start, start + n) of c; alive holds kMatchBlock entries. kOpen:
   // the event holds a number with a fraction, so open entries also read
-  // `open` (null otherwise) and open leads swap the value's two tests.
-  template <bool kOpen>
+  // `open` (null otherwise) and open leads swap the value's two tests;
+  // kRuns: `bits` or `open` keeps long runs (PredicateBits::has_runs).
+  template <bool kOpen, bool kRuns>
   static void MatchBlockForEvent(const Cluster& c, uint32_t start, uint32_t n,
                                  LeadPoint value, const uint32_t* slots,
                                  const PredicateBits& bits,

@@ -396,6 +396,21 @@ class Barrier {
   uint64_t phase_ = 0;
 };
 
+// What partition p matches of a cohort of n events whose phase 1 is done
+// in `masks`: each event's ids, in no order.
+std::vector<std::vector<SubscriptionId>> PartitionLists(
+    const PartitionedIndex& index, uint32_t p,
+    const internal::CohortMasks& masks, size_t n) {
+  CohortMatches out;
+  IndexCounters counters;
+  out.Reset(n);
+  out.BeginChunk(0);
+  index.MatchPartition(p, masks, &out, &counters);
+  std::vector<std::vector<SubscriptionId>> lists;
+  out.ToLists(&lists);
+  return lists;
+}
+
 // Steal units (MatchPartitionUnit): the units of a partition together
 // match exactly what the partition does, each (event, row) in one unit
 // only, whatever the unit count (more units than visits included), with
@@ -421,14 +436,11 @@ TEST(PartitionedIndex, StealUnitsMatchWhatTheirPartitionDoes) {
       index.BeginCohort(views, &masks);
       for (size_t t = 0; t < masks.tasks(); ++t) index.RunTask(t, &masks);
       for (uint32_t p = 0; p < kP; ++p) {
+        std::vector<std::vector<SubscriptionId>> whole =
+            PartitionLists(index, p, masks, n);
+        for (auto& ids : whole) std::sort(ids.begin(), ids.end());
         CohortMatches out;
         IndexCounters counters;
-        out.Reset(n);
-        out.BeginChunk(0);
-        index.MatchPartition(p, masks, &out, &counters);
-        std::vector<std::vector<SubscriptionId>> whole;
-        out.ToLists(&whole);
-        for (auto& ids : whole) std::sort(ids.begin(), ids.end());
         for (uint32_t units : {1u, 2u, 3u, 7u, 1000u}) {
           std::vector<std::vector<SubscriptionId>> joined(n);
           for (uint32_t u = 0; u < units; ++u) {
@@ -457,6 +469,76 @@ TEST(PartitionedIndex, StealUnitsMatchWhatTheirPartitionDoes) {
   EXPECT_GT(pairs, 1000u) << "too few matches to tell";
 }
 
+
+// A cohort kept per event on several threads keeps a run of 2,048 or more
+// satisfied slots as its bounds (PredicateBits long runs), and phase 2
+// must read range entries through them (PredicateBits::Holds; the bit
+// alone only where no run is kept). Thousands of distinct kLow, kHigh and
+// kRange bounds on one attribute, as columns under equality access
+// predicates, and NE entries (negated), checked against the reference.
+TEST(PartitionedIndex, LongRunsOfSatisfiedRangesHoldInPhaseTwo) {
+  constexpr uint32_t kP = 2;
+  constexpr int64_t kDomain = 30000;
+  PartitionedIndex index(kP, /*spread_rows=*/2);
+  index.set_cohort_keep(internal::CohortKeep::kPerEvent);
+  ReferenceMatcher reference;
+  Rng rng(5);
+  for (SubscriptionId id = 0; id < 12000; ++id) {
+    const int64_t b = static_cast<int64_t>(rng.Uniform(kDomain));
+    Subscription s = {Predicate{0, Op::kEq, static_cast<int64_t>(id % 4)}};
+    switch (id % 4) {
+      case 0:
+        s.push_back(Predicate{1, Op::kLe, b});
+        break;
+      case 1:
+        s.push_back(Predicate{1, Op::kGe, b});
+        break;
+      case 2:
+        s.push_back(Predicate{1, Op::kBetween, b / 2, b / 2 + kDomain / 2});
+        break;
+      default:
+        s.push_back(Predicate{1, Op::kLe, b});
+        s.push_back(Predicate{2, Op::kNe, static_cast<int64_t>(id % 3)});
+        break;
+    }
+    ASSERT_TRUE(reference.Add(id, s));
+    ASSERT_TRUE(index.Add(id, s).ok());
+  }
+  uint64_t pairs = 0;
+  size_t with_runs = 0;
+  for (size_t n : {1, 5, 64}) {
+    std::vector<Event> events(n);
+    for (Event& e : events) {
+      e = {{0, static_cast<int64_t>(rng.Uniform(4))},
+           {1, static_cast<int64_t>(rng.Uniform(kDomain))},
+           {2, static_cast<int64_t>(rng.Uniform(3))}};
+    }
+    const std::vector<EventView> views(events.begin(), events.end());
+    internal::CohortMasks masks;
+    index.BeginCohort(views, &masks);
+    for (size_t t = 0; t < masks.tasks(); ++t) index.RunTask(t, &masks);
+    ASSERT_TRUE(masks.per_event());
+    for (size_t e = 0; e < n; ++e) with_runs += masks.event_bits(e).has_runs();
+    std::vector<std::vector<SubscriptionId>> got(n);
+    for (uint32_t p = 0; p < kP; ++p) {
+      const std::vector<std::vector<SubscriptionId>> part =
+          PartitionLists(index, p, masks, n);
+      for (size_t e = 0; e < n; ++e) {
+        got[e].insert(got[e].end(), part[e].begin(), part[e].end());
+      }
+    }
+    for (size_t e = 0; e < n; ++e) {
+      std::sort(got[e].begin(), got[e].end());
+      ASSERT_EQ(got[e], reference.Match(events[e]))
+          << "cohort of " << n << ", event " << e << ": "
+          << FormatEvent(events[e]);
+      pairs += got[e].size();
+    }
+  }
+  // The runs this test is about were kept, and matches were found.
+  EXPECT_GT(with_runs, 30u);
+  EXPECT_GT(pairs, 10000u);
+}
 
 // Concurrency property (the staged server's use, under TSAN): P threads
 // share one PartitionedIndex. Each round, the threads apply their own

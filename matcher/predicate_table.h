@@ -62,6 +62,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
@@ -383,8 +384,11 @@ class PredicateTable {
   PredicateId true_ = kFalsePredicate;
   // Equality predicates are interned apart, each entry holding its key
   // (equality_entries.h).
-  // The id of the equality predicate `attribute == value`, if live.
-  const PredicateId* FindEq(AttributeId attribute, int64_t value) const {
+  // The id of the equality predicate `attribute == value`, if live. Always
+  // inlined: phase 1 looks up every value of a cohort here, and called out
+  // of line from ListHitsOf it ran 8% more instructions (cachegrind).
+  ABSL_ATTRIBUTE_ALWAYS_INLINE const PredicateId* FindEq(AttributeId attribute,
+                                                         int64_t value) const {
     auto it = eq_ids_.find(EqKey{attribute, value});
     return it == eq_ids_.end() ? nullptr : &it->id;
   }

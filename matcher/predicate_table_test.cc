@@ -475,8 +475,12 @@ TEST(PredicateTableCohort, TaskBatchesCoverTheTasksInOrder) {
     EXPECT_EQ(bounds.front(), 0u) << least;
     EXPECT_EQ(bounds.back(), masks.tasks()) << least;
     const size_t batches = bounds.size() - 1;
-    if (least == 1) EXPECT_EQ(batches, masks.tasks());
-    if (least > masks.total_positions()) EXPECT_EQ(batches, 1u);
+    if (least == 1) {
+      EXPECT_EQ(batches, masks.tasks());
+    }
+    if (least > masks.total_positions()) {
+      EXPECT_EQ(batches, 1u);
+    }
     uint64_t covered = 0;
     uint32_t last_part = 0;
     for (size_t b = 0; b < batches; ++b) {
@@ -486,7 +490,9 @@ TEST(PredicateTableCohort, TaskBatchesCoverTheTasksInOrder) {
       for (uint32_t t = first; t < end; ++t) {
         positions += masks.task_positions(t);
       }
-      if (b + 1 < batches) EXPECT_GE(positions, least) << b;
+      if (b + 1 < batches) {
+        EXPECT_GE(positions, least) << b;
+      }
       // Without its last task, a batch would have been too small.
       EXPECT_LT(positions - masks.task_positions(end - 1), least) << b;
       covered += positions;
