@@ -51,9 +51,10 @@
 #include "workload/workload.h"
 
 ABSL_FLAG(std::string, preset, "fabret-1m",
-          "Workload preset to generate in memory (fabret-1m, fabret-uniform, "
-          "selective-1m, ranges-1m, events-1m, eventbridge-1m: "
-          "workload/presets.md); ignored when --workload is set.");
+          "Workload preset to generate in memory (fabret-1m, fabret-10m, "
+          "fabret-uniform, selective-1m, ranges-1m, events-1m, events-10m, "
+          "eventbridge-1m: workload/presets.md); ignored when --workload is "
+          "set.");
 ABSL_FLAG(std::string, workload, "",
           "Read the workload from this file (cohort-workload v1 or v2 text) "
           "instead of generating --preset.");

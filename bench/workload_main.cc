@@ -21,8 +21,8 @@
 #include "workload/workload_file.h"
 
 ABSL_FLAG(std::string, preset, "fabret-1m",
-          "Workload preset: fabret-1m, fabret-uniform, selective-1m or "
-          "ranges-1m (workload/presets.md).");
+          "Workload preset: fabret-1m, fabret-10m, fabret-uniform, "
+          "selective-1m or ranges-1m (workload/presets.md).");
 ABSL_FLAG(std::optional<int64_t>, subscriptions, std::nullopt,
           "Number of subscriptions (default: the preset's).");
 ABSL_FLAG(std::optional<int64_t>, events, std::nullopt, "Number of events.");

@@ -115,14 +115,15 @@ ABSL_FLAG(std::string, workload, "",
           "load: read the workload from this file (written by cohort "
           "workload) instead of generating --preset.");
 ABSL_FLAG(std::string, preset, "fabret-1m",
-          "workload, load: the workload preset, fabret-1m, fabret-uniform, "
-          "selective-1m, ranges-1m, events-1m (typed: strings, sets, "
-          "prefixes; its file is in the CLI's grammar) or eventbridge-1m "
-          "(Event Ruler patterns over JSON events), workload/presets.md "
-          "(load: ignored with --workload).");
+          "workload, load: the workload preset, fabret-1m, fabret-10m, "
+          "fabret-uniform, selective-1m, ranges-1m, events-1m, events-10m "
+          "(typed: strings, sets, prefixes; its file is in the CLI's "
+          "grammar) or eventbridge-1m (Event Ruler patterns over JSON "
+          "events), workload/presets.md (load: ignored with --workload).");
 ABSL_FLAG(int64_t, subscriptions, -1,
           "workload, load: subscriptions in the preset's workload (-1 = the "
-          "preset's 1,000,000; load: ignored with --workload).");
+          "preset's: 10,000,000 for the -10m presets, else 1,000,000; load: "
+          "ignored with --workload).");
 ABSL_FLAG(int64_t, events, -1,
           "workload, load: events in the preset's workload (-1 = the "
           "preset's 100,000; load: ignored with --workload).");
@@ -545,7 +546,9 @@ int Workload() {
     }
     report = workload::GenerateTypedWorkloadFile(
         absl::GetFlag(FLAGS_preset),
-        subscriptions >= 0 ? subscriptions : 1000000,
+        subscriptions >= 0
+            ? subscriptions
+            : workload::TypedPresetSubscriptions(absl::GetFlag(FLAGS_preset)),
         events >= 0 ? events : 100000, absl::GetFlag(FLAGS_seed).value_or(1),
         path, workload::kDefaultReportSample);
   } else {

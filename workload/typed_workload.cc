@@ -207,14 +207,22 @@ v1::Event Event(const Tables& t, Rng& rng) {
 }  // namespace
 
 bool IsTypedPreset(absl::string_view preset) {
-  return preset == "events-1m" || preset == "eventbridge-1m";
+  return preset == "events-1m" || preset == "events-10m" ||
+         preset == "eventbridge-1m";
+}
+
+int64_t TypedPresetSubscriptions(absl::string_view preset) {
+  return preset == "events-10m" ? 10000000 : 1000000;
 }
 
 TypedWorkload GenerateTyped(absl::string_view preset, int64_t subscriptions,
                             int64_t events, uint64_t seed) {
-  return preset == "eventbridge-1m"
-             ? GenerateEventBridge1m(subscriptions, events, seed)
-             : GenerateEvents1m(subscriptions, events, seed);
+  if (preset == "eventbridge-1m") {
+    return GenerateEventBridge1m(subscriptions, events, seed);
+  }
+  TypedWorkload w = GenerateEvents1m(subscriptions, events, seed);
+  w.options.preset = std::string(preset);  // events-10m: the same streams
+  return w;
 }
 
 TypedWorkload GenerateEvents1m(int64_t subscriptions, int64_t events,
@@ -510,9 +518,10 @@ absl::StatusOr<Workload> LoadOrGenerateAny(const std::string& path,
   if (!IsTypedPreset(preset)) {
     return LoadOrGenerate(path, preset, subscriptions, events);
   }
-  return Lower(GenerateTyped(preset,
-                             subscriptions >= 0 ? subscriptions : 1000000,
-                             events >= 0 ? events : 100000, /*seed=*/1));
+  return Lower(GenerateTyped(
+      preset,
+      subscriptions >= 0 ? subscriptions : TypedPresetSubscriptions(preset),
+      events >= 0 ? events : 100000, /*seed=*/1));
 }
 
 

@@ -72,10 +72,16 @@ std::string RegionName(uint32_t i);
 }  // namespace internal
 
 // The typed presets' names, for messages.
-inline constexpr absl::string_view kTypedPresets = "events-1m, eventbridge-1m";
+inline constexpr absl::string_view kTypedPresets =
+    "events-1m, events-10m, eventbridge-1m";
 
 // Whether `preset` is a typed preset.
 bool IsTypedPreset(absl::string_view preset);
+
+// A typed preset's subscription count: 10,000,000 for events-10m (events-1m
+// with ten times the subscriptions, its first million events-1m's), else
+// 1,000,000.
+int64_t TypedPresetSubscriptions(absl::string_view preset);
 
 // GenerateEvents1m() builds events-1m with `subscriptions` subscriptions
 // and `events` events from `seed` (the defaults: 1M, 100k, 1).
@@ -90,8 +96,8 @@ TypedWorkload GenerateEvents1m(int64_t subscriptions, int64_t events,
 TypedWorkload GenerateEventBridge1m(int64_t subscriptions, int64_t events,
                                     uint64_t seed);
 
-// GenerateTyped() builds the typed preset `preset`.
-// REQUIRES: IsTypedPreset(preset).
+// GenerateTyped() builds the typed preset `preset` (events-10m as
+// events-1m, named events-10m). REQUIRES: IsTypedPreset(preset).
 TypedWorkload GenerateTyped(absl::string_view preset, int64_t subscriptions,
                             int64_t events, uint64_t seed);
 

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "matcher/index.h"
 #include "service/model/api_reference.h"
@@ -207,6 +208,41 @@ TEST(Events1m, LoadOrGenerateAnyKnowsThePreset) {
   ASSERT_TRUE(f.ok());
   EXPECT_EQ(f->typed, nullptr);
   EXPECT_FALSE(LoadOrGenerateAny("", "events-2m", 10, 10).ok());
+}
+
+// events-10m (issue 45) is events-1m with ten times the subscriptions:
+// named apart, 10M by default, the same streams (so its first
+// subscriptions and its events are events-1m's).
+TEST(Events10m, IsEvents1mWithTenTimesTheSubscriptions) {
+  EXPECT_TRUE(IsTypedPreset("events-10m"));
+  EXPECT_EQ(TypedPresetSubscriptions("events-10m"), 10000000);
+  EXPECT_EQ(TypedPresetSubscriptions("events-1m"), 1000000);
+  EXPECT_EQ(TypedPresetSubscriptions("eventbridge-1m"), 1000000);
+  const TypedWorkload one = GenerateTyped("events-1m", 300, 40, 1);
+  const TypedWorkload ten = GenerateTyped("events-10m", 700, 40, 1);
+  EXPECT_EQ(ten.options.preset, "events-10m");
+  EXPECT_EQ(one.options.preset, "events-1m");
+  const std::string one_text = TypedWorkloadText(one);
+  const std::string ten_text = TypedWorkloadText(ten);
+  EXPECT_TRUE(absl::StartsWith(
+      ten_text, "# cohort-workload v2 preset=events-10m seed=1 typed\n"));
+  // Past the header's comment lines, events-1m's lines are a part of
+  // events-10m's: its subscriptions a prefix of the longer list, its
+  // events the same.
+  const auto lines = [](const std::string& text, bool events) {
+    const size_t s = text.find("\nS ");
+    const size_t e = text.find("\nE ");
+    EXPECT_NE(s, std::string::npos);
+    EXPECT_NE(e, std::string::npos);
+    return events ? text.substr(e) : text.substr(s, e - s);
+  };
+  EXPECT_TRUE(absl::StartsWith(lines(ten_text, false), lines(one_text, false)));
+  EXPECT_GT(lines(ten_text, false).size(), lines(one_text, false).size());
+  EXPECT_EQ(lines(ten_text, true), lines(one_text, true));
+  absl::StatusOr<Workload> w = LoadOrGenerateAny("", "events-10m", 100, 10);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->options.preset, "events-10m");
+  EXPECT_EQ(w->subscriptions.size(), 100u);
 }
 
 TEST(EventBridge1m, IsDeterministicAndExtendsLikeTheOtherPresets) {

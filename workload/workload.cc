@@ -40,6 +40,14 @@ using matcher::Predicate;
 absl::StatusOr<WorkloadOptions> PresetOptions(absl::string_view name) {
   WorkloadOptions options;  // the defaults are fabret-1m
   if (name == "fabret-1m") return options;
+  if (name == "fabret-10m") {
+    // fabret-1m's knobs with ten times the subscriptions: the first million
+    // are fabret-1m's, and each event matches about ten times as many
+    // (workload/presets.md).
+    options.preset = "fabret-10m";
+    options.subscriptions = 10000000;
+    return options;
+  }
   if (name == "fabret-uniform") {
     options.preset = "fabret-uniform";
     options.zipf_attributes = 0;
@@ -71,8 +79,9 @@ absl::StatusOr<WorkloadOptions> PresetOptions(absl::string_view name) {
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown preset '", name,
-                   "' (known: fabret-1m, fabret-uniform, selective-1m, "
-                   "ranges-1m; and events-1m, a typed preset: "
+                   "' (known: fabret-1m, fabret-10m, fabret-uniform, "
+                   "selective-1m, ranges-1m; and the typed presets "
+                   "events-1m, events-10m, eventbridge-1m: "
                    "workload/typed_workload.h)"));
 }
 

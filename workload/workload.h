@@ -103,7 +103,8 @@ inline constexpr int64_t kMaxPermutationEntries = int64_t{1} << 26;
 inline constexpr int64_t kMaxPayloadBytes = int64_t{1} << 20;
 
 // PresetOptions() returns the options of a preset (workload/presets.md):
-// "fabret-1m"; "fabret-uniform" (the same with both Zipf exponents 0);
+// "fabret-1m"; "fabret-10m" (the same with 10,000,000 subscriptions);
+// "fabret-uniform" (fabret-1m with both Zipf exponents 0);
 // "selective-1m" (equality-heavy over 100,000 values, a handful of matches
 // per event); "ranges-1m" (5-10 ranges per subscription over 1,000,000
 // values). InvalidArgument for any other name.

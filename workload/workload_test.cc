@@ -508,6 +508,27 @@ TEST(FormatKnobValue, ShortestFormThatRoundTrips) {
   EXPECT_EQ(internal::FormatKnobValue(0.1 + 0.2), "0.30000000000000004");
 }
 
+// fabret-10m (issue 45) is fabret-1m with ten times the subscriptions: the
+// same knobs but the count and the name, the same events, and its first
+// subscriptions are fabret-1m's, so that figures at 1M and 10M compare.
+TEST(Presets, Fabret10mContinuesFabret1m) {
+  const WorkloadOptions ten = *PresetOptions("fabret-10m");
+  EXPECT_EQ(ten.subscriptions, 10000000);
+  EXPECT_EQ(ten.preset, "fabret-10m");
+  WorkloadOptions one = *PresetOptions("fabret-1m");
+  one.preset = ten.preset;
+  one.subscriptions = ten.subscriptions;
+  EXPECT_EQ(ten, one);
+  const std::string a = WorkloadText(Generate(Small("fabret-1m", 2000, 300)));
+  const std::string b =
+      WorkloadText(Generate(Small("fabret-10m", 5000, 300)));
+  EXPECT_TRUE(absl::StartsWith(b, "# cohort-workload v1 preset=fabret-10m "));
+  EXPECT_TRUE(absl::StartsWith(SubscriptionLines(b), SubscriptionLines(a)));
+  EXPECT_GT(SubscriptionLines(b).size(), SubscriptionLines(a).size());
+  EXPECT_EQ(EventLines(b), EventLines(a));
+  EXPECT_TRUE(Validate(ten).ok());
+}
+
 }  // namespace
 }  // namespace workload
 }  // namespace cohort
