@@ -304,7 +304,8 @@ absl::StatusOr<std::unique_ptr<CohortServer>> CohortServer::Start(
   server->engine_ = std::move(*engine);
   const uint64_t start_position = recovered.state.log_position;
   if (restoring) {
-    if (absl::Status s = server->engine_->Restore(recovered.state); !s.ok()) {
+    if (absl::Status s = server->engine_->Restore(&recovered.state);
+        !s.ok()) {
       server->Shutdown(0);
       return absl::DataLossError(
           absl::StrCat(source, ": cannot restore: ", s.message()));

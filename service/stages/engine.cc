@@ -264,26 +264,38 @@ void Engine::Unsubscribe(std::vector<uint64_t> ids, StatusCallback done) {
   JournalAndRoute(change.release());
 }
 
-absl::Status Engine::Restore(const StoreState& state) {
-  auto change = std::make_unique<Change>();
-  change->ids.reserve(state.live.size());
-  change->inputs.reserve(state.live.size());
-  for (const auto& [id, input] : state.live) {
-    change->ids.push_back(id);
-    change->inputs.push_back(input);
-  }
-  if (absl::Status s = directory_.Restore(state.next_id, change->ids);
-      !s.ok()) {
+absl::Status Engine::Restore(StoreState* state) {
+  std::vector<uint64_t> ids;
+  ids.reserve(state->live.size());
+  for (const auto& [id, input] : state->live) ids.push_back(id);
+  if (absl::Status s = directory_.Restore(state->next_id, ids); !s.ok()) {
     return s;
   }
-  if (change->ids.empty()) return absl::OkStatus();
-  if (absl::Status s = AssignBranches(change.get()); !s.ok()) return s;
-  std::promise<absl::Status> applied;
-  change->subscribed = [&applied](absl::StatusOr<std::vector<uint64_t>> ids) {
-    applied.set_value(ids.status());
-  };
-  RouteChange(change.release());
-  return applied.get_future().get();
+  // In changes of options_.restore_chunk subscriptions, each applied
+  // before the next: a change's rows are all planned, then held until
+  // applied, and at fabret-10m holding every row at once was 0.9 GB of
+  // fresh pages.
+  const size_t chunk = std::max<size_t>(options_.restore_chunk, 1);
+  auto live = state->live.begin();
+  for (size_t first = 0; first < ids.size(); first += chunk) {
+    const size_t n = std::min(chunk, ids.size() - first);
+    auto change = std::make_unique<Change>();
+    change->ids.assign(ids.begin() + first, ids.begin() + first + n);
+    change->inputs.reserve(n);
+    for (size_t i = 0; i < n; ++i, ++live) {
+      // Moving leaves the state's subscriber as it was (a plain integer).
+      change->inputs.push_back(std::move(live->second));
+    }
+    if (absl::Status s = AssignBranches(change.get()); !s.ok()) return s;
+    std::promise<absl::Status> applied;
+    change->subscribed =
+        [&applied](absl::StatusOr<std::vector<uint64_t>> done) {
+          applied.set_value(done.status());
+        };
+    RouteChange(change.release());
+    if (absl::Status s = applied.get_future().get(); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 void Engine::QueueBatches(

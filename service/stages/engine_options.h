@@ -102,6 +102,10 @@ struct EngineOptions {
   // flags: tests lower them to hand out the small cohorts of small indexes.
   uint64_t phase1_inline_positions = kPhase1InlinePositions;
   uint64_t phase1_batch_positions = kPhase1BatchPositions;
+  // Subscriptions Engine::Restore applies per change: recovery holds one
+  // chunk's planned rows at a time. Not a flag: tests lower it to recover
+  // in several chunks.
+  size_t restore_chunk = size_t{1} << 20;
   // Most events admitted and not yet answered (bounds every queue).
   uint64_t queue_limit = 4096;
   // 0, or a target for the time from admission to answer: the limit on

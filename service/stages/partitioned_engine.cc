@@ -13,6 +13,10 @@ namespace cohort {
 namespace service {
 namespace {
 
+// Planned rows a partition keeps room for between batches; a larger
+// batch's room is freed once applied.
+constexpr size_t kKeptPlannedRows = size_t{1} << 16;
+
 // The partitioned layout's cohorts hold at most one mask bit per event.
 uint32_t CohortLimit(uint32_t cohort_max) {
   constexpr uint32_t kMax = matcher::internal::kMaxCohortChunk;
@@ -160,6 +164,9 @@ void PartitionedEngine::Plan(Copy* copy, const UpdateBatch& update) {
   Planned& planned = copy->planned;
   // A batch of adds (a Subscribe request, recovery) is planned in bulk:
   // the predicate table's upkeep once, at its end.
+  for (auto& rows : planned.rows) {
+    rows.reserve(update.adds.size() / p_count + update.adds.size() / 8 + 1);
+  }
   copy->index.BeginPlans();
   for (const UpdateBatch::Add& add : update.adds) {
     matcher::PartitionedIndex::PendingRow row;
@@ -199,7 +206,15 @@ void PartitionedEngine::Finish(Copy* copy, UpdateBatch* update) {
     copy->index.FinishRemove(removed);
     removed = {};
   }
-  for (auto& rows : planned.rows) rows.clear();
+  for (auto& rows : planned.rows) {
+    // A large batch's room (recovery's: every row) is given back, not
+    // held for the small ones that follow.
+    if (rows.capacity() > kKeptPlannedRows) {
+      std::vector<matcher::PartitionedIndex::PendingRow>().swap(rows);
+    } else {
+      rows.clear();
+    }
+  }
   for (auto& removes : planned.removes) removes.clear();
   const absl::Status status = std::exchange(planned.status, absl::OkStatus());
   // The change is in this copy: cohorts may form again, and every event
@@ -215,6 +230,7 @@ void PartitionedEngine::RouteChange(Change* change) {
   // has it.
   UpdateBatch batch;
   if (change->adds()) {
+    batch.adds.reserve(change->ids.size());  // more for "or" subscriptions
     for (size_t i = 0; i < change->ids.size(); ++i) {
       AddRows(*change, i, directory_.Place(change->ids[i]).local_id,
               &batch.adds);
@@ -225,7 +241,10 @@ void PartitionedEngine::RouteChange(Change* change) {
                  &batch.removes);
     }
   }
-  change->batches.assign(copies_.size(), batch);
+  // A copy each, the last one moved (recovery's batch is every row).
+  change->batches.resize(copies_.size());
+  for (size_t c = 0; c + 1 < copies_.size(); ++c) change->batches[c] = batch;
+  change->batches.back() = std::move(batch);
   QueueBatches(change, [this](uint32_t c, UpdateBatch* update) {
     copies_[c]->pipeline.PushUpdate(update, MonotonicNanos());
   });

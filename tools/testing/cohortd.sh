@@ -24,8 +24,9 @@ cohort_binaries() {
 }
 
 # start_cohortd LOG COMMAND...: runs COMMAND (cohortd, possibly behind
-# taskset) in the background with its output in LOG, waits up to 30 s for
-# its "cohortd: serving on port N" line, and sets COHORTD_PID and
+# taskset) in the background with its output in LOG, waits up to
+# COHORTD_START_TIMEOUT_S (default 30) seconds for its "cohortd: serving on
+# port N" line (recovery comes first), and sets COHORTD_PID and
 # COHORTD_PORT. If it exits or never serves, prints LOG to stderr and
 # returns 1.
 start_cohortd() {
@@ -37,7 +38,7 @@ start_cohortd() {
   "$@" >"${log}" 2>&1 &
   COHORTD_PID=$!
   COHORTD_PORT=""
-  for _ in $(seq 300); do
+  for _ in $(seq $((${COHORTD_START_TIMEOUT_S:-30} * 10))); do
     COHORTD_PORT=$(sed -n 's/^cohortd: serving on port \([0-9]*\).*/\1/p' \
       "${log}" 2>/dev/null || true)
     [[ -n "${COHORTD_PORT}" ]] && return 0
