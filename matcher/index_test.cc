@@ -539,8 +539,10 @@ TEST(IndexAddBatch, StatusesAreAddsAndBadEntriesChangeNothing) {
       {.id = 3, .predicates = inverted},
       {.id = kMaxSubscriptionId + 1, .predicates = ok},
       {.id = 4, .predicates = ok},
+      {.id = 5, .predicates = ok},
+      {.id = 5, .predicates = ok},  // the row just before (not yet added)
   });
-  ASSERT_EQ(got.size(), 7u);
+  ASSERT_EQ(got.size(), 9u);
   EXPECT_TRUE(got[0].ok()) << got[0];
   EXPECT_EQ(got[1].code(), absl::StatusCode::kAlreadyExists) << got[1];
   EXPECT_EQ(got[2].code(), absl::StatusCode::kInvalidArgument) << got[2];
@@ -548,8 +550,11 @@ TEST(IndexAddBatch, StatusesAreAddsAndBadEntriesChangeNothing) {
   EXPECT_EQ(got[4].code(), absl::StatusCode::kInvalidArgument) << got[4];
   EXPECT_EQ(got[5].code(), absl::StatusCode::kInvalidArgument) << got[5];
   EXPECT_TRUE(got[6].ok()) << got[6];
-  EXPECT_EQ(index.size(), 3u);
-  EXPECT_EQ(MatchOne(index, {{1, 5}}), (std::vector<SubscriptionId>{1, 4, 7}));
+  EXPECT_TRUE(got[7].ok()) << got[7];
+  EXPECT_EQ(got[8].code(), absl::StatusCode::kAlreadyExists) << got[8];
+  EXPECT_EQ(index.size(), 4u);
+  EXPECT_EQ(MatchOne(index, {{1, 5}}),
+            (std::vector<SubscriptionId>{1, 4, 5, 7}));
   EXPECT_EQ(MatchOneEvent(index, {{1, 11}}), std::vector<SubscriptionId>{});
   EXPECT_TRUE(index.AddBatch({}).empty());
 }
