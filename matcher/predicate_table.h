@@ -386,7 +386,8 @@ class PredicateTable {
   // (equality_entries.h).
   // The id of the equality predicate `attribute == value`, if live. Always
   // inlined: phase 1 looks up every value of a cohort here, and called out
-  // of line from ListHitsOf it ran 8% more instructions (cachegrind).
+  // of line from ListHitsOf the lookups ran 3.9% more instructions
+  // (cachegrind, selective-1m at cohort 64).
   ABSL_ATTRIBUTE_ALWAYS_INLINE const PredicateId* FindEq(AttributeId attribute,
                                                          int64_t value) const {
     auto it = eq_ids_.find(EqKey{attribute, value});

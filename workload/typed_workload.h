@@ -71,10 +71,6 @@ extern const char* const kStatuses[5];
 std::string RegionName(uint32_t i);
 }  // namespace internal
 
-// The typed presets' names, for messages.
-inline constexpr absl::string_view kTypedPresets =
-    "events-1m, events-10m, eventbridge-1m";
-
 // Whether `preset` is a typed preset.
 bool IsTypedPreset(absl::string_view preset);
 

@@ -80,9 +80,8 @@ absl::StatusOr<WorkloadOptions> PresetOptions(absl::string_view name) {
   return absl::InvalidArgumentError(
       absl::StrCat("unknown preset '", name,
                    "' (known: fabret-1m, fabret-10m, fabret-uniform, "
-                   "selective-1m, ranges-1m; and the typed presets "
-                   "events-1m, events-10m, eventbridge-1m: "
-                   "workload/typed_workload.h)"));
+                   "selective-1m, ranges-1m; and the typed presets ",
+                   kTypedPresets, ": workload/typed_workload.h)"));
 }
 
 namespace {

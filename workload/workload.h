@@ -102,6 +102,10 @@ inline constexpr int64_t kMaxDomain = int64_t{1} << 24;
 inline constexpr int64_t kMaxPermutationEntries = int64_t{1} << 26;
 inline constexpr int64_t kMaxPayloadBytes = int64_t{1} << 20;
 
+// The typed presets' names (typed_workload.h), for messages.
+inline constexpr absl::string_view kTypedPresets =
+    "events-1m, events-10m, eventbridge-1m";
+
 // PresetOptions() returns the options of a preset (workload/presets.md):
 // "fabret-1m"; "fabret-10m" (the same with 10,000,000 subscriptions);
 // "fabret-uniform" (fabret-1m with both Zipf exponents 0);
