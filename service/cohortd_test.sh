@@ -13,7 +13,8 @@ for flag in listen mode partitions index pin_cores cohort_max cohort_wait_us \
   queue_limit threads listener_queue_limit slow_listener max_predicates \
   max_event_attributes max_payload_bytes max_batch max_streams stream_window \
   max_message_bytes max_attributes max_subscribers metrics_port metrics_host \
-  data_dir fsync snapshot_every journal_group_max journal_group_wait_us numa \
+  data_dir fsync snapshot_every snapshot_growth_percent journal_group_max \
+  journal_group_wait_us numa \
   tls_cert tls_key tls_client_ca auth_tokens latency_target_us \
   max_concurrent_streams cohorts_in_flight; do
   check "--help documents --${flag} with a default" \

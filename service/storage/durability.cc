@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <future>
@@ -39,15 +40,28 @@ absl::StatusOr<std::unique_ptr<Durability>> Durability::Open(
       Journal::Open(journal_options, r->journal_bytes);
   if (!journal.ok()) return journal.status();
   const uint64_t generation = r->journal_generation;
+  const uint64_t live = r->state.live.size();
   *recovered = std::move(*r);
   return std::unique_ptr<Durability>(
-      new Durability(options, generation, std::move(*journal)));
+      new Durability(options, generation, live, std::move(*journal)));
 }
 
 Durability::Durability(const DurabilityOptions& options, uint64_t generation,
-                       std::unique_ptr<Journal> journal)
-    : options_(options), journal_(std::move(journal)), generation_(generation) {
+                       uint64_t live, std::unique_ptr<Journal> journal)
+    : options_(options),
+      journal_(std::move(journal)),
+      snapshot_live_(live),
+      generation_(generation) {
   folder_ = std::thread([this] { RunFolds(); });
+}
+
+uint64_t Durability::RotationThreshold() const {
+  if (options_.log_positions || options_.snapshot_growth_percent == 0) {
+    return options_.snapshot_every;
+  }
+  return std::max(options_.snapshot_every,
+                  snapshot_live_.load() *
+                      options_.snapshot_growth_percent / 100);
 }
 
 Durability::~Durability() {
@@ -112,7 +126,7 @@ void Durability::Log(uint8_t type, std::string payload, uint64_t changes,
   // With log positions, a journal ends right after a kLogPosition record.
   if (options_.log_positions && type != kLogPosition) return;
   if (options_.snapshot_every == 0 ||
-      changes_since_rotation_ < options_.snapshot_every) {
+      changes_since_rotation_ < RotationThreshold()) {
     return;
   }
   changes_since_rotation_ = 0;
@@ -152,6 +166,7 @@ void Durability::RunFolds() {
     // process grows by the largest fold so far.
     ReleaseFreeMemory();
     if (folded.ok()) {
+      snapshot_live_.store(*folded);
       ++snapshots_taken_;
     } else {
       ++snapshot_failures_;

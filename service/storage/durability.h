@@ -11,10 +11,18 @@
 // Files and their crash safety: store.h. Every `snapshot_every` changes (a
 // subscription subscribed or unsubscribed, or a new name; a batched
 // request's record counts each subscription in it, so the bound on journal
-// length holds whatever the batch size) the journal rotates to the next
-// generation (Journal::Rotate, a barrier in the journal's own order), and a background thread folds the older generations
-// into a snapshot and deletes them (TakeSnapshot). A failed fold is counted
-// and reported on stderr; the files stay and the next fold includes them.
+// length holds whatever the batch size), and on one node not before the
+// changes reach `snapshot_growth_percent` of the subscriptions the last
+// snapshot held, the journal rotates to the next generation
+// (Journal::Rotate, a barrier in the journal's own order), and a background
+// thread folds the older generations into a snapshot and deletes them
+// (TakeSnapshot). A fold writes every live subscription again (on one node
+// copying the previous snapshot's frames as bytes where no change touched
+// them), so the growth rule keeps the folds' work in proportion to the
+// changes (loading N subscriptions folds about 3N at 50%, not
+// N^2 / (2 snapshot_every)), at the price of a journal of up to that share
+// of the live set for recovery to replay. A failed fold is counted and
+// reported on stderr; the files stay and the next fold includes them.
 //
 // Thread safety: Log* may be called from any thread, concurrently; the order
 // of the calls is the order of the records in the journal. Close and the
@@ -51,6 +59,11 @@ struct DurabilityOptions {
   // Changes between snapshots (see the file comment); 0 = snapshot only at
   // Close.
   uint64_t snapshot_every = 0;
+  // On one node (not with log_positions, whose nodes snapshot at the same
+  // log positions): a rotation also waits until the changes reach this
+  // percentage of the live subscriptions the last snapshot held (or
+  // recovery found); 0 = every snapshot_every changes.
+  uint32_t snapshot_growth_percent = 0;
   uint32_t group_max = 1024;   // JournalOptions
   int64_t group_wait_us = 0;   // JournalOptions
   bool use_io_uring = true;    // JournalOptions
@@ -115,11 +128,16 @@ class Durability {
   }
   const char* backend() const { return journal_->backend(); }
   uint64_t snapshots_taken() const { return snapshots_taken_.load(); }
+  // The live subscriptions of the newest snapshot a fold wrote (or of the
+  // state recovered at Open, before the first fold).
+  uint64_t snapshot_live() const { return snapshot_live_.load(); }
   uint64_t snapshot_failures() const { return snapshot_failures_.load(); }
 
  private:
   Durability(const DurabilityOptions& options, uint64_t generation,
-             std::unique_ptr<Journal> journal);
+             uint64_t live, std::unique_ptr<Journal> journal);
+  // Changes that rotate the journal now (see snapshot_growth_percent).
+  uint64_t RotationThreshold() const;
   // Appends one record carrying `changes` changes (for snapshot_every).
   void Log(uint8_t type, std::string payload, uint64_t changes,
            Journal::Done done);
@@ -129,6 +147,7 @@ class Durability {
   std::unique_ptr<Journal> journal_;
   std::atomic<uint64_t> snapshots_taken_{0};
   std::atomic<uint64_t> snapshot_failures_{0};
+  std::atomic<uint64_t> snapshot_live_{0};
 
   // Serialises rotation decisions with appends, so that the generation a
   // record goes to is the one counted.

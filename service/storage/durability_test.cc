@@ -78,7 +78,8 @@ SubscriptionInput Sub(uint32_t subscriber, uint32_t attribute, int64_t v) {
 // the order the changes are logged; a model of what was acknowledged.
 class Driver {
  public:
-  explicit Driver(Durability* d) : d_(d) {}
+  explicit Driver(Durability* d, uint64_t next_id = 1)
+      : d_(d), next_id_(next_id) {}
 
   void Subscribe(uint32_t subscriber, uint32_t attribute, int n) {
     std::vector<SubscriptionInput> subs;
@@ -145,7 +146,7 @@ class Driver {
  private:
   Durability* d_;
   std::mutex mu_;
-  uint64_t next_id_ = 1;
+  uint64_t next_id_;
   std::mutex acked_mu_;
   std::map<uint64_t, SubscriptionInput> acked_;
   std::set<uint64_t> removing_;
@@ -208,6 +209,81 @@ TEST(DurabilityTest, CleanCloseRecoversTheAcknowledgedState) {
               ::testing::ElementsAre("price", "kind"));
   EXPECT_THAT(recovered.state.subscribers, ::testing::ElementsAre("alice"));
   EXPECT_EQ(recovered.records_replayed, 0u);  // all in the snapshot
+}
+
+// The newest journal's generation in `dir` (0 if none).
+uint64_t NewestJournal(const std::string& dir) {
+  uint64_t newest = 0;
+  for (const std::string& name : Files(dir)) {
+    if (absl::StartsWith(name, "journal-")) {
+      newest = std::max<uint64_t>(newest, std::stoull(name.substr(8)));
+    }
+  }
+  return newest;
+}
+
+// Subscribes `n` subscriptions one record each and returns how many folds
+// ran, waiting after each record until every rotation so far is folded, so
+// that each rotation decision sees the snapshot before it (as a load slower
+// than the folds would).
+uint64_t FoldsWhileSubscribing(const DurabilityOptions& options, int n,
+                               uint64_t* live) {
+  Recovery recovered;
+  auto d = Durability::Open(options, &recovered);
+  EXPECT_TRUE(d.ok()) << d.status();
+  if (!d.ok()) return 0;
+  const uint64_t first = NewestJournal(options.data_dir);
+  if (recovered.state.subscribers.empty()) {  // two changes
+    (*d)->LogName(kAttributeName, 0, "a");
+    (*d)->LogName(kSubscriberName, 0, "s");
+  }
+  Driver driver(d->get(), recovered.state.next_id);
+  for (int i = 0; i < n; ++i) {
+    driver.Subscribe(0, 0, 1);
+    driver.Sync();
+    const uint64_t rotations = NewestJournal(options.data_dir) - first;
+    for (int spin = 0; (*d)->snapshots_taken() < rotations; ++spin) {
+      if (spin == 20000) {
+        ADD_FAILURE() << "fold " << rotations << " never finished";
+        return 0;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  const uint64_t folds = (*d)->snapshots_taken();
+  *live = (*d)->snapshot_live();
+  EXPECT_TRUE((*d)->Close().ok());
+  return folds;
+}
+
+// --snapshot_growth_percent: with snapshots every 10 changes, two names
+// and 320 subscriptions fold 32 times without it, and with 100% only when
+// the journal holds as many changes as the last snapshot held
+// subscriptions: with 8, 18, 36, 72, 144 and 288 live (each fold rewrites
+// the live set, so the folds' work stays within twice the changes). A
+// reopened directory starts from the live set it recovered.
+TEST(DurabilityTest, SnapshotGrowthSpacesFoldsByTheLiveSet) {
+  DurabilityOptions options;
+  options.data_dir = FreshDir("growth_off");
+  options.fsync = false;
+  options.snapshot_every = 10;
+  uint64_t live = 0;
+  EXPECT_EQ(FoldsWhileSubscribing(options, 320, &live), 32u);
+  EXPECT_EQ(live, 318u);
+
+  options.data_dir = FreshDir("growth_on");
+  options.snapshot_growth_percent = 100;
+  EXPECT_EQ(FoldsWhileSubscribing(options, 320, &live), 6u);
+  EXPECT_EQ(live, 288u);
+  // Reopened with 320 live (Close folded the rest): the next fold waits
+  // for 320 changes.
+  EXPECT_EQ(FoldsWhileSubscribing(options, 319, &live), 0u);
+  EXPECT_EQ(live, 320u);  // what recovery found; no fold since
+  Recovery recovered;
+  auto d = Durability::Open(options, &recovered);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(recovered.state.live.size(), 639u);
+  EXPECT_EQ((*d)->snapshot_live(), 639u);
 }
 
 // Property: without a clean close (the process dies; simulated by leaving

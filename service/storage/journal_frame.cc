@@ -1,7 +1,11 @@
 #include "service/storage/journal_frame.h"
 
 #include <array>
+#include <cstring>
 
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+#endif
 
 namespace cohort {
 namespace service {
@@ -19,14 +23,55 @@ constexpr std::array<uint32_t, 256> MakeCrcTable() {
 }
 constexpr std::array<uint32_t, 256> kCrcTable = MakeCrcTable();
 
+#if defined(__x86_64__)
+// SSE4.2's crc32 instruction computes the same polynomial, 8 bytes at a
+// time: about 10x the table's speed, which every journal append and every
+// snapshot read and write pays per byte.
+__attribute__((target("sse4.2"))) uint32_t Crc32cSse42(
+    absl::string_view data, uint32_t crc) {
+  const char* p = data.data();
+  size_t n = data.size();
+  uint64_t c = ~crc;
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t word;
+    std::memcpy(&word, p, 8);
+    c = _mm_crc32_u64(c, word);
+  }
+  uint32_t c32 = static_cast<uint32_t>(c);
+  for (; n > 0; ++p, --n) c32 = _mm_crc32_u8(c32, static_cast<uint8_t>(*p));
+  return ~c32;
+}
+
+const bool kHaveSse42 = __builtin_cpu_supports("sse4.2");
+#endif
+
 }  // namespace
 
-uint32_t Crc32c(absl::string_view data, uint32_t crc) {
+namespace internal {
+
+uint32_t Crc32cPortable(absl::string_view data, uint32_t crc) {
   crc = ~crc;
   for (unsigned char byte : data) {
     crc = kCrcTable[(crc ^ byte) & 0xff] ^ (crc >> 8);
   }
   return ~crc;
+}
+
+bool Crc32cIsHardware() {
+#if defined(__x86_64__)
+  return kHaveSse42;
+#else
+  return false;
+#endif
+}
+
+}  // namespace internal
+
+uint32_t Crc32c(absl::string_view data, uint32_t crc) {
+#if defined(__x86_64__)
+  if (kHaveSse42) return Crc32cSse42(data, crc);
+#endif
+  return internal::Crc32cPortable(data, crc);
 }
 
 void AppendFrame(uint8_t type, absl::string_view payload, std::string* out) {

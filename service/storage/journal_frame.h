@@ -31,8 +31,17 @@ namespace service {
 inline constexpr size_t kFrameHeaderBytes = 9;
 inline constexpr uint32_t kMaxFramePayload = 64u << 20;  // 64 MiB
 
-// CRC-32C of `data`, continuing from `crc` (0 to start).
+// CRC-32C of `data`, continuing from `crc` (0 to start). On x86-64 with
+// SSE4.2 (checked once at start) the crc32 instruction computes it, else a
+// table does; both give the same value.
 uint32_t Crc32c(absl::string_view data, uint32_t crc = 0);
+
+namespace internal {
+// The table's CRC-32C, and whether Crc32c uses the instruction instead
+// (for journal_frame_test, which compares the two).
+uint32_t Crc32cPortable(absl::string_view data, uint32_t crc = 0);
+bool Crc32cIsHardware();
+}  // namespace internal
 
 // Stored checksums are masked, as LevelDB does, so that a frame whose
 // payload embeds frames (a snapshot of journal bytes) does not checksum to

@@ -9,9 +9,11 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -170,8 +172,12 @@ absl::Status StoreState::Apply(const Frame& frame) {
                            frame.offset));
 }
 
-std::string EncodeSnapshot(const StoreState& state) {
-  std::string out;
+namespace {
+
+// A snapshot's frames before its subscriptions: header, log position,
+// names, strings.
+void AppendSnapshotHead(const StoreState& state, std::string* out_ptr) {
+  std::string& out = *out_ptr;
   std::string header;
   PutFixed32(kSnapshotVersion, &header);
   PutFixed64(state.next_id, &header);
@@ -194,18 +200,23 @@ std::string EncodeSnapshot(const StoreState& state) {
     AppendFrame(kStringValue, EncodeString(s.attribute, s.code, s.bytes),
                 &out);
   }
-  // Runs of consecutive ids (at most kSnapshotChunk) in kSubscribe format,
-  // or kSubscribeOr's for a run with an "or" subscription.
+}
+
+// Subscriptions by id as frames of runs of consecutive ids (at most
+// kSnapshotChunk) in kSubscribe format, or kSubscribeOr's for a run with an
+// "or" subscription.
+template <typename Subscriptions>
+void AppendSnapshotRuns(const Subscriptions& by_id, std::string* out) {
   std::vector<SubscriptionInput> run;
   uint64_t run_first = 0;
   auto flush = [&] {
     if (run.empty()) return;
     AppendFrame(HasBranches(run) ? kSnapshotOrSubscriptions
                                  : kSnapshotSubscriptions,
-                EncodeSubscribe(run_first, run), &out);
+                EncodeSubscribe(run_first, run), out);
     run.clear();
   };
-  for (const auto& [id, subscription] : state.live) {
+  for (const auto& [id, subscription] : by_id) {
     if (!run.empty() &&
         (id != run_first + run.size() || run.size() == kSnapshotChunk)) {
       flush();
@@ -214,14 +225,33 @@ std::string EncodeSnapshot(const StoreState& state) {
     run.push_back(subscription);
   }
   flush();
+}
+
+void AppendSnapshotEnd(uint64_t count, std::string* out) {
   std::string end;
-  PutFixed64(state.live.size(), &end);
-  AppendFrame(kSnapshotEnd, end, &out);
+  PutFixed64(count, &end);
+  AppendFrame(kSnapshotEnd, end, out);
+}
+
+}  // namespace
+
+std::string EncodeSnapshot(const StoreState& state) {
+  std::string out;
+  AppendSnapshotHead(state, &out);
+  AppendSnapshotRuns(state.live, &out);
+  AppendSnapshotEnd(state.live.size(), &out);
   return out;
 }
 
 absl::Status DecodeSnapshot(absl::string_view data, StoreState* state) {
+  return DecodeSnapshot(data, state, nullptr);
+}
+
+absl::Status DecodeSnapshot(absl::string_view data, StoreState* state,
+                            std::vector<SnapshotRun>* runs) {
   *state = StoreState();
+  if (runs != nullptr) runs->clear();
+  uint64_t in_runs = 0;  // subscriptions in *runs
   FrameReader reader(data);
   Frame frame;
   if (!reader.Next(&frame) || frame.type != kSnapshotHeader ||
@@ -250,6 +280,25 @@ absl::Status DecodeSnapshot(absl::string_view data, StoreState* state) {
                                    "frame in a version ", version,
                                    " snapshot"));
         }
+        if (runs != nullptr) {
+          // Kept as bytes: the first id and count lead the payload.
+          if (frame.payload.size() < 12) {
+            return Lost("snapshot: subscriptions frame too short");
+          }
+          const uint64_t first = LoadFixed(frame.payload.data(), 8);
+          const uint64_t n = LoadFixed(frame.payload.data() + 8, 4);
+          if (first < state->next_id || n == 0) {
+            return Lost(absl::StrCat("snapshot: subscriptions frame at id ",
+                                     first, " out of order"));
+          }
+          runs->push_back({first, n, frame.type,
+                           data.substr(frame.offset,
+                                       kFrameHeaderBytes +
+                                           frame.payload.size())});
+          state->next_id = first + n;
+          in_runs += n;
+          break;
+        }
         SubscribeRecord record;
         if (absl::Status s = DecodeSubscribe(
                 frame.type == kSnapshotSubscriptions ? kSubscribe
@@ -267,16 +316,18 @@ absl::Status DecodeSnapshot(absl::string_view data, StoreState* state) {
       }
       case kSnapshotLogPosition:
         if (frame.payload.size() != 8 || state->log_position != 0 ||
-            !state->attributes.empty() || !state->live.empty()) {
+            !state->attributes.empty() || !state->live.empty() ||
+            in_runs > 0) {
           return Lost("snapshot: a log position frame out of place");
         }
         state->log_position = LoadFixed(frame.payload.data(), 8);
         break;
       case kSnapshotEnd:
         if (frame.payload.size() != 8 ||
-            LoadFixed(frame.payload.data(), 8) != state->live.size()) {
+            LoadFixed(frame.payload.data(), 8) !=
+                state->live.size() + in_runs) {
           return Lost(absl::StrCat("snapshot: end frame does not match the ",
-                                   state->live.size(),
+                                   state->live.size() + in_runs,
                                    " subscriptions read"));
         }
         ended = true;
@@ -349,8 +400,14 @@ std::string JournalName(uint64_t generation) {
   return absl::StrCat("journal-", generation);
 }
 
-absl::StatusOr<Recovery> Recover(const std::string& dir, uint64_t below,
-                                 bool log_positions) {
+namespace {
+
+// The files Recover reads from `dir` (snapshots up to `below`, journals
+// below it): in *r the newest snapshot's generation, the obsolete files and
+// the journal generation appends go to; in *replay the journals to replay
+// after the snapshot, checked to be contiguous and to continue it.
+absl::Status ListGenerations(const std::string& dir, uint64_t below,
+                             Recovery* r, std::vector<uint64_t>* replay_out) {
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) {
     return ErrnoStatus(errno, absl::StrCat("cannot read directory ", dir));
@@ -371,27 +428,20 @@ absl::StatusOr<Recovery> Recover(const std::string& dir, uint64_t below,
   std::sort(snapshots.begin(), snapshots.end());
   std::sort(journals.begin(), journals.end());
 
-  Recovery r;
   for (const std::string& name : temporary) {
-    r.obsolete.push_back(absl::StrCat(dir, "/", name));
+    r->obsolete.push_back(absl::StrCat(dir, "/", name));
   }
   if (!snapshots.empty()) {
-    r.snapshot_generation = snapshots.back();
-    const std::string path =
-        absl::StrCat(dir, "/", SnapshotName(r.snapshot_generation));
-    absl::StatusOr<std::string> data = ReadWholeFile(path);
-    if (!data.ok()) return data.status();
-    if (absl::Status s = DecodeSnapshot(*data, &r.state); !s.ok()) {
-      return absl::DataLossError(absl::StrCat(path, ": ", s.message()));
-    }
+    r->snapshot_generation = snapshots.back();
     for (size_t i = 0; i + 1 < snapshots.size(); ++i) {
-      r.obsolete.push_back(absl::StrCat(dir, "/", SnapshotName(snapshots[i])));
+      r->obsolete.push_back(absl::StrCat(dir, "/", SnapshotName(snapshots[i])));
     }
   }
-  std::vector<uint64_t> replay;
+  std::vector<uint64_t>& replay = *replay_out;
+  replay.clear();
   for (uint64_t g : journals) {
-    if (g < r.snapshot_generation) {
-      r.obsolete.push_back(absl::StrCat(dir, "/", JournalName(g)));
+    if (g < r->snapshot_generation) {
+      r->obsolete.push_back(absl::StrCat(dir, "/", JournalName(g)));
     } else {
       replay.push_back(g);
     }
@@ -405,21 +455,43 @@ absl::StatusOr<Recovery> Recover(const std::string& dir, uint64_t below,
   }
   // journal-<g> for g > 1 continues snapshot-<g>: without that snapshot
   // the records before it are gone.
-  if (!replay.empty() && r.snapshot_generation == 0 && replay.front() != 1) {
+  if (!replay.empty() && r->snapshot_generation == 0 &&
+      replay.front() != 1) {
     return absl::DataLossError(absl::StrCat(
         dir, ": ", SnapshotName(replay.front()), " is missing before ",
         JournalName(replay.front())));
   }
-  if (!replay.empty() && r.snapshot_generation > 0 &&
-      replay.front() != r.snapshot_generation) {
+  if (!replay.empty() && r->snapshot_generation > 0 &&
+      replay.front() != r->snapshot_generation) {
     return absl::DataLossError(absl::StrCat(
-        dir, ": ", JournalName(r.snapshot_generation), " is missing after ",
-        SnapshotName(r.snapshot_generation)));
+        dir, ": ", JournalName(r->snapshot_generation), " is missing after ",
+        SnapshotName(r->snapshot_generation)));
   }
-  r.journal_generation =
-      replay.empty() ? std::max<uint64_t>(r.snapshot_generation, 1)
+  r->journal_generation =
+      replay.empty() ? std::max<uint64_t>(r->snapshot_generation, 1)
                      : replay.back();
-  r.tail = "end";
+  r->tail = "end";
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Recovery> Recover(const std::string& dir, uint64_t below,
+                                 bool log_positions) {
+  Recovery r;
+  std::vector<uint64_t> replay;
+  if (absl::Status s = ListGenerations(dir, below, &r, &replay); !s.ok()) {
+    return s;
+  }
+  if (r.snapshot_generation > 0) {
+    const std::string path =
+        absl::StrCat(dir, "/", SnapshotName(r.snapshot_generation));
+    absl::StatusOr<std::string> data = ReadWholeFile(path);
+    if (!data.ok()) return data.status();
+    if (absl::Status s = DecodeSnapshot(*data, &r.state); !s.ok()) {
+      return absl::DataLossError(absl::StrCat(path, ": ", s.message()));
+    }
+  }
   // With log positions, the records since the last kLogPosition record wait
   // here (views into `data`, which the loop keeps) until the next one.
   std::vector<Frame> unmarked;
@@ -479,11 +551,144 @@ absl::StatusOr<Recovery> Recover(const std::string& dir, uint64_t below,
   return r;
 }
 
+namespace {
+
+// Whether a sorted `ids` holds an id of [first, first + n).
+bool AnyIn(const std::vector<uint64_t>& ids, uint64_t first, uint64_t n) {
+  auto it = std::lower_bound(ids.begin(), ids.end(), first);
+  return it != ids.end() && *it - first < n;
+}
+
+// TakeSnapshot on one node: the newest snapshot's subscription frames are
+// copied as bytes (checked by their checksums as they are read), and only
+// those holding a subscription the journals unsubscribed are decoded and
+// written again; the journals' records are applied as recovery applies
+// them. The work is the snapshot's bytes plus the changes, not a decode and
+// an encode of every live subscription.
+absl::StatusOr<uint64_t> FoldSnapshot(const std::string& dir,
+                                      uint64_t generation) {
+  Recovery files;
+  std::vector<uint64_t> replay;
+  if (absl::Status s = ListGenerations(dir, generation, &files, &replay);
+      !s.ok()) {
+    return s;
+  }
+  // state: the names, strings and next id, and in `live` only what the
+  // journals subscribed; runs: the snapshot's subscription frames.
+  StoreState state;
+  std::vector<SnapshotRun> runs;
+  std::string old;
+  if (files.snapshot_generation > 0) {
+    const std::string path =
+        absl::StrCat(dir, "/", SnapshotName(files.snapshot_generation));
+    absl::StatusOr<std::string> data = ReadWholeFile(path);
+    if (!data.ok()) return data.status();
+    old = std::move(*data);
+    if (absl::Status s = DecodeSnapshot(old, &state, &runs); !s.ok()) {
+      return absl::DataLossError(absl::StrCat(path, ": ", s.message()));
+    }
+  }
+  uint64_t in_runs = 0;
+  for (const SnapshotRun& run : runs) in_runs += run.count;
+  absl::flat_hash_set<uint64_t> removed;  // from the runs
+  auto in_a_run = [&runs](uint64_t id) {
+    auto after = std::upper_bound(
+        runs.begin(), runs.end(), id,
+        [](uint64_t v, const SnapshotRun& run) { return v < run.first; });
+    return after != runs.begin() && id - std::prev(after)->first <
+                                        std::prev(after)->count;
+  };
+  for (uint64_t g : replay) {
+    const std::string path = absl::StrCat(dir, "/", JournalName(g));
+    absl::StatusOr<std::string> data = ReadWholeFile(path);
+    if (!data.ok()) return data.status();
+    FrameReader reader(*data);
+    Frame frame;
+    while (reader.Next(&frame)) {
+      absl::Status s;
+      if (frame.type == kUnsubscribe) {
+        std::vector<uint64_t> ids;
+        s = DecodeUnsubscribe(frame.payload, &ids);
+        for (size_t i = 0; s.ok() && i < ids.size(); ++i) {
+          if (state.live.erase(ids[i]) == 0 &&
+              !(in_a_run(ids[i]) && removed.insert(ids[i]).second)) {
+            s = Lost(absl::StrCat(
+                "journal unsubscribe record: subscription id ", ids[i],
+                " is not live"));
+          }
+        }
+      } else {
+        s = state.Apply(frame);
+      }
+      if (!s.ok()) {
+        return absl::DataLossError(absl::StrCat(path, " at byte ",
+                                                frame.offset, ": ",
+                                                s.message()));
+      }
+    }
+    if (reader.stop() != FrameReader::Stop::kEnd) {
+      // A journal that is no longer appended to ends in a damaged frame:
+      // keep the files for an operator rather than fold the damage away.
+      return absl::DataLossError(absl::StrCat(
+          path, ": ", StopName(reader.stop()), " frame at byte ",
+          reader.valid_bytes(), "; not folding it into ",
+          SnapshotName(generation)));
+    }
+  }
+  const uint64_t count = in_runs - removed.size() + state.live.size();
+  if (files.snapshot_generation != generation) {
+    std::vector<uint64_t> gone(removed.begin(), removed.end());
+    std::sort(gone.begin(), gone.end());
+    std::string out;
+    out.reserve(old.size() + old.size() / 8);
+    AppendSnapshotHead(state, &out);
+    for (const SnapshotRun& run : runs) {
+      if (!AnyIn(gone, run.first, run.count)) {
+        out.append(run.frame.data(), run.frame.size());
+        continue;
+      }
+      SubscribeRecord record;
+      if (absl::Status s = DecodeSubscribe(
+              run.type == kSnapshotSubscriptions ? kSubscribe : kSubscribeOr,
+              run.frame.substr(kFrameHeaderBytes), &record);
+          !s.ok()) {
+        return absl::DataLossError(absl::StrCat(
+            dir, "/", SnapshotName(files.snapshot_generation), ": ",
+            s.message()));
+      }
+      std::vector<std::pair<uint64_t, SubscriptionInput>> kept;
+      for (size_t i = 0; i < record.subscriptions.size(); ++i) {
+        const uint64_t id = record.first_id + i;
+        if (!std::binary_search(gone.begin(), gone.end(), id)) {
+          kept.emplace_back(id, std::move(record.subscriptions[i]));
+        }
+      }
+      AppendSnapshotRuns(kept, &out);
+    }
+    old = std::string();  // the runs' bytes are copied
+    AppendSnapshotRuns(state.live, &out);
+    AppendSnapshotEnd(count, &out);
+    if (absl::Status s =
+            WriteFileAtomically(dir, SnapshotName(generation), out);
+        !s.ok()) {
+      return s;
+    }
+  }
+  RemoveGenerationsBefore(dir, generation);
+  return count;
+}
+
+}  // namespace
+
 absl::StatusOr<uint64_t> TakeSnapshot(const std::string& dir,
                                       uint64_t generation,
                                       bool log_positions,
                                       std::string* written,
                                       uint64_t* log_position) {
+  if (!log_positions && written == nullptr) {
+    if (log_position != nullptr) *log_position = 0;
+    return FoldSnapshot(dir, generation);
+  }
   absl::StatusOr<Recovery> folded = Recover(dir, generation, log_positions);
   if (!folded.ok()) return folded.status();
   if (folded->bytes_discarded > 0) {

@@ -78,6 +78,20 @@ std::string EncodeSnapshot(const StoreState& state);
 // naming what is wrong (not a snapshot, truncated, a count mismatch).
 absl::Status DecodeSnapshot(absl::string_view data, StoreState* state);
 
+// One subscriptions frame of a snapshot, kept as its bytes (TakeSnapshot
+// copies those no change touched).
+struct SnapshotRun {
+  uint64_t first = 0;       // ids first .. first + count - 1
+  uint64_t count = 0;
+  uint8_t type = 0;         // kSnapshotSubscriptions or ...OrSubscriptions
+  absl::string_view frame;  // the whole frame, header included, in `data`
+};
+// As above, but with `runs` the subscriptions frames are not decoded: they
+// go to *runs in order (their checksums checked) and state->live holds
+// none of them.
+absl::Status DecodeSnapshot(absl::string_view data, StoreState* state,
+                            std::vector<SnapshotRun>* runs);
+
 // Writes `data` to `dir`/`name` atomically: `name`.tmp, fsync, rename,
 // fsync of the directory. Errors name the file and the system error.
 absl::Status WriteFileAtomically(const std::string& dir,
@@ -120,7 +134,11 @@ absl::StatusOr<Recovery> Recover(const std::string& dir,
 
 // Folds the newest snapshot and the journals before `generation` into
 // snapshot-<generation> (written atomically), then deletes the snapshots
-// and journals of older generations. REQUIRES: nothing appends to a journal
+// and journals of older generations. Without `log_positions` and
+// `written`, the snapshot's subscription frames that no unsubscribe
+// touched are copied as bytes (DecodeSnapshot with runs) rather than
+// decoded and encoded again; either way the state written is the one
+// Recover would return. REQUIRES: nothing appends to a journal
 // older than `generation` any more (Journal::Rotate has completed).
 // Returns the number of live subscriptions written.
 // With `written`, also returns the snapshot written (empty if the newest

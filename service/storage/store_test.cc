@@ -500,6 +500,94 @@ TEST(TakeSnapshotTest, FoldsOlderGenerationsAndKeepsTheState) {
   EXPECT_EQ(r->journal_bytes, 0u);
 }
 
+// A single node's fold copies the snapshot's untouched subscription frames
+// as bytes (FoldSnapshot); the cluster's (asked for the bytes it writes)
+// decodes and encodes every subscription. Over random histories cut into
+// journals at random, folded one generation at a time as the server does
+// (many unsubscribes of ids in the snapshot's frames, "or" runs, gaps in
+// ids), both give the history's state after every fold.
+TEST(TakeSnapshotTest, CopyingFoldAgreesWithTheDecodingFold) {
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    const History h = RandomHistory(seed, 300);
+    const std::string copying = NewDir("fold_copy");
+    const std::string decoding = NewDir("fold_decode");
+    std::mt19937_64 rng(seed);
+    size_t at = 0;
+    StoreState want;
+    for (uint64_t g = 1; at < h.frames.size(); ++g) {
+      std::string journal;
+      const size_t end =
+          std::min(h.frames.size(), at + 1 + static_cast<size_t>(rng() % 60));
+      for (; at < end; ++at) {
+        journal += h.frames[at];
+        FrameReader reader(h.frames[at]);
+        Frame f;
+        ASSERT_TRUE(reader.Next(&f));
+        ASSERT_TRUE(want.Apply(f).ok());
+      }
+      WriteFile(copying + "/" + JournalName(g), journal);
+      WriteFile(decoding + "/" + JournalName(g), journal);
+      absl::StatusOr<uint64_t> copied = TakeSnapshot(copying, g + 1);
+      std::string written;
+      absl::StatusOr<uint64_t> decoded =
+          TakeSnapshot(decoding, g + 1, false, &written);
+      ASSERT_TRUE(copied.ok()) << seed << " " << copied.status();
+      ASSERT_TRUE(decoded.ok()) << seed << " " << decoded.status();
+      EXPECT_EQ(*copied, want.live.size()) << seed << " " << g;
+      EXPECT_EQ(*decoded, want.live.size()) << seed << " " << g;
+      absl::StatusOr<Recovery> a = Recover(copying);
+      absl::StatusOr<Recovery> b = Recover(decoding);
+      ASSERT_TRUE(a.ok()) << seed << " " << a.status();
+      ASSERT_TRUE(b.ok()) << seed << " " << b.status();
+      EXPECT_EQ(a->snapshot_generation, g + 1);
+      EXPECT_EQ(a->records_replayed, 0u);
+      ExpectSameState(a->state, want);
+      ExpectSameState(b->state, want);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+}
+
+// The copying fold checks the journals' unsubscribes against the
+// snapshot's frames: an id in none of them, or unsubscribed twice, is
+// DATA_LOSS (as recovery says), and nothing is folded.
+TEST(TakeSnapshotTest, CopyingFoldRefusesUnsubscribesOfIdsNotLive) {
+  StoreState state;
+  state.attributes = {"a"};
+  state.subscribers = {"s"};
+  for (uint64_t id = 1; id <= 5; ++id) state.live[id] = Sub(0, 0, 7);
+  for (uint64_t id = 8; id <= 9; ++id) state.live[id] = Sub(0, 0, 8);
+  state.next_id = 10;
+  for (const std::vector<uint64_t>& ids :
+       {std::vector<uint64_t>{6}, std::vector<uint64_t>{10},
+        std::vector<uint64_t>{3, 3}, std::vector<uint64_t>{0}}) {
+    const std::string dir = NewDir("fold_not_live");
+    WriteFile(dir + "/" + SnapshotName(2), EncodeSnapshot(state));
+    std::string journal;
+    AppendFrame(kUnsubscribe, EncodeUnsubscribe(ids), &journal);
+    WriteFile(dir + "/" + JournalName(2), journal);
+    absl::StatusOr<uint64_t> folded = TakeSnapshot(dir, 3);
+    EXPECT_TRUE(absl::IsDataLoss(folded.status())) << folded.status();
+    EXPECT_THAT(folded.status().message(), HasSubstr("is not live"));
+    EXPECT_EQ(access((dir + "/" + SnapshotName(3)).c_str(), F_OK), -1);
+  }
+  // And the same journal with ids that are live folds to the state less
+  // them.
+  const std::string dir = NewDir("fold_live");
+  WriteFile(dir + "/" + SnapshotName(2), EncodeSnapshot(state));
+  std::string journal;
+  AppendFrame(kUnsubscribe, EncodeUnsubscribe({3, 9}), &journal);
+  WriteFile(dir + "/" + JournalName(2), journal);
+  absl::StatusOr<uint64_t> folded = TakeSnapshot(dir, 3);
+  ASSERT_TRUE(folded.ok()) << folded.status();
+  EXPECT_EQ(*folded, 5u);
+  absl::StatusOr<Recovery> r = Recover(dir);
+  ASSERT_TRUE(r.ok()) << r.status();
+  state.live.erase(3);
+  state.live.erase(9);
+  ExpectSameState(r->state, state);
+}
+
 TEST(TakeSnapshotTest, RefusesToFoldADamagedJournal) {
   const std::string dir = NewDir("fold_damaged");
   const History h = RandomHistory(4, 20);
