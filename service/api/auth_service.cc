@@ -77,6 +77,7 @@ AuthService::AuthService(PubSubService* inner, const Interner* subscribers,
       subscribers_(subscribers),
       tokens_(std::move(tokens)),
       limits_(limits) {
+  SetMessageAllocatorFor_Subscribe(&subscribe_messages_);
   inner_->set_observer(&owners_);
 }
 

@@ -143,6 +143,9 @@ class AuthService final : public PubSubCallbackService {
   const TokenStore tokens_;
   const Limits limits_;
   SubscriptionOwners owners_;
+  // Subscribe's requests (ArenaMessages); set in the constructor.
+  ArenaMessages<v1::SubscribeRequest, v1::SubscribeResponse>
+      subscribe_messages_;
 };
 
 }  // namespace service

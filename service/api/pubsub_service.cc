@@ -124,7 +124,9 @@ PubSubService::PubSubService(Engine* engine, TypedAttributes* attributes,
       attributes_(attributes),
       subscribers_(subscribers),
       limits_(limits),
-      streams_(streams) {}
+      streams_(streams) {
+  SetMessageAllocatorFor_Subscribe(&subscribe_messages_);
+}
 
 bool PubSubService::OpenStream() {
   if (open_streams_.fetch_add(1, std::memory_order_relaxed) >=

@@ -39,7 +39,9 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "google/protobuf/arena.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/support/message_allocator.h"
 #include "proto/cohort/v1/pubsub.grpc.pb.h"
 #include "service/cluster/cluster_deliveries.h"
 #include "service/cluster/snapshot_exchange.h"
@@ -105,6 +107,41 @@ class SubscriptionObserver {
                                       std::optional<uint32_t> subscriber) {
     return absl::OkStatus();
   }
+};
+
+// Unary requests and responses in a protobuf Arena of their own per call
+// (gRPC's MessageAllocator, set for Subscribe): a Subscribe request is
+// thousands of small messages (subscriptions, predicates, strings), each a
+// heap block to allocate while parsing and to free after, one by one; in
+// an arena they are carved from a few blocks freed at once when gRPC
+// releases the call. Thread-safe (each call's holder is its own).
+template <typename Request, typename Response>
+class ArenaMessages final : public grpc::MessageAllocator<Request, Response> {
+ public:
+  grpc::MessageHolder<Request, Response>* AllocateMessages() override {
+    return new Holder;
+  }
+
+ private:
+  class Holder final : public grpc::MessageHolder<Request, Response> {
+   public:
+    Holder() : arena_(Options()) {
+      this->set_request(
+          google::protobuf::Arena::CreateMessage<Request>(&arena_));
+      this->set_response(
+          google::protobuf::Arena::CreateMessage<Response>(&arena_));
+    }
+    void Release() override { delete this; }
+
+   private:
+    static google::protobuf::ArenaOptions Options() {
+      google::protobuf::ArenaOptions options;
+      options.start_block_size = 4096;
+      options.max_block_size = 1 << 20;
+      return options;
+    }
+    google::protobuf::Arena arena_;
+  };
 };
 
 // cohort.v1.PubSub on the callback API, with unary Publish on the request's
@@ -241,6 +278,9 @@ class PubSubService final : public PubSubCallbackService {
   SubscriptionLog* log_ = nullptr;
   ClusterDeliveries* deliveries_ = nullptr;
   SnapshotExchange* snapshots_ = nullptr;
+  // Subscribe's requests (ArenaMessages); set in the constructor.
+  ArenaMessages<v1::SubscribeRequest, v1::SubscribeResponse>
+      subscribe_messages_;
 };
 
 }  // namespace service
