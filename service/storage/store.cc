@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <sstream>
 #include <utility>
 
@@ -100,6 +102,46 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   close(fd);
   return data;
 }
+
+// A file mapped read-only (its pages the kernel's page cache, not this
+// process's heap): a fold reads a snapshot of hundreds of MB this way.
+class MappedFile {
+ public:
+  static absl::StatusOr<std::unique_ptr<MappedFile>> Open(
+      const std::string& path) {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return ErrnoStatus(errno, absl::StrCat("cannot open ", path));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+      const int error = errno;
+      close(fd);
+      return ErrnoStatus(error, absl::StrCat("cannot stat ", path));
+    }
+    auto file = std::unique_ptr<MappedFile>(new MappedFile);
+    file->size_ = static_cast<size_t>(st.st_size);
+    if (file->size_ > 0) {
+      void* at = mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (at == MAP_FAILED) {
+        const int error = errno;
+        close(fd);
+        return ErrnoStatus(error, absl::StrCat("cannot map ", path));
+      }
+      file->data_ = static_cast<const char*>(at);
+      madvise(at, file->size_, MADV_SEQUENTIAL);
+    }
+    close(fd);
+    return file;
+  }
+  ~MappedFile() {
+    if (data_ != nullptr) munmap(const_cast<char*>(data_), size_);
+  }
+  absl::string_view bytes() const { return {data_, size_}; }
+
+ private:
+  MappedFile() = default;
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
 
 // "snapshot-12" -> 12 for prefix "snapshot-"; 0 if it does not parse.
 uint64_t Generation(absl::string_view name, absl::string_view prefix) {
@@ -205,8 +247,10 @@ void AppendSnapshotHead(const StoreState& state, std::string* out_ptr) {
 // Subscriptions by id as frames of runs of consecutive ids (at most
 // kSnapshotChunk) in kSubscribe format, or kSubscribeOr's for a run with an
 // "or" subscription.
-template <typename Subscriptions>
-void AppendSnapshotRuns(const Subscriptions& by_id, std::string* out) {
+// `drain(out)` after each frame (a writer's: see FoldSnapshot).
+template <typename Subscriptions, typename Drain>
+void AppendSnapshotRuns(const Subscriptions& by_id, std::string* out,
+                        Drain&& drain) {
   std::vector<SubscriptionInput> run;
   uint64_t run_first = 0;
   auto flush = [&] {
@@ -215,6 +259,7 @@ void AppendSnapshotRuns(const Subscriptions& by_id, std::string* out) {
                                  : kSnapshotSubscriptions,
                 EncodeSubscribe(run_first, run), out);
     run.clear();
+    drain(out);
   };
   for (const auto& [id, subscription] : by_id) {
     if (!run.empty() &&
@@ -238,7 +283,7 @@ void AppendSnapshotEnd(uint64_t count, std::string* out) {
 std::string EncodeSnapshot(const StoreState& state) {
   std::string out;
   AppendSnapshotHead(state, &out);
-  AppendSnapshotRuns(state.live, &out);
+  AppendSnapshotRuns(state.live, &out, [](std::string*) {});
   AppendSnapshotEnd(state.live.size(), &out);
   return out;
 }
@@ -352,45 +397,82 @@ absl::Status DecodeSnapshot(absl::string_view data, StoreState* state,
   return absl::OkStatus();
 }
 
-absl::Status WriteFileAtomically(const std::string& dir,
-                                 const std::string& name,
-                                 absl::string_view data) {
-  const std::string tmp = absl::StrCat(dir, "/", name, ".tmp");
-  const std::string path = absl::StrCat(dir, "/", name);
-  const int fd =
-      open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("cannot create ", tmp));
+AtomicFileWriter::AtomicFileWriter(const std::string& dir,
+                                   const std::string& name)
+    : dir_(dir),
+      tmp_(absl::StrCat(dir, "/", name, ".tmp")),
+      path_(absl::StrCat(dir, "/", name)) {
+  fd_ = open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    status_ = ErrnoStatus(errno, absl::StrCat("cannot create ", tmp_));
+  }
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) close(fd_);
+  if (!committed_) unlink(tmp_.c_str());
+}
+
+void AtomicFileWriter::Write(absl::string_view data) {
   size_t written = 0;
-  while (written < data.size()) {
-    const ssize_t n = write(fd, data.data() + written, data.size() - written);
+  while (status_.ok() && written < data.size()) {
+    const ssize_t n = write(fd_, data.data() + written, data.size() - written);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      const int error = n < 0 ? errno : EIO;
-      close(fd);
-      unlink(tmp.c_str());
-      return ErrnoStatus(error, absl::StrCat("cannot write ", tmp));
+      status_ = ErrnoStatus(n < 0 ? errno : EIO,
+                            absl::StrCat("cannot write ", tmp_));
+      return;
     }
     written += static_cast<size_t>(n);
   }
-  if (fsync(fd) != 0) {
-    const int error = errno;
-    close(fd);
-    unlink(tmp.c_str());
-    return ErrnoStatus(error, absl::StrCat("cannot sync ", tmp));
+}
+
+void AtomicFileWriter::Append(absl::string_view data) {
+  if (!status_.ok()) return;
+  if (buffer_.size() + data.size() > kBuffer) {
+    Write(buffer_);
+    buffer_.clear();
   }
-  close(fd);
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    unlink(tmp.c_str());
-    return ErrnoStatus(error, absl::StrCat("cannot rename ", tmp, " to ", path));
+  if (data.size() >= kBuffer) {
+    Write(data);
+  } else {
+    buffer_.append(data.data(), data.size());
   }
-  const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) return ErrnoStatus(errno, absl::StrCat("cannot open ", dir));
+}
+
+absl::Status AtomicFileWriter::Commit() {
+  if (status_.ok()) Write(buffer_);
+  buffer_.clear();
+  if (!status_.ok()) return status_;
+  if (fsync(fd_) != 0) {
+    return status_ = ErrnoStatus(errno, absl::StrCat("cannot sync ", tmp_));
+  }
+  close(fd_);
+  fd_ = -1;
+  if (rename(tmp_.c_str(), path_.c_str()) != 0) {
+    return status_ = ErrnoStatus(
+               errno, absl::StrCat("cannot rename ", tmp_, " to ", path_));
+  }
+  committed_ = true;
+  const int dir_fd = open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) {
+    return status_ = ErrnoStatus(errno, absl::StrCat("cannot open ", dir_));
+  }
   const int rc = fsync(dir_fd);
   const int error = errno;
   close(dir_fd);
-  if (rc != 0) return ErrnoStatus(error, absl::StrCat("cannot sync ", dir));
+  if (rc != 0) {
+    return status_ = ErrnoStatus(error, absl::StrCat("cannot sync ", dir_));
+  }
   return absl::OkStatus();
+}
+
+absl::Status WriteFileAtomically(const std::string& dir,
+                                 const std::string& name,
+                                 absl::string_view data) {
+  AtomicFileWriter writer(dir, name);
+  writer.Append(data);
+  return writer.Commit();
 }
 
 std::string SnapshotName(uint64_t generation) {
@@ -577,14 +659,16 @@ absl::StatusOr<uint64_t> FoldSnapshot(const std::string& dir,
   // journals subscribed; runs: the snapshot's subscription frames.
   StoreState state;
   std::vector<SnapshotRun> runs;
-  std::string old;
+  std::unique_ptr<MappedFile> old;  // the runs' frames point into it
   if (files.snapshot_generation > 0) {
     const std::string path =
         absl::StrCat(dir, "/", SnapshotName(files.snapshot_generation));
-    absl::StatusOr<std::string> data = ReadWholeFile(path);
-    if (!data.ok()) return data.status();
-    old = std::move(*data);
-    if (absl::Status s = DecodeSnapshot(old, &state, &runs); !s.ok()) {
+    absl::StatusOr<std::unique_ptr<MappedFile>> mapped =
+        MappedFile::Open(path);
+    if (!mapped.ok()) return mapped.status();
+    old = std::move(*mapped);
+    if (absl::Status s = DecodeSnapshot(old->bytes(), &state, &runs);
+        !s.ok()) {
       return absl::DataLossError(absl::StrCat(path, ": ", s.message()));
     }
   }
@@ -639,12 +723,19 @@ absl::StatusOr<uint64_t> FoldSnapshot(const std::string& dir,
   if (files.snapshot_generation != generation) {
     std::vector<uint64_t> gone(removed.begin(), removed.end());
     std::sort(gone.begin(), gone.end());
+    // Written as it is made, through a 1 MiB buffer: never whole in
+    // memory.
+    AtomicFileWriter writer(dir, SnapshotName(generation));
     std::string out;
-    out.reserve(old.size() + old.size() / 8);
+    auto drain = [&writer](std::string* pending) {
+      writer.Append(*pending);
+      pending->clear();
+    };
     AppendSnapshotHead(state, &out);
+    drain(&out);
     for (const SnapshotRun& run : runs) {
       if (!AnyIn(gone, run.first, run.count)) {
-        out.append(run.frame.data(), run.frame.size());
+        writer.Append(run.frame);
         continue;
       }
       SubscribeRecord record;
@@ -663,16 +754,12 @@ absl::StatusOr<uint64_t> FoldSnapshot(const std::string& dir,
           kept.emplace_back(id, std::move(record.subscriptions[i]));
         }
       }
-      AppendSnapshotRuns(kept, &out);
+      AppendSnapshotRuns(kept, &out, drain);
     }
-    old = std::string();  // the runs' bytes are copied
-    AppendSnapshotRuns(state.live, &out);
+    AppendSnapshotRuns(state.live, &out, drain);
     AppendSnapshotEnd(count, &out);
-    if (absl::Status s =
-            WriteFileAtomically(dir, SnapshotName(generation), out);
-        !s.ok()) {
-      return s;
-    }
+    drain(&out);
+    if (absl::Status s = writer.Commit(); !s.ok()) return s;
   }
   RemoveGenerationsBefore(dir, generation);
   return count;

@@ -98,6 +98,32 @@ absl::Status WriteFileAtomically(const std::string& dir,
                                  const std::string& name,
                                  absl::string_view data);
 
+// The same for contents produced a piece at a time, so that a large file
+// (a snapshot) is never whole in memory: Append pieces (buffered, written
+// 1 MiB at a time), then Commit. Without a successful Commit the .tmp
+// file is removed when the writer goes. The first error sticks: Append
+// then does nothing, and Commit returns it. Thread safety: none.
+class AtomicFileWriter {
+ public:
+  AtomicFileWriter(const std::string& dir, const std::string& name);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  void Append(absl::string_view data);
+  absl::Status Commit();
+
+ private:
+  static constexpr size_t kBuffer = size_t{1} << 20;
+  void Write(absl::string_view data);
+
+  const std::string dir_, tmp_, path_;
+  int fd_ = -1;
+  std::string buffer_;
+  absl::Status status_;
+  bool committed_ = false;
+};
+
 std::string SnapshotName(uint64_t generation);  // "snapshot-<g>"
 std::string JournalName(uint64_t generation);   // "journal-<g>"
 

@@ -600,6 +600,42 @@ TEST(TakeSnapshotTest, RefusesToFoldADamagedJournal) {
   EXPECT_EQ(access((dir + "/" + JournalName(1)).c_str(), F_OK), 0);
 }
 
+// AtomicFileWriter: pieces smaller and larger than its 1 MiB buffer make
+// the file in order; a writer dropped before Commit leaves neither the
+// file nor its .tmp; a failure is Commit's status.
+TEST(AtomicFileWriterTest, StreamsPiecesAndLeavesNothingUncommitted) {
+  const std::string dir = NewDir("writer");
+  std::mt19937_64 rng(5);
+  std::string want;
+  {
+    AtomicFileWriter writer(dir, "f");
+    for (int i = 0; i < 40; ++i) {
+      const size_t n = i % 7 == 0 ? (size_t{1} << 20) + rng() % 5000
+                                  : rng() % 70000;
+      std::string piece(n, '\0');
+      for (char& c : piece) c = static_cast<char>('a' + rng() % 26);
+      writer.Append(piece);
+      want += piece;
+    }
+    EXPECT_NE(access((dir + "/f.tmp").c_str(), F_OK), -1);
+    EXPECT_EQ(access((dir + "/f").c_str(), F_OK), -1);
+    ASSERT_TRUE(writer.Commit().ok());
+  }
+  EXPECT_EQ(ReadFile(dir + "/f"), want);
+  EXPECT_EQ(access((dir + "/f.tmp").c_str(), F_OK), -1);
+  {
+    AtomicFileWriter dropped(dir, "g");
+    dropped.Append("never committed");
+  }
+  EXPECT_EQ(access((dir + "/g").c_str(), F_OK), -1);
+  EXPECT_EQ(access((dir + "/g.tmp").c_str(), F_OK), -1);
+  AtomicFileWriter failing(dir + "/missing", "h");
+  failing.Append("x");
+  const absl::Status s = failing.Commit();
+  EXPECT_TRUE(absl::IsNotFound(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr(dir + "/missing/h.tmp"));
+}
+
 TEST(WriteFileAtomicallyTest, WritesWholeFilesAndNamesFailures) {
   const std::string dir = NewDir("atomic");
   ASSERT_TRUE(WriteFileAtomically(dir, "f", "hello").ok());
