@@ -11,7 +11,7 @@
 #   tools/bundle.sh                       # here, builds dist/bundle
 #   bench/device_scaling.sh PART DEST     # there; PART: matcher, e2e,
 #                                         # copies, all (those three),
-#                                         # exp1 or diag
+#                                         # exp1, diag or next
 #
 # copies (issue 43, a few minutes) runs locality_probe --preemption at
 # P = min(16, CPUs): one thread, P threads with and without phase-2
@@ -30,7 +30,15 @@
 # minutes at E1_REPS=2, E1_DURATION=3). COHORT_COMMIT names the commit the
 # bundle was built from;
 # MATCHER_LAYOUTS (default all three) trims the matcher part's layouts when
-# a lease is short. diag (about two minutes) is bench/pipeline_diag.sh
+# a lease is short. next (about six minutes; what the 2026-11-29 lease
+# left open, bench/reports/2026-11-29-xeon16-issue43-item6) runs the
+# copies probe's p1, p16 and every G over 32,000 and 128,000 events in
+# alternation (NEXT_ROUNDS probes of each, COPIES_ROUNDS rounds a probe;
+# one thread was 37% slower in the 128,000-event call there), then
+# experiment 3 with the load generator on CPUs of its own (the server on
+# all but the last 4, `--server_cpus`/`--client_cpus`), since there 8
+# partitions served as much as 16 beside the generator.
+# diag (about two minutes) is bench/pipeline_diag.sh
 # --e2e: where the partitioned layout's threads spend their time at 1, 8
 # and 16 partitions, and, with OLD_PROBE (an earlier build's
 # locality_probe, put in the bundle beside the others), that build's at 16
@@ -111,6 +119,47 @@ if [[ "${PART}" == diag ]]; then
   bench/pipeline_diag.sh --bin="${BIN}" --e2e --out=results/device-diag \
     ${OLD_PROBE:+--old_probe="${OLD_PROBE}"} || status=1
   tar czf "${DEST}/diag.tgz" -C results device-diag
+fi
+if [[ "${PART}" == next ]]; then
+  rm -rf results/device-next
+  mkdir -p results/device-next
+  p=$(($(nproc) < 16 ? $(nproc) : 16))
+  configs="p1,p${p}"
+  for ((g = 2; g <= p; g *= 2)); do
+    ((p % g == 0)) && configs+=",p${p}-c${g}"
+  done
+  { echo "date: $(date -u +%FT%TZ)"; echo "commit: ${COHORT_COMMIT:-unknown}"
+    echo "machine: $(nproc) CPUs"; echo "configurations: ${configs}"
+    echo "rounds: ${COPIES_ROUNDS:-5} a probe, ${NEXT_ROUNDS:-2} probes of" \
+      "each event count, alternating"; } >results/device-next/meta.txt
+  for events in 32000 128000; do
+    "${BIN}/cohort" workload --preset=fabret-1m --events="${events}" \
+      --out="results/device-next/workload-${events}" \
+      >"results/device-next/workload-${events}.txt" || status=1
+  done
+  for ((round = 1; round <= ${NEXT_ROUNDS:-2}; ++round)); do
+    for events in 32000 128000; do
+      out="results/device-next/probe-${events}-${round}"
+      mkdir -p "${out}"
+      { cat results/device-next/meta.txt; echo "events: ${events}"; } \
+        >"${out}/meta.txt"
+      "${BIN}/locality_probe" \
+        --workload="results/device-next/workload-${events}" \
+        --preemption="${configs}" --rounds="${COPIES_ROUNDS:-5}" \
+        >"${out}/probe.json" &&
+        python3 tools/preemption_report.py "${out}" "" >/dev/null ||
+        status=1
+    done
+  done
+  rm -f results/device-next/workload-32000 results/device-next/workload-128000
+  if (($(nproc) >= 8)); then
+    bench/experiment.sh --only=3 --reps="${E2E_REPS}" \
+      --duration="${E2E_DURATION}" --bin="${BIN}" --no_report \
+      --server_cpus="0-$(($(nproc) - 5))" \
+      --client_cpus="$(($(nproc) - 4))-$(($(nproc) - 1))" \
+      --out=results/device-next/e2e-pinned || status=1
+  fi
+  tar czf "${DEST}/next.tgz" -C results device-next
 fi
 if [[ "${PART}" == exp1 ]]; then
   rm -rf results/device-exp1
