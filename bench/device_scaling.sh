@@ -70,6 +70,17 @@ if ! command -v taskset >/dev/null; then
   export PATH="/tmp/device_shim:${PATH}"
   echo "taskset: missing, probes unpinned" >>"${DEST}/machine.txt"
 fi
+# The matcher probes' thread count: min(16, CPUs).
+probe_cores() { echo $(($(nproc) < 16 ? $(nproc) : 16)); }
+# ",pP-cG" for every index-copy count G > 1 dividing P (locality_probe
+# --preemption's names).
+copy_configs() {
+  local p=$1 g out=""
+  for ((g = 2; g <= p; g *= 2)); do
+    ((p % g == 0)) && out+=",p${p}-c${g}"
+  done
+  echo "${out}"
+}
 status=0
 if [[ "${PART}" == matcher || "${PART}" == all ]]; then
   rm -rf results/device-matcher
@@ -94,11 +105,8 @@ if [[ "${PART}" == copies || "${PART}" == all ]]; then
   # 2-CPU preemption check with the issue's bounds.
   rm -rf results/device-copies
   mkdir -p results/device-copies
-  p=$(($(nproc) < 16 ? $(nproc) : 16))
-  configs="p1,p${p},p${p}-nosteal,p${p}-u2,p${p}-u4"
-  for ((g = 2; g <= p; g *= 2)); do
-    ((p % g == 0)) && configs+=",p${p}-c${g}"
-  done
+  p=$(probe_cores)
+  configs="p1,p${p},p${p}-nosteal,p${p}-u2,p${p}-u4$(copy_configs "${p}")"
   "${BIN}/cohort" workload --preset=fabret-1m --events="${EVENTS}" \
     --out=results/device-copies/workload >results/device-copies/workload.txt &&
     { echo "date: $(date -u +%FT%TZ)"; echo "commit: ${COHORT_COMMIT:-unknown}"
@@ -123,11 +131,8 @@ fi
 if [[ "${PART}" == next ]]; then
   rm -rf results/device-next
   mkdir -p results/device-next
-  p=$(($(nproc) < 16 ? $(nproc) : 16))
-  configs="p1,p${p}"
-  for ((g = 2; g <= p; g *= 2)); do
-    ((p % g == 0)) && configs+=",p${p}-c${g}"
-  done
+  p=$(probe_cores)
+  configs="p1,p${p}$(copy_configs "${p}")"
   { echo "date: $(date -u +%FT%TZ)"; echo "commit: ${COHORT_COMMIT:-unknown}"
     echo "machine: $(nproc) CPUs"; echo "configurations: ${configs}"
     echo "rounds: ${COPIES_ROUNDS:-5} a probe, ${NEXT_ROUNDS:-2} probes of" \
