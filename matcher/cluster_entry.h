@@ -30,6 +30,26 @@ inline constexpr uint32_t kRangeEntryBit = 1u << 30;
 inline constexpr uint32_t kOpenBit = 1u << 29;
 inline constexpr uint32_t kEntryIdMask = kOpenBit - 1;
 
+// An inline range (cluster_store.h): a range entry kept as its bounds in
+// the row rather than as a predicate of the table. Its entry is kInlineMark
+// (negated and open at once, which no predicate's entry is: open entries
+// are never negated) with the attribute id in the low bits
+// (kInlineAttributeMask), kRangeEntryBit when it is an LT's or GT's (open,
+// as kOpenBit says for a predicate's entry), and kInlineNotBit when it is
+// an NE's: the attribute is present and its value outside the bounds
+// (which are then the NE's value twice). Its bounds lie in the cluster's
+// bounds arrays. Attributes past kInlineAttributeMask stay predicates.
+inline constexpr uint32_t kInlineMark = kNegatedBit | kOpenBit;
+inline constexpr uint32_t kInlineOpenBit = kRangeEntryBit;
+inline constexpr uint32_t kInlineNotBit = 1u << 28;
+inline constexpr uint32_t kInlineAttributeMask = kInlineNotBit - 1;
+inline bool IsInline(uint32_t e) { return (e & kInlineMark) == kInlineMark; }
+inline uint32_t InlineAttribute(uint32_t e) { return e & kInlineAttributeMask; }
+inline uint32_t InlineEntry(uint32_t attribute, bool open, bool outside) {
+  return kInlineMark | (open ? kInlineOpenBit : 0u) |
+         (outside ? kInlineNotBit : 0u) | attribute;
+}
+
 // A row of a lead cluster (cluster_store.h) keeps kOpenLeadBit in its id
 // when its lead range is an LT's or a GT's (LeadRange::open): a number with
 // a fraction, in (f, f + 1), then meets the lead's bounds the other way

@@ -94,6 +94,13 @@ inline int LeadRun(const LeadRange& r) {
 // Rows are checked in blocks of this many so the accumulators (2 KiB) stay in
 // L1 beside the column data being streamed.
 inline constexpr uint32_t kMatchBlock = 256;
+// The per-event check's blocks (ClusterStore::MatchBlockForEvent): its
+// list of live rows is 4 bytes a row, and a longer block reads each
+// column's entries and bounds in longer runs, which the hardware's
+// prefetchers follow further. On ranges-1m, whose lead rows check their
+// inline ranges in long windows, MatchEvent ran 1.12-1.23x faster with
+// 1,024 than with 256 (three alternated pairs); 4,096 gained nothing more.
+inline constexpr uint32_t kEventBlock = 1024;
 
 // A lead cluster merges its unsorted tail once the tail passes
 // max(kMinLeadTail, sorted / kLeadTailDivisor) rows. The tail is checked

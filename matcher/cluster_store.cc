@@ -10,6 +10,46 @@
 namespace cohort {
 namespace matcher {
 namespace internal {
+
+namespace {
+
+// EventPoints' table, one a thread: at least as long as the largest limit
+// asked of it, every entry absent between uses.
+constexpr EventPoint kAbsentPoint = {INT64_MIN, INT64_MAX, INT32_MIN,
+                                     INT32_MAX};
+
+std::vector<EventPoint>& PointsTable(uint32_t limit) {
+  thread_local std::vector<EventPoint> table;
+  if (table.size() < limit) table.resize(limit, kAbsentPoint);
+  return table;
+}
+
+int32_t Clamp32(int64_t v) {
+  return static_cast<int32_t>(
+      std::min<int64_t>(std::max<int64_t>(v, INT32_MIN), INT32_MAX));
+}
+
+}  // namespace
+
+EventPoints::EventPoints(EventView event, uint32_t limit)
+    : event_(event), limit_(limit), table_(nullptr) {
+  if (limit == 0) return;
+  table_ = PointsTable(limit).data();
+  for (const AttributeValue& av : event) {
+    if (av.attribute >= limit) continue;
+    const int64_t upper = UpperTest(av);
+    table_[av.attribute] = {av.value, upper, Clamp32(av.value), Clamp32(upper)};
+    fraction_ |= av.half_above;
+  }
+}
+
+EventPoints::~EventPoints() {
+  if (table_ == nullptr) return;
+  for (const AttributeValue& av : event_) {
+    if (av.attribute < limit_) table_[av.attribute] = kAbsentPoint;
+  }
+}
+
 ClusterStore::~ClusterStore() {
   // Blocks go with the arena; allocations past its largest class do not.
   for (Cluster& c : clusters_) FreeData(c);
@@ -53,56 +93,77 @@ void ClusterStore::Unlink(uint32_t* head, uint32_t index) {
 }
 
 void ClusterStore::Resize(Cluster& c, uint32_t capacity) {
-  Cluster grown;
-  grown.width = c.width;
-  grown.lead = c.lead;
-  grown.capacity = capacity;
-  grown.data = arena_.Allocate(grown.words());
-  // Array by array: the lead's (two words a row), the ids, the columns.
-  const uint32_t arrays = c.arrays();
-  for (uint32_t a = 0; a < arrays && c.rows > 0;) {
-    const uint32_t words = c.lead && a < 4 ? 2 : 1;  // words per row
-    std::memcpy(grown.data + static_cast<size_t>(a) * capacity,
-                c.data + static_cast<size_t>(a) * c.capacity,
-                static_cast<size_t>(c.rows) * words * sizeof(uint32_t));
-    a += words;
+  Relayout(c, capacity, c.width, c.bounds, c.wide);
+}
+
+void ClusterStore::Widen(Cluster& c, uint32_t width, uint32_t bounds,
+                         bool wide) {
+  if (c.capacity == 0) {  // no arrays yet
+    c.width = static_cast<uint16_t>(width);
+    c.bounds = static_cast<uint8_t>(bounds);
+    c.wide = wide ? 1 : 0;
+    return;
+  }
+  Relayout(c, c.capacity, width, bounds, wide);
+}
+
+void ClusterStore::Relayout(Cluster& c, uint32_t capacity, uint32_t width,
+                            uint32_t bounds, bool wide) {
+  assert(width >= c.width && bounds >= c.bounds && capacity >= c.rows);
+  assert(wide || !c.wide);
+  Cluster to;
+  to.width = static_cast<uint16_t>(width);
+  to.lead = c.lead;
+  to.wide = wide ? 1 : 0;
+  to.bounds = static_cast<uint8_t>(bounds);
+  to.capacity = capacity;
+  to.data = arena_.Allocate(to.words());
+  const size_t rows = c.rows;
+  auto copy = [&](const uint32_t* from, uint32_t* into, size_t words) {
+    if (words > 0) std::memcpy(into, from, words * sizeof(uint32_t));
+  };
+  if (c.data != nullptr) {
+    // Array by array: the lead's (two words a row), the ids and columns
+    // (one), the bounds (four).
+    if (c.lead) {
+      copy(c.data, to.data, 2 * rows);
+      copy(c.data + 2 * size_t{c.capacity}, to.data + 2 * size_t{capacity},
+           2 * rows);
+    }
+    for (uint32_t a = 0; a <= c.width; ++a) {
+      copy(c.ids() + a * size_t{c.capacity}, to.ids() + a * size_t{capacity},
+           rows);
+    }
+    for (uint32_t k = 0; k < c.bounds; ++k) {
+      if (c.wide == to.wide) {
+        copy(c.bound_pairs(k), to.bound_pairs(k), c.bound_words() * rows);
+        continue;
+      }
+      // Narrow to wide. A row whose column k is not inline has no bounds
+      // there: what it holds is copied too, and never read.
+      for (uint32_t row = 0; row < rows; ++row) {
+        to.SetBounds(k, row, c.GetBounds(k, row));
+      }
+    }
+  }
+  // The new columns are padding, for the rows there are and to come.
+  for (uint32_t k = c.width; k < width; ++k) {
+    std::fill(to.column(k), to.column(k) + capacity, kPadEntry);
   }
   if (c.lead) {
-    uint32_t* to = grown.meta();
+    uint32_t* meta = to.meta();
     if (c.data != nullptr) {
-      std::memcpy(to, c.meta(), kLeadMetaWords * sizeof(uint32_t));
+      std::memcpy(meta, c.meta(), kLeadMetaWords * sizeof(uint32_t));
     } else {
-      std::fill(to, to + kLeadMetaWords, 0u);
+      std::fill(meta, meta + kLeadMetaWords, 0u);
     }
   }
   FreeData(c);
-  c.data = grown.data;
+  c.data = to.data;
   c.capacity = capacity;
-}
-
-void ClusterStore::Widen(Cluster& c, uint32_t width) {
-  if (c.capacity == 0) {  // no arrays yet
-    c.width = static_cast<uint16_t>(width);
-    return;
-  }
-  Cluster wide;
-  wide.width = static_cast<uint16_t>(width);
-  wide.lead = c.lead;
-  wide.capacity = c.capacity;
-  wide.data = arena_.Allocate(wide.words());
-  // The lead's arrays (if any), the ids and the old columns keep their
-  // places; the new columns are padding.
-  const size_t kept = size_t{c.capacity} * c.arrays();
-  std::memcpy(wide.data, c.data, kept * sizeof(uint32_t));
-  std::fill(wide.data + kept,
-            wide.data + size_t{wide.capacity} * wide.arrays(),
-            kPadEntry);
-  if (c.lead) {
-    std::memcpy(wide.meta(), c.meta(), kLeadMetaWords * sizeof(uint32_t));
-  }
-  FreeData(c);
-  c.data = wide.data;
-  c.width = wide.width;
+  c.width = to.width;
+  c.wide = to.wide;
+  c.bounds = to.bounds;
 }
 
 uint32_t ClusterStore::RowWidth(Location at) const {
@@ -118,14 +179,26 @@ void ClusterStore::CopyRow(const Cluster& c, uint32_t from, Cluster& into,
   for (uint32_t col = 0; col < c.width; ++col) {
     into.column(col)[to] = c.column(col)[from];
   }
+  // into's bounds are as wide as c's (MergeTail, RemoveRow).
+  const uint32_t words = c.bound_words();
+  for (uint32_t col = 0; col < c.bounds; ++col) {
+    std::memcpy(into.bound_pairs(col) + words * size_t{to},
+                c.bound_pairs(col) + words * size_t{from},
+                words * sizeof(uint32_t));
+  }
   if (c.lead) into.SetLead(to, c.GetLead(from));
 }
 
 Location ClusterStore::AppendRow(uint32_t* head, PredicateId access,
                                  SubscriptionId id,
                                  absl::Span<const uint32_t> entries,
+                                 absl::Span<const LeadRange> bounds,
                                  const std::optional<LeadRange>& lead) {
   const uint32_t width = static_cast<uint32_t>(entries.size());
+  const uint32_t inline_columns = static_cast<uint32_t>(bounds.size());
+  assert(inline_columns <= width && inline_columns <= UINT8_MAX);
+  const bool wide_bounds = !std::all_of(bounds.begin(), bounds.end(),
+                                        &ClusterStore::NarrowBounds);
   // One cluster a width class: a narrower row is padded (kPadEntry), a
   // wider one widens the cluster.
   const uint32_t wanted = WidthClass(width);
@@ -135,8 +208,15 @@ Location ClusterStore::AppendRow(uint32_t* head, PredicateId access,
   }
   if (index == kNoCluster) {
     index = NewCluster(head, access, width, lead.has_value());
-  } else if (clusters_[index].width < width) {
-    Widen(clusters_[index], width);
+    clusters_[index].bounds = static_cast<uint8_t>(inline_columns);
+    clusters_[index].wide = wide_bounds ? 1 : 0;
+  } else if (clusters_[index].width < width ||
+             clusters_[index].bounds < inline_columns ||
+             (wide_bounds && !clusters_[index].wide)) {
+    Cluster& c = clusters_[index];
+    Widen(c, std::max<uint32_t>(c.width, width),
+          std::max<uint32_t>(c.bounds, inline_columns),
+          wide_bounds || c.wide);
   }
   Cluster& c = clusters_[index];
   assert(c.lead == lead.has_value());
@@ -152,6 +232,12 @@ Location ClusterStore::AppendRow(uint32_t* head, PredicateId access,
   for (uint32_t col = 0; col < width; ++col) c.column(col)[row] = entries[col];
   for (uint32_t col = width; col < c.width; ++col) {
     c.column(col)[row] = kPadEntry;
+  }
+  for (uint32_t col = 0; col < inline_columns; ++col) {
+    assert(IsInline(entries[col]));
+    c.SetBounds(col, row, bounds[col]);
+    inline_limit_ =
+        std::max(inline_limit_, InlineAttribute(entries[col]) + 1);
   }
   if (lead.has_value()) c.SetLead(row, *lead);
   return Location{index, row};
@@ -207,6 +293,8 @@ void ClusterStore::MergeTail(Cluster& c) {
   Cluster merged;
   merged.width = c.width;
   merged.lead = c.lead;
+  merged.wide = c.wide;
+  merged.bounds = c.bounds;
   // Room for the tail to grow until the next merge, and no more: a lead
   // list of a range-heavy index holds most of its rows.
   merged.capacity = live + std::max(kMinLeadTail, live / kLeadTailDivisor) + 1;
@@ -281,6 +369,10 @@ uint32_t ClusterStore::Entry(Location at, uint32_t column) const {
   return clusters_[at.cluster].column(column)[at.row];
 }
 
+LeadRange ClusterStore::Bounds(Location at, uint32_t column) const {
+  return clusters_[at.cluster].GetBounds(column, at.row);
+}
+
 std::optional<LeadRange> ClusterStore::Lead(Location at) const {
   const Cluster& c = clusters_[at.cluster];
   if (!c.lead) return std::nullopt;
@@ -291,8 +383,10 @@ void ClusterStore::MatchClusterForEvent(const Cluster& c, LeadPoint value,
                                         const uint32_t* slots,
                                         const PredicateBits& bits,
                                         const PredicateBits& open,
+                                        const EventPoints& event_points,
                                         std::vector<SubscriptionId>* matches,
                                         uint64_t* visited) {
+  const EventPoint* points = event_points.data();
   if (c.width == 0 && !c.lead) {  // nothing carries a tombstone: test the id
     const uint32_t* ids = c.ids();
     for (uint32_t row = 0; row < c.rows; ++row) {  // no lead: no flag
@@ -305,7 +399,7 @@ void ClusterStore::MatchClusterForEvent(const Cluster& c, LeadPoint value,
   // written at the end of the list and kept only if its entry holds.
   // Tombstones die by their id in a lead cluster, else in column 0 (the
   // false predicate's bit is never set).
-  uint32_t alive[kMatchBlock];
+  uint32_t alive[kEventBlock];
   // Four runs of rows: the sorted runs' windows for the value
   // (SortedWindows), and the tail (without a lead: one run, all rows).
   Cluster::Window runs[4] = {{0, 0}, {0, 0}, {0, 0}, {0, c.rows}};
@@ -318,26 +412,39 @@ void ClusterStore::MatchClusterForEvent(const Cluster& c, LeadPoint value,
   }
   // A number with a fraction: open entries and open leads (cluster_entry.h)
   // take the slower check.
-  const bool fraction = value.value != value.upper || open.any();
+  const bool fraction = value.value != value.upper || open.any() ||
+                        (c.bounds > 0 && event_points.fraction());
   // Long runs (PredicateBits::has_runs) are checked only where kept.
   const bool long_runs = bits.has_runs() || (fraction && open.has_runs());
-  for (const Cluster::Window& run : runs) {
+  // What a window's rows must still test of their lead, for a value
+  // without a fraction (else both bounds, as in the tail): none in the
+  // first run (lo is INT64_MIN, and the window is hi >= value), the upper
+  // bound in the others (the window is lo <= value). A tombstone then dies
+  // in column 0 (RemoveRow), so only a cluster without columns tests its
+  // ids. On ranges-1m the lead tests were a fifth of the rows' reads.
+  const bool lead_integer = value.value == value.upper && c.width > 0;
+  static constexpr LeadTest kWindowTest[4] = {
+      LeadTest::kNone, LeadTest::kUpper, LeadTest::kUpper, LeadTest::kBoth};
+  for (int r = 0; r < 4; ++r) {
+    const Cluster::Window& run = runs[r];
+    const LeadTest test = lead_integer ? kWindowTest[r] : LeadTest::kBoth;
     *visited += run.to - run.from;
     for (uint32_t start = run.from, end; start < run.to; start = end) {
-      end = std::min(start + kMatchBlock, run.to);
+      end = std::min(start + kEventBlock, run.to);
       const uint32_t n = end - start;
       if (fraction && long_runs) {
-        MatchBlockForEvent<true, true>(c, start, n, value, slots, bits, &open,
-                                       alive, matches);
+        MatchBlockForEvent<true, true>(c, start, n, test, value, slots, bits,
+                                       &open, points, alive, matches);
       } else if (fraction) {
-        MatchBlockForEvent<true, false>(c, start, n, value, slots, bits,
-                                        &open, alive, matches);
+        MatchBlockForEvent<true, false>(c, start, n, test, value, slots, bits,
+                                        &open, points, alive, matches);
       } else if (long_runs) {
-        MatchBlockForEvent<false, true>(c, start, n, value, slots, bits,
-                                        nullptr, alive, matches);
+        MatchBlockForEvent<false, true>(c, start, n, test, value, slots, bits,
+                                        nullptr, points, alive, matches);
       } else {
-        MatchBlockForEvent<false, false>(c, start, n, value, slots, bits,
-                                         nullptr, alive, matches);
+        MatchBlockForEvent<false, false>(c, start, n, test, value, slots,
+                                         bits, nullptr, points, alive,
+                                         matches);
       }
     }
   }
@@ -345,10 +452,12 @@ void ClusterStore::MatchClusterForEvent(const Cluster& c, LeadPoint value,
 
 template <bool kOpen, bool kRuns>
 void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
-                                      uint32_t n, LeadPoint value,
+                                      uint32_t n, LeadTest test,
+                                      LeadPoint value,
                                       const uint32_t* slots,
                                       const PredicateBits& bits,
                                       const PredicateBits* open,
+                                      const EventPoint* points,
                                       uint32_t* alive,
                                       std::vector<SubscriptionId>* matches) {
   // An entry holds by its bit, or, with kOpen, an open entry by its open
@@ -365,7 +474,16 @@ void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
   const uint32_t* ids = c.ids();
   uint32_t live = 0;
   uint32_t k = 0;  // the first column not yet checked
-  if (c.lead) {
+  if (c.lead && test == LeadTest::kNone) {
+    for (uint32_t j = 0; j < n; ++j) alive[j] = j;
+    live = n;
+  } else if (c.lead && test == LeadTest::kUpper) {
+    const uint32_t* hi = c.lead_hi() + 2 * size_t{start};
+    for (uint32_t j = 0; j < n; ++j) {
+      alive[live] = j;
+      live += value.upper <= LoadInt64(hi + 2 * j);
+    }
+  } else if (c.lead) {
     for (uint32_t j = 0; j < n; ++j) {
       const uint32_t row = start + j;
       int64_t lower = value.value;
@@ -377,6 +495,11 @@ void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
       live += (c.lo(row) <= lower) & (upper <= c.hi(row)) &
               (ids[row] != kDeadRow);
     }
+  } else if (c.bounds > 0) {
+    // Column 0 may be inline: checked below (a tombstone's is the false
+    // predicate).
+    for (uint32_t j = 0; j < n; ++j) alive[j] = j;
+    live = n;
   } else {
     const uint32_t* col = c.column(0) + start;
     for (uint32_t j = 0; j < n; ++j) {
@@ -384,6 +507,66 @@ void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
       live += holds(col[j]);
     }
     k = 1;
+  }
+  for (; k < c.bounds && live > 0; ++k) {
+    // Inline ranges against the event's value of their attribute; the
+    // other entries of such a column (a shorter row's) by their bits.
+    const uint32_t* col = c.column(k) + start;
+    const uint32_t* pairs = c.bound_pairs(k) + c.bound_words() * size_t{start};
+    // An open range takes a number with a fraction's two tests the other
+    // way round (cluster_entry.h); an absent value is not such a number
+    // (EventPoints).
+    const auto swapped = [](uint32_t e, const EventPoint& p) {
+      return kOpen && (e & kInlineOpenBit) &&
+             static_cast<uint64_t>(p.upper) - static_cast<uint64_t>(p.value) ==
+                 1;
+    };
+    // Whether inline entry e holds, given whether the value lies within its
+    // bounds: an NE's (kInlineNotBit) where it does not, and the event has
+    // a value (EventPoints: only an absent one is {INT64_MIN, INT64_MAX};
+    // a number with a fraction lies within no NE's bounds).
+    const auto holds_inline = [](uint32_t e, const EventPoint& p,
+                                 uint32_t within) -> uint32_t {
+      if ((e & kInlineNotBit) == 0) return within;
+      const uint32_t present = (p.value != INT64_MIN) | (p.upper != INT64_MAX);
+      return present & (within ^ 1u);
+    };
+    uint32_t kept = 0;
+    // One loop for either width of bounds: `value_of` gives an event's
+    // (lower, upper) and `bounds_of` row j's (lo, hi), as int64 or int32.
+    const auto check = [&](auto value_of, auto bounds_of) {
+      for (uint32_t m = 0; m < live; ++m) {
+        const uint32_t j = alive[m];
+        const uint32_t e = col[j];
+        alive[kept] = j;
+        if (!IsInline(e)) {
+          kept += holds(e);
+          continue;
+        }
+        const EventPoint& p = points[InlineAttribute(e)];
+        auto [lower, upper] = value_of(p);
+        if (swapped(e, p)) std::swap(lower, upper);
+        const auto [lo, hi] = bounds_of(j);
+        kept += holds_inline(e, p, (lo <= lower) & (upper <= hi));
+      }
+    };
+    if (c.wide) {
+      check([](const EventPoint& p) { return std::pair(p.value, p.upper); },
+            [pairs](uint32_t j) {
+              return std::pair(LoadInt64(pairs + 4 * j),
+                               LoadInt64(pairs + 4 * j + 2));
+            });
+    } else {
+      check(
+          [](const EventPoint& p) {
+            return std::pair(p.narrow_value, p.narrow_upper);
+          },
+          [pairs](uint32_t j) {
+            return std::pair(static_cast<int32_t>(pairs[2 * j]),
+                             static_cast<int32_t>(pairs[2 * j + 1]));
+          });
+    }
+    live = kept;
   }
   for (; k < c.width && live > 0; ++k) {
     const uint32_t* col = c.column(k) + start;
@@ -402,7 +585,9 @@ void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
     if (c.lead && bits.large_slot_table()) {
       for (uint32_t m = 0; m < live; ++m) {
         const uint32_t e = col[alive[m]];
-        if (e & kRangeEntryBit) __builtin_prefetch(slots + (e & kEntryIdMask));
+        if ((e & kRangeEntryBit) && !IsInline(e)) {
+          __builtin_prefetch(slots + (e & kEntryIdMask));
+        }
       }
     }
     for (uint32_t m = 0; m < live; ++m) {

@@ -35,6 +35,20 @@
 // cluster keeps its rows sorted in runs by the lead's shape
 // (cluster_layout.h says how).
 //
+// Inline ranges: a row's first columns may be ranges kept as their bounds
+// (cluster_entry.h, IsInline) instead of predicates, where the row planner
+// finds them unlikely to be shared (row_planner.h). A cluster whose rows
+// have up to `bounds` of them keeps, after its columns, `bounds` arrays of
+// (lo, hi) pairs, one pair a row: two int32 (narrow, NarrowBound) where
+// every bound of the cluster fits one, else two int64. Such an
+// entry is checked against the event's value of its attribute (per event:
+// a table by attribute, EventPoints) or, for a cohort, against the
+// cohort's sorted values of it (LeadMask over CohortMasks::
+// attribute_values). It takes no predicate, no mask slot and no phase-1
+// work: on ranges-1m, whose ranges are nearly all distinct, phase 1
+// marked tens of thousands of them an event and phase 2 read each one's
+// bit through a slot table of 24 MB.
+//
 // Removal leaves a tombstone (id kDeadRow, first entry the false
 // predicate; a lead row keeps its lead, for the order, and is skipped by
 // its id); a cluster is compacted when tombstones pass a quarter of its
@@ -72,6 +86,43 @@ namespace cohort {
 namespace matcher {
 namespace internal {
 
+// An event's value of an attribute as inline ranges read it: as a lead
+// range does (LeadPoint), and clamped to int32 for narrow bounds
+// (ClusterStore's NarrowBound).
+struct EventPoint {
+  int64_t value;
+  int64_t upper;
+  int32_t narrow_value;
+  int32_t narrow_upper;
+};
+
+// An event's values by attribute, as inline ranges read them (per event):
+// data()[a] is the event's EventPoint of attribute a, for each a below
+// `limit`, or {INT64_MIN, INT64_MAX} where the event has no value of it
+// (narrow: {INT32_MIN, INT32_MAX}),
+// which no inline range holds (none is [INT64_MIN, INT64_MAX]: that is
+// "present", never inlined), whichever way round an open one reads it
+// (MatchBlockForEvent swaps the two only for a number with a fraction,
+// upper == value + 1). A thread's one table, filled for the event and
+// emptied again when this goes. Thread safety: one at a time per thread.
+class EventPoints {
+ public:
+  EventPoints(EventView event, uint32_t limit);
+  ~EventPoints();
+  EventPoints(const EventPoints&) = delete;
+  EventPoints& operator=(const EventPoints&) = delete;
+  const EventPoint* data() const { return table_; }
+  // Whether a value below the limit is a number with a fraction (inline
+  // ranges that are open then take the slower check).
+  bool fraction() const { return fraction_; }
+
+ private:
+  EventView event_;
+  uint32_t limit_;
+  EventPoint* table_;
+  bool fraction_ = false;
+};
+
 class ClusterStore {
  public:
   ClusterStore() = default;
@@ -87,9 +138,12 @@ class ClusterStore {
   // `moved(id, location)` is called with where the new row went, and for
   // each row that moved (a lead cluster merging its tail).
   // REQUIRES: all rows of one list have a lead, or none.
+  // The first bounds.size() entries are inline ranges (IsInline), with
+  // those bounds, in order; no later entry is one.
   template <typename Moved>
   void AddRow(uint32_t* head, PredicateId access, SubscriptionId id,
               absl::Span<const uint32_t> entries,
+              absl::Span<const LeadRange> bounds,
               const std::optional<LeadRange>& lead, Moved&& moved);
 
   // The entries of a row, its lead range and its access predicate.
@@ -100,7 +154,14 @@ class ClusterStore {
   // cluster's width, less the row's padding.
   uint32_t RowWidth(Location at) const;
   uint32_t Entry(Location at, uint32_t column) const;
+  // The bounds of an inline entry (open: kInlineOpenBit).
+  // REQUIRES: IsInline(Entry(at, column)).
+  LeadRange Bounds(Location at, uint32_t column) const;
   std::optional<LeadRange> Lead(Location at) const;
+  // One past the largest attribute of an inline entry ever added (0: none):
+  // the size of the tables by attribute that phase 2 reads (EventPoints,
+  // CohortMasks::attribute_values).
+  uint32_t inline_attribute_limit() const { return inline_limit_; }
 
   // Bulk loading (Index::AddBatch): between BeginBulk and EndBulk, AddRow
   // merges no lead cluster's tail; EndBulk merges, once, each tail that
@@ -125,10 +186,12 @@ class ClusterStore {
   // one sequence of clusters (WalkLists), and calls `emit(id, mask)` for
   // each row whose mask of satisfied events is non-zero: the access mask
   // ANDed with each entry's mask, masks.words()[slots[entry id]] (slots:
-  // PredicateTable::slots()), and with a lead range's, LeadMask. Adds the
+  // PredicateTable::slots()), and with a lead range's and each inline
+  // range's, LeadMask (over masks.attribute_values()). Adds the
   // non-empty lists, the clusters and the rows checked to `*lists`,
   // `*clusters` and `*rows`.
-  // REQUIRES: !masks.per_event().
+  // REQUIRES: !masks.per_event(); masks.attribute_values() holds at least
+  // inline_attribute_limit() attributes.
   template <typename Emit>
   void MatchVisits(absl::Span<const AccessVisit> visits,
                    const CohortMasks& masks, const uint32_t* slots,
@@ -142,12 +205,13 @@ class ClusterStore {
   // (the event's value of the access predicate's attribute) and whose
   // entries all hold in `*list.bits` (PredicateBits::Holds; a negated
   // entry holds when its bit is clear). The access predicate is taken to
-  // hold. Counts as MatchVisits counts. REQUIRES: the bits can hold every
-  // entry's slot.
+  // hold; an inline entry holds where the event's value of its attribute
+  // (`event`) lies within its bounds. Counts as MatchVisits counts.
+  // REQUIRES: the bits can hold every entry's slot.
   template <typename ListOf>
-  void MatchListsForEvent(size_t n, ListOf&& list_of, const uint32_t* slots,
-                          uint64_t* lists, uint64_t* clusters,
-                          uint64_t* rows) const;
+  void MatchListsForEvent(EventView event, size_t n, ListOf&& list_of,
+                          const uint32_t* slots, uint64_t* lists,
+                          uint64_t* clusters, uint64_t* rows) const;
 
   size_t clusters() const { return clusters_.size() - free_.size(); }
   size_t MemoryBytes() const;
@@ -155,8 +219,9 @@ class ClusterStore {
  private:
   struct Cluster {
     // With a lead: lo[capacity] and hi[capacity] (an int64 in two words
-    // each); then ids[capacity], then width columns. `capacity` words an
-    // array: arrays() of them.
+    // each); then ids[capacity], then width columns, then `bounds` arrays
+    // of (lo, hi) pairs (bound_words() a row: two int32, or two int64
+    // where `wide`). `capacity` words an array: arrays() of them.
     uint32_t* data = nullptr;  // from the store's arena_; words() of them
     uint32_t rows = 0;
     uint32_t capacity = 0;
@@ -171,10 +236,16 @@ class ClusterStore {
     // visit of every cluster, and most clusters have no lead.
     uint32_t sorted = 0;
     uint16_t width = 0;   // at most kMaxPredicatesPerSubscription
-    uint16_t lead = 0;    // 1: rows have lead ranges
+    uint8_t lead : 1;     // 1: rows have lead ranges
+    uint8_t wide : 1;     // 1: the bounds are int64 (else NarrowBound)
+    uint8_t bounds = 0;   // columns [0, bounds) may be inline; <= width
     uint32_t next = kNoCluster;
 
-    uint32_t arrays() const { return width + 1u + (lead ? 4u : 0u); }
+    Cluster() : lead(0), wide(0) {}
+    uint32_t bound_words() const { return wide ? 4u : 2u; }
+    uint32_t arrays() const {
+      return width + 1u + (lead ? 4u : 0u) + bound_words() * bounds;
+    }
     // Words of data: the arrays, and a lead cluster's meta.
     size_t words() const {
       return size_t{capacity} * arrays() + (lead ? kLeadMetaWords : 0);
@@ -194,6 +265,33 @@ class ClusterStore {
     uint32_t* column(uint32_t c) { return ids() + (c + 1) * capacity; }
     const uint32_t* column(uint32_t c) const {
       return ids() + (c + 1) * capacity;
+    }
+    // Column c's (lo, hi) pairs. REQUIRES: c < bounds.
+    uint32_t* bound_pairs(uint32_t c) {
+      return ids() +
+             (size_t{width} + 1 + bound_words() * size_t{c}) * capacity;
+    }
+    const uint32_t* bound_pairs(uint32_t c) const {
+      return ids() +
+             (size_t{width} + 1 + bound_words() * size_t{c}) * capacity;
+    }
+    LeadRange GetBounds(uint32_t c, uint32_t row) const {
+      const uint32_t* pair = bound_pairs(c) + bound_words() * size_t{row};
+      const bool open = (column(c)[row] & kInlineOpenBit) != 0;
+      if (wide) return {LoadInt64(pair), LoadInt64(pair + 2), open};
+      return {WidenBound(static_cast<int32_t>(pair[0])),
+              WidenBound(static_cast<int32_t>(pair[1])), open};
+    }
+    // REQUIRES: wide, or NarrowBounds(r).
+    void SetBounds(uint32_t c, uint32_t row, const LeadRange& r) {
+      uint32_t* pair = bound_pairs(c) + bound_words() * size_t{row};
+      if (wide) {
+        std::memcpy(pair, &r.lo, sizeof(int64_t));
+        std::memcpy(pair + 2, &r.hi, sizeof(int64_t));
+        return;
+      }
+      pair[0] = static_cast<uint32_t>(NarrowBound(r.lo));
+      pair[1] = static_cast<uint32_t>(NarrowBound(r.hi));
     }
     // REQUIRES for the rest: lead.
     const uint32_t* lead_lo() const { return data; }
@@ -223,6 +321,26 @@ class ClusterStore {
     Windows SortedWindows(int64_t smallest, int64_t largest) const;
   };
   static_assert(sizeof(Cluster) == 32, "a header a half cache line");
+  // Narrow bounds: a bound strictly within int32's range is kept as it is,
+  // INT64_MIN as INT32_MIN and INT64_MAX as INT32_MAX (the unbounded
+  // sides). An event's value is then compared clamped to int32 (
+  // EventPoints), which keeps every comparison's answer: no finite bound
+  // is INT32_MIN or INT32_MAX. On ranges-1m (values below a million) they
+  // halve the bounds' bytes, which phase 2 streams for every live row.
+  static bool NarrowBounds(const LeadRange& r) {
+    auto fits = [](int64_t b, int64_t unbounded) {
+      return b == unbounded || (b > INT32_MIN && b < INT32_MAX);
+    };
+    return fits(r.lo, INT64_MIN) && fits(r.hi, INT64_MAX);
+  }
+  static int32_t NarrowBound(int64_t b) {
+    return b == INT64_MIN   ? INT32_MIN
+           : b == INT64_MAX ? INT32_MAX
+                            : static_cast<int32_t>(b);
+  }
+  static int64_t WidenBound(int32_t b) {
+    return b == INT32_MIN ? INT64_MIN : b == INT32_MAX ? INT64_MAX : b;
+  }
   static int64_t LoadInt64(const uint32_t* p) {
     int64_t v;
     std::memcpy(&v, p, sizeof v);
@@ -245,6 +363,7 @@ class ClusterStore {
   // Finds or creates the cluster for a row and appends the row to it.
   Location AppendRow(uint32_t* head, PredicateId access, SubscriptionId id,
                      absl::Span<const uint32_t> entries,
+                     absl::Span<const LeadRange> bounds,
                      const std::optional<LeadRange>& lead);
   // Lead clusters: whether the tail is due to be merged, and the merge:
   // sorts the live rows by lead (tombstones dropped) and lists in
@@ -257,14 +376,37 @@ class ClusterStore {
                       uint32_t to);
   void Unlink(uint32_t* head, uint32_t index);
   void Resize(Cluster& c, uint32_t capacity);
-  // Gives cluster c `width` columns, padding every row.
-  void Widen(Cluster& c, uint32_t width);
+  // Gives cluster c `width` columns, padding every row, and `bounds`
+  // arrays of bounds (at least what it has), of int64 if `wide` (which c's
+  // must be if they are).
+  void Widen(Cluster& c, uint32_t width, uint32_t bounds, bool wide);
+  // Moves c's rows to new arrays of `capacity` rows, `width` columns and
+  // `bounds` bounds arrays, wide or not (each at least c's; capacity at
+  // least its rows), padding the new columns.
+  void Relayout(Cluster& c, uint32_t capacity, uint32_t width,
+                uint32_t bounds, bool wide);
   // Returns the rows visited.
+  // The events of a cohort for which inline entry `e` with bounds [lo, hi]
+  // holds: those whose value of its attribute lies within them, or, for
+  // an NE's (kInlineNotBit), those with a value outside them.
+  static uint64_t InlineMask(const LeadValues* by_attribute, uint32_t e,
+                             int64_t lo, int64_t hi) {
+    const LeadValues& v = by_attribute[InlineAttribute(e)];
+    const uint64_t within = LeadMask(v, lo, hi);
+    if ((e & kInlineNotBit) == 0) return within;
+    return v.count == 0 ? 0 : v.prefix[v.count] & ~within;
+  }
+  // What a cohort's check reads besides a cluster: the slots and masks of
+  // predicates, and the cohort's values by attribute for inline ranges.
+  struct MaskSources {
+    const uint32_t* slots;
+    const uint64_t* words;
+    const LeadValues* by_attribute;
+  };
   template <typename Emit>
   size_t MatchCluster(const Cluster& c, uint64_t access_mask,
-                      const LeadValues* lead, const uint32_t* slots,
-                      const uint64_t* words, bool every_row,
-                      Emit& emit) const;
+                      const LeadValues* lead, const MaskSources& from,
+                      bool every_row, Emit& emit) const;
   // Rows [start, start + n) of c; acc holds kMatchBlock words. every_row:
   // the columns after the first are read for every row of the block, dead
   // ones included, without a branch (MatchVisits says when).
@@ -272,25 +414,32 @@ class ClusterStore {
   static void MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
                          uint64_t access_mask, const LeadValues* lead,
                          lead_internal::SortedLeadMasks& sorted,
-                         const uint32_t* slots, const uint64_t* words,
-                         bool every_row, uint64_t* acc, Emit& emit);
+                         const MaskSources& from, bool every_row,
+                         uint64_t* acc, Emit& emit);
   // Adds the rows visited to *visited. `open`: the event's open bits
-  // (PredicateTable::MarkSatisfied), read by open entries.
+  // (PredicateTable::MarkSatisfied), read by open entries; `points`: the
+  // event's values by attribute, read by inline entries (EventPoints).
   static void MatchClusterForEvent(const Cluster& c, LeadPoint value,
                                    const uint32_t* slots,
                                    const PredicateBits& bits,
                                    const PredicateBits& open,
+                                   const EventPoints& points,
                                    std::vector<SubscriptionId>* matches,
                                    uint64_t* visited);
-  // Rows [start, start + n) of c; alive holds kMatchBlock entries. kOpen:
+  // Rows [start, start + n) of c; alive holds kEventBlock entries. kOpen:
   // the event holds a number with a fraction, so open entries also read
   // `open` (null otherwise) and open leads swap the value's two tests;
   // kRuns: `bits` or `open` keeps long runs (PredicateBits::has_runs).
+  // What a lead row's check must still test of its lead, given the window
+  // it lies in (MatchClusterForEvent says when each applies).
+  enum class LeadTest : uint8_t { kBoth, kUpper, kNone };
   template <bool kOpen, bool kRuns>
   static void MatchBlockForEvent(const Cluster& c, uint32_t start, uint32_t n,
-                                 LeadPoint value, const uint32_t* slots,
+                                 LeadTest test, LeadPoint value,
+                                 const uint32_t* slots,
                                  const PredicateBits& bits,
-                                 const PredicateBits* open, uint32_t* alive,
+                                 const PredicateBits* open,
+                                 const EventPoint* points, uint32_t* alive,
                                  std::vector<SubscriptionId>* matches);
 
   // Frees c's arrays (if any) back to arena_.
@@ -308,6 +457,7 @@ class ClusterStore {
   std::vector<uint32_t> order_scratch_;  // MergeTail's
   std::vector<uint32_t> moved_scratch_;  // MergeTail's: new rows that moved
   bool bulk_ = false;                    // between BeginBulk and EndBulk
+  uint32_t inline_limit_ = 0;            // inline_attribute_limit()
   // Lead clusters added to in bulk (repeats allowed).
   std::vector<uint32_t> bulk_clusters_;
 };
@@ -316,9 +466,10 @@ template <typename Moved>
 void ClusterStore::AddRow(uint32_t* head, PredicateId access,
                           SubscriptionId id,
                           absl::Span<const uint32_t> entries,
+                          absl::Span<const LeadRange> bounds,
                           const std::optional<LeadRange>& lead,
                           Moved&& moved) {
-  const Location at = AppendRow(head, access, id, entries, lead);
+  const Location at = AppendRow(head, access, id, entries, bounds, lead);
   moved(id, at);
   Cluster& c = clusters_[at.cluster];
   if (!c.lead) return;
@@ -467,28 +618,31 @@ void ClusterStore::MatchVisits(absl::Span<const AccessVisit> visits,
   // the cache: with a slot table past kCachedSlots (ranges-1m: 5.9M
   // slots) every row's read cost 0.73x.
   const bool every_row = !SlotTableUncached(masks.slot_limit());
+  const MaskSources from{slots, words, masks.attribute_values()};
   *lists += WalkLists(
       visits.size(), [&](size_t v) { return visits[v].head; },
       [&](size_t v, const Cluster& c) {
         const LeadValues lead =
             c.lead ? masks.lead_values(visits[v].lead) : LeadValues{};
-        *rows += MatchCluster(c, visits[v].mask, &lead, slots, words,
-                              every_row, emit);
+        *rows += MatchCluster(c, visits[v].mask, &lead, from, every_row,
+                              emit);
         ++*clusters;
       });
 }
 
 template <typename ListOf>
-void ClusterStore::MatchListsForEvent(size_t n, ListOf&& list_of,
+void ClusterStore::MatchListsForEvent(EventView event, size_t n,
+                                      ListOf&& list_of,
                                       const uint32_t* slots,
                                       uint64_t* lists, uint64_t* clusters,
                                       uint64_t* rows) const {
+  const EventPoints points(event, inline_limit_);
   *lists += WalkLists(
       n, [&](size_t v) { return list_of(v).head; },
       [&](size_t v, const Cluster& c) {
         const EventList list = list_of(v);
         MatchClusterForEvent(c, list.value, slots, *list.bits, *list.open,
-                             list.matches, rows);
+                             points, list.matches, rows);
         ++*clusters;
       });
 }
@@ -496,8 +650,8 @@ void ClusterStore::MatchListsForEvent(size_t n, ListOf&& list_of,
 template <typename Emit>
 size_t ClusterStore::MatchCluster(const Cluster& c, uint64_t access_mask,
                                   const LeadValues* lead,
-                                  const uint32_t* slots, const uint64_t* words,
-                                  bool every_row, Emit& emit) const {
+                                  const MaskSources& from, bool every_row,
+                                  Emit& emit) const {
   const uint32_t* ids = c.ids();
   if (c.width == 0 && !c.lead) {
     for (uint32_t row = 0; row < c.rows; ++row) {
@@ -524,8 +678,8 @@ size_t ClusterStore::MatchCluster(const Cluster& c, uint64_t access_mask,
     lead_internal::SortedLeadMasks sorted(c.lead ? *lead : LeadValues{});
     for (uint32_t start = run.from, end; start < run.to; start = end) {
       end = std::min(start + kMatchBlock, run.to);
-      MatchBlock(c, start, end - start, access_mask, lead, sorted, slots,
-                 words, every_row, acc, emit);
+      MatchBlock(c, start, end - start, access_mask, lead, sorted, from,
+                 every_row, acc, emit);
     }
   }
   return visited;
@@ -535,8 +689,10 @@ template <typename Emit>
 void ClusterStore::MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
                               uint64_t access_mask, const LeadValues* lead,
                               lead_internal::SortedLeadMasks& sorted,
-                              const uint32_t* slots, const uint64_t* words,
-                              bool every_row, uint64_t* acc, Emit& emit) {
+                              const MaskSources& from, bool every_row,
+                              uint64_t* acc, Emit& emit) {
+  const uint32_t* slots = from.slots;
+  const uint64_t* words = from.words;
   const uint32_t* ids = c.ids();
   uint64_t any = 0;
   uint32_t k = 0;  // the first column not yet ANDed in
@@ -555,6 +711,11 @@ void ClusterStore::MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
                                       : LeadMask(*lead, c.lo(row), c.hi(row)));
       any |= acc[j];
     }
+  } else if (c.bounds > 0) {
+    // Column 0 may be inline: it is checked with the others (a tombstone's
+    // is the false predicate).
+    for (uint32_t j = 0; j < n; ++j) acc[j] = access_mask;
+    any = access_mask;
   } else {
     const uint32_t* col = c.column(0) + start;
     for (uint32_t j = 0; j < n; ++j) {
@@ -562,6 +723,36 @@ void ClusterStore::MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
       any |= acc[j];
     }
     k = 1;
+  }
+  for (; k < c.bounds && any != 0; ++k) {
+    // Inline ranges against the cohort's values of their attributes; the
+    // other entries of such a column (a shorter row's) as elsewhere.
+    const uint32_t* col = c.column(k) + start;
+    const uint32_t* pairs = c.bound_pairs(k) + c.bound_words() * size_t{start};
+    any = 0;
+    if (c.wide) {
+      for (uint32_t j = 0; j < n; ++j) {
+        if (acc[j] == 0) continue;
+        const uint32_t e = col[j];
+        acc[j] &= IsInline(e) ? InlineMask(from.by_attribute, e,
+                                           LoadInt64(pairs + 4 * j),
+                                           LoadInt64(pairs + 4 * j + 2))
+                              : EntryMask(e, slots, words);
+        any |= acc[j];
+      }
+      continue;
+    }
+    for (uint32_t j = 0; j < n; ++j) {
+      if (acc[j] == 0) continue;
+      const uint32_t e = col[j];
+      acc[j] &= IsInline(e)
+                    ? InlineMask(from.by_attribute, e,
+                                 WidenBound(static_cast<int32_t>(pairs[2 * j])),
+                                 WidenBound(
+                                     static_cast<int32_t>(pairs[2 * j + 1])))
+                    : EntryMask(e, slots, words);
+      any |= acc[j];
+    }
   }
   for (; k < c.width && any != 0; ++k) {
     const uint32_t* col = c.column(k) + start;

@@ -72,6 +72,17 @@ inline constexpr double kPerEventRowCost = 4.0;
 // 1.5 -> 2.5 (bench/reports/2026-11-28-epyc2-issue43-cohort-keep, fit.py).
 inline constexpr double kPerEventLeadRowCostUncached = 2.5;
 inline constexpr double kPerEventLeadRowCostCached = 12.0;
+// A row of a "present" list whose ranges are inline (cluster_store.h: the
+// attribute has at least as many inline ranges as the list rows) costs an
+// event less again: its columns need no phase-1 marks and no slots, and
+// only its lead's window is read, while the masks still check every row
+// against the cohort's values. Fitted on ranges-1m after issue 45's inline
+// ranges: per event ran about 1,000 events/s at every cohort size, masks
+// 297, 576 and 1,422 at 4, 16 and 64 events, so that per event should win
+// up to 32 events (kMaxCheaperPerEvent) and lose at 64: between 0.49 and
+// 0.97 (its 625,000 lead rows an event against about 970,000 rows in
+// masks); the middle.
+inline constexpr double kPerEventLeadRowCostInline = 0.7;
 inline constexpr size_t kCachedSlots = size_t{1} << 19;
 // Whether a slot table of `slot_limit` slots is past kCachedSlots: the one
 // test both the cost model and the per-event prefetch make.
@@ -88,6 +99,8 @@ inline constexpr double kMaskPositionCost = 2.5;
 struct CohortCost {
   double rows_sum = 0;       // every event's access lists' rows, all events
   double lead_rows_sum = 0;  // every event's "present" lists' rows
+  // The same for lists whose ranges are mostly inline (not in the above).
+  double inline_lead_rows_sum = 0;
   double rows_present = 0;   // "present" rows, once per attribute
   double positions_sum = 0;  // range positions of every event's attributes
   double positions_all = 0;  // range positions, once per attribute
@@ -99,6 +112,7 @@ struct CohortCost {
            (SlotTableUncached(slot_limit) ? kPerEventLeadRowCostUncached
                                           : kPerEventLeadRowCostCached) *
                lead_rows_sum +
+           kPerEventLeadRowCostInline * inline_lead_rows_sum +
            kPerEventPositionCost * positions_sum;
   }
   // In masks, the least it can cost before the lists' union is known: each
@@ -107,7 +121,9 @@ struct CohortCost {
   double MaskFloor(size_t events) const {
     return kMaskPositionCost * positions_all +
            kMaskRowCost *
-               std::max(rows_present, (rows_sum + lead_rows_sum) / events);
+               std::max(rows_present,
+                        (rows_sum + lead_rows_sum + inline_lead_rows_sum) /
+                            events);
   }
   // In masks, once the union of the lists' rows (`rows_union`) is known.
   double Masks(double rows_union) const {

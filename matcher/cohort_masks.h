@@ -181,6 +181,9 @@ class CohortMasks {
     return event_open_bits_[serial_ ? 0 : i];
   }
 
+  // Event i, as BeginCohort saw it. REQUIRES: per_event(), i < events().
+  EventView event_view(size_t i) const { return event_views_[i]; }
+
   // Runs of consecutive events kept per event whose shared first values'
   // range marks were made once (SharedMarks below).
   size_t shared_prefixes() const { return shared_.size(); }
@@ -208,12 +211,22 @@ class CohortMasks {
     const uint32_t first = attributes_[lead].first;
     return {values_[first], upper_[first]};
   }
+  // The cohort's values of each attribute, by attribute id, for inline
+  // ranges (ClusterStore): as lead_values, for every attribute the table
+  // has inline ranges or range predicates on, and no values for the
+  // others. As long as the table's attributes when BeginCohort ran.
+  // REQUIRES: !per_event(); phase 1 is done.
+  const LeadValues* attribute_values() const {
+    return attribute_values_.data();
+  }
   LeadValues lead_values(uint32_t lead) const {
     if (lead == kNoLead) return {nullptr, nullptr, 0, 0, nullptr};
     const AttributeValues& a = attributes_[lead];
     return {values_.data() + a.first, prefix_.data() + a.prefix_first,
             a.count, a.rank_size,
-            a.rank_size > 0 ? ranks_.data() + a.rank_first : nullptr};
+            a.rank_size > 0 ? ranks_.data() + a.rank_first : nullptr,
+            a.buckets ? ranks_.data() + a.rank_first : nullptr,
+            a.bucket_shift};
   }
 
   // Cluster lists to visit, by partition: filled by the index that owns the
@@ -253,8 +266,10 @@ class CohortMasks {
     uint32_t count;
     uint32_t prefix_first;
     uint32_t runs_first;  // kRange runs (RangeWalkPays said no), one per value
-    uint32_t rank_first = 0;  // into ranks_, when rank_size > 0
+    uint32_t rank_first = 0;  // into ranks_, when rank_size > 0 or buckets
     uint32_t rank_size = 0;
+    bool buckets = false;     // ranks_ holds a bucket table (LeadValues)
+    uint32_t bucket_shift = 0;
   };
   struct Run {
     uint32_t begin;
@@ -314,13 +329,16 @@ class CohortMasks {
   std::vector<Task> tasks_;
   uint64_t total_positions_ = 0;
   std::vector<AttributeValues> attributes_;
+  // attribute_values(): by attribute id, set for attributes_' ones.
+  std::vector<LeadValues> attribute_values_;
   std::vector<int64_t> values_;
   // Per event, each "present" hit's value as an upper bound sees it
   // (LeadPoint), by values_' index; empty for cohorts kept in masks, which
   // never hold numbers with fractions.
   std::vector<int64_t> upper_;
   std::vector<uint64_t> prefix_;
-  // LeadValues::rank tables, each rank_size + 1 entries (the last: count).
+  // LeadValues::rank tables, each rank_size + 1 entries (the last: count),
+  // and bucket tables.
   std::vector<uint8_t> ranks_;
   std::vector<Run> runs_;
   std::vector<uint32_t> dirty_eq_slots_;

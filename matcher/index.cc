@@ -34,7 +34,7 @@ absl::Status Index::Add(SubscriptionId id,
   }
   List& list = lists_[plan.access];
   ++list.rows;
-  clusters_.AddRow(&list.head, plan.access, id, plan.columns,
+  clusters_.AddRow(&list.head, plan.access, id, plan.columns, plan.bounds,
                    plan.lead, [&](SubscriptionId row, Location to) {
                      locations_.Slot(row) = to;
                    });
@@ -67,8 +67,12 @@ absl::Status Index::Remove(SubscriptionId id) {
   const Location at = *found;
   const PredicateId access = clusters_.Access(at.cluster);
   std::vector<uint32_t> columns;
+  std::vector<internal::LeadRange> bounds;
   for (uint32_t col = 0; col < clusters_.RowWidth(at); ++col) {
     columns.push_back(clusters_.Entry(at, col));
+    if (internal::IsInline(columns.back())) {
+      bounds.push_back(clusters_.Bounds(at, col));
+    }
   }
   const std::optional<internal::LeadRange> lead = clusters_.Lead(at);
   clusters_.RemoveRow(
@@ -78,7 +82,7 @@ absl::Status Index::Remove(SubscriptionId id) {
       });
   locations_.Slot(id) = Location{};
   --lists_[access].rows;
-  planner_.Release(access, columns, lead, &table_);
+  planner_.Release(access, columns, bounds, lead, &table_);
   --size_;
   return absl::OkStatus();
 }
@@ -196,7 +200,8 @@ size_t Index::MatchTouchedOfEvent(const internal::CohortMasks& masks,
     ++end;
   }
   MatchEventLists(
-      end - first, [&](size_t v) { return touched[first + v].id; },
+      masks.event_view(e), end - first,
+      [&](size_t v) { return touched[first + v].id; },
       [&](size_t v) { return masks.event_value(touched[first + v].lead); },
       masks.event_bits(e), masks.event_open_bits(e), matches, lists, clusters,
       rows);
@@ -235,7 +240,7 @@ void Index::MatchOne(EventView event, MatchScratch* scratch,
   const size_t before = matches->size();
   const std::vector<internal::AccessHit>& hits = scratch->access_;
   MatchEventLists(
-      hits.size(), [&](size_t v) { return hits[v].id; },
+      event, hits.size(), [&](size_t v) { return hits[v].id; },
       [&](size_t v) { return hits[v].value; }, scratch->bits_,
       scratch->open_, matches,
       &counters->cluster_lists, &counters->clusters_checked,

@@ -172,6 +172,11 @@ class Index {
     keep_ = keep;
     verdicts_.fill(Verdict{});
   }
+  // Which ranges the rows added from now on keep inline (default kAuto;
+  // RowPlanner); the others are for measurements and tests.
+  void set_inline_ranges(internal::InlineRanges mode) {
+    planner_.set_inline_ranges(mode);
+  }
 
   // For microbenchmarks of the two phases only; not for production use.
   const internal::PredicateTable& table_for_benchmark() const {
@@ -217,7 +222,8 @@ class Index {
   // one's attribute value_of(v), checked against `bits`; appends the ids
   // matched to *matches and adds what it checked to the counters.
   template <typename IdOf, typename ValueOf>
-  void MatchEventLists(size_t n, IdOf id_of, ValueOf value_of,
+  void MatchEventLists(EventView event, size_t n, IdOf id_of,
+                       ValueOf value_of,
                        const internal::PredicateBits& bits,
                        const internal::PredicateBits& open,
                        std::vector<SubscriptionId>* matches, uint64_t* lists,
@@ -277,7 +283,8 @@ class Index {
 };
 
 template <typename IdOf, typename ValueOf>
-void Index::MatchEventLists(size_t n, IdOf id_of, ValueOf value_of,
+void Index::MatchEventLists(EventView event, size_t n, IdOf id_of,
+                            ValueOf value_of,
                             const internal::PredicateBits& bits,
                             const internal::PredicateBits& open,
                             std::vector<SubscriptionId>* matches,
@@ -287,7 +294,7 @@ void Index::MatchEventLists(size_t n, IdOf id_of, ValueOf value_of,
   // index, and the walk reads them one after another.
   for (size_t v = 0; v < n; ++v) PrefetchList(id_of(v));
   clusters_.MatchListsForEvent(
-      n,
+      event, n,
       [&](size_t v) {
         return internal::EventList{Head(id_of(v)), value_of(v), &bits,
                                    &open, matches};

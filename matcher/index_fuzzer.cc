@@ -10,7 +10,10 @@
 // Input format, repeated until the input ends (tools/fuzz/byte_reader.h):
 //   op byte % 4: 0 Add; 1 Add through AddBatch (a run of them is one
 //           batch of both indexes, applied before the next other op or the
-//           end, each status checked); 2 Remove; 3 MatchCohort
+//           end, each status checked); 2 Remove; 3 MatchCohort. The byte
+//           / 4 % 3 says which ranges the rows planned from then on keep
+//           inline, in both indexes: as the planner chooses, all, none
+//           (InlineRanges)
 //   Add:    id, predicate count (0 to 4; 0 must be refused), per predicate
 //           attribute (0 to 5), op (EQ to BETWEEN, IN, NOT_IN, EXISTS,
 //           NOT_EXISTS), then for IN and NOT_IN a count (1 to 4) and the
@@ -243,6 +246,12 @@ class Session {
     }
   }
 
+  // Which ranges the rows planned from now on keep inline, in both.
+  void SetInline(internal::InlineRanges mode) {
+    index_.set_inline_ranges(mode);
+    partitioned_.set_inline_ranges(mode);
+  }
+
  private:
   struct Pending {
     SubscriptionId id;
@@ -269,7 +278,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cohort::fuzz::ByteReader in(data, size);
   cohort::matcher::Session session;
   while (!in.empty()) {
-    const uint32_t op = in.Byte() % 4;
+    const uint32_t byte = in.Byte();
+    const uint32_t op = byte % 4;
+    static constexpr cohort::matcher::internal::InlineRanges kInline[] = {
+        cohort::matcher::internal::InlineRanges::kAuto,
+        cohort::matcher::internal::InlineRanges::kAlways,
+        cohort::matcher::internal::InlineRanges::kNever};
+    session.SetInline(kInline[byte / 4 % 3]);
     switch (op) {
       case 0:
       case 1:

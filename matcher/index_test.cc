@@ -160,6 +160,13 @@ bool RunSeed(const test_util::Shape& shape, uint64_t seed,
   // verdicts between weighings, across the rounds' adds and removes).
   static constexpr size_t kCohorts[] = {1, 2, 4, 16, 63, 64, 65, 1000};
   for (int round = 0; round < 4; ++round) {
+    // Each round's rows keep their ranges inline as the planner chooses,
+    // all of them or none (RowPlanner, InlineRanges), so that rows of every
+    // kind share clusters, are removed and are matched together.
+    static constexpr internal::InlineRanges kInline[] = {
+        internal::InlineRanges::kAuto, internal::InlineRanges::kAlways,
+        internal::InlineRanges::kNever};
+    index.set_inline_ranges(kInline[rng.Uniform(std::size(kInline))]);
     const int adds = shape.min_adds + rng.Uniform(shape.add_span);
     const bool batches = adding == Adding::kBatches && rng.Chance(50);
     const size_t live_before = live.size();
@@ -795,7 +802,10 @@ TEST(Index, MasksPathWithASlotTablePastTheCache) {
   Index index;
   index.set_cohort_keep(internal::CohortKeep::kMasks);
   ReferenceMatcher reference;
+  // Predicates, not inline ranges (RowPlanner), are what this is about.
+  index.set_inline_ranges(internal::InlineRanges::kNever);
   constexpr SubscriptionId kSubscriptions = 100000;
+
   constexpr int64_t kDomain = 1000000;
   std::vector<Index::NewSubscription> batch;
   std::vector<Subscription> subscriptions(kSubscriptions);
@@ -835,8 +845,120 @@ TEST(Index, MasksPathWithASlotTablePastTheCache) {
   EXPECT_LT(matched, events.size() * kSubscriptions / 8);
 }
 
+// Checks `index` against `reference` on `events`, one at a time and in
+// one cohort kept in masks and one kept per event.
+void ExpectMatchesReference(Index& index, const ReferenceMatcher& reference,
+                            const std::vector<Event>& events) {
+  std::vector<EventView> views(events.begin(), events.end());
+  for (internal::CohortKeep keep :
+       {internal::CohortKeep::kMasks, internal::CohortKeep::kPerEvent}) {
+    index.set_cohort_keep(keep);
+    std::vector<std::vector<SubscriptionId>> got;
+    index.MatchCohort(views, &got);
+    for (size_t i = 0; i < events.size(); ++i) {
+      std::sort(got[i].begin(), got[i].end());
+      const std::vector<SubscriptionId> want = reference.Match(events[i]);
+      ASSERT_EQ(got[i], want) << FormatEvent(events[i]);
+      ASSERT_EQ(MatchOneEvent(index, events[i]), want) << FormatEvent(events[i]);
+    }
+  }
+  index.set_cohort_keep(internal::CohortKeep::kCheaper);
+}
+
+// The planner's choice (InlineRanges::kAuto): ranges over a wide domain,
+// nearly all distinct, stay inline once an attribute's statistics have
+// kInlineMinRanges ranges, with an NE's equality (and its "present"); the
+// same shapes over a narrow domain, where they are shared, stay predicates.
+TEST(Index, DistinctRangesStayInlineAndSharedOnesArePredicates) {
+  for (const int64_t domain : {int64_t{1000000}, int64_t{50}}) {
+    Rng rng(static_cast<uint64_t>(domain));
+    Index index;
+    ReferenceMatcher reference;
+    constexpr SubscriptionId kSubscriptions = 6000;
+    for (SubscriptionId id = 0; id < kSubscriptions; ++id) {
+      const int64_t lo = static_cast<int64_t>(rng.Uniform(domain));
+      Subscription s = {
+          {0, Op::kBetween, lo, lo + static_cast<int64_t>(rng.Uniform(100))},
+          {1, Op::kLe, static_cast<int64_t>(rng.Uniform(domain)), 0},
+          {2, Op::kNe, static_cast<int64_t>(rng.Uniform(domain)), 0}};
+      ASSERT_TRUE(index.Add(id, s).ok());
+      reference.Add(id, s);
+    }
+    if (domain > 1000) {
+      // Each attribute's first ranges (until its statistics have 1,024
+      // range entries) became predicates; none since.
+      EXPECT_LT(index.predicates(), 3 * 1100u);
+    } else {
+      // At most every range and NE value of the domain, shared.
+      EXPECT_LT(index.predicates(), 50u * 100 + 2 * 50 + 10);
+    }
+    std::vector<Event> events(200);
+    for (Event& e : events) {
+      for (AttributeId a = 0; a < 3; ++a) {
+        if (!rng.Chance(80)) continue;
+        e.push_back({a, static_cast<int64_t>(rng.Uniform(domain))});
+      }
+    }
+    ExpectMatchesReference(index, reference, events);
+    // Removing every other subscription releases what each took.
+    for (SubscriptionId id = 0; id < kSubscriptions; id += 2) {
+      ASSERT_TRUE(index.Remove(id).ok());
+      reference.Remove(id);
+    }
+    ExpectMatchesReference(index, reference, events);
+  }
+}
+
+// Inline bounds start narrow (int32) and a cluster takes wide ones once a
+// row's bound does not fit: every row keeps its bounds, and values past
+// int32's range on either side compare as they are.
+TEST(Index, InlineBoundsWidenWhenABoundPassesInt32) {
+  Index index;
+  index.set_inline_ranges(internal::InlineRanges::kAlways);
+  ReferenceMatcher reference;
+  const int64_t kBig = int64_t{1} << 40;
+  // Narrow: strictly within int32's range, and so their neighbours.
+  const int64_t kEdges[] = {INT32_MIN + int64_t{2}, -5, 0, 7,
+                            INT32_MAX - int64_t{2}};
+  SubscriptionId id = 0;
+  auto add = [&](Subscription s) {
+    ASSERT_TRUE(index.Add(id, s).ok());
+    reference.Add(id++, std::move(s));
+  };
+  // Narrow rows: one lead cluster (attribute 0) and inline columns on 1, 2.
+  for (int64_t e : kEdges) {
+    add({{0, Op::kGe, -10, 0}, {1, Op::kLe, e, 0}, {2, Op::kGt, e, 0}});
+    add({{0, Op::kGe, -10, 0}, {1, Op::kBetween, e - 1, e + 1},
+         {2, Op::kNe, e, 0}});
+  }
+  // Then wide ones into the same clusters.
+  add({{0, Op::kGe, -10, 0}, {1, Op::kLe, kBig, 0}, {2, Op::kGt, -kBig, 0}});
+  add({{0, Op::kGe, -10, 0}, {1, Op::kBetween, INT32_MAX, kBig},
+       {2, Op::kNe, INT32_MIN, 0}});
+  add({{0, Op::kGe, -10, 0}, {1, Op::kLt, INT32_MIN, 0},
+       {2, Op::kGe, INT32_MAX, 0}});
+  std::vector<Event> events;
+  for (int64_t v1 : {-kBig, int64_t{INT32_MIN} - 1, int64_t{INT32_MIN},
+                     int64_t{INT32_MIN} + 1, int64_t{-6}, int64_t{0},
+                     int64_t{7}, int64_t{8}, int64_t{INT32_MAX} - 1,
+                     int64_t{INT32_MAX}, int64_t{INT32_MAX} + 1, kBig,
+                     kBig + 1}) {
+    for (int64_t v2 : {int64_t{INT32_MIN}, int64_t{0}, int64_t{7},
+                       int64_t{INT32_MAX}, kBig}) {
+      events.push_back({{0, 0}, {1, v1}, {2, v2}});
+      events.push_back({{0, 0}, {1, v1}});  // attribute 2 missing
+    }
+  }
+  ExpectMatchesReference(index, reference, events);
+  size_t matched = 0;
+  for (const Event& e : events) matched += reference.Match(e).size();
+  EXPECT_GT(matched, events.size());
+}
+
 TEST(Index, RangeWithLiveHalvesTakesNoPredicate) {
   Index index;
+  // Predicates, not inline ranges (RowPlanner), are what this is about.
+  index.set_inline_ranges(internal::InlineRanges::kNever);
   ASSERT_TRUE(index.Add(1, {{{0, Op::kEq, 1, 0}, {1, Op::kGe, 10, 0}}}).ok());
   ASSERT_TRUE(index.Add(2, {{{0, Op::kEq, 1, 0}, {1, Op::kLe, 20, 0}}}).ok());
   ASSERT_EQ(index.predicates(), 3u);

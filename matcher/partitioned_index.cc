@@ -134,7 +134,8 @@ absl::Status PartitionedIndex::PlanAdd(SubscriptionId id,
 void PartitionedIndex::ApplyRow(const PendingRow& row) {
   clusters_[row.partition].AddRow(
       Head(row.plan.access, row.partition), row.plan.access, row.id,
-      row.plan.columns, row.plan.lead, [this](SubscriptionId id, Location to) {
+      row.plan.columns, row.plan.bounds, row.plan.lead,
+      [this](SubscriptionId id, Location to) {
         locations_.Existing(id).at = to;
       });
 }
@@ -151,6 +152,9 @@ void PartitionedIndex::RemoveRow(uint32_t partition, SubscriptionId id,
   removed->widths.push_back(width);
   for (uint32_t col = 0; col < width; ++col) {
     removed->columns.push_back(store.Entry(at, col));
+    if (internal::IsInline(removed->columns.back())) {
+      removed->bounds.push_back(store.Bounds(at, col));
+    }
   }
   removed->leads.push_back(store.Lead(at));
   store.RemoveRow(Head(access, partition), at,
@@ -162,15 +166,20 @@ void PartitionedIndex::RemoveRow(uint32_t partition, SubscriptionId id,
 }
 
 void PartitionedIndex::FinishRemove(const RemovedRows& removed) {
-  size_t next = 0;
+  size_t next = 0, next_bounds = 0;
   for (size_t i = 0; i < removed.access.size(); ++i) {
     const PredicateId access = removed.access[i];
     Forget(access);
-    planner_.Release(access,
-                     absl::MakeConstSpan(removed.columns)
-                         .subspan(next, removed.widths[i]),
+    const absl::Span<const uint32_t> columns =
+        absl::MakeConstSpan(removed.columns).subspan(next, removed.widths[i]);
+    const size_t inline_columns = static_cast<size_t>(std::count_if(
+        columns.begin(), columns.end(), internal::IsInline));
+    planner_.Release(access, columns,
+                     absl::MakeConstSpan(removed.bounds)
+                         .subspan(next_bounds, inline_columns),
                      removed.leads[i], &table_);
     next += removed.widths[i];
+    next_bounds += inline_columns;
     --size_;
   }
 }
@@ -282,7 +291,7 @@ void PartitionedIndex::MatchPartitionUnit(uint32_t p, uint32_t unit,
       const internal::PredicateBits& bits = masks.event_bits(e);
       const internal::PredicateBits& open = masks.event_open_bits(e);
       clusters_[p].MatchListsForEvent(
-          to - from,
+          masks.event_view(e), to - from,
           [&](size_t i) {
             const internal::AccessVisit& v = visits[from + i];
             return internal::EventList{v.head, masks.event_value(v.lead),

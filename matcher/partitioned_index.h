@@ -115,6 +115,8 @@ class PartitionedIndex {
     std::vector<std::optional<internal::LeadRange>> leads;
     std::vector<uint32_t> widths;
     std::vector<uint32_t> columns;
+    // The bounds of the inline columns (IsInline) among `columns`, in order.
+    std::vector<internal::LeadRange> bounds;
   };
 
   // REQUIRES: partitions >= 1. spread_rows: see the file comment.
@@ -171,6 +173,12 @@ class PartitionedIndex {
   // How BeginCohort keeps its cohorts (default kCheaper); the others are
   // for measurements and tests. Exclusive, as Add.
   void set_cohort_keep(internal::CohortKeep keep) { keep_ = keep; }
+  // Which ranges the rows planned from now on keep inline (default kAuto;
+  // RowPlanner); the others are for measurements and tests. Exclusive, as
+  // Add.
+  void set_inline_ranges(internal::InlineRanges mode) {
+    planner_.set_inline_ranges(mode);
+  }
 
   // Phase 1: PredicateTable::BeginCohort, then masks->visits(p): the cluster
   // lists partition p checks. REQUIRES: as PredicateTable::BeginCohort.

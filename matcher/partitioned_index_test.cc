@@ -124,6 +124,12 @@ bool RunSeed(const Config& config, const test_util::Shape& shape,
   SubscriptionId next_id = static_cast<SubscriptionId>(rng.Uniform(1000));
   static constexpr size_t kCohorts[] = {1, 2, 63, 64, 65, 1000};
   for (int round = 0; round < 4; ++round) {
+    // Rows of every inline kind together (RowPlanner, InlineRanges), as in
+    // IndexDifferential.
+    static constexpr internal::InlineRanges kInline[] = {
+        internal::InlineRanges::kAuto, internal::InlineRanges::kAlways,
+        internal::InlineRanges::kNever};
+    index.set_inline_ranges(kInline[rng.Uniform(std::size(kInline))]);
     std::vector<std::pair<SubscriptionId, Subscription>> adds(
         shape.min_adds + rng.Uniform(shape.add_span));
     for (auto& [id, s] : adds) {
@@ -481,6 +487,9 @@ TEST(PartitionedIndex, LongRunsOfSatisfiedRangesHoldInPhaseTwo) {
   constexpr int64_t kDomain = 30000;
   PartitionedIndex index(kP, /*spread_rows=*/2);
   index.set_cohort_keep(internal::CohortKeep::kPerEvent);
+  // Range predicates' runs, not inline ranges (RowPlanner), are what this
+  // is about.
+  index.set_inline_ranges(internal::InlineRanges::kNever);
   ReferenceMatcher reference;
   Rng rng(5);
   for (SubscriptionId id = 0; id < 12000; ++id) {

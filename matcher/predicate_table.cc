@@ -220,6 +220,16 @@ void PredicateTable::Release(PredicateId id) {
   MaybeCompact();
 }
 
+void PredicateTable::AddInlineUse(AttributeId attribute) {
+  if (attribute >= attributes_.size()) attributes_.resize(attribute + 1);
+  ++attributes_[attribute].inline_uses;
+}
+
+void PredicateTable::DropInlineUse(AttributeId attribute) {
+  assert(attributes_[attribute].inline_uses > 0);
+  --attributes_[attribute].inline_uses;
+}
+
 void PredicateTable::AddAccessUse(PredicateId id) {
   if (info_[id].kind != Kind::kIn) return;
   if (in_sets_.at(id).access_rows++ == 0) SetAccess(id, true);

@@ -120,6 +120,13 @@ class PredicateTable {
   // match adds.
   void AddAccessUse(PredicateId id);
   void DropAccessUse(PredicateId id);
+  // A row takes (AddInlineUse) or gives up (DropInlineUse) an inline range
+  // on `attribute` (cluster_store.h), which is no predicate of the table:
+  // phase 1 of a cohort kept in masks then sorts the cohort's values of
+  // the attribute for phase 2 (CohortMasks::attribute_values), even where
+  // no predicate is on it. REQUIRES: drops match adds.
+  void AddInlineUse(AttributeId attribute);
+  void DropInlineUse(AttributeId attribute);
 
   // Bulk loading (Index::AddBatch): between BeginBulk and EndBulk, Acquire
   // and Release keep no slot layout (a new range predicate joins its
@@ -245,6 +252,9 @@ class PredicateTable {
     // Live kIn predicates on the attribute (phase 1 looks an event's value
     // up in in_ids_ only if there are any).
     uint32_t sets = 0;
+    // Live inline ranges on the attribute (AddInlineUse): a cohort then
+    // lists its values of it (CohortMasks::attribute_values).
+    uint32_t inline_uses = 0;
   };
   using Run = CohortMasks::Run;
 
@@ -301,6 +311,10 @@ class PredicateTable {
   // Builds the rank table (LeadValues::rank) of m's attribute `index` if
   // its values span at most kMaxRankTable integers.
   static void AddRankTable(uint32_t index, CohortMasks* m);
+  // Where the values span more (`last`: the largest offset from the
+  // smallest), the bucket table (LeadValues::buckets).
+  static void AddBucketTable(uint64_t last, CohortMasks::AttributeValues& a,
+                             CohortMasks* m);
   // MarkSatisfied in two halves: the equalities (and the access
   // predicates), and the range groups.
   void MarkEqualities(EventView event, PredicateBits* bits,

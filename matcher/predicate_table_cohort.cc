@@ -139,6 +139,11 @@ void PredicateTable::ClearPrevious(CohortMasks* m) {
     }
   }
   m->event_views_.clear();
+  for (const CohortMasks::AttributeValues& a : m->attributes_) {
+    if (a.attribute < m->attribute_values_.size()) {
+      m->attribute_values_[a.attribute] = LeadValues{};
+    }
+  }
   m->dirty_eq_slots_.clear();
   m->tasks_.clear();
   m->total_positions_ = 0;
@@ -160,6 +165,9 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
   m->events_ = events.size();
   if (m->by_attribute_.size() < attributes_.size()) {
     m->by_attribute_.resize(attributes_.size());
+  }
+  if (m->attribute_values_.size() < attributes_.size()) {
+    m->attribute_values_.resize(attributes_.size(), LeadValues{});
   }
   // A number with a fraction (AttributeValue::half_above) is matched per
   // event: the masks and their walks know integers only.
@@ -310,7 +318,15 @@ void PredicateTable::ListHitsOf(absl::Span<const EventView> events, bool lone,
         }
         if (kShare) ends[k] = static_cast<uint32_t>(m->event_access_.size());
       }
-      if (groups.present != kFalsePredicate) cost->lead_rows_sum += present;
+      if (groups.present != kFalsePredicate) {
+        // A list whose rows' ranges are mostly inline (cluster_store.h):
+        // at least as many inline ranges on the attribute as rows.
+        if (groups.inline_uses >= present) {
+          cost->inline_lead_rows_sum += present;
+        } else {
+          cost->lead_rows_sum += present;
+        }
+      }
       if (lone) continue;
       std::vector<CohortMasks::ValueBit>& values =
           m->by_attribute_[av.attribute];
@@ -367,7 +383,8 @@ void PredicateTable::ListAttributeWork(CohortMasks* m) const {
     std::vector<CohortMasks::ValueBit>& values = m->by_attribute_[attribute];
     const AttributeGroups& groups = attributes_[attribute];
     const bool ranges =
-        groups.low.size() + groups.high.size() + groups.range.size() > 0;
+        groups.low.size() + groups.high.size() + groups.range.size() > 0 ||
+        groups.inline_uses > 0;
     if (ranges || groups.sets > 0) {
       std::sort(values.begin(), values.end(),
                 [](const CohortMasks::ValueBit& a,
@@ -390,6 +407,8 @@ void PredicateTable::ListAttributeWork(CohortMasks* m) const {
       if (groups.present != kFalsePredicate) {
         m->touched_access_.push_back(
             {groups.present, index, m->prefix_.back()});
+      }
+      if (groups.present != kFalsePredicate || groups.inline_uses > 0) {
         AddRankTable(index, m);
       }
       for (const Group* g : {&groups.low, &groups.high, &groups.range}) {
@@ -399,6 +418,10 @@ void PredicateTable::ListAttributeWork(CohortMasks* m) const {
     values.clear();
   }
   m->present_attributes_.clear();
+  // Inline ranges read the values by attribute (the arrays are complete).
+  for (uint32_t i = 0; i < m->attributes_.size(); ++i) {
+    m->attribute_values_[m->attributes_[i].attribute] = m->lead_values(i);
+  }
 }
 
 // The sets that are only columns get a mask each and no access hit, set
@@ -566,6 +589,20 @@ void PredicateTable::ShareRangeMarks(absl::Span<const EventView> events,
   }
 }
 
+void PredicateTable::AddBucketTable(uint64_t last,
+                                    CohortMasks::AttributeValues& a,
+                                    CohortMasks* m) {
+  if (a.count < kMinBucketValues) return;
+  const uint32_t shift = BucketShift(last);
+  const uint64_t buckets = BucketTableSize(last, shift);
+  a.rank_first = static_cast<uint32_t>(m->ranks_.size());
+  a.buckets = true;
+  a.bucket_shift = shift;
+  m->ranks_.resize(m->ranks_.size() + buckets);
+  FillBuckets(m->values_.data() + a.first, a.count, shift, buckets,
+              m->ranks_.data() + a.rank_first);
+}
+
 void PredicateTable::AddRankTable(uint32_t index, CohortMasks* m) {
   CohortMasks::AttributeValues& a = m->attributes_[index];
   const int64_t* values = m->values_.data() + a.first;
@@ -573,7 +610,10 @@ void PredicateTable::AddRankTable(uint32_t index, CohortMasks* m) {
   // the values span all of int64.
   const uint64_t last = static_cast<uint64_t>(values[a.count - 1]) -
                         static_cast<uint64_t>(values[0]);
-  if (last >= kMaxRankTable) return;
+  if (last >= kMaxRankTable) {
+    AddBucketTable(last, a, m);
+    return;
+  }
   const uint64_t span = last + 1;
   a.rank_first = static_cast<uint32_t>(m->ranks_.size());
   a.rank_size = static_cast<uint32_t>(span);
@@ -802,6 +842,7 @@ size_t CohortMasks::MemoryBytes() const {
   size_t bytes = words_.capacity() * sizeof(uint64_t) +
                  tasks_.capacity() * sizeof(Task) +
                  attributes_.capacity() * sizeof(AttributeValues) +
+                 attribute_values_.capacity() * sizeof(LeadValues) +
                  values_.capacity() * sizeof(int64_t) +
                  upper_.capacity() * sizeof(int64_t) +
                  prefix_.capacity() * sizeof(uint64_t) + ranks_.capacity() +

@@ -613,6 +613,73 @@ TEST(PredicateTableCohort, EqualValuesAndExtremes) {
   EXPECT_TRUE(masks.touched_access().empty());
 }
 
+
+// The bucket table (LeadValues::buckets) gives every range the events a
+// search over the values gives, and what counting them one by one gives:
+// spans from a few thousand integers to all of int64, repeated values,
+// bounds at and around the values, below and past them, and unbounded.
+TEST(LeadValuesTest, BucketTableAgreesWithTheSearch) {
+  Rng rng(77);
+  size_t checked = 0;
+  for (int round = 0; round < 400; ++round) {
+    const uint32_t count = kMinBucketValues + rng.Uniform(64 - 7);
+    const int64_t spread =
+        round % 4 == 0 ? std::numeric_limits<int64_t>::max()
+                       : static_cast<int64_t>(5000 + rng.Uniform(1u << 30));
+    std::vector<int64_t> values(count);
+    for (int64_t& v : values) {
+      v = rng.Chance(10) && &v != values.data()
+              ? (&v)[-1]  // a value two events share
+              : static_cast<int64_t>(rng.Next() % static_cast<uint64_t>(
+                                                      spread)) -
+                    spread / 2;
+    }
+    std::sort(values.begin(), values.end());
+    const uint64_t last = static_cast<uint64_t>(values.back()) -
+                          static_cast<uint64_t>(values.front());
+    if (last < kMaxRankTable) continue;
+    std::vector<uint64_t> prefix(count + 1, 0);
+    for (uint32_t j = 0; j < count; ++j) {
+      prefix[j + 1] = prefix[j] | (uint64_t{1} << j);
+    }
+    const uint32_t shift = BucketShift(last);
+    const uint64_t size = BucketTableSize(last, shift);
+    ASSERT_LE(size, kMaxBuckets);
+    std::vector<uint8_t> table(size);
+    FillBuckets(values.data(), count, shift, size, table.data());
+    LeadValues searched{values.data(), prefix.data(), count, 0, nullptr};
+    LeadValues bucketed = searched;
+    bucketed.buckets = table.data();
+    bucketed.bucket_shift = shift;
+    auto bound = [&]() -> int64_t {
+      switch (rng.Uniform(5)) {
+        case 0:
+          return std::numeric_limits<int64_t>::min();
+        case 1:
+          return std::numeric_limits<int64_t>::max();
+        case 2:
+          return values[rng.Uniform(count)] +
+                 static_cast<int64_t>(rng.Uniform(3)) - 1;
+        default:
+          return static_cast<int64_t>(rng.Next());
+      }
+    };
+    for (int q = 0; q < 200; ++q) {
+      int64_t lo = bound(), hi = bound();
+      if (lo > hi) std::swap(lo, hi);
+      uint64_t want = 0;
+      for (uint32_t j = 0; j < count; ++j) {
+        if (lo <= values[j] && values[j] <= hi) want |= uint64_t{1} << j;
+      }
+      ASSERT_EQ(LeadMask(bucketed, lo, hi), want)
+          << "[" << lo << ", " << hi << "] over " << count << " values";
+      ASSERT_EQ(LeadMask(searched, lo, hi), want);
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 50000u);
+}
+
 }  // namespace
 }  // namespace internal
 }  // namespace matcher

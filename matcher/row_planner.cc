@@ -1,6 +1,7 @@
 #include "matcher/row_planner.h"
 
 #include <algorithm>
+#include <cassert>
 #include <limits>
 #include <tuple>
 #include <utility>
@@ -65,6 +66,17 @@ class RowPlanner::Statistics {
     const long double span = static_cast<long double>(a.max) - a.min + 1;
     const long double covered = hi < lo ? 0.5L : hi - lo + 1;
     return present * static_cast<double>(std::min(1.0L, covered / span));
+  }
+
+  // Whether the ranges on `attribute` are likely distinct
+  // (InlineRanges::kAuto).
+  bool SparseRanges(AttributeId attribute) const {
+    if (attribute >= attributes_.size()) return false;
+    const PerAttribute& a = attributes_[attribute];
+    const int64_t ranges = a.entries - a.eq_entries;
+    if (ranges < kInlineMinRanges || a.min > a.max) return false;
+    const long double span = static_cast<long double>(a.max) - a.min + 1;
+    return span >= kInlineSpanPerRange * static_cast<long double>(ranges);
   }
 
   size_t MemoryBytes() const {
@@ -293,9 +305,9 @@ NormalPredicate RowPlanner::ChooseAccess(const std::vector<Entry>& entries,
 
 absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
                               PredicateTable* table, RowPlan* plan) {
-  std::vector<Entry> entries;
-  std::vector<std::vector<int64_t>> sets;
-  if (absl::Status s = Normalise(predicates, &sets, &entries); !s.ok()) {
+  std::vector<Entry>& entries = entries_;
+  entries.clear();
+  if (absl::Status s = Normalise(predicates, &sets_, &entries); !s.ok()) {
     return s;
   }
   // Each entry and the access predicate may intern a new predicate, and a
@@ -308,7 +320,8 @@ absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
   // Rank before interning, so that the lead, which is not interned, never
   // enters the table. An equality's estimate counts this row's reference.
   for (const Entry& e : entries) stats_->Count(e.predicate, +1);
-  std::vector<Ranked> ranked;
+  std::vector<Ranked>& ranked = ranked_;
+  ranked.clear();
   ranked.reserve(entries.size());
   for (uint32_t i = 0; i < entries.size(); ++i) {
     const Entry& e = entries[i];
@@ -339,8 +352,47 @@ absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
                    });
   plan->columns.clear();
   plan->columns.reserve(ranked.size());
-  for (const Ranked& r : ranked) {
-    const Entry& e = entries[r.entry];
+  plan->bounds.clear();
+  // Inline ranges first (cluster_store.h), in the order of the rest; each
+  // is decided before any entry is interned, as the next row will see it.
+  absl::InlinedVector<bool, RowPlan::kInlineColumns> inline_at(ranked.size());
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    const Entry& e = entries[ranked[i].entry];
+    if (plan->bounds.size() == kMaxInlineColumns ||
+        !KeepInline(
+            e, [&] { return SplitIfShared(e, *table).has_value(); },
+            *table)) {
+      continue;
+    }
+    inline_at[i] = true;
+    plan->columns.push_back(
+        InlineEntry(e.predicate.attribute, e.open, e.negated));
+    plan->bounds.push_back({e.predicate.lo, e.predicate.hi, e.open});
+    table->AddInlineUse(e.predicate.attribute);
+  }
+  // An inline NE holds only where its attribute is present: the row's
+  // "present" on that attribute (the NE's own) is dropped, uncounted.
+  auto implied = [&](const Entry& e) {
+    if (e.negated || e.predicate.kind != Kind::kLow ||
+        e.predicate.lo != kMinValue || e.predicate.hi != kMaxValue) {
+      return false;
+    }
+    for (size_t i = 0; i < ranked.size(); ++i) {
+      const Entry& other = entries[ranked[i].entry];
+      if (inline_at[i] && other.negated &&
+          other.predicate.attribute == e.predicate.attribute) {
+        return true;
+      }
+    }
+    return false;
+  };
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    if (inline_at[i]) continue;
+    const Entry& e = entries[ranked[i].entry];
+    if (!plan->bounds.empty() && implied(e)) {
+      stats_->Count(e.predicate, -1);
+      continue;
+    }
     if (const std::optional<SplitRange> split = SplitIfShared(e, *table)) {
       // Counted as its two halves, as Release will forget them.
       stats_->Count(e.predicate, -1);
@@ -376,6 +428,27 @@ std::optional<RowPlanner::SplitRange> RowPlanner::SplitIfShared(
   return split;
 }
 
+bool RowPlanner::KeepInline(const Entry& e,
+                            absl::FunctionRef<bool()> split,
+                            const PredicateTable& table) const {
+  if (inline_ranges_ == InlineRanges::kNever) return false;
+  const NormalPredicate& p = e.predicate;
+  if (p.attribute > kInlineAttributeMask) return false;
+  if (e.negated) {
+    // An NE's equality (its "present" goes with it: Plan).
+    if (p.kind != Kind::kEq) return false;
+  } else if (p.kind != Kind::kLow && p.kind != Kind::kHigh &&
+             p.kind != Kind::kRange) {
+    return false;
+  }
+  // "present" holds for every value: phase 1 lists it per attribute anyway.
+  if (p.lo == kMinValue && p.hi == kMaxValue) return false;
+  if (inline_ranges_ == InlineRanges::kAlways) return true;
+  // The statistics first: the table's lookups are cache misses.
+  return stats_->SparseRanges(p.attribute) && table.References(p) == 0 &&
+         !split();
+}
+
 void RowPlanner::Forget(uint32_t entry, PredicateTable* table) {
   const PredicateId pid = entry & kEntryIdMask;
   stats_->Count(table->Get(pid), -1);
@@ -384,6 +457,7 @@ void RowPlanner::Forget(uint32_t entry, PredicateTable* table) {
 
 void RowPlanner::Release(PredicateId access,
                          absl::Span<const uint32_t> columns,
+                         absl::Span<const LeadRange> bounds,
                          const std::optional<LeadRange>& lead,
                          PredicateTable* table) {
   if (lead.has_value()) {
@@ -394,10 +468,28 @@ void RowPlanner::Release(PredicateId access,
   }
   table->DropAccessUse(access);
   Forget(access, table);
-  for (uint32_t e : columns) Forget(e, table);
+  size_t next_bounds = 0;
+  for (uint32_t e : columns) {
+    if (!IsInline(e)) {
+      Forget(e, table);
+      continue;
+    }
+    const AttributeId a = InlineAttribute(e);
+    const LeadRange& r = bounds[next_bounds++];
+    // (An NE's bounds are its value twice: its equality, as counted.)
+    stats_->Count(r.open ? OpenInterval(a, r.lo, r.hi)
+                         : FromInterval(a, r.lo, r.hi),
+                  -1);
+    table->DropInlineUse(a);
+  }
+  assert(next_bounds == bounds.size());
 }
 
-size_t RowPlanner::MemoryBytes() const { return stats_->MemoryBytes(); }
+size_t RowPlanner::MemoryBytes() const {
+  return stats_->MemoryBytes() + entries_.capacity() * sizeof(Entry) +
+         sets_.capacity() * sizeof(std::vector<int64_t>) +
+         ranked_.capacity() * sizeof(Ranked);
+}
 
 }  // namespace internal
 }  // namespace matcher

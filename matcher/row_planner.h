@@ -12,8 +12,10 @@
 // so its row is checked for every event. The remaining entries become
 // the row's columns, most selective first, so that rows fail in their
 // first columns; a BETWEEN among them whose halves are both interned
-// already becomes those two columns (SplitIfShared). `Release` undoes a
-// Plan when the row is removed.
+// already becomes those two columns (SplitIfShared). A range unlikely to
+// be shared is kept inline instead, as its bounds in the row (InlineRanges
+// says when; cluster_store.h), and such columns come first. `Release`
+// undoes a Plan when the row is removed.
 //
 // Stage: the predicate stage (it writes the shared predicate table); no
 // threads. Thread safety: none; callers serialise Plan and Release with
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "matcher/predicate_table.h"
@@ -42,6 +45,27 @@ inline constexpr size_t kMaxPredicatesPerSubscription = 1024;
 
 namespace internal {
 
+// Which range entries of a row are kept inline, as their bounds
+// (cluster_store.h), instead of as predicates of the table:
+// kAuto: a positive range (LT, LE, GT, GE, BETWEEN) not interned already
+//   and not split into shared halves, on an attribute whose ranges are
+//   likely distinct: once the attribute has kInlineMinRanges range entries
+//   (so that a young index's statistics decide nothing), the span of its
+//   constants seen so far is at least kInlineSpanPerRange times its range
+//   entries. ranges-1m: a span of 1,000,000 over about 234,000 ranges an
+//   attribute; selective-1m: 100,000 over about 14,000; fabret-1m: 1,000
+//   over up to 37,000, where ranges are shared (taking its first rows'
+//   ranges inline while the counts were young cost it 0.85x at cohort 64
+//   and 9 bytes a subscription);
+// kAlways: every positive range but "present" (tests and measurements);
+// kNever: none, as before inline ranges (tests and measurements).
+enum class InlineRanges { kAuto, kAlways, kNever };
+inline constexpr double kInlineSpanPerRange = 1.0;
+inline constexpr int64_t kInlineMinRanges = 1024;
+// At most this many inline columns a row (a cluster's bounds count is a
+// byte); further ranges stay predicates.
+inline constexpr size_t kMaxInlineColumns = 32;
+
 // A planned row: its access predicate, its columns (predicate ids, with
 // flag bits: cohort_masks.h), in the order they are checked, and its lead
 // range if the access predicate is "present" (see LeadRange).
@@ -52,6 +76,9 @@ struct RowPlan {
   // row was most of its fresh memory (fabret-10m: 10M of them).
   static constexpr size_t kInlineColumns = 7;
   absl::InlinedVector<uint32_t, kInlineColumns> columns;
+  // The bounds of the inline ranges (IsInline), which are the first
+  // bounds.size() columns, in order.
+  std::vector<LeadRange> bounds;
   std::optional<LeadRange> lead;
 };
 
@@ -72,10 +99,17 @@ class RowPlanner {
   absl::Status Plan(absl::Span<const Predicate> predicates,
                     PredicateTable* table, RowPlan* plan);
 
-  // Drops what Plan took for a row: its access predicate, its columns and
-  // its lead (counted in the statistics only).
+  // Drops what Plan took for a row: its access predicate, its columns (the
+  // inline ones with `bounds`, in order) and its lead (counted in the
+  // statistics only).
   void Release(PredicateId access, absl::Span<const uint32_t> columns,
+               absl::Span<const LeadRange> bounds,
                const std::optional<LeadRange>& lead, PredicateTable* table);
+
+  // Which ranges Plan keeps inline (default kAuto). Rows planned before a
+  // change keep what they had.
+  void set_inline_ranges(InlineRanges mode) { inline_ranges_ = mode; }
+  InlineRanges inline_ranges() const { return inline_ranges_; }
 
   // Heap bytes held (the statistics).
   size_t MemoryBytes() const;
@@ -94,6 +128,10 @@ class RowPlanner {
   // in `table`, so that its row can check them instead of interning it.
   static std::optional<SplitRange> SplitIfShared(const Entry& e,
                                                  const PredicateTable& table);
+  // Whether entry `e` is kept inline (InlineRanges), given whether it
+  // would be split (asked only if it matters).
+  bool KeepInline(const Entry& e, absl::FunctionRef<bool()> split,
+                  const PredicateTable& table) const;
 
   // The entries of kIn predicates point into *sets.
   static absl::Status Normalise(absl::Span<const Predicate> predicates,
@@ -105,6 +143,12 @@ class RowPlanner {
   void Forget(uint32_t entry, PredicateTable* table);
 
   std::unique_ptr<Statistics> stats_;
+  InlineRanges inline_ranges_ = InlineRanges::kAuto;
+  // Plan's scratch, kept between calls (a bulk load plans millions of rows,
+  // and three allocations a row were a tenth of ranges-1m's).
+  std::vector<Entry> entries_;
+  std::vector<std::vector<int64_t>> sets_;
+  std::vector<Ranked> ranked_;
 };
 
 }  // namespace internal
