@@ -923,7 +923,7 @@ TEST(Index, InlineBoundsWidenWhenABoundPassesInt32) {
   SubscriptionId id = 0;
   auto add = [&](Subscription s) {
     ASSERT_TRUE(index.Add(id, s).ok());
-    reference.Add(id++, std::move(s));
+    reference.Add(id++, s);
   };
   // Narrow rows: one lead cluster (attribute 0) and inline columns on 1, 2.
   for (int64_t e : kEdges) {
