@@ -34,7 +34,7 @@ absl::Status Index::Add(SubscriptionId id,
   }
   List& list = lists_[plan.access];
   ++list.rows;
-  clusters_.AddRow(&list.head, plan.access, id, plan.columns, plan.bounds,
+  clusters_.AddRow(&list.head, plan.access, id, plan.columns, plan.bounds(),
                    plan.lead, [&](SubscriptionId row, Location to) {
                      locations_.Slot(row) = to;
                    });

@@ -134,7 +134,7 @@ absl::Status PartitionedIndex::PlanAdd(SubscriptionId id,
 void PartitionedIndex::ApplyRow(const PendingRow& row) {
   clusters_[row.partition].AddRow(
       Head(row.plan.access, row.partition), row.plan.access, row.id,
-      row.plan.columns, row.plan.bounds, row.plan.lead,
+      row.plan.columns, row.plan.bounds(), row.plan.lead,
       [this](SubscriptionId id, Location to) {
         locations_.Existing(id).at = to;
       });

@@ -352,13 +352,14 @@ absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
                    });
   plan->columns.clear();
   plan->columns.reserve(ranked.size());
-  plan->bounds.clear();
+  std::vector<LeadRange>& bounds = bounds_;
+  bounds.clear();
   // Inline ranges first (cluster_store.h), in the order of the rest; each
   // is decided before any entry is interned, as the next row will see it.
   absl::InlinedVector<bool, RowPlan::kInlineColumns> inline_at(ranked.size());
   for (size_t i = 0; i < ranked.size(); ++i) {
     const Entry& e = entries[ranked[i].entry];
-    if (plan->bounds.size() == kMaxInlineColumns ||
+    if (bounds.size() == kMaxInlineColumns ||
         !KeepInline(
             e, [&] { return SplitIfShared(e, *table).has_value(); },
             *table)) {
@@ -367,7 +368,7 @@ absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
     inline_at[i] = true;
     plan->columns.push_back(
         InlineEntry(e.predicate.attribute, e.open, e.negated));
-    plan->bounds.push_back({e.predicate.lo, e.predicate.hi, e.open});
+    bounds.push_back({e.predicate.lo, e.predicate.hi, e.open});
     table->AddInlineUse(e.predicate.attribute);
   }
   // An inline NE holds only where its attribute is present: the row's
@@ -389,7 +390,7 @@ absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
   for (size_t i = 0; i < ranked.size(); ++i) {
     if (inline_at[i]) continue;
     const Entry& e = entries[ranked[i].entry];
-    if (!plan->bounds.empty() && implied(e)) {
+    if (!bounds.empty() && implied(e)) {
       stats_->Count(e.predicate, -1);
       continue;
     }
@@ -405,6 +406,12 @@ absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
     }
     plan->columns.push_back(
         table->EntryOf(table->Acquire(e.predicate), e.negated, e.open));
+  }
+  plan->inline_count = static_cast<uint8_t>(bounds.size());
+  plan->inline_bounds.reset();
+  if (!bounds.empty()) {
+    plan->inline_bounds = std::make_unique<LeadRange[]>(bounds.size());
+    std::copy(bounds.begin(), bounds.end(), plan->inline_bounds.get());
   }
   return absl::OkStatus();
 }
@@ -488,7 +495,8 @@ void RowPlanner::Release(PredicateId access,
 size_t RowPlanner::MemoryBytes() const {
   return stats_->MemoryBytes() + entries_.capacity() * sizeof(Entry) +
          sets_.capacity() * sizeof(std::vector<int64_t>) +
-         ranked_.capacity() * sizeof(Ranked);
+         ranked_.capacity() * sizeof(Ranked) +
+         bounds_.capacity() * sizeof(LeadRange);
 }
 
 }  // namespace internal

@@ -23,6 +23,7 @@
 #ifndef COHORT_MATCHER_ROW_PLANNER_H_
 #define COHORT_MATCHER_ROW_PLANNER_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -71,15 +72,53 @@ inline constexpr size_t kMaxInlineColumns = 32;
 // range if the access predicate is "present" (see LeadRange).
 struct RowPlan {
   PredicateId access = kFalsePredicate;
+  // How many of the first columns are inline ranges (IsInline); their
+  // bounds are bounds(). Beside `access`, in what would be padding.
+  uint8_t inline_count = 0;
   // Inline up to kInlineColumns: a server's recovery plans every row at
   // once and holds the plans until they are applied, and a heap block per
   // row was most of its fresh memory (fabret-10m: 10M of them).
   static constexpr size_t kInlineColumns = 7;
   absl::InlinedVector<uint32_t, kInlineColumns> columns;
-  // The bounds of the inline ranges (IsInline), which are the first
-  // bounds.size() columns, in order.
-  std::vector<LeadRange> bounds;
+  // The bounds of the inline ranges, in order: a block of inline_count of
+  // them (8 bytes a plan where there are none; a vector was 24, which
+  // fabret-10m's recovery, holding every plan, paid 240 MB for).
+  std::unique_ptr<LeadRange[]> inline_bounds;
   std::optional<LeadRange> lead;
+
+  absl::Span<const LeadRange> bounds() const {
+    return {inline_bounds.get(), inline_count};
+  }
+
+  RowPlan() = default;
+  RowPlan(RowPlan&&) = default;
+  RowPlan& operator=(RowPlan&&) = default;
+  RowPlan(const RowPlan& other)
+      : access(other.access),
+        inline_count(other.inline_count),
+        columns(other.columns),
+        lead(other.lead) {
+    CopyBounds(other);
+  }
+  RowPlan& operator=(const RowPlan& other) {
+    if (this == &other) return *this;
+    access = other.access;
+    inline_count = other.inline_count;
+    columns = other.columns;
+    lead = other.lead;
+    CopyBounds(other);
+    return *this;
+  }
+
+ private:
+  void CopyBounds(const RowPlan& other) {
+    inline_bounds.reset();
+    if (other.inline_count == 0) return;
+    inline_bounds = std::make_unique<LeadRange[]>(other.inline_count);
+    std::copy(other.inline_bounds.get(),
+              other.inline_bounds.get() + other.inline_count,
+              inline_bounds.get());
+  }
 };
 
 class RowPlanner {
@@ -149,6 +188,7 @@ class RowPlanner {
   std::vector<Entry> entries_;
   std::vector<std::vector<int64_t>> sets_;
   std::vector<Ranked> ranked_;
+  std::vector<LeadRange> bounds_;
 };
 
 }  // namespace internal
