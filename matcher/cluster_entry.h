@@ -24,7 +24,10 @@ using PredicateId = uint32_t;
 // GE c + 1 does not (f = c): the per-event check takes those boundary
 // predicates as holding for open entries (PredicateTable::MarkSatisfied's
 // `open` bits). Cohort masks never see such numbers (their cohorts are kept
-// per event) and ignore the bit.
+// per event) and ignore the bit. Without kRangeEntryBit, kOpenBit marks a
+// set's entry (kIn, negated or not: IsSetEntry): a cohort kept in masks
+// computes its mask when a row reads it (ClusterStore::SetMask) rather
+// than writing every set's mask in phase 1.
 inline constexpr uint32_t kNegatedBit = 1u << 31;
 inline constexpr uint32_t kRangeEntryBit = 1u << 30;
 inline constexpr uint32_t kOpenBit = 1u << 29;
@@ -32,17 +35,21 @@ inline constexpr uint32_t kEntryIdMask = kOpenBit - 1;
 
 // An inline range (cluster_store.h): a range entry kept as its bounds in
 // the row rather than as a predicate of the table. Its entry is kInlineMark
-// (negated and open at once, which no predicate's entry is: open entries
-// are never negated) with the attribute id in the low bits
-// (kInlineAttributeMask), kRangeEntryBit when it is an LT's or GT's (open,
+// (negated, range and open at once, which no predicate's entry is: open
+// range entries are never negated) with the attribute id in the low bits
+// (kInlineAttributeMask), kInlineOpenBit when it is an LT's or GT's (open,
 // as kOpenBit says for a predicate's entry), and kInlineNotBit when it is
 // an NE's: the attribute is present and its value outside the bounds
 // (which are then the NE's value twice). Its bounds lie in the cluster's
 // bounds arrays. Attributes past kInlineAttributeMask stay predicates.
-inline constexpr uint32_t kInlineMark = kNegatedBit | kOpenBit;
-inline constexpr uint32_t kInlineOpenBit = kRangeEntryBit;
+inline constexpr uint32_t kInlineMark = kNegatedBit | kRangeEntryBit | kOpenBit;
 inline constexpr uint32_t kInlineNotBit = 1u << 28;
-inline constexpr uint32_t kInlineAttributeMask = kInlineNotBit - 1;
+inline constexpr uint32_t kInlineOpenBit = 1u << 27;
+inline constexpr uint32_t kInlineAttributeMask = kInlineOpenBit - 1;
+// A set's entry (kOpenBit without kRangeEntryBit; see above).
+inline bool IsSetEntry(uint32_t e) {
+  return (e & (kOpenBit | kRangeEntryBit)) == kOpenBit;
+}
 inline bool IsInline(uint32_t e) { return (e & kInlineMark) == kInlineMark; }
 inline uint32_t InlineAttribute(uint32_t e) { return e & kInlineAttributeMask; }
 inline uint32_t InlineEntry(uint32_t attribute, bool open, bool outside) {

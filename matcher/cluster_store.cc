@@ -229,7 +229,10 @@ Location ClusterStore::AppendRow(uint32_t* head, PredicateId access,
   const uint32_t row = c.rows++;
   // An LT's or GT's lead flags the id (cluster_entry.h, kOpenLeadBit).
   c.ids()[row] = id | (lead.has_value() && lead->open ? kOpenLeadBit : 0);
-  for (uint32_t col = 0; col < width; ++col) c.column(col)[row] = entries[col];
+  for (uint32_t col = 0; col < width; ++col) {
+    c.column(col)[row] = entries[col];
+    if (IsSetEntry(entries[col])) c.sets = 1;
+  }
   for (uint32_t col = width; col < c.width; ++col) {
     c.column(col)[row] = kPadEntry;
   }
@@ -469,7 +472,10 @@ void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
   const auto holds = [&](uint32_t e) {
     if (!kOpen) return held(bits, e);
     return held(bits, e) |
-           static_cast<uint32_t>((e & kOpenBit) != 0 && held(*open, e) != 0);
+           static_cast<uint32_t>(
+               (e & (kOpenBit | kRangeEntryBit)) ==
+                   (kOpenBit | kRangeEntryBit) &&
+               held(*open, e) != 0);
   };
   const uint32_t* ids = c.ids();
   uint32_t live = 0;

@@ -238,10 +238,11 @@ class ClusterStore {
     uint16_t width = 0;   // at most kMaxPredicatesPerSubscription
     uint8_t lead : 1;     // 1: rows have lead ranges
     uint8_t wide : 1;     // 1: the bounds are int64 (else NarrowBound)
+    uint8_t sets : 1;     // 1: some row has had a set's entry (IsSetEntry)
     uint8_t bounds = 0;   // columns [0, bounds) may be inline; <= width
     uint32_t next = kNoCluster;
 
-    Cluster() : lead(0), wide(0) {}
+    Cluster() : lead(0), wide(0), sets(0) {}
     uint32_t bound_words() const { return wide ? 4u : 2u; }
     uint32_t arrays() const {
       return width + 1u + (lead ? 4u : 0u) + bound_words() * bounds;
@@ -397,12 +398,37 @@ class ClusterStore {
     return v.count == 0 ? 0 : v.prefix[v.count] & ~within;
   }
   // What a cohort's check reads besides a cluster: the slots and masks of
-  // predicates, and the cohort's values by attribute for inline ranges.
+  // predicates, the cohort's values by attribute for inline ranges and
+  // sets, and the table, for the sets' values.
   struct MaskSources {
     const uint32_t* slots;
     const uint64_t* words;
     const LeadValues* by_attribute;
+    const PredicateTable* table;
   };
+  // The cohort mask of a set's entry (IsSetEntry), computed as it is read:
+  // the events whose value of the set's attribute is one of its values,
+  // flipped when negated. Phase 1 wrote every such set's mask instead,
+  // for each of the cohort's values every set holding it: on events-1m,
+  // whose popular event types are in thousands of lists, that was about
+  // half of a cohort of 64, for the few rows phase 2 reaches.
+  static uint64_t SetMask(uint32_t e, const MaskSources& from) {
+    const PredicateId id = e & kEntryIdMask;
+    const LeadValues& v = from.by_attribute[from.table->SetAttribute(id)];
+    uint64_t mask = 0;
+    if (v.count > 0) {
+      for (int64_t x : from.table->SetValues(id)) mask |= LeadMask(v, x, x);
+    }
+    return mask ^ -static_cast<uint64_t>(e >> 31);
+  }
+  // An entry's cohort mask: a set's computed, else its predicate's.
+  // kSets: the cluster may hold sets' entries (Cluster::sets); checking for
+  // them in every entry of the others cost fabret-1m's cohort 64 11%.
+  template <bool kSets>
+  static uint64_t ColumnMask(uint32_t e, const MaskSources& from) {
+    if (kSets && IsSetEntry(e)) return SetMask(e, from);
+    return EntryMask(e, from.slots, from.words);
+  }
   template <typename Emit>
   size_t MatchCluster(const Cluster& c, uint64_t access_mask,
                       const LeadValues* lead, const MaskSources& from,
@@ -410,7 +436,8 @@ class ClusterStore {
   // Rows [start, start + n) of c; acc holds kMatchBlock words. every_row:
   // the columns after the first are read for every row of the block, dead
   // ones included, without a branch (MatchVisits says when).
-  template <typename Emit>
+  // kSets: c.sets.
+  template <bool kSets, typename Emit>
   static void MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
                          uint64_t access_mask, const LeadValues* lead,
                          lead_internal::SortedLeadMasks& sorted,
@@ -618,7 +645,8 @@ void ClusterStore::MatchVisits(absl::Span<const AccessVisit> visits,
   // the cache: with a slot table past kCachedSlots (ranges-1m: 5.9M
   // slots) every row's read cost 0.73x.
   const bool every_row = !SlotTableUncached(masks.slot_limit());
-  const MaskSources from{slots, words, masks.attribute_values()};
+  const MaskSources from{slots, words, masks.attribute_values(),
+                         masks.table()};
   *lists += WalkLists(
       visits.size(), [&](size_t v) { return visits[v].head; },
       [&](size_t v, const Cluster& c) {
@@ -678,14 +706,19 @@ size_t ClusterStore::MatchCluster(const Cluster& c, uint64_t access_mask,
     lead_internal::SortedLeadMasks sorted(c.lead ? *lead : LeadValues{});
     for (uint32_t start = run.from, end; start < run.to; start = end) {
       end = std::min(start + kMatchBlock, run.to);
-      MatchBlock(c, start, end - start, access_mask, lead, sorted, from,
-                 every_row, acc, emit);
+      if (c.sets) {
+        MatchBlock<true>(c, start, end - start, access_mask, lead, sorted,
+                         from, every_row, acc, emit);
+      } else {
+        MatchBlock<false>(c, start, end - start, access_mask, lead, sorted,
+                          from, every_row, acc, emit);
+      }
     }
   }
   return visited;
 }
 
-template <typename Emit>
+template <bool kSets, typename Emit>
 void ClusterStore::MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
                               uint64_t access_mask, const LeadValues* lead,
                               lead_internal::SortedLeadMasks& sorted,
@@ -719,7 +752,7 @@ void ClusterStore::MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
   } else {
     const uint32_t* col = c.column(0) + start;
     for (uint32_t j = 0; j < n; ++j) {
-      acc[j] = access_mask & EntryMask(col[j], slots, words);
+      acc[j] = access_mask & ColumnMask<kSets>(col[j], from);
       any |= acc[j];
     }
     k = 1;
@@ -737,7 +770,7 @@ void ClusterStore::MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
         acc[j] &= IsInline(e) ? InlineMask(from.by_attribute, e,
                                            LoadInt64(pairs + 4 * j),
                                            LoadInt64(pairs + 4 * j + 2))
-                              : EntryMask(e, slots, words);
+                              : ColumnMask<kSets>(e, from);
         any |= acc[j];
       }
       continue;
@@ -750,7 +783,7 @@ void ClusterStore::MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
                                  WidenBound(static_cast<int32_t>(pairs[2 * j])),
                                  WidenBound(
                                      static_cast<int32_t>(pairs[2 * j + 1])))
-                    : EntryMask(e, slots, words);
+                    : ColumnMask<kSets>(e, from);
       any |= acc[j];
     }
   }
@@ -758,16 +791,23 @@ void ClusterStore::MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
     const uint32_t* col = c.column(k) + start;
     any = 0;
     if (every_row) {
-      // A dead row's accumulator stays 0 whatever its entry holds.
+      // A dead row's accumulator stays 0 whatever its entry holds; a set's
+      // mask is computed only for a row still alive.
       for (uint32_t j = 0; j < n; ++j) {
-        acc[j] &= EntryMask(col[j], slots, words);
+        const uint32_t e = col[j];
+        if constexpr (kSets) {
+          acc[j] &= IsSetEntry(e) ? (acc[j] != 0 ? SetMask(e, from) : 0)
+                                  : EntryMask(e, from.slots, from.words);
+        } else {
+          acc[j] &= EntryMask(e, from.slots, from.words);
+        }
         any |= acc[j];
       }
       continue;
     }
     for (uint32_t j = 0; j < n; ++j) {
       if (acc[j] == 0) continue;
-      acc[j] &= EntryMask(col[j], slots, words);
+      acc[j] &= ColumnMask<kSets>(col[j], from);
       any |= acc[j];
     }
   }

@@ -60,6 +60,8 @@ namespace cohort {
 namespace matcher {
 namespace internal {
 
+class PredicateTable;
+
 // Largest cohort phase 1 can hold at once: one bit per event in a mask.
 inline constexpr size_t kMaxCohortChunk = 64;
 
@@ -236,6 +238,10 @@ class CohortMasks {
     return visits_[partition];
   }
 
+  // The table that filled the buffer (BeginCohort), for the sets' values
+  // that phase 2 reads (ClusterStore::SetMask).
+  const PredicateTable* table() const { return table_; }
+
   // Heap bytes held.
   size_t MemoryBytes() const;
 
@@ -281,6 +287,7 @@ class CohortMasks {
   };
 
   std::vector<uint64_t> words_;
+  const PredicateTable* table_ = nullptr;  // table()
   size_t slot_limit_ = 0;  // the table's slot_limit() when filled
   size_t events_ = 0;
   bool per_event_ = false;

@@ -102,14 +102,29 @@ class PredicateTable {
   PredicateId Acquire(const NormalPredicate& p);
   // The cluster entry of predicate `id`: the id, kRangeEntryBit for a range
   // kind, kNegatedBit if `negated`, and kOpenBit if `open` (an LT's or GT's
-  // kLow or kHigh, cluster_entry.h). REQUIRES: id is live.
+  // kLow or kHigh) or a set (kIn: IsSetEntry; cluster_entry.h).
+  // REQUIRES: id is live.
   uint32_t EntryOf(PredicateId id, bool negated, bool open = false) const {
     const Kind kind = info_[id].kind;
     return id |
            (kind == Kind::kLow || kind == Kind::kHigh || kind == Kind::kRange
                 ? kRangeEntryBit
                 : 0u) |
-           (negated ? kNegatedBit : 0u) | (open ? kOpenBit : 0u);
+           (negated ? kNegatedBit : 0u) |
+           (open || kind == Kind::kIn ? kOpenBit : 0u);
+  }
+  // The attribute and the sorted values of set (kIn) predicate `id`, for a
+  // cohort's masks computed when read (ClusterStore::SetMask); no values
+  // if `id` is no live set (a tombstoned row's entries keep the ids they
+  // released, and phase 2 may read them). Const: any number of threads,
+  // while no non-const method runs. REQUIRES: id < id_limit().
+  AttributeId SetAttribute(PredicateId id) const {
+    return info_[id].attribute;
+  }
+  absl::Span<const int64_t> SetValues(PredicateId id) const {
+    const auto it = in_sets_.find(id);
+    if (it == in_sets_.end()) return {};
+    return it->second.values;
   }
   // Drops one reference; the predicate is freed (and its id reused later)
   // when the last reference goes. REQUIRES: id was acquired.
@@ -296,11 +311,6 @@ class PredicateTable {
                         uint32_t begin, uint32_t end, uint32_t align,
                         CohortMasks* m);
   static void ClearPrevious(CohortMasks* m);
-  // BeginCohort's masks of the sets on `attribute` that are only columns,
-  // for the cohort's `values` of it. REQUIRES: values sorted by value.
-  void SetColumnMasks(AttributeId attribute,
-                      absl::Span<const CohortMasks::ValueBit> values,
-                      CohortMasks* m) const;
   // BeginCohort's end when the cohort is kept per event.
   void KeepPerEvent(absl::Span<const EventView> events, CohortMasks* m) const;
   // KeepPerEvent's range marks of the first values that consecutive events
@@ -424,9 +434,11 @@ class PredicateTable {
   // the access predicate of, and for each (attribute, value) the sets
   // holding the value: those that are access predicates first. Most sets
   // are only columns (a subscription is found by a more selective
-  // predicate), and phase 1 gives those a bit or mask but no access hit,
-  // so that phase 2 does not look for their (empty) cluster lists: on
-  // events-1m an event's type is in thousands of sets.
+  // predicate), and phase 1 gives those a bit (per event) but no access
+  // hit, so that phase 2 does not look for their (empty) cluster lists: on
+  // events-1m an event's type is in thousands of sets. In a cohort kept in
+  // masks such a set gets no mask in phase 1: phase 2 computes it from the
+  // cohort's values when a row reads it (ClusterStore::SetMask).
   absl::flat_hash_map<PredicateId, SetInfo> in_sets_;
   absl::flat_hash_map<std::pair<AttributeId, int64_t>, SetHolders> in_ids_;
   // Moves set `id` into or out of the access part of its holders' lists.

@@ -34,10 +34,6 @@ namespace internal {
 namespace {
 
 
-// How many sets ahead phase 1 asks for a set's mask word (and twice that
-// for its slot) when it sets the masks of the sets holding a value.
-constexpr size_t kSetPrefetch = 16;
-
 // kLow (x <= key): position i holds for the values <= key[i], a prefix of
 // the sorted values, so its mask is prefix[count of values <= key[i]]; the
 // count only grows along the sorted part. REQUIRES: key[begin] >= values[0].
@@ -162,6 +158,7 @@ void PredicateTable::BeginCohort(absl::Span<const EventView> events,
   assert(!events.empty() && events.size() <= kMaxCohortChunk);
   ClearPrevious(m);
   m->slot_limit_ = slot_limit_;
+  m->table_ = this;
   m->events_ = events.size();
   if (m->by_attribute_.size() < attributes_.size()) {
     m->by_attribute_.resize(attributes_.size());
@@ -374,25 +371,27 @@ double PredicateTable::SetEqualityMasks(absl::Span<const EventView> events,
 
 // Per attribute the cohort carries, in attribute order so that the tasks
 // are listed in the same order in every cohort (CohortMasks::task_part):
-// its values sorted, the masks of its sets that are only columns, and for
-// its range groups the values with their prefix bits, the "present" list's
-// lead values and rank table, and the tasks.
+// its values sorted, and for its range groups, inline ranges and sets the
+// values with their prefix bits (what phase 2 computes the sets' masks
+// from: ClusterStore::SetMask), the "present" list's lead values, the rank
+// or bucket table, and the tasks.
 void PredicateTable::ListAttributeWork(CohortMasks* m) const {
   std::sort(m->present_attributes_.begin(), m->present_attributes_.end());
   for (AttributeId attribute : m->present_attributes_) {
     std::vector<CohortMasks::ValueBit>& values = m->by_attribute_[attribute];
     const AttributeGroups& groups = attributes_[attribute];
+    // Values by attribute for range groups, inline ranges and sets (whose
+    // masks phase 2 computes as it reads them: ClusterStore::SetMask).
     const bool ranges =
         groups.low.size() + groups.high.size() + groups.range.size() > 0 ||
-        groups.inline_uses > 0;
-    if (ranges || groups.sets > 0) {
+        groups.inline_uses > 0 || groups.sets > 0;
+    if (ranges) {
       std::sort(values.begin(), values.end(),
                 [](const CohortMasks::ValueBit& a,
                    const CohortMasks::ValueBit& b) {
                   return a.value < b.value;
                 });
     }
-    if (groups.sets > 0) SetColumnMasks(attribute, values, m);
     if (ranges) {
       const uint32_t index = static_cast<uint32_t>(m->attributes_.size());
       m->attributes_.push_back(
@@ -408,7 +407,8 @@ void PredicateTable::ListAttributeWork(CohortMasks* m) const {
         m->touched_access_.push_back(
             {groups.present, index, m->prefix_.back()});
       }
-      if (groups.present != kFalsePredicate || groups.inline_uses > 0) {
+      if (groups.present != kFalsePredicate || groups.inline_uses > 0 ||
+          groups.sets > 0) {
         AddRankTable(index, m);
       }
       for (const Group* g : {&groups.low, &groups.high, &groups.range}) {
@@ -421,41 +421,6 @@ void PredicateTable::ListAttributeWork(CohortMasks* m) const {
   // Inline ranges read the values by attribute (the arrays are complete).
   for (uint32_t i = 0; i < m->attributes_.size(); ++i) {
     m->attribute_values_[m->attributes_[i].attribute] = m->lead_values(i);
-  }
-}
-
-// The sets that are only columns get a mask each and no access hit, set
-// once per distinct value of the cohort (events share popular values, and
-// each set's mask word is a cache miss in a large table).
-void PredicateTable::SetColumnMasks(
-    AttributeId attribute, absl::Span<const CohortMasks::ValueBit> values,
-    CohortMasks* m) const {
-  uint64_t* words = m->words_.data();
-  for (size_t i = 0; i < values.size();) {
-    uint64_t mask = 0;
-    size_t j = i;
-    for (; j < values.size() && values[j].value == values[i].value; ++j) {
-      mask |= values[j].bit;
-    }
-    if (const SetHolders* h = HoldersOf(attribute, values[i].value)) {
-      // A popular value is in thousands of sets, each mask word a cache
-      // miss: ask for the slots and the words a few sets ahead, so that
-      // the misses overlap.
-      const PredicateId* ids = h->ids.data();
-      const size_t n = h->ids.size();
-      for (size_t k = h->accesses; k < n; ++k) {
-        if (k + 2 * kSetPrefetch < n) {
-          __builtin_prefetch(&slot_of_[ids[k + 2 * kSetPrefetch]]);
-        }
-        if (k + kSetPrefetch < n) {
-          __builtin_prefetch(&words[slot_of_[ids[k + kSetPrefetch]]], 1);
-        }
-        const uint32_t slot = slot_of_[ids[k]];
-        if (words[slot] == 0) m->dirty_eq_slots_.push_back(slot);
-        words[slot] |= mask;
-      }
-    }
-    i = j;
   }
 }
 
