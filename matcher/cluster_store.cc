@@ -166,10 +166,16 @@ void ClusterStore::Relayout(Cluster& c, uint32_t capacity, uint32_t width,
   c.bounds = to.bounds;
 }
 
-uint32_t ClusterStore::RowWidth(Location at) const {
+uint32_t ClusterStore::AppendEntries(Location at,
+                                     std::vector<uint32_t>* entries,
+                                     std::vector<LeadRange>* bounds) const {
   const Cluster& c = clusters_[at.cluster];
   uint32_t width = c.width;
   while (width > 0 && c.column(width - 1)[at.row] == kPadEntry) --width;
+  for (uint32_t col = 0; col < width; ++col) {
+    entries->push_back(c.column(col)[at.row]);
+    if (IsInline(entries->back())) bounds->push_back(c.GetBounds(col, at.row));
+  }
   return width;
 }
 
@@ -366,14 +372,6 @@ ClusterStore::Cluster::Windows ClusterStore::Cluster::SortedWindows(
                 return lo(r) <= largest;
               })};
   return w;
-}
-
-uint32_t ClusterStore::Entry(Location at, uint32_t column) const {
-  return clusters_[at.cluster].column(column)[at.row];
-}
-
-LeadRange ClusterStore::Bounds(Location at, uint32_t column) const {
-  return clusters_[at.cluster].GetBounds(column, at.row);
 }
 
 std::optional<LeadRange> ClusterStore::Lead(Location at) const {

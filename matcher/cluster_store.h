@@ -150,18 +150,13 @@ class ClusterStore {
   PredicateId Access(uint32_t cluster) const {
     return access_[cluster];
   }
-  // The row's own entries (Entry's columns 0 .. RowWidth - 1): its
-  // cluster's width, less the row's padding.
-  uint32_t RowWidth(Location at) const;
-  uint32_t Entry(Location at, uint32_t column) const;
-  // The bounds of an inline entry (open: kInlineOpenBit).
-  // REQUIRES: IsInline(Entry(at, column)).
-  LeadRange Bounds(Location at, uint32_t column) const;
+  // The row's own entries (its cluster's width, less the row's padding):
+  // appends them to *entries and the bounds of its inline ones (IsInline;
+  // open: kInlineOpenBit) to *bounds, in order, and returns how many
+  // entries it appended (what Release and AddRow take).
+  uint32_t AppendEntries(Location at, std::vector<uint32_t>* entries,
+                         std::vector<LeadRange>* bounds) const;
   std::optional<LeadRange> Lead(Location at) const;
-  // One past the largest attribute of an inline entry ever added (0: none):
-  // the size of the tables by attribute that phase 2 reads (EventPoints,
-  // CohortMasks::attribute_values).
-  uint32_t inline_attribute_limit() const { return inline_limit_; }
 
   // Bulk loading (Index::AddBatch): between BeginBulk and EndBulk, AddRow
   // merges no lead cluster's tail; EndBulk merges, once, each tail that
@@ -190,8 +185,8 @@ class ClusterStore {
   // range's, LeadMask (over masks.attribute_values()). Adds the
   // non-empty lists, the clusters and the rows checked to `*lists`,
   // `*clusters` and `*rows`.
-  // REQUIRES: !masks.per_event(); masks.attribute_values() holds at least
-  // inline_attribute_limit() attributes.
+  // REQUIRES: !masks.per_event(); masks.attribute_values() holds every
+  // attribute of an inline entry (the table's, when the cohort began).
   template <typename Emit>
   void MatchVisits(absl::Span<const AccessVisit> visits,
                    const CohortMasks& masks, const uint32_t* slots,
@@ -386,7 +381,6 @@ class ClusterStore {
   // least its rows), padding the new columns.
   void Relayout(Cluster& c, uint32_t capacity, uint32_t width,
                 uint32_t bounds, bool wide);
-  // Returns the rows visited.
   // The events of a cohort for which inline entry `e` with bounds [lo, hi]
   // holds: those whose value of its attribute lies within them, or, for
   // an NE's (kInlineNotBit), those with a value outside them.
@@ -429,6 +423,7 @@ class ClusterStore {
     if (kSets && IsSetEntry(e)) return SetMask(e, from);
     return EntryMask(e, from.slots, from.words);
   }
+  // Returns the rows visited.
   template <typename Emit>
   size_t MatchCluster(const Cluster& c, uint64_t access_mask,
                       const LeadValues* lead, const MaskSources& from,
@@ -453,13 +448,13 @@ class ClusterStore {
                                    const EventPoints& points,
                                    std::vector<SubscriptionId>* matches,
                                    uint64_t* visited);
+  // What a lead row's check must still test of its lead, given the window
+  // it lies in (MatchClusterForEvent says when each applies).
+  enum class LeadTest : uint8_t { kBoth, kUpper, kNone };
   // Rows [start, start + n) of c; alive holds kEventBlock entries. kOpen:
   // the event holds a number with a fraction, so open entries also read
   // `open` (null otherwise) and open leads swap the value's two tests;
   // kRuns: `bits` or `open` keeps long runs (PredicateBits::has_runs).
-  // What a lead row's check must still test of its lead, given the window
-  // it lies in (MatchClusterForEvent says when each applies).
-  enum class LeadTest : uint8_t { kBoth, kUpper, kNone };
   template <bool kOpen, bool kRuns>
   static void MatchBlockForEvent(const Cluster& c, uint32_t start, uint32_t n,
                                  LeadTest test, LeadPoint value,
@@ -484,7 +479,9 @@ class ClusterStore {
   std::vector<uint32_t> order_scratch_;  // MergeTail's
   std::vector<uint32_t> moved_scratch_;  // MergeTail's: new rows that moved
   bool bulk_ = false;                    // between BeginBulk and EndBulk
-  uint32_t inline_limit_ = 0;            // inline_attribute_limit()
+  // One past the largest attribute of an inline entry ever added (0:
+  // none): how much of EventPoints' table the per-event path fills.
+  uint32_t inline_limit_ = 0;
   // Lead clusters added to in bulk (repeats allowed).
   std::vector<uint32_t> bulk_clusters_;
 };
@@ -724,8 +721,6 @@ void ClusterStore::MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
                               lead_internal::SortedLeadMasks& sorted,
                               const MaskSources& from, bool every_row,
                               uint64_t* acc, Emit& emit) {
-  const uint32_t* slots = from.slots;
-  const uint64_t* words = from.words;
   const uint32_t* ids = c.ids();
   uint64_t any = 0;
   uint32_t k = 0;  // the first column not yet ANDed in
@@ -763,28 +758,29 @@ void ClusterStore::MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
     const uint32_t* col = c.column(k) + start;
     const uint32_t* pairs = c.bound_pairs(k) + c.bound_words() * size_t{start};
     any = 0;
-    if (c.wide) {
+    // One loop for either width of bounds: `lo_of` and `hi_of` give row
+    // j's bounds as int64.
+    const auto check = [&](auto lo_of, auto hi_of) {
       for (uint32_t j = 0; j < n; ++j) {
         if (acc[j] == 0) continue;
         const uint32_t e = col[j];
-        acc[j] &= IsInline(e) ? InlineMask(from.by_attribute, e,
-                                           LoadInt64(pairs + 4 * j),
-                                           LoadInt64(pairs + 4 * j + 2))
-                              : ColumnMask<kSets>(e, from);
+        acc[j] &= IsInline(e)
+                      ? InlineMask(from.by_attribute, e, lo_of(j), hi_of(j))
+                      : ColumnMask<kSets>(e, from);
         any |= acc[j];
       }
-      continue;
-    }
-    for (uint32_t j = 0; j < n; ++j) {
-      if (acc[j] == 0) continue;
-      const uint32_t e = col[j];
-      acc[j] &= IsInline(e)
-                    ? InlineMask(from.by_attribute, e,
-                                 WidenBound(static_cast<int32_t>(pairs[2 * j])),
-                                 WidenBound(
-                                     static_cast<int32_t>(pairs[2 * j + 1])))
-                    : ColumnMask<kSets>(e, from);
-      any |= acc[j];
+    };
+    if (c.wide) {
+      check([pairs](uint32_t j) { return LoadInt64(pairs + 4 * j); },
+            [pairs](uint32_t j) { return LoadInt64(pairs + 4 * j + 2); });
+    } else {
+      check(
+          [pairs](uint32_t j) {
+            return WidenBound(static_cast<int32_t>(pairs[2 * j]));
+          },
+          [pairs](uint32_t j) {
+            return WidenBound(static_cast<int32_t>(pairs[2 * j + 1]));
+          });
     }
   }
   for (; k < c.width && any != 0; ++k) {

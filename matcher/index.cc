@@ -68,12 +68,7 @@ absl::Status Index::Remove(SubscriptionId id) {
   const PredicateId access = clusters_.Access(at.cluster);
   std::vector<uint32_t> columns;
   std::vector<internal::LeadRange> bounds;
-  for (uint32_t col = 0; col < clusters_.RowWidth(at); ++col) {
-    columns.push_back(clusters_.Entry(at, col));
-    if (internal::IsInline(columns.back())) {
-      bounds.push_back(clusters_.Bounds(at, col));
-    }
-  }
+  clusters_.AppendEntries(at, &columns, &bounds);
   const std::optional<internal::LeadRange> lead = clusters_.Lead(at);
   clusters_.RemoveRow(
       &lists_[access].head, at,

@@ -147,15 +147,9 @@ void PartitionedIndex::RemoveRow(uint32_t partition, SubscriptionId id,
   const Location at = placed.at;
   const PredicateId access = store.Access(at.cluster);
   --rows_in_[accesses_[access_of_[access]].row_class][partition];
-  const uint32_t width = store.RowWidth(at);
   removed->access.push_back(access);
-  removed->widths.push_back(width);
-  for (uint32_t col = 0; col < width; ++col) {
-    removed->columns.push_back(store.Entry(at, col));
-    if (internal::IsInline(removed->columns.back())) {
-      removed->bounds.push_back(store.Bounds(at, col));
-    }
-  }
+  removed->widths.push_back(
+      store.AppendEntries(at, &removed->columns, &removed->bounds));
   removed->leads.push_back(store.Lead(at));
   store.RemoveRow(Head(access, partition), at,
                   [this](SubscriptionId moved, Location to) {
