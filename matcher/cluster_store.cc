@@ -24,11 +24,6 @@ std::vector<EventPoint>& PointsTable(uint32_t limit) {
   return table;
 }
 
-int32_t Clamp32(int64_t v) {
-  return static_cast<int32_t>(
-      std::min<int64_t>(std::max<int64_t>(v, INT32_MIN), INT32_MAX));
-}
-
 }  // namespace
 
 EventPoints::EventPoints(EventView event, uint32_t limit)

@@ -77,8 +77,10 @@
 #include "matcher/lead_values.h"
 #include "matcher/match_emits.h"
 #include "matcher/cohort_matches.h"
+#include "matcher/event_lanes.h"
 #include "matcher/huge_pages.h"
 #include "matcher/predicate_table.h"
+#include "matcher/simd.h"
 #include "matcher/types.h"
 #include "matcher/word_arena.h"
 
@@ -423,6 +425,112 @@ class ClusterStore {
     if (kSets && IsSetEntry(e)) return SetMask(e, from);
     return EntryMask(e, from.slots, from.words);
   }
+  // A narrow cluster's inline columns [k, c.bounds), rows [start, start +
+  // n), for a cohort: ANDs into acc[j - start], for each row still alive,
+  // its entry's mask, an inline range's from its attribute's EventLanes by
+  // `Lanes::Mask`; returns whether a row is still alive. Compiled into one
+  // function a target (`flatten` inlines the kernels).
+  template <bool kSets, typename Lanes>
+  static bool NarrowInlineColumns(const Cluster& c, uint32_t start,
+                                  uint32_t n, uint32_t k,
+                                  const MaskSources& from, uint64_t* acc) {
+    // The rows still alive, in order: a branch a row on whether it is
+    // mispredicted about as often as not.
+    uint32_t live[kMatchBlock];
+    uint32_t count = 0;
+    for (uint32_t j = 0; j < n; ++j) {
+      live[count] = j;
+      count += acc[j] != 0;
+    }
+    for (; k < c.bounds && count != 0; ++k) {
+      const uint32_t* col = c.column(k) + start;
+      const uint32_t* pairs = c.bound_pairs(k) + 2 * size_t{start};
+      uint32_t out = 0;
+      for (uint32_t i = 0; i < count; ++i) {
+        const uint32_t j = live[i];
+        const uint32_t ahead = live[std::min(i + 16, count - 1)];
+        __builtin_prefetch(col + ahead);
+        __builtin_prefetch(pairs + 2 * ahead);
+        const uint32_t e = col[j];
+        uint64_t mask;
+        if (IsInline(e)) {
+          const EventLanes& lanes =
+              *from.by_attribute[InlineAttribute(e)].lanes;
+          const uint64_t within =
+              Lanes::Mask(lanes, static_cast<int32_t>(pairs[2 * j]),
+                          static_cast<int32_t>(pairs[2 * j + 1]));
+          mask = (e & kInlineNotBit) == 0 ? within : lanes.present & ~within;
+        } else {
+          mask = ColumnMask<kSets>(e, from);
+        }
+        acc[j] &= mask;
+        live[out] = j;
+        out += acc[j] != 0;
+      }
+      count = out;
+    }
+    return count != 0;
+  }
+  // A lead cluster's rows [start, start + n) for a cohort whose values of
+  // the lead's attribute are `lanes` (exact): acc[j - start] is the row's
+  // lead mask, ANDed with access_mask where the row is alive; returns the
+  // OR of acc.
+  template <typename Lanes>
+  static uint64_t LeadLaneMasks(const Cluster& c, uint32_t start, uint32_t n,
+                                uint64_t access_mask, const EventLanes& lanes,
+                                uint64_t* acc) {
+    const uint32_t* ids = c.ids();
+    uint64_t any = 0;
+    for (uint32_t j = 0; j < n; ++j) {
+      const uint32_t row = start + j;
+      if (j % 8 == 0) {
+        __builtin_prefetch(c.lead_lo() + 2 * (row + 64));
+        __builtin_prefetch(c.lead_hi() + 2 * (row + 64));
+        __builtin_prefetch(ids + row + 64);
+      }
+      const uint64_t live = ids[row] == kDeadRow ? 0 : access_mask;
+      acc[j] = live & Lanes::Mask(lanes, Clamp32(c.lo(row)),
+                                  Clamp32(c.hi(row)));
+      any |= acc[j];
+    }
+    return any;
+  }
+  struct Avx2Lanes {
+    static uint64_t Mask(const EventLanes& l, int32_t lo, int32_t hi) {
+      return LaneMaskAvx2(l, lo, hi);
+    }
+  };
+  struct Avx512Lanes {
+    static uint64_t Mask(const EventLanes& l, int32_t lo, int32_t hi) {
+      return LaneMaskAvx512(l, lo, hi);
+    }
+  };
+  __attribute__((target("avx2"), flatten)) static uint64_t LeadLaneMasksAvx2(
+      const Cluster& c, uint32_t start, uint32_t n, uint64_t access_mask,
+      const EventLanes& lanes, uint64_t* acc) {
+    return LeadLaneMasks<Avx2Lanes>(c, start, n, access_mask, lanes, acc);
+  }
+  __attribute__((target("avx512f"), flatten)) static uint64_t
+  LeadLaneMasksAvx512(const Cluster& c, uint32_t start, uint32_t n,
+                      uint64_t access_mask, const EventLanes& lanes,
+                      uint64_t* acc) {
+    return LeadLaneMasks<Avx512Lanes>(c, start, n, access_mask, lanes, acc);
+  }
+  template <bool kSets>
+  __attribute__((target("avx2"), flatten)) static bool
+  NarrowInlineColumnsAvx2(const Cluster& c, uint32_t start, uint32_t n,
+                          uint32_t k, const MaskSources& from,
+                          uint64_t* acc) {
+    return NarrowInlineColumns<kSets, Avx2Lanes>(c, start, n, k, from, acc);
+  }
+  template <bool kSets>
+  __attribute__((target("avx512f"), flatten)) static bool
+  NarrowInlineColumnsAvx512(const Cluster& c, uint32_t start, uint32_t n,
+                            uint32_t k, const MaskSources& from,
+                            uint64_t* acc) {
+    return NarrowInlineColumns<kSets, Avx512Lanes>(c, start, n, k, from,
+                                                   acc);
+  }
   // Returns the rows visited.
   template <typename Emit>
   size_t MatchCluster(const Cluster& c, uint64_t access_mask,
@@ -731,6 +839,10 @@ void ClusterStore::MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
       acc[j] = live & RankedLeadMask(*lead, c.lo(row), c.hi(row));
       any |= acc[j];
     }
+  } else if (c.lead && lead->lanes->exact && UseAvx512()) {
+    any = LeadLaneMasksAvx512(c, start, n, access_mask, *lead->lanes, acc);
+  } else if (c.lead && lead->lanes->exact && UseAvx2()) {
+    any = LeadLaneMasksAvx2(c, start, n, access_mask, *lead->lanes, acc);
   } else if (c.lead) {
     for (uint32_t j = 0; j < n; ++j) {
       const uint32_t row = start + j;
@@ -751,6 +863,14 @@ void ClusterStore::MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
       any |= acc[j];
     }
     k = 1;
+  }
+  if (!c.wide && k < c.bounds && any != 0 && (UseAvx512() || UseAvx2())) {
+    const bool alive =
+        UseAvx512()
+            ? NarrowInlineColumnsAvx512<kSets>(c, start, n, k, from, acc)
+            : NarrowInlineColumnsAvx2<kSets>(c, start, n, k, from, acc);
+    any = alive ? 1 : 0;  // only whether it is 0 is read below
+    k = c.bounds;
   }
   for (; k < c.bounds && any != 0; ++k) {
     // Inline ranges against the cohort's values of their attributes; the

@@ -228,7 +228,8 @@ class CohortMasks {
             a.count, a.rank_size,
             a.rank_size > 0 ? ranks_.data() + a.rank_first : nullptr,
             a.buckets ? ranks_.data() + a.rank_first : nullptr,
-            a.bucket_shift};
+            a.bucket_shift,
+            a.lanes == kNoLanes ? &kAbsentLanes : &lanes_[a.lanes]};
   }
 
   // Cluster lists to visit, by partition: filled by the index that owns the
@@ -276,7 +277,9 @@ class CohortMasks {
     uint32_t rank_size = 0;
     bool buckets = false;     // ranks_ holds a bucket table (LeadValues)
     uint32_t bucket_shift = 0;
+    uint32_t lanes = kNoLanes;  // into lanes_, for attributes with inline
   };
+  static constexpr uint32_t kNoLanes = UINT32_MAX;
   struct Run {
     uint32_t begin;
     uint32_t end;
@@ -347,6 +350,8 @@ class CohortMasks {
   // LeadValues::rank tables, each rank_size + 1 entries (the last: count),
   // and bucket tables.
   std::vector<uint8_t> ranks_;
+  // EventLanes of the attributes with inline ranges (AttributeValues).
+  std::vector<EventLanes> lanes_;
   std::vector<Run> runs_;
   std::vector<uint32_t> dirty_eq_slots_;
   std::vector<TouchedAccess> touched_access_;

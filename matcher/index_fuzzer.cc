@@ -13,7 +13,9 @@
 //           end, each status checked); 2 Remove; 3 MatchCohort. The byte
 //           / 4 % 3 says which ranges the rows planned from then on keep
 //           inline, in both indexes: as the planner chooses, all, none
-//           (InlineRanges)
+//           (InlineRanges); the byte / 12 % 3 which SIMD kernels run from
+//           then on, as far as the CPU has them: all, AVX2 but not
+//           AVX-512, none (simd.h)
 //   Add:    id, predicate count (0 to 4; 0 must be refused), per predicate
 //           attribute (0 to 5), op (EQ to BETWEEN, IN, NOT_IN, EXISTS,
 //           NOT_EXISTS), then for IN and NOT_IN a count (1 to 4) and the
@@ -40,6 +42,7 @@
 #include "matcher/index.h"
 #include "matcher/partitioned_index.h"
 #include "matcher/reference_matcher.h"
+#include "matcher/simd.h"
 #include "matcher/types.h"
 #include "tools/fuzz/byte_reader.h"
 #include "tools/fuzz/fail.h"
@@ -285,6 +288,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         cohort::matcher::internal::InlineRanges::kAlways,
         cohort::matcher::internal::InlineRanges::kNever};
     session.SetInline(kInline[byte / 4 % 3]);
+    const uint32_t kernels = byte / 12 % 3;
+    cohort::matcher::internal::SetAvx512ForTest(kernels == 0);
+    cohort::matcher::internal::SetAvx2ForTest(kernels <= 1);
     switch (op) {
       case 0:
       case 1:

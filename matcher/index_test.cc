@@ -12,6 +12,7 @@
 #include <iterator>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -211,6 +212,7 @@ bool RunSeed(const test_util::Shape& shape, uint64_t seed,
     for (size_t start = 0; start < views.size();) {
       const size_t n = std::min(kCohorts[rng.Uniform(std::size(kCohorts))],
                                 views.size() - start);
+      test_util::UseKernels(rng.Uniform(3));
       index.MatchCohort(absl::MakeConstSpan(views).subspan(start, n), &got);
       // A quarter of the cohorts again, read as counts from the flat
       // buffer (what the service's partitions read).
@@ -240,6 +242,7 @@ bool RunSeed(const test_util::Shape& shape, uint64_t seed,
                         << ", reference " << want.size() << " for "
                         << FormatEvent(e) << "\n"
                         << Shrink(live, e);
+          test_util::UseKernels(0);
           return false;
         }
       }
@@ -247,6 +250,7 @@ bool RunSeed(const test_util::Shape& shape, uint64_t seed,
     }
     EXPECT_EQ(index.size(), live.size());
   }
+  test_util::UseKernels(0);
   return true;
 }
 
@@ -953,6 +957,89 @@ TEST(Index, InlineBoundsWidenWhenABoundPassesInt32) {
   size_t matched = 0;
   for (const Event& e : events) matched += reference.Match(e).size();
   EXPECT_GT(matched, events.size());
+}
+
+// A cohort checks narrow inline ranges, and leads where its values allow,
+// on its values in event order (event_lanes.h). Under each choice of
+// kernels, against the reference: rows whose bounds sit next to int32's
+// ends, events at and past those ends (clamped for the inline ranges; a
+// lead takes the lanes only while every value lies strictly within,
+// EventLanes::exact), events lacking an attribute, NEs.
+TEST(Index, LaneChecksAgreeAtInt32EndsUnderEveryKernel) {
+  Index index;
+  index.set_inline_ranges(internal::InlineRanges::kAlways);
+  ReferenceMatcher reference;
+  Rng rng(4545);
+  // Bounds that keep the clusters narrow (NarrowBounds).
+  const int64_t kBounds[] = {int64_t{INT32_MIN} + 1, int64_t{INT32_MIN} + 2,
+                             -2, -1, 0, 1, 2, int64_t{INT32_MAX} - 2,
+                             int64_t{INT32_MAX} - 1};
+  // Values strictly within int32, and the rest at or past its ends.
+  const int64_t kWithin[] = {int64_t{INT32_MIN} + 1, int64_t{INT32_MIN} + 2,
+                             int64_t{INT32_MIN} + 3, -3, -2, -1, 0, 1, 2, 3,
+                             int64_t{INT32_MAX} - 3, int64_t{INT32_MAX} - 2,
+                             int64_t{INT32_MAX} - 1};
+  const int64_t kBig = int64_t{1} << 40;
+  const int64_t kEnds[] = {INT64_MIN,     -2 * kBig,
+                           -kBig,         int64_t{INT32_MIN} - 1,
+                           INT32_MIN,     INT32_MAX,
+                           int64_t{INT32_MAX} + 1, kBig,
+                           2 * kBig,      INT64_MAX};
+  // Leads alone (their own width class, so the narrow clusters stay
+  // narrow) with bounds past int32, which clamped to it would hold for
+  // values further past.
+  const int64_t kFar[] = {-kBig, int64_t{INT32_MIN} - 5,
+                          int64_t{INT32_MAX} + 5, kBig};
+  static constexpr Op kOps[] = {Op::kLt, Op::kLe, Op::kGt,
+                                Op::kGe, Op::kBetween, Op::kNe};
+  for (SubscriptionId id = 0; id < 800; ++id) {
+    Subscription s;  // no equality: every row is in a lead list
+    for (int k = 0, n = 1 + static_cast<int>(rng.Uniform(4)); k < n; ++k) {
+      Predicate p;
+      p.attribute = static_cast<AttributeId>(rng.Uniform(3));
+      p.op = kOps[rng.Uniform(std::size(kOps))];
+      p.value = kBounds[rng.Uniform(std::size(kBounds))];
+      if (p.op == Op::kBetween) {
+        p.upper = kBounds[rng.Uniform(std::size(kBounds))];
+        if (p.upper < p.value) std::swap(p.value, p.upper);
+      }
+      s.push_back(p);
+    }
+    ASSERT_TRUE(index.Add(id, s).ok());
+    reference.Add(id, s);
+  }
+  for (SubscriptionId id = 800; id < 900; ++id) {
+    Predicate p;
+    p.attribute = static_cast<AttributeId>(rng.Uniform(3));
+    p.op = kOps[rng.Uniform(std::size(kOps) - 1)];  // not NE
+    p.value = kFar[rng.Uniform(std::size(kFar))];
+    if (p.op == Op::kBetween) {
+      p.upper = kFar[rng.Uniform(std::size(kFar))];
+      if (p.upper < p.value) std::swap(p.value, p.upper);
+    }
+    ASSERT_TRUE(index.Add(id, {p}).ok());
+    reference.Add(id, {p});
+  }
+  // Four cohorts of values within int32, then four that may hold its ends.
+  std::vector<Event> events(512);
+  for (size_t i = 0; i < events.size(); ++i) {
+    for (AttributeId a = 0; a < 3; ++a) {
+      if (rng.Chance(20)) continue;  // attribute missing
+      const bool end = i >= 256 && rng.Chance(30);
+      events[i].push_back(
+          {a, end ? kEnds[rng.Uniform(std::size(kEnds))]
+                  : kWithin[rng.Uniform(std::size(kWithin))]});
+    }
+  }
+  for (uint64_t kernels = 0; kernels < 3; ++kernels) {
+    SCOPED_TRACE(absl::StrCat("kernels ", kernels));
+    test_util::UseKernels(kernels);
+    ExpectMatchesReference(index, reference, events);
+  }
+  test_util::UseKernels(0);
+  size_t matched = 0;
+  for (const Event& e : events) matched += reference.Match(e).size();
+  EXPECT_GT(matched, 10 * events.size());
 }
 
 TEST(Index, RangeWithLiveHalvesTakesNoPredicate) {

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "matcher/event_lanes.h"
+
 namespace cohort {
 namespace matcher {
 namespace internal {
@@ -63,6 +65,9 @@ struct LeadValues {
   const uint8_t* rank;
   const uint8_t* buckets = nullptr;
   uint32_t bucket_shift = 0;
+  // The same values in event order, for narrow inline ranges (built for
+  // attributes with inline ranges; kAbsentLanes elsewhere).
+  const EventLanes* lanes = &kAbsentLanes;
 };
 
 // The largest span of a cohort's values of an attribute for which phase 1

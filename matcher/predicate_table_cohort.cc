@@ -148,6 +148,7 @@ void PredicateTable::ClearPrevious(CohortMasks* m) {
   m->upper_.clear();
   m->prefix_.clear();
   m->ranks_.clear();
+  m->lanes_.clear();
   m->runs_.clear();
   m->touched_access_.clear();
 }
@@ -402,6 +403,15 @@ void PredicateTable::ListAttributeWork(CohortMasks* m) const {
       for (const CohortMasks::ValueBit& vb : values) {
         m->values_.push_back(vb.value);
         m->prefix_.push_back(m->prefix_.back() | vb.bit);
+      }
+      if (groups.inline_uses > 0 || groups.present != kFalsePredicate) {
+        m->attributes_.back().lanes = static_cast<uint32_t>(m->lanes_.size());
+        EventLanes& lanes = m->lanes_.emplace_back();
+        for (const CohortMasks::ValueBit& vb : values) {
+          lanes.value[__builtin_ctzll(vb.bit)] = Clamp32(vb.value);
+          lanes.present |= vb.bit;
+          lanes.exact &= vb.value > INT32_MIN && vb.value < INT32_MAX;
+        }
       }
       if (groups.present != kFalsePredicate) {
         m->touched_access_.push_back(

@@ -10,6 +10,11 @@ bool CpuHasAvx2() {
   return __builtin_cpu_supports("avx2") != 0;
 }
 
+bool CpuHasAvx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") != 0;
+}
+
 // The loop of both CountBits versions, inlined into each so that it is
 // compiled for that one's target.
 __attribute__((always_inline)) inline uint64_t SumPopcounts(
@@ -45,6 +50,15 @@ std::atomic<bool>& Avx2Flag() {
 
 void SetAvx2ForTest(bool use) {
   Avx2Flag().store(use && CpuHasAvx2(), std::memory_order_relaxed);
+}
+
+std::atomic<bool>& Avx512Flag() {
+  static std::atomic<bool> use{CpuHasAvx512()};
+  return use;
+}
+
+void SetAvx512ForTest(bool use) {
+  Avx512Flag().store(use && CpuHasAvx512(), std::memory_order_relaxed);
 }
 
 }  // namespace internal

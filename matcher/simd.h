@@ -1,11 +1,12 @@
-// Whether the matcher's AVX2 kernels run, and a bit count that uses POPCNT
-// where the CPU has it. The AVX2 kernels are compiled for AVX2 alone
-// (`__attribute__((target("avx2")))`), so the binary runs on any x86-64,
-// and called only where the CPU has AVX2 (checked once); each has a
-// portable loop beside it, which tests can force.
+// Whether the matcher's AVX2 and AVX-512 kernels run, and a bit count that
+// uses POPCNT where the CPU has it. The kernels are compiled for their
+// instructions alone (`__attribute__((target("avx2")))`, "avx512f"), so the
+// binary runs on any x86-64, and called only where the CPU has them
+// (checked once); each has a portable loop beside it, which tests can
+// force.
 //
-// Thread safety: UseAvx2 and CountBits may be called from any thread;
-// SetAvx2ForTest before matching starts.
+// Thread safety: UseAvx2, UseAvx512 and CountBits may be called from any
+// thread; SetAvx2ForTest and SetAvx512ForTest before matching starts.
 #ifndef COHORT_MATCHER_SIMD_H_
 #define COHORT_MATCHER_SIMD_H_
 
@@ -24,6 +25,16 @@ inline bool UseAvx2() { return Avx2Flag().load(std::memory_order_relaxed); }
 
 // Turns the AVX2 kernels off (false) or back on where the CPU has AVX2.
 void SetAvx2ForTest(bool use);
+
+// Likewise for the AVX-512 kernels (AVX-512 F, compiled with
+// `__attribute__((target("avx512f")))`), where the CPU has it.
+std::atomic<bool>& Avx512Flag();
+
+inline bool UseAvx512() {
+  return Avx512Flag().load(std::memory_order_relaxed);
+}
+
+void SetAvx512ForTest(bool use);
 
 // The set bits of words[0, n): with the POPCNT instruction where the CPU has
 // it (checked once; the binary is built for any x86-64, where
