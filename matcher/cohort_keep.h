@@ -5,12 +5,15 @@
 // constants are fitted on the matcher presets; CohortCost adds up one
 // cohort's sizes and prices each way.
 //
-// Thread safety: constants and a plain value; any thread.
+// Thread safety: constants and a plain value; any thread (PerEvent reads
+// simd.h's flag).
 #ifndef COHORT_MATCHER_COHORT_KEEP_H_
 #define COHORT_MATCHER_COHORT_KEEP_H_
 
 #include <algorithm>
 #include <cstddef>
+
+#include "matcher/simd.h"
 
 namespace cohort {
 namespace matcher {
@@ -81,8 +84,16 @@ inline constexpr double kPerEventLeadRowCostCached = 12.0;
 // 297, 576 and 1,422 at 4, 16 and 64 events, so that per event should win
 // up to 32 events (kMaxCheaperPerEvent) and lose at 64: between 0.49 and
 // 0.97 (its 625,000 lead rows an event against about 970,000 rows in
-// masks); the middle.
-inline constexpr double kPerEventLeadRowCostInline = 0.7;
+// masks); the middle. That is still the price where the masks check
+// inline ranges by counting (kPerEventLeadRowCostInlineScalar: no AVX2).
+// With AVX2 they check them on event lanes (event_lanes.h), about twice
+// as fast, and masks won from 16 events on ranges-1m (at 16 a tie, at 32
+// 1.50x) and from 12 on its first 100,000 subscriptions (1.14x; at 8 per
+// event won 1.09x): the price that puts both crossovers near 12 events,
+// 2.5 (0.7 sent both to per event up to 32 events, at 0.67x and 0.45x of
+// the masks there; bench/reports/2026-11-30-xeon2-issue45-lanes).
+inline constexpr double kPerEventLeadRowCostInline = 2.5;
+inline constexpr double kPerEventLeadRowCostInlineScalar = 0.7;
 inline constexpr size_t kCachedSlots = size_t{1} << 19;
 // Whether a slot table of `slot_limit` slots is past kCachedSlots: the one
 // test both the cost model and the per-event prefetch make.
@@ -112,7 +123,9 @@ struct CohortCost {
            (SlotTableUncached(slot_limit) ? kPerEventLeadRowCostUncached
                                           : kPerEventLeadRowCostCached) *
                lead_rows_sum +
-           kPerEventLeadRowCostInline * inline_lead_rows_sum +
+           (UseAvx2() ? kPerEventLeadRowCostInline
+                      : kPerEventLeadRowCostInlineScalar) *
+               inline_lead_rows_sum +
            kPerEventPositionCost * positions_sum;
   }
   // In masks, the least it can cost before the lists' union is known: each
