@@ -425,15 +425,16 @@ class ClusterStore {
     if (kSets && IsSetEntry(e)) return SetMask(e, from);
     return EntryMask(e, from.slots, from.words);
   }
-  // A narrow cluster's inline columns [k, c.bounds), rows [start, start +
-  // n), for a cohort: ANDs into acc[j - start], for each row still alive,
-  // its entry's mask, an inline range's from its attribute's EventLanes by
-  // `Lanes::Mask`; returns whether a row is still alive. Compiled into one
+  // A cluster's inline columns [k, c.bounds), rows [start, start + n),
+  // for a cohort: ANDs into acc[j - start], for each row still alive, its
+  // entry's mask, an inline range's from its attribute's EventLanes by
+  // `Lanes` (Mask for narrow bounds, kWide: c.wide, WideMask for int64
+  // ones); returns whether a row is still alive. Compiled into one
   // function a target (`flatten` inlines the kernels).
-  template <bool kSets, typename Lanes>
-  static bool NarrowInlineColumns(const Cluster& c, uint32_t start,
-                                  uint32_t n, uint32_t k,
-                                  const MaskSources& from, uint64_t* acc) {
+  template <bool kSets, bool kWide, typename Lanes>
+  static bool InlineColumns(const Cluster& c, uint32_t start, uint32_t n,
+                            uint32_t k, const MaskSources& from,
+                            uint64_t* acc) {
     // The rows still alive, in order: a branch a row on whether it is
     // mispredicted about as often as not.
     uint32_t live[kMatchBlock];
@@ -442,23 +443,30 @@ class ClusterStore {
       live[count] = j;
       count += acc[j] != 0;
     }
+    constexpr uint32_t kPair = kWide ? 4 : 2;  // words a row's bounds take
     for (; k < c.bounds && count != 0; ++k) {
       const uint32_t* col = c.column(k) + start;
-      const uint32_t* pairs = c.bound_pairs(k) + 2 * size_t{start};
+      const uint32_t* pairs = c.bound_pairs(k) + kPair * size_t{start};
       uint32_t out = 0;
       for (uint32_t i = 0; i < count; ++i) {
         const uint32_t j = live[i];
         const uint32_t ahead = live[std::min(i + 16, count - 1)];
         __builtin_prefetch(col + ahead);
-        __builtin_prefetch(pairs + 2 * ahead);
+        __builtin_prefetch(pairs + kPair * ahead);
         const uint32_t e = col[j];
         uint64_t mask;
         if (IsInline(e)) {
           const EventLanes& lanes =
               *from.by_attribute[InlineAttribute(e)].lanes;
-          const uint64_t within =
-              Lanes::Mask(lanes, static_cast<int32_t>(pairs[2 * j]),
-                          static_cast<int32_t>(pairs[2 * j + 1]));
+          const uint32_t* pair = pairs + kPair * j;
+          uint64_t within;
+          if constexpr (kWide) {
+            within = Lanes::WideMask(lanes, LoadInt64(pair),
+                                     LoadInt64(pair + 2));
+          } else {
+            within = Lanes::Mask(lanes, static_cast<int32_t>(pair[0]),
+                                 static_cast<int32_t>(pair[1]));
+          }
           mask = (e & kInlineNotBit) == 0 ? within : lanes.present & ~within;
         } else {
           mask = ColumnMask<kSets>(e, from);
@@ -472,15 +480,17 @@ class ClusterStore {
     return count != 0;
   }
   // A lead cluster's rows [start, start + n) for a cohort whose values of
-  // the lead's attribute are `lanes` (exact): acc[j - start] is the row's
-  // lead mask, ANDed with access_mask where the row is alive; returns the
-  // OR of acc.
+  // the lead's attribute are `lanes`: acc[j - start] is the row's lead
+  // mask, ANDed with access_mask where the row is alive; returns the OR of
+  // acc. Where the lanes are exact the lead's bounds compare clamped on
+  // the int32 lanes, else on the int64 ones.
   template <typename Lanes>
   static uint64_t LeadLaneMasks(const Cluster& c, uint32_t start, uint32_t n,
                                 uint64_t access_mask, const EventLanes& lanes,
                                 uint64_t* acc) {
     const uint32_t* ids = c.ids();
     uint64_t any = 0;
+    const bool exact = lanes.exact;
     for (uint32_t j = 0; j < n; ++j) {
       const uint32_t row = start + j;
       if (j % 8 == 0) {
@@ -489,20 +499,28 @@ class ClusterStore {
         __builtin_prefetch(ids + row + 64);
       }
       const uint64_t live = ids[row] == kDeadRow ? 0 : access_mask;
-      acc[j] = live & Lanes::Mask(lanes, Clamp32(c.lo(row)),
-                                  Clamp32(c.hi(row)));
+      const int64_t lo = c.lo(row);
+      const int64_t hi = c.hi(row);
+      acc[j] = live & (exact ? Lanes::Mask(lanes, Clamp32(lo), Clamp32(hi))
+                             : Lanes::WideMask(lanes, lo, hi));
       any |= acc[j];
     }
     return any;
   }
   struct Avx2Lanes {
     static uint64_t Mask(const EventLanes& l, int32_t lo, int32_t hi) {
-      return LaneMaskAvx2(l, lo, hi);
+      return LaneMaskAvx2(l.value, l.present, lo, hi);
+    }
+    static uint64_t WideMask(const EventLanes& l, int64_t lo, int64_t hi) {
+      return LaneMaskAvx2(l.wide, l.present, lo, hi);
     }
   };
   struct Avx512Lanes {
     static uint64_t Mask(const EventLanes& l, int32_t lo, int32_t hi) {
-      return LaneMaskAvx512(l, lo, hi);
+      return LaneMaskAvx512(l.value, l.present, lo, hi);
+    }
+    static uint64_t WideMask(const EventLanes& l, int64_t lo, int64_t hi) {
+      return LaneMaskAvx512(l.wide, l.present, lo, hi);
     }
   };
   __attribute__((target("avx2"), flatten)) static uint64_t LeadLaneMasksAvx2(
@@ -516,20 +534,34 @@ class ClusterStore {
                       uint64_t* acc) {
     return LeadLaneMasks<Avx512Lanes>(c, start, n, access_mask, lanes, acc);
   }
-  template <bool kSets>
-  __attribute__((target("avx2"), flatten)) static bool
-  NarrowInlineColumnsAvx2(const Cluster& c, uint32_t start, uint32_t n,
-                          uint32_t k, const MaskSources& from,
-                          uint64_t* acc) {
-    return NarrowInlineColumns<kSets, Avx2Lanes>(c, start, n, k, from, acc);
+  template <bool kSets, bool kWide>
+  __attribute__((target("avx2"), flatten)) static bool InlineColumnsAvx2(
+      const Cluster& c, uint32_t start, uint32_t n, uint32_t k,
+      const MaskSources& from, uint64_t* acc) {
+    return InlineColumns<kSets, kWide, Avx2Lanes>(c, start, n, k, from, acc);
   }
+  template <bool kSets, bool kWide>
+  __attribute__((target("avx512f"), flatten)) static bool InlineColumnsAvx512(
+      const Cluster& c, uint32_t start, uint32_t n, uint32_t k,
+      const MaskSources& from, uint64_t* acc) {
+    return InlineColumns<kSets, kWide, Avx512Lanes>(c, start, n, k, from,
+                                                    acc);
+  }
+  // InlineColumns for c's width of bounds, on the widest kernels the CPU
+  // has. REQUIRES: UseAvx2().
   template <bool kSets>
-  __attribute__((target("avx512f"), flatten)) static bool
-  NarrowInlineColumnsAvx512(const Cluster& c, uint32_t start, uint32_t n,
-                            uint32_t k, const MaskSources& from,
-                            uint64_t* acc) {
-    return NarrowInlineColumns<kSets, Avx512Lanes>(c, start, n, k, from,
-                                                   acc);
+  static bool InlineColumnsOnLanes(const Cluster& c, uint32_t start,
+                                   uint32_t n, uint32_t k,
+                                   const MaskSources& from, uint64_t* acc) {
+    if (UseAvx512()) {
+      return c.wide ? InlineColumnsAvx512<kSets, true>(c, start, n, k, from,
+                                                       acc)
+                    : InlineColumnsAvx512<kSets, false>(c, start, n, k, from,
+                                                        acc);
+    }
+    return c.wide
+               ? InlineColumnsAvx2<kSets, true>(c, start, n, k, from, acc)
+               : InlineColumnsAvx2<kSets, false>(c, start, n, k, from, acc);
   }
   // Returns the rows visited.
   template <typename Emit>
@@ -839,9 +871,9 @@ void ClusterStore::MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
       acc[j] = live & RankedLeadMask(*lead, c.lo(row), c.hi(row));
       any |= acc[j];
     }
-  } else if (c.lead && lead->lanes->exact && UseAvx512()) {
+  } else if (c.lead && UseAvx512()) {
     any = LeadLaneMasksAvx512(c, start, n, access_mask, *lead->lanes, acc);
-  } else if (c.lead && lead->lanes->exact && UseAvx2()) {
+  } else if (c.lead && UseAvx2()) {
     any = LeadLaneMasksAvx2(c, start, n, access_mask, *lead->lanes, acc);
   } else if (c.lead) {
     for (uint32_t j = 0; j < n; ++j) {
@@ -864,13 +896,9 @@ void ClusterStore::MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
     }
     k = 1;
   }
-  if (!c.wide && k < c.bounds && any != 0 && (UseAvx512() || UseAvx2())) {
-    const bool alive =
-        UseAvx512()
-            ? NarrowInlineColumnsAvx512<kSets>(c, start, n, k, from, acc)
-            : NarrowInlineColumnsAvx2<kSets>(c, start, n, k, from, acc);
-    any = alive ? 1 : 0;  // only whether it is 0 is read below
-    k = c.bounds;
+  if (k < c.bounds && any != 0 && UseAvx2()) {
+    any = InlineColumnsOnLanes<kSets>(c, start, n, k, from, acc) ? 1 : 0;
+    k = c.bounds;  // only whether `any` is 0 is read below
   }
   for (; k < c.bounds && any != 0; ++k) {
     // Inline ranges against the cohort's values of their attributes; the

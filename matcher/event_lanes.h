@@ -33,9 +33,12 @@ inline constexpr int kEventLanes = 64;
 // of `present` says it has one; 0 elsewhere.
 // `exact`: every value lies strictly within int32 (not at its ends), so
 // that int64 bounds clamped to int32 (Clamp32) compare as they are: a
-// row's lead range can be checked on these lanes too.
+// row's lead range can be checked on these lanes too. `wide[i]`: event i's
+// value as it is, for wide clusters' bounds and the leads elsewhere (a
+// range over epoch milliseconds, say).
 struct alignas(64) EventLanes {
   int32_t value[kEventLanes] = {};
+  int64_t wide[kEventLanes] = {};
   uint64_t present = 0;
   bool exact = true;
 };
@@ -43,42 +46,90 @@ struct alignas(64) EventLanes {
 // The lanes of an attribute none of a cohort's events has.
 inline const EventLanes kAbsentLanes{};
 
-// The events of `lanes` whose value lies in [lo, hi] (int32 bounds,
-// compared as they are: the narrow bounds' unbounded ends, INT32_MIN and
-// INT32_MAX, hold for every clamped value), for CPUs with AVX2 and with
-// AVX-512 (simd.h says which to call). Not always_inline: a caller
-// compiled for the same target inlines them with `flatten`
-// (ClusterStore's NarrowInlineColumn).
-__attribute__((target("avx2"))) inline uint64_t LaneMaskAvx2(
-    const EventLanes& lanes, int32_t lo, int32_t hi) {
-  const __m256i low = _mm256_set1_epi32(lo);
-  const __m256i high = _mm256_set1_epi32(hi);
-  uint64_t outside = 0;
-#pragma GCC unroll 8
-  for (int q = 0; q < kEventLanes / 8; ++q) {
-    const __m256i v = _mm256_load_si256(
-        reinterpret_cast<const __m256i*>(lanes.value + 8 * q));
-    const __m256i out = _mm256_or_si256(_mm256_cmpgt_epi32(low, v),
-                                        _mm256_cmpgt_epi32(v, high));
-    outside |= static_cast<uint64_t>(static_cast<uint32_t>(
-                   _mm256_movemask_ps(_mm256_castsi256_ps(out))))
-               << (8 * q);
+namespace lanes_internal {
+
+// What the kernels below need of a register of lanes of type T (int32_t
+// or int64_t), for AVX2 (256-bit) and AVX-512 (512-bit): how many lanes it
+// holds, a broadcast, and the comparisons.
+template <typename T>
+struct Ops {
+  static constexpr bool k32 = sizeof(T) == 4;
+  static constexpr int kPer256 = 32 / sizeof(T);
+  static constexpr int kPer512 = 64 / sizeof(T);
+  __attribute__((target("avx2"))) static __m256i Set256(T x) {
+    if constexpr (k32) return _mm256_set1_epi32(x);
+    return _mm256_set1_epi64x(x);
   }
-  return ~outside & lanes.present;
+  __attribute__((target("avx2"))) static __m256i Greater256(__m256i a,
+                                                            __m256i b) {
+    if constexpr (k32) return _mm256_cmpgt_epi32(a, b);
+    return _mm256_cmpgt_epi64(a, b);
+  }
+  // The sign bit of each lane.
+  __attribute__((target("avx2"))) static uint32_t Bits256(__m256i m) {
+    if constexpr (k32) {
+      return static_cast<uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(m)));
+    }
+    return static_cast<uint32_t>(_mm256_movemask_pd(_mm256_castsi256_pd(m)));
+  }
+  __attribute__((target("avx512f"))) static __m512i Set512(T x) {
+    if constexpr (k32) return _mm512_set1_epi32(x);
+    return _mm512_set1_epi64(x);
+  }
+  // The lanes of v within [low, high].
+  __attribute__((target("avx512f"))) static uint64_t Within512(
+      __m512i v, __m512i low, __m512i high) {
+    if constexpr (k32) {
+      return _mm512_mask_cmple_epi32_mask(_mm512_cmpge_epi32_mask(v, low), v,
+                                          high);
+    }
+    return _mm512_mask_cmple_epi64_mask(_mm512_cmpge_epi64_mask(v, low), v,
+                                        high);
+  }
+};
+
+}  // namespace lanes_internal
+
+// The events whose value, values[i] for event i, lies in [lo, hi], of
+// those in `present`: over EventLanes::value with int32 bounds (compared
+// as they are: the narrow bounds' unbounded ends, INT32_MIN and
+// INT32_MAX, hold for every clamped value) or over EventLanes::wide with
+// int64 ones. For CPUs with AVX2 and with AVX-512 (simd.h says which to
+// call). Not always_inline: a caller compiled for the same target inlines
+// them with `flatten` (ClusterStore::InlineColumns).
+template <typename T>
+__attribute__((target("avx2"))) inline uint64_t LaneMaskAvx2(
+    const T* values, uint64_t present, T lo, T hi) {
+  using Ops = lanes_internal::Ops<T>;
+  constexpr int kPer = Ops::kPer256;
+  const __m256i low = Ops::Set256(lo);
+  const __m256i high = Ops::Set256(hi);
+  uint64_t outside = 0;
+#pragma GCC unroll 16
+  for (int q = 0; q < kEventLanes / kPer; ++q) {
+    const __m256i v =
+        _mm256_load_si256(reinterpret_cast<const __m256i*>(values + kPer * q));
+    const __m256i out =
+        _mm256_or_si256(Ops::Greater256(low, v), Ops::Greater256(v, high));
+    outside |= static_cast<uint64_t>(Ops::Bits256(out)) << (kPer * q);
+  }
+  return ~outside & present;
 }
 
-__attribute__((target("avx512f"))) inline uint64_t LaneMaskAvx512(const EventLanes& lanes, int32_t lo, int32_t hi) {
-  const __m512i low = _mm512_set1_epi32(lo);
-  const __m512i high = _mm512_set1_epi32(hi);
+template <typename T>
+__attribute__((target("avx512f"))) inline uint64_t LaneMaskAvx512(
+    const T* values, uint64_t present, T lo, T hi) {
+  using Ops = lanes_internal::Ops<T>;
+  constexpr int kPer = Ops::kPer512;
+  const __m512i low = Ops::Set512(lo);
+  const __m512i high = Ops::Set512(hi);
   uint64_t within = 0;
-#pragma GCC unroll 4
-  for (int q = 0; q < kEventLanes / 16; ++q) {
-    const __m512i v = _mm512_load_si512(lanes.value + 16 * q);
-    const __mmask16 k =
-        _mm512_mask_cmple_epi32_mask(_mm512_cmpge_epi32_mask(v, low), v, high);
-    within |= static_cast<uint64_t>(k) << (16 * q);
+#pragma GCC unroll 16
+  for (int q = 0; q < kEventLanes / kPer; ++q) {
+    const __m512i v = _mm512_load_si512(values + kPer * q);
+    within |= Ops::Within512(v, low, high) << (kPer * q);
   }
-  return within & lanes.present;
+  return within & present;
 }
 
 }  // namespace internal

@@ -959,87 +959,98 @@ TEST(Index, InlineBoundsWidenWhenABoundPassesInt32) {
   EXPECT_GT(matched, events.size());
 }
 
-// A cohort checks narrow inline ranges, and leads where its values allow,
-// on its values in event order (event_lanes.h). Under each choice of
-// kernels, against the reference: rows whose bounds sit next to int32's
-// ends, events at and past those ends (clamped for the inline ranges; a
-// lead takes the lanes only while every value lies strictly within,
-// EventLanes::exact), events lacking an attribute, NEs.
+// A cohort checks inline ranges and leads on its values in event order
+// (event_lanes.h): narrow bounds and leads against int32 lanes while every
+// value lies strictly within int32 (EventLanes::exact), the rest against
+// int64 lanes. Under each choice of kernels, against the reference, twice:
+// with clusters whose bounds all sit within int32 (next to its ends), and
+// with clusters made wide by bounds past it. Events at and past those
+// ends, events lacking an attribute, NEs, and leads alone with bounds past
+// int32 (which clamped to it would hold for values further past).
 TEST(Index, LaneChecksAgreeAtInt32EndsUnderEveryKernel) {
-  Index index;
-  index.set_inline_ranges(internal::InlineRanges::kAlways);
-  ReferenceMatcher reference;
-  Rng rng(4545);
-  // Bounds that keep the clusters narrow (NarrowBounds).
-  const int64_t kBounds[] = {int64_t{INT32_MIN} + 1, int64_t{INT32_MIN} + 2,
-                             -2, -1, 0, 1, 2, int64_t{INT32_MAX} - 2,
-                             int64_t{INT32_MAX} - 1};
+  const int64_t kBig = int64_t{1} << 40;
+  // Bounds that keep the clusters narrow (NarrowBounds), and more.
+  const std::vector<int64_t> kNarrow = {
+      int64_t{INT32_MIN} + 1, int64_t{INT32_MIN} + 2, -2, -1, 0, 1, 2,
+      int64_t{INT32_MAX} - 2, int64_t{INT32_MAX} - 1};
+  const int64_t kFar[] = {-kBig, int64_t{INT32_MIN} - 5,
+                          int64_t{INT32_MAX} + 5, kBig};
   // Values strictly within int32, and the rest at or past its ends.
   const int64_t kWithin[] = {int64_t{INT32_MIN} + 1, int64_t{INT32_MIN} + 2,
                              int64_t{INT32_MIN} + 3, -3, -2, -1, 0, 1, 2, 3,
                              int64_t{INT32_MAX} - 3, int64_t{INT32_MAX} - 2,
                              int64_t{INT32_MAX} - 1};
-  const int64_t kBig = int64_t{1} << 40;
   const int64_t kEnds[] = {INT64_MIN,     -2 * kBig,
                            -kBig,         int64_t{INT32_MIN} - 1,
                            INT32_MIN,     INT32_MAX,
                            int64_t{INT32_MAX} + 1, kBig,
                            2 * kBig,      INT64_MAX};
-  // Leads alone (their own width class, so the narrow clusters stay
-  // narrow) with bounds past int32, which clamped to it would hold for
-  // values further past.
-  const int64_t kFar[] = {-kBig, int64_t{INT32_MIN} - 5,
-                          int64_t{INT32_MAX} + 5, kBig};
   static constexpr Op kOps[] = {Op::kLt, Op::kLe, Op::kGt,
                                 Op::kGe, Op::kBetween, Op::kNe};
-  for (SubscriptionId id = 0; id < 800; ++id) {
-    Subscription s;  // no equality: every row is in a lead list
-    for (int k = 0, n = 1 + static_cast<int>(rng.Uniform(4)); k < n; ++k) {
+  for (const bool wide : {false, true}) {
+    SCOPED_TRACE(wide ? "wide clusters" : "narrow clusters");
+    Index index;
+    index.set_inline_ranges(internal::InlineRanges::kAlways);
+    ReferenceMatcher reference;
+    Rng rng(wide ? 4546 : 4545);
+    std::vector<int64_t> bounds = kNarrow;
+    if (wide) bounds.insert(bounds.end(), std::begin(kFar), std::end(kFar));
+    const auto bound = [&](const std::vector<int64_t>& from) {
+      return from[rng.Uniform(from.size())];
+    };
+    for (SubscriptionId id = 0; id < 800; ++id) {
+      Subscription s;  // no equality: every row is in a lead list
+      for (int k = 0, n = 1 + static_cast<int>(rng.Uniform(4)); k < n; ++k) {
+        Predicate p;
+        p.attribute = static_cast<AttributeId>(rng.Uniform(3));
+        p.op = kOps[rng.Uniform(std::size(kOps))];
+        p.value = bound(bounds);
+        if (p.op == Op::kBetween) {
+          p.upper = bound(bounds);
+          if (p.upper < p.value) std::swap(p.value, p.upper);
+        }
+        s.push_back(p);
+      }
+      ASSERT_TRUE(index.Add(id, s).ok());
+      reference.Add(id, s);
+    }
+    // Leads alone (their own width class, so that the first clusters stay
+    // as they are) with bounds past int32.
+    const std::vector<int64_t> far(std::begin(kFar), std::end(kFar));
+    for (SubscriptionId id = 800; id < 900; ++id) {
       Predicate p;
       p.attribute = static_cast<AttributeId>(rng.Uniform(3));
-      p.op = kOps[rng.Uniform(std::size(kOps))];
-      p.value = kBounds[rng.Uniform(std::size(kBounds))];
+      p.op = kOps[rng.Uniform(std::size(kOps) - 1)];  // not NE
+      p.value = bound(far);
       if (p.op == Op::kBetween) {
-        p.upper = kBounds[rng.Uniform(std::size(kBounds))];
+        p.upper = bound(far);
         if (p.upper < p.value) std::swap(p.value, p.upper);
       }
-      s.push_back(p);
+      ASSERT_TRUE(index.Add(id, {p}).ok());
+      reference.Add(id, {p});
     }
-    ASSERT_TRUE(index.Add(id, s).ok());
-    reference.Add(id, s);
-  }
-  for (SubscriptionId id = 800; id < 900; ++id) {
-    Predicate p;
-    p.attribute = static_cast<AttributeId>(rng.Uniform(3));
-    p.op = kOps[rng.Uniform(std::size(kOps) - 1)];  // not NE
-    p.value = kFar[rng.Uniform(std::size(kFar))];
-    if (p.op == Op::kBetween) {
-      p.upper = kFar[rng.Uniform(std::size(kFar))];
-      if (p.upper < p.value) std::swap(p.value, p.upper);
+    // Four cohorts of values within int32, then four that may hold its
+    // ends.
+    std::vector<Event> events(512);
+    for (size_t i = 0; i < events.size(); ++i) {
+      for (AttributeId a = 0; a < 3; ++a) {
+        if (rng.Chance(20)) continue;  // attribute missing
+        const bool end = i >= 256 && rng.Chance(30);
+        events[i].push_back(
+            {a, end ? kEnds[rng.Uniform(std::size(kEnds))]
+                    : kWithin[rng.Uniform(std::size(kWithin))]});
+      }
     }
-    ASSERT_TRUE(index.Add(id, {p}).ok());
-    reference.Add(id, {p});
-  }
-  // Four cohorts of values within int32, then four that may hold its ends.
-  std::vector<Event> events(512);
-  for (size_t i = 0; i < events.size(); ++i) {
-    for (AttributeId a = 0; a < 3; ++a) {
-      if (rng.Chance(20)) continue;  // attribute missing
-      const bool end = i >= 256 && rng.Chance(30);
-      events[i].push_back(
-          {a, end ? kEnds[rng.Uniform(std::size(kEnds))]
-                  : kWithin[rng.Uniform(std::size(kWithin))]});
+    for (uint64_t kernels = 0; kernels < 3; ++kernels) {
+      SCOPED_TRACE(absl::StrCat("kernels ", kernels));
+      test_util::UseKernels(kernels);
+      ExpectMatchesReference(index, reference, events);
     }
+    test_util::UseKernels(0);
+    size_t matched = 0;
+    for (const Event& e : events) matched += reference.Match(e).size();
+    EXPECT_GT(matched, 10 * events.size());
   }
-  for (uint64_t kernels = 0; kernels < 3; ++kernels) {
-    SCOPED_TRACE(absl::StrCat("kernels ", kernels));
-    test_util::UseKernels(kernels);
-    ExpectMatchesReference(index, reference, events);
-  }
-  test_util::UseKernels(0);
-  size_t matched = 0;
-  for (const Event& e : events) matched += reference.Match(e).size();
-  EXPECT_GT(matched, 10 * events.size());
 }
 
 TEST(Index, RangeWithLiveHalvesTakesNoPredicate) {

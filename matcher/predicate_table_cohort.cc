@@ -409,6 +409,7 @@ void PredicateTable::ListAttributeWork(CohortMasks* m) const {
         EventLanes& lanes = m->lanes_.emplace_back();
         for (const CohortMasks::ValueBit& vb : values) {
           lanes.value[__builtin_ctzll(vb.bit)] = Clamp32(vb.value);
+          lanes.wide[__builtin_ctzll(vb.bit)] = vb.value;
           lanes.present |= vb.bit;
           lanes.exact &= vb.value > INT32_MIN && vb.value < INT32_MAX;
         }
