@@ -43,8 +43,10 @@
 // every bound of the cluster fits one, else two int64. Such an
 // entry is checked against the event's value of its attribute (per event:
 // a table by attribute, EventPoints) or, for a cohort, against the
-// cohort's sorted values of it (LeadMask over CohortMasks::
-// attribute_values). It takes no predicate, no mask slot and no phase-1
+// cohort's values of it: all at once on vector registers where the CPU has
+// AVX2 (InlineColumns over the attribute's EventLanes), else by counting
+// its sorted values (LeadMask over CohortMasks::attribute_values). It
+// takes no predicate, no mask slot and no phase-1
 // work: on ranges-1m, whose ranges are nearly all distinct, phase 1
 // marked tens of thousands of them an event and phase 2 read each one's
 // bit through a slot table of 24 MB.
@@ -184,7 +186,8 @@ class ClusterStore {
   // each row whose mask of satisfied events is non-zero: the access mask
   // ANDed with each entry's mask, masks.words()[slots[entry id]] (slots:
   // PredicateTable::slots()), and with a lead range's and each inline
-  // range's, LeadMask (over masks.attribute_values()). Adds the
+  // range's, the events of masks.attribute_values() within it (on their
+  // EventLanes, or by LeadMask without AVX2). Adds the
   // non-empty lists, the clusters and the rows checked to `*lists`,
   // `*clusters` and `*rows`.
   // REQUIRES: !masks.per_event(); masks.attribute_values() holds every
