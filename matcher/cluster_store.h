@@ -386,16 +386,6 @@ class ClusterStore {
   // least its rows), padding the new columns.
   void Relayout(Cluster& c, uint32_t capacity, uint32_t width,
                 uint32_t bounds, bool wide);
-  // The events of a cohort for which inline entry `e` with bounds [lo, hi]
-  // holds: those whose value of its attribute lies within them, or, for
-  // an NE's (kInlineNotBit), those with a value outside them.
-  static uint64_t InlineMask(const LeadValues* by_attribute, uint32_t e,
-                             int64_t lo, int64_t hi) {
-    const LeadValues& v = by_attribute[InlineAttribute(e)];
-    const uint64_t within = LeadMask(v, lo, hi);
-    if ((e & kInlineNotBit) == 0) return within;
-    return v.count == 0 ? 0 : v.prefix[v.count] & ~within;
-  }
   // What a cohort's check reads besides a cluster: the slots and masks of
   // predicates, the cohort's values by attribute for inline ranges and
   // sets, and the table, for the sets' values.
@@ -430,10 +420,11 @@ class ClusterStore {
   }
   // A cluster's inline columns [k, c.bounds), rows [start, start + n),
   // for a cohort: ANDs into acc[j - start], for each row still alive, its
-  // entry's mask, an inline range's from its attribute's EventLanes by
-  // `Lanes` (Mask for narrow bounds, kWide: c.wide, WideMask for int64
-  // ones); returns whether a row is still alive. Compiled into one
-  // function a target (`flatten` inlines the kernels).
+  // entry's mask. An inline range's is its attribute's events within its
+  // bounds by `Lanes` (Mask for narrow bounds, kWide: c.wide, WideMask for
+  // int64 ones), or, for an NE's (kInlineNotBit), the events with a value
+  // outside them. Returns whether a row is still alive. On lanes, compiled
+  // into one function a target (`flatten` inlines the kernels).
   template <bool kSets, bool kWide, typename Lanes>
   static bool InlineColumns(const Cluster& c, uint32_t start, uint32_t n,
                             uint32_t k, const MaskSources& from,
@@ -459,18 +450,17 @@ class ClusterStore {
         const uint32_t e = col[j];
         uint64_t mask;
         if (IsInline(e)) {
-          const EventLanes& lanes =
-              *from.by_attribute[InlineAttribute(e)].lanes;
+          const LeadValues& v = from.by_attribute[InlineAttribute(e)];
           const uint32_t* pair = pairs + kPair * j;
           uint64_t within;
           if constexpr (kWide) {
-            within = Lanes::WideMask(lanes, LoadInt64(pair),
-                                     LoadInt64(pair + 2));
+            within = Lanes::WideMask(v, LoadInt64(pair), LoadInt64(pair + 2));
           } else {
-            within = Lanes::Mask(lanes, static_cast<int32_t>(pair[0]),
+            within = Lanes::Mask(v, static_cast<int32_t>(pair[0]),
                                  static_cast<int32_t>(pair[1]));
           }
-          mask = (e & kInlineNotBit) == 0 ? within : lanes.present & ~within;
+          mask = (e & kInlineNotBit) == 0 ? within
+                                          : Lanes::Present(v) & ~within;
         } else {
           mask = ColumnMask<kSets>(e, from);
         }
@@ -483,17 +473,17 @@ class ClusterStore {
     return count != 0;
   }
   // A lead cluster's rows [start, start + n) for a cohort whose values of
-  // the lead's attribute are `lanes`: acc[j - start] is the row's lead
-  // mask, ANDed with access_mask where the row is alive; returns the OR of
-  // acc. Where the lanes are exact the lead's bounds compare clamped on
-  // the int32 lanes, else on the int64 ones.
+  // the lead's attribute are `lead` (its EventLanes): acc[j - start] is
+  // the row's lead mask, ANDed with access_mask where the row is alive;
+  // returns the OR of acc. Where the lanes are exact the lead's bounds
+  // compare clamped on the int32 lanes, else on the int64 ones.
   template <typename Lanes>
   static uint64_t LeadLaneMasks(const Cluster& c, uint32_t start, uint32_t n,
-                                uint64_t access_mask, const EventLanes& lanes,
+                                uint64_t access_mask, const LeadValues& lead,
                                 uint64_t* acc) {
     const uint32_t* ids = c.ids();
     uint64_t any = 0;
-    const bool exact = lanes.exact;
+    const bool exact = lead.lanes->exact;
     for (uint32_t j = 0; j < n; ++j) {
       const uint32_t row = start + j;
       if (j % 8 == 0) {
@@ -504,38 +494,60 @@ class ClusterStore {
       const uint64_t live = ids[row] == kDeadRow ? 0 : access_mask;
       const int64_t lo = c.lo(row);
       const int64_t hi = c.hi(row);
-      acc[j] = live & (exact ? Lanes::Mask(lanes, Clamp32(lo), Clamp32(hi))
-                             : Lanes::WideMask(lanes, lo, hi));
+      acc[j] = live & (exact ? Lanes::Mask(lead, Clamp32(lo), Clamp32(hi))
+                             : Lanes::WideMask(lead, lo, hi));
       any |= acc[j];
     }
     return any;
   }
-  struct Avx2Lanes {
-    static uint64_t Mask(const EventLanes& l, int32_t lo, int32_t hi) {
-      return LaneMaskAvx2(l.value, l.present, lo, hi);
+  // How InlineColumns and LeadLaneMasks find the events of `v` within a
+  // range (Mask, WideMask), and the events with a value of its attribute
+  // (Present): on its EventLanes, by the AVX2 or the AVX-512 kernels, or,
+  // on a CPU without AVX2, by counting its sorted values (LeadMask).
+  // kAvx512: the AVX-512 kernels, else the AVX2 ones.
+  template <bool kAvx512>
+  struct VectorLanes {
+    static uint64_t Mask(const LeadValues& v, int32_t lo, int32_t hi) {
+      return Within(v.lanes->value, v.lanes->present, lo, hi);
     }
-    static uint64_t WideMask(const EventLanes& l, int64_t lo, int64_t hi) {
-      return LaneMaskAvx2(l.wide, l.present, lo, hi);
+    static uint64_t WideMask(const LeadValues& v, int64_t lo, int64_t hi) {
+      return Within(v.lanes->wide, v.lanes->present, lo, hi);
+    }
+    static uint64_t Present(const LeadValues& v) { return v.lanes->present; }
+
+   private:
+    template <typename T>
+    static uint64_t Within(const T* values, uint64_t present, T lo, T hi) {
+      if constexpr (kAvx512) {
+        return LaneMaskAvx512(values, present, lo, hi);
+      } else {
+        return LaneMaskAvx2(values, present, lo, hi);
+      }
     }
   };
-  struct Avx512Lanes {
-    static uint64_t Mask(const EventLanes& l, int32_t lo, int32_t hi) {
-      return LaneMaskAvx512(l.value, l.present, lo, hi);
+  using Avx2Lanes = VectorLanes<false>;
+  using Avx512Lanes = VectorLanes<true>;
+  struct CountedLanes {
+    static uint64_t Mask(const LeadValues& v, int32_t lo, int32_t hi) {
+      return LeadMask(v, WidenBound(lo), WidenBound(hi));
     }
-    static uint64_t WideMask(const EventLanes& l, int64_t lo, int64_t hi) {
-      return LaneMaskAvx512(l.wide, l.present, lo, hi);
+    static uint64_t WideMask(const LeadValues& v, int64_t lo, int64_t hi) {
+      return LeadMask(v, lo, hi);
+    }
+    static uint64_t Present(const LeadValues& v) {
+      return v.count == 0 ? 0 : v.prefix[v.count];
     }
   };
   __attribute__((target("avx2"), flatten)) static uint64_t LeadLaneMasksAvx2(
       const Cluster& c, uint32_t start, uint32_t n, uint64_t access_mask,
-      const EventLanes& lanes, uint64_t* acc) {
-    return LeadLaneMasks<Avx2Lanes>(c, start, n, access_mask, lanes, acc);
+      const LeadValues& lead, uint64_t* acc) {
+    return LeadLaneMasks<Avx2Lanes>(c, start, n, access_mask, lead, acc);
   }
   __attribute__((target("avx512f"), flatten)) static uint64_t
   LeadLaneMasksAvx512(const Cluster& c, uint32_t start, uint32_t n,
-                      uint64_t access_mask, const EventLanes& lanes,
+                      uint64_t access_mask, const LeadValues& lead,
                       uint64_t* acc) {
-    return LeadLaneMasks<Avx512Lanes>(c, start, n, access_mask, lanes, acc);
+    return LeadLaneMasks<Avx512Lanes>(c, start, n, access_mask, lead, acc);
   }
   template <bool kSets, bool kWide>
   __attribute__((target("avx2"), flatten)) static bool InlineColumnsAvx2(
@@ -551,20 +563,26 @@ class ClusterStore {
                                                     acc);
   }
   // InlineColumns for c's width of bounds, on the widest kernels the CPU
-  // has. REQUIRES: UseAvx2().
+  // has (counting without AVX2).
   template <bool kSets>
-  static bool InlineColumnsOnLanes(const Cluster& c, uint32_t start,
-                                   uint32_t n, uint32_t k,
-                                   const MaskSources& from, uint64_t* acc) {
+  static bool InlineColumnsFor(const Cluster& c, uint32_t start, uint32_t n,
+                               uint32_t k, const MaskSources& from,
+                               uint64_t* acc) {
     if (UseAvx512()) {
       return c.wide ? InlineColumnsAvx512<kSets, true>(c, start, n, k, from,
                                                        acc)
                     : InlineColumnsAvx512<kSets, false>(c, start, n, k, from,
                                                         acc);
     }
-    return c.wide
-               ? InlineColumnsAvx2<kSets, true>(c, start, n, k, from, acc)
-               : InlineColumnsAvx2<kSets, false>(c, start, n, k, from, acc);
+    if (UseAvx2()) {
+      return c.wide
+                 ? InlineColumnsAvx2<kSets, true>(c, start, n, k, from, acc)
+                 : InlineColumnsAvx2<kSets, false>(c, start, n, k, from, acc);
+    }
+    return c.wide ? InlineColumns<kSets, true, CountedLanes>(c, start, n, k,
+                                                             from, acc)
+                  : InlineColumns<kSets, false, CountedLanes>(c, start, n, k,
+                                                              from, acc);
   }
   // Returns the rows visited.
   template <typename Emit>
@@ -875,9 +893,9 @@ void ClusterStore::MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
       any |= acc[j];
     }
   } else if (c.lead && UseAvx512()) {
-    any = LeadLaneMasksAvx512(c, start, n, access_mask, *lead->lanes, acc);
+    any = LeadLaneMasksAvx512(c, start, n, access_mask, *lead, acc);
   } else if (c.lead && UseAvx2()) {
-    any = LeadLaneMasksAvx2(c, start, n, access_mask, *lead->lanes, acc);
+    any = LeadLaneMasksAvx2(c, start, n, access_mask, *lead, acc);
   } else if (c.lead) {
     for (uint32_t j = 0; j < n; ++j) {
       const uint32_t row = start + j;
@@ -899,40 +917,11 @@ void ClusterStore::MatchBlock(const Cluster& c, uint32_t start, uint32_t n,
     }
     k = 1;
   }
-  if (k < c.bounds && any != 0 && UseAvx2()) {
-    any = InlineColumnsOnLanes<kSets>(c, start, n, k, from, acc) ? 1 : 0;
-    k = c.bounds;  // only whether `any` is 0 is read below
-  }
-  for (; k < c.bounds && any != 0; ++k) {
+  if (k < c.bounds && any != 0) {
     // Inline ranges against the cohort's values of their attributes; the
-    // other entries of such a column (a shorter row's) as elsewhere.
-    const uint32_t* col = c.column(k) + start;
-    const uint32_t* pairs = c.bound_pairs(k) + c.bound_words() * size_t{start};
-    any = 0;
-    // One loop for either width of bounds: `lo_of` and `hi_of` give row
-    // j's bounds as int64.
-    const auto check = [&](auto lo_of, auto hi_of) {
-      for (uint32_t j = 0; j < n; ++j) {
-        if (acc[j] == 0) continue;
-        const uint32_t e = col[j];
-        acc[j] &= IsInline(e)
-                      ? InlineMask(from.by_attribute, e, lo_of(j), hi_of(j))
-                      : ColumnMask<kSets>(e, from);
-        any |= acc[j];
-      }
-    };
-    if (c.wide) {
-      check([pairs](uint32_t j) { return LoadInt64(pairs + 4 * j); },
-            [pairs](uint32_t j) { return LoadInt64(pairs + 4 * j + 2); });
-    } else {
-      check(
-          [pairs](uint32_t j) {
-            return WidenBound(static_cast<int32_t>(pairs[2 * j]));
-          },
-          [pairs](uint32_t j) {
-            return WidenBound(static_cast<int32_t>(pairs[2 * j + 1]));
-          });
-    }
+    // other entries of such columns (a shorter row's) as elsewhere.
+    any = InlineColumnsFor<kSets>(c, start, n, k, from, acc) ? 1 : 0;
+    k = c.bounds;  // only whether `any` is 0 is read below
   }
   for (; k < c.width && any != 0; ++k) {
     const uint32_t* col = c.column(k) + start;

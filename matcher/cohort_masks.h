@@ -277,7 +277,7 @@ class CohortMasks {
     uint32_t rank_size = 0;
     bool buckets = false;     // ranks_ holds a bucket table (LeadValues)
     uint32_t bucket_shift = 0;
-    uint32_t lanes = kNoLanes;  // into lanes_, for attributes with inline
+    uint32_t lanes = kNoLanes;  // into lanes_ (lead_values: LeadValues)
   };
   static constexpr uint32_t kNoLanes = UINT32_MAX;
   struct Run {
@@ -350,7 +350,8 @@ class CohortMasks {
   // LeadValues::rank tables, each rank_size + 1 entries (the last: count),
   // and bucket tables.
   std::vector<uint8_t> ranks_;
-  // EventLanes of the attributes with inline ranges (AttributeValues).
+  // EventLanes of the attributes with inline ranges or a "present" list
+  // (AttributeValues::lanes).
   std::vector<EventLanes> lanes_;
   std::vector<Run> runs_;
   std::vector<uint32_t> dirty_eq_slots_;

@@ -1,8 +1,8 @@
 // A cohort's values of one attribute in event order (EventLanes), and the
-// kernels that find at once which of them lie within a row's narrow inline
-// range (cluster_store.h): a cohort's check of such a range is then a few
-// vector comparisons, where counting the cohort's sorted values below each
-// bound (LeadMask) was two searches with branches that mispredict.
+// kernels that find at once which of them lie within a row's inline or
+// lead range (cluster_store.h): a cohort's check of such a range is then a
+// few vector comparisons, where counting the cohort's sorted values below
+// each bound (LeadMask) was two searches with branches that mispredict.
 //
 // Thread safety: plain values and pure functions; a cohort's lanes are
 // written by phase 1 (CohortMasks) and read-only once it is done.

@@ -288,9 +288,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         cohort::matcher::internal::InlineRanges::kAlways,
         cohort::matcher::internal::InlineRanges::kNever};
     session.SetInline(kInline[byte / 4 % 3]);
-    const uint32_t kernels = byte / 12 % 3;
-    cohort::matcher::internal::SetAvx512ForTest(kernels == 0);
-    cohort::matcher::internal::SetAvx2ForTest(kernels <= 1);
+    cohort::matcher::internal::UseKernelsForTest(byte / 12 % 3);
     switch (op) {
       case 0:
       case 1:

@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "matcher/index_test_util.h"
 #include "matcher/reference_matcher.h"
+#include "matcher/simd.h"
 #include "matcher/types.h"
 
 namespace cohort {
@@ -212,7 +213,7 @@ bool RunSeed(const test_util::Shape& shape, uint64_t seed,
     for (size_t start = 0; start < views.size();) {
       const size_t n = std::min(kCohorts[rng.Uniform(std::size(kCohorts))],
                                 views.size() - start);
-      test_util::UseKernels(rng.Uniform(3));
+      internal::UseKernelsForTest(rng.Uniform(3));
       index.MatchCohort(absl::MakeConstSpan(views).subspan(start, n), &got);
       // A quarter of the cohorts again, read as counts from the flat
       // buffer (what the service's partitions read).
@@ -242,7 +243,7 @@ bool RunSeed(const test_util::Shape& shape, uint64_t seed,
                         << ", reference " << want.size() << " for "
                         << FormatEvent(e) << "\n"
                         << Shrink(live, e);
-          test_util::UseKernels(0);
+          internal::UseKernelsForTest(0);
           return false;
         }
       }
@@ -250,7 +251,7 @@ bool RunSeed(const test_util::Shape& shape, uint64_t seed,
     }
     EXPECT_EQ(index.size(), live.size());
   }
-  test_util::UseKernels(0);
+  internal::UseKernelsForTest(0);
   return true;
 }
 
@@ -1043,10 +1044,10 @@ TEST(Index, LaneChecksAgreeAtInt32EndsUnderEveryKernel) {
     }
     for (uint64_t kernels = 0; kernels < 3; ++kernels) {
       SCOPED_TRACE(absl::StrCat("kernels ", kernels));
-      test_util::UseKernels(kernels);
+      internal::UseKernelsForTest(kernels);
       ExpectMatchesReference(index, reference, events);
     }
-    test_util::UseKernels(0);
+    internal::UseKernelsForTest(0);
     size_t matched = 0;
     for (const Event& e : events) matched += reference.Match(e).size();
     EXPECT_GT(matched, 10 * events.size());

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "matcher/simd.h"
 #include "matcher/types.h"
 
 namespace cohort {
@@ -47,15 +46,6 @@ class Rng {
   uint64_t state_;
   bool fractions_;
 };
-
-// Which SIMD kernels the matcher runs (simd.h), as far as the CPU has
-// them: 0 all, 1 AVX2 but not AVX-512, 2 none (the portable loops). The
-// differential tests pick one a cohort, so that every path is compared
-// with the reference; call with 0 when done.
-inline void UseKernels(uint64_t choice) {
-  internal::SetAvx512ForTest(choice == 0);
-  internal::SetAvx2ForTest(choice <= 1);
-}
 
 // Values cluster in a small domain so predicates often hold, plus the int64
 // extremes and their neighbours.

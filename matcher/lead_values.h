@@ -65,8 +65,9 @@ struct LeadValues {
   const uint8_t* rank;
   const uint8_t* buckets = nullptr;
   uint32_t bucket_shift = 0;
-  // The same values in event order, for narrow inline ranges (built for
-  // attributes with inline ranges; kAbsentLanes elsewhere).
+  // The same values in event order, for the vector kernels (built for
+  // attributes with inline ranges or a "present" list; kAbsentLanes
+  // elsewhere).
   const EventLanes* lanes = &kAbsentLanes;
 };
 

@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "matcher/index_test_util.h"
 #include "matcher/reference_matcher.h"
+#include "matcher/simd.h"
 #include "matcher/types.h"
 #include "workload/workload.h"
 
@@ -168,7 +169,7 @@ bool RunSeed(const Config& config, const test_util::Shape& shape,
     std::vector<std::vector<SubscriptionId>> got;
     for (size_t start = 0; start < views.size();) {
       const size_t n = std::min(kCohorts[rng.Uniform(6)], views.size() - start);
-      test_util::UseKernels(rng.Uniform(3));
+      internal::UseKernelsForTest(rng.Uniform(3));
       index.MatchCohort(absl::MakeConstSpan(views).subspan(start, n), &got);
       for (size_t i = 0; i < n; ++i) {
         std::sort(got[i].begin(), got[i].end());
@@ -180,14 +181,14 @@ bool RunSeed(const Config& config, const test_util::Shape& shape,
                         << round << ": found " << got[i].size()
                         << " matches, reference " << want.size() << " for "
                         << FormatEvent(events[start + i]);
-          test_util::UseKernels(0);
+          internal::UseKernelsForTest(0);
           return false;
         }
       }
       start += n;
     }
   }
-  test_util::UseKernels(0);
+  internal::UseKernelsForTest(0);
   return true;
 }
 

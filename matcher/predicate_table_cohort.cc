@@ -408,8 +408,9 @@ void PredicateTable::ListAttributeWork(CohortMasks* m) const {
         m->attributes_.back().lanes = static_cast<uint32_t>(m->lanes_.size());
         EventLanes& lanes = m->lanes_.emplace_back();
         for (const CohortMasks::ValueBit& vb : values) {
-          lanes.value[__builtin_ctzll(vb.bit)] = Clamp32(vb.value);
-          lanes.wide[__builtin_ctzll(vb.bit)] = vb.value;
+          const int event = __builtin_ctzll(vb.bit);
+          lanes.value[event] = Clamp32(vb.value);
+          lanes.wide[event] = vb.value;
           lanes.present |= vb.bit;
           lanes.exact &= vb.value > INT32_MIN && vb.value < INT32_MAX;
         }

@@ -61,6 +61,11 @@ void SetAvx512ForTest(bool use) {
   Avx512Flag().store(use && CpuHasAvx512(), std::memory_order_relaxed);
 }
 
+void UseKernelsForTest(uint64_t choice) {
+  SetAvx512ForTest(choice == 0);
+  SetAvx2ForTest(choice <= 1);
+}
+
 }  // namespace internal
 }  // namespace matcher
 }  // namespace cohort

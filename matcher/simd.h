@@ -6,7 +6,8 @@
 // force.
 //
 // Thread safety: UseAvx2, UseAvx512 and CountBits may be called from any
-// thread; SetAvx2ForTest and SetAvx512ForTest before matching starts.
+// thread; SetAvx2ForTest, SetAvx512ForTest and UseKernelsForTest before
+// matching starts.
 #ifndef COHORT_MATCHER_SIMD_H_
 #define COHORT_MATCHER_SIMD_H_
 
@@ -35,6 +36,12 @@ inline bool UseAvx512() {
 }
 
 void SetAvx512ForTest(bool use);
+
+// Which kernels run, as far as the CPU has them: 0 all, 1 AVX2 but not
+// AVX-512, 2 none (the portable loops). The differential tests and the
+// index fuzzer pick one a cohort, so that every path is compared with the
+// reference; they call it with 0 when done.
+void UseKernelsForTest(uint64_t choice);
 
 // The set bits of words[0, n): with the POPCNT instruction where the CPU has
 // it (checked once; the binary is built for any x86-64, where
