@@ -30,6 +30,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -82,6 +83,10 @@ ABSL_FLAG(int64_t, load_batch, 1,
           "one by one with Index::Add (the path of single Subscribe calls), "
           "0 all in one AddBatch call (the path of a server's recovery), N "
           "in batches of N (batched Subscribe calls).");
+ABSL_FLAG(int, load_repetitions, 1,
+          "Loads of the subscriptions, each into a fresh index (the last "
+          "is matched); the load time is reported as median, min and max "
+          "over them.");
 ABSL_FLAG(int, repetitions, 3,
           "Timed passes over all events per cohort size; events/s is reported "
           "as median, min and max over passes.");
@@ -383,7 +388,10 @@ struct Context {
   size_t subscriptions = 0;
   size_t rows = 0;
   size_t events = 0;
-  double load_s = 0;
+  double load_s = 0;  // median over --load_repetitions
+  double load_s_min = 0;
+  double load_s_max = 0;
+  int load_repetitions = 1;
   size_t load_batch = 1;  // subscriptions per AddBatch (1: one Add each)
   double bytes_per_subscription = 0;
   size_t predicates = 0;
@@ -435,7 +443,9 @@ std::string Format(const Context& c, Result& r, const std::string& format) {
       "\"path\": \"%s\", "
       "\"keep\": \"%s\", \"results\": \"%s\", "
       "\"cohort_max\": %d, "
-      "\"load_s\": %.3f, \"load_batch\": %d, \"events_per_s\": %.0f, "
+      "\"load_s\": %.3f, \"load_s_min\": %.3f, \"load_s_max\": %.3f, "
+      "\"load_repetitions\": %d, \"load_batch\": %d, "
+      "\"events_per_s\": %.0f, "
       "\"events_per_s_min\": %.0f, "
       "\"events_per_s_max\": %.0f, \"repetitions\": %d, \"p50_us\": %.2f, "
       "\"p99_us\": %.2f, \"matches_per_event\": %.3f, "
@@ -448,7 +458,8 @@ std::string Format(const Context& c, Result& r, const std::string& format) {
       c.workload_name, c.sha256, c.subscriptions, c.rows, c.events,
       event_path ? "MatchEvent" : "MatchCohort", c.keep,
       event_path ? "lists" : c.results, event_path ? 1 : r.cohort_max,
-      c.load_s, c.load_batch, median, rates.front(), rates.back(),
+      c.load_s, c.load_s_min, c.load_s_max, c.load_repetitions, c.load_batch,
+      median, rates.front(), rates.back(),
       rates.size(), p50, p99, per_event, rows, clusters, lists,
       c.bytes_per_subscription, PeakRssMb(), c.predicates, c.clusters,
       c.json ? "true" : "false", c.records_per_event, flatten_us, c.machine);
@@ -507,39 +518,62 @@ int Main() {
   c.keep = keep;
   c.results = results;
 
-  matcher::Index index;
   using matcher::internal::CohortKeep;
-  index.set_cohort_keep(keep == "per_event" ? CohortKeep::kPerEvent
-                        : keep == "masks"   ? CohortKeep::kMasks
-                                            : CohortKeep::kCheaper);
+  const CohortKeep cohort_keep = keep == "per_event" ? CohortKeep::kPerEvent
+                                 : keep == "masks"   ? CohortKeep::kMasks
+                                                     : CohortKeep::kCheaper;
   const size_t total = workload->subscriptions.size();
   const size_t load_batch = absl::GetFlag(FLAGS_load_batch) <= 0
                                 ? std::max<size_t>(1, total)
                                 : absl::GetFlag(FLAGS_load_batch);
-  std::vector<matcher::Index::NewSubscription> batch;
-  const Clock::time_point load_start = Clock::now();
-  for (size_t first = 0; first < total; first += load_batch) {
-    const size_t n = std::min(load_batch, total - first);
-    std::vector<absl::Status> statuses;
-    if (load_batch == 1) {
-      statuses.push_back(index.Add(first, workload->subscriptions[first]));
-    } else {
-      batch.clear();
-      for (size_t i = first; i < first + n; ++i) {
-        batch.push_back({static_cast<matcher::SubscriptionId>(i),
-                         workload->subscriptions[i]});
+  // Loads every subscription into `index`; false (after a message) if one
+  // fails.
+  auto load = [&](matcher::Index& index) {
+    std::vector<matcher::Index::NewSubscription> batch;
+    for (size_t first = 0; first < total; first += load_batch) {
+      const size_t n = std::min(load_batch, total - first);
+      std::vector<absl::Status> statuses;
+      if (load_batch == 1) {
+        statuses.push_back(index.Add(first, workload->subscriptions[first]));
+      } else {
+        batch.clear();
+        for (size_t i = first; i < first + n; ++i) {
+          batch.push_back({static_cast<matcher::SubscriptionId>(i),
+                           workload->subscriptions[i]});
+        }
+        statuses = index.AddBatch(batch);
       }
-      statuses = index.AddBatch(batch);
-    }
-    for (size_t i = 0; i < n; ++i) {
-      if (!statuses[i].ok()) {
-        std::cerr << "subscription " << first + i << ": "
-                  << statuses[i].message() << "\n";
-        return 1;
+      for (size_t i = 0; i < n; ++i) {
+        if (!statuses[i].ok()) {
+          std::cerr << "subscription " << first + i << ": "
+                    << statuses[i].message() << "\n";
+          return false;
+        }
       }
     }
+    return true;
+  };
+  const int load_repetitions = absl::GetFlag(FLAGS_load_repetitions);
+  if (load_repetitions < 1) {
+    std::cerr << "--load_repetitions: must be >= 1\n";
+    return 2;
   }
-  c.load_s = Seconds(Clock::now() - load_start);
+  std::unique_ptr<matcher::Index> loaded;
+  std::vector<double> load_seconds;
+  for (int rep = 0; rep < load_repetitions; ++rep) {
+    loaded.reset();  // the previous index's memory back first
+    loaded = std::make_unique<matcher::Index>();
+    loaded->set_cohort_keep(cohort_keep);
+    const Clock::time_point load_start = Clock::now();
+    if (!load(*loaded)) return 1;
+    load_seconds.push_back(Seconds(Clock::now() - load_start));
+  }
+  matcher::Index& index = *loaded;
+  std::sort(load_seconds.begin(), load_seconds.end());
+  c.load_s = load_seconds[load_seconds.size() / 2];
+  c.load_s_min = load_seconds.front();
+  c.load_s_max = load_seconds.back();
+  c.load_repetitions = load_repetitions;
   c.load_batch = load_batch;
   c.bytes_per_subscription = static_cast<double>(index.MemoryBytes()) /
                              std::max<size_t>(1, c.subscriptions);
@@ -584,10 +618,14 @@ int Main() {
   if (format == "text") {
     std::cout << absl::StrFormat(
         "workload %s (sha256 %s)\n%d subscriptions (%d rows) loaded in "
-        "%.2f s (batches of %d), %.1f bytes/subscription, %d predicates, %d "
+        "%.2f s%s (batches of %d), %.1f bytes/subscription, %d predicates, %d "
         "clusters\n%d events%s, one thread, %s; MatchCohort results read as "
         "%s\n",
         c.workload_name, c.sha256, c.subscriptions, c.rows, c.load_s,
+        c.load_repetitions > 1
+            ? absl::StrFormat(" (median of %d, min %.2f, max %.2f)",
+                              c.load_repetitions, c.load_s_min, c.load_s_max)
+            : std::string(),
         c.load_batch,
         c.bytes_per_subscription, c.predicates, c.clusters, c.events,
         c.json ? absl::StrFormat(" (JSON, %.2f records each)",

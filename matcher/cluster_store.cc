@@ -190,6 +190,42 @@ void ClusterStore::CopyRow(const Cluster& c, uint32_t from, Cluster& into,
   if (c.lead) into.SetLead(to, c.GetLead(from));
 }
 
+namespace {
+
+// to[i] = from[order[i]] for rows of kWords words.
+template <size_t kWords>
+void Gather(const uint32_t* from, uint32_t* to,
+            const std::vector<uint32_t>& order) {
+  for (size_t i = 0; i < order.size(); ++i) {
+    std::memcpy(to + kWords * i, from + kWords * size_t{order[i]},
+                kWords * sizeof(uint32_t));
+  }
+}
+
+}  // namespace
+
+void ClusterStore::GatherRows(const Cluster& c,
+                              const std::vector<uint32_t>& order,
+                              Cluster& into) {
+  // What CopyRow does for each row, array by array: each pass reads one
+  // array, where a row at a time read all of them at once.
+  if (c.lead) {
+    Gather<2>(c.lead_lo(), into.data, order);
+    Gather<2>(c.lead_hi(), into.data + 2 * size_t{into.capacity}, order);
+  }
+  Gather<1>(c.ids(), into.ids(), order);
+  for (uint32_t col = 0; col < c.width; ++col) {
+    Gather<1>(c.column(col), into.column(col), order);
+  }
+  for (uint32_t col = 0; col < c.bounds; ++col) {
+    if (c.wide) {
+      Gather<4>(c.bound_pairs(col), into.bound_pairs(col), order);
+    } else {
+      Gather<2>(c.bound_pairs(col), into.bound_pairs(col), order);
+    }
+  }
+}
+
 Location ClusterStore::AppendRow(uint32_t* head, PredicateId access,
                                  SubscriptionId id,
                                  absl::Span<const uint32_t> entries,
@@ -221,12 +257,7 @@ Location ClusterStore::AppendRow(uint32_t* head, PredicateId access,
   }
   Cluster& c = clusters_[index];
   assert(c.lead == lead.has_value());
-  if (c.rows == c.capacity) {
-    // Most clusters stay tiny, so grow from 1; by half again rather than
-    // doubling, so unused capacity averages ~1/6 of a cluster instead of ~1/4
-    // (it is most of the index's memory) at the price of more re-layouts.
-    Resize(c, c.capacity + std::max<uint32_t>(1, c.capacity / 2));
-  }
+  if (c.rows == c.capacity) Resize(c, GrownCapacity(c));
   const uint32_t row = c.rows++;
   // An LT's or GT's lead flags the id (cluster_entry.h, kOpenLeadBit).
   c.ids()[row] = id | (lead.has_value() && lead->open ? kOpenLeadBit : 0);
@@ -247,16 +278,39 @@ Location ClusterStore::AppendRow(uint32_t* head, PredicateId access,
   return Location{index, row};
 }
 
+uint32_t ClusterStore::GrownCapacity(const Cluster& c) const {
+  // Most clusters stay tiny, so grow from 1; by half again rather than
+  // doubling, so unused capacity averages ~1/6 of a cluster instead of ~1/4
+  // (it is most of the index's memory) at the price of more re-layouts. A
+  // bulk load's large lead clusters double: each re-layout copies the
+  // cluster, and EndBulk gives the room back (MergeTail, TrimBulkGrowth).
+  // Small ones grow by half still: fabret-1m's hundreds of lead clusters
+  // under 64 rows are not merged, and doubled and trimmed they held 2.1
+  // bytes a subscription more.
+  const uint32_t by_half = c.capacity + std::max<uint32_t>(1, c.capacity / 2);
+  if (!bulk_ || !c.lead || c.capacity < kBulkDoublingFrom) return by_half;
+  return static_cast<uint32_t>(std::min<uint64_t>(
+      std::max<uint64_t>(by_half, uint64_t{2} * c.capacity), UINT32_MAX));
+}
+
+void ClusterStore::TrimBulkGrowth(Cluster& c) {
+  const uint32_t room = c.rows + std::max<uint32_t>(1, c.rows / 2);
+  if (c.capacity > room) Resize(c, room);
+}
+
 bool ClusterStore::TailDue(const Cluster& c) {
   return c.rows - c.sorted >
          std::max(kMinLeadTail, c.sorted / kLeadTailDivisor);
 }
 
 void ClusterStore::MergeTail(Cluster& c) {
-  std::vector<uint32_t>& order = order_scratch_;
-  order.clear();
+  // The live rows' leads, read once in row order.
+  std::vector<SortKey>& keys = keys_scratch_;
+  keys.clear();
   for (uint32_t row = 0; row < c.rows; ++row) {
-    if (c.ids()[row] != kDeadRow) order.push_back(row);
+    if (c.ids()[row] == kDeadRow) continue;
+    const LeadRange r = c.GetLead(row);
+    keys.push_back({r.lo, r.hi, row, static_cast<uint32_t>(LeadRun(r))});
   }
   // The finite leads get a run of their own only where their width bounds
   // a value's window to a small part of a long run (kMidRunSpan,
@@ -267,33 +321,42 @@ void ClusterStore::MergeTail(Cluster& c) {
   uint64_t widest = 0;
   int64_t lo_min = INT64_MAX, lo_max = INT64_MIN;
   uint32_t low = 0, finite = 0;  // rows of runs 0 and 1
-  for (uint32_t row : order) {
-    const LeadRange r = c.GetLead(row);
-    const int run = LeadRun(r);
-    low += run == 0;
-    if (run != 1) continue;
+  for (const SortKey& k : keys) {
+    low += k.run == 0;
+    if (k.run != 1) continue;
     ++finite;
-    widest = std::max(widest, static_cast<uint64_t>(r.hi) -
-                                  static_cast<uint64_t>(r.lo));
-    lo_min = std::min(lo_min, r.lo);
-    lo_max = std::max(lo_max, r.lo);
+    widest = std::max(widest, static_cast<uint64_t>(k.hi) -
+                                  static_cast<uint64_t>(k.lo));
+    lo_min = std::min(lo_min, k.lo);
+    lo_max = std::max(lo_max, k.lo);
   }
   const bool mid_run =
       finite >= kMidRunRows &&
       widest < (static_cast<uint64_t>(lo_max) - static_cast<uint64_t>(lo_min)) /
                    kMidRunSpan;
-  auto run_of = [mid_run](const LeadRange& r) {
-    const int run = LeadRun(r);
-    return run == 1 && !mid_run ? 2 : run;
-  };
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    const LeadRange x = c.GetLead(a), y = c.GetLead(b);
-    const int run_x = run_of(x), run_y = run_of(y);
-    if (run_x != run_y) return run_x < run_y;
+  if (!mid_run) {
+    for (SortKey& k : keys) k.run = k.run == 1 ? 2 : k.run;
+  }
+  // Sorted as keys, not as row numbers read through the lead arrays: a
+  // bulk load merges a million rows at once (ranges-1m), and the
+  // comparisons' reads of the arrays were most of the merge.
+  std::sort(keys.begin(), keys.end(), [](const SortKey& x, const SortKey& y) {
+    if (x.run != y.run) return x.run < y.run;
     if (x.lo != y.lo) return x.lo < y.lo;
-    return x.hi != y.hi ? x.hi < y.hi : a < b;
+    return x.hi != y.hi ? x.hi < y.hi : x.row < y.row;
   });
-  const uint32_t live = static_cast<uint32_t>(order.size());
+  const uint32_t live = static_cast<uint32_t>(keys.size());
+  std::vector<uint32_t>& order = order_scratch_;
+  order.resize(live);
+  moved_scratch_.clear();
+  for (uint32_t to = 0; to < live; ++to) {
+    order[to] = keys[to].row;
+    if (order[to] != to) moved_scratch_.push_back(to);
+  }
+  // The keys are 24 bytes a row, six times the order: a large merge's go
+  // back (a cluster's merges come at every eighth more rows, so their
+  // allocations are rare), a small one's stay for the next.
+  if (keys.capacity() > kKeptSortKeys) std::vector<SortKey>().swap(keys);
   Cluster merged;
   merged.width = c.width;
   merged.lead = c.lead;
@@ -303,11 +366,7 @@ void ClusterStore::MergeTail(Cluster& c) {
   // list of a range-heavy index holds most of its rows.
   merged.capacity = live + std::max(kMinLeadTail, live / kLeadTailDivisor) + 1;
   merged.data = arena_.Allocate(merged.words());
-  moved_scratch_.clear();
-  for (uint32_t to = 0; to < live; ++to) {
-    CopyRow(c, order[to], merged, to);
-    if (order[to] != to) moved_scratch_.push_back(to);
-  }
+  GatherRows(c, order, merged);
   FreeData(c);
   c.data = merged.data;
   c.capacity = merged.capacity;
@@ -605,6 +664,7 @@ size_t ClusterStore::MemoryBytes() const {
   size_t bytes = HugeBytes(clusters_.capacity() * sizeof(Cluster)) +
                  access_.capacity() * sizeof(PredicateId) +
                  free_.capacity() * sizeof(uint32_t) +
+                 keys_scratch_.capacity() * sizeof(SortKey) +
                  order_scratch_.capacity() * sizeof(uint32_t) +
                  moved_scratch_.capacity() * sizeof(uint32_t);
   return bytes + arena_.MemoryBytes();

@@ -371,8 +371,20 @@ class ClusterStore {
   // moved_scratch_ the new row of each row that moved.
   static bool TailDue(const Cluster& c);
   void MergeTail(Cluster& c);
+  // How many rows a full cluster grows to: by half again, but a lead
+  // cluster in bulk of kBulkDoublingFrom rows or more doubles (EndBulk
+  // merges it into an array of its size, or trims it: TrimBulkGrowth).
+  uint32_t GrownCapacity(const Cluster& c) const;
+  static constexpr uint32_t kBulkDoublingFrom = 1024;
+  // A lead cluster that grew in bulk but is not merged at its end: back to
+  // at most the room growth by half would have left.
+  void TrimBulkGrowth(Cluster& c);
   // Copies row `from` of `c` to row `to` of `into` (same layout, any
   // capacity).
+  // Row order[i] of c into row i of `into` for each i; `into` is as wide
+  // as c (MergeTail).
+  static void GatherRows(const Cluster& c, const std::vector<uint32_t>& order,
+                         Cluster& into);
   static void CopyRow(const Cluster& c, uint32_t from, Cluster& into,
                       uint32_t to);
   void Unlink(uint32_t* head, uint32_t index);
@@ -637,14 +649,24 @@ class ClusterStore {
   // Each cluster's access predicate (read on removals only), by index.
   std::vector<PredicateId> access_;
   std::vector<uint32_t> free_;
+  // MergeTail's: a live row's lead and its run, sorted into the order.
+  struct SortKey {
+    int64_t lo;
+    int64_t hi;
+    uint32_t row;
+    uint32_t run;
+  };
+  static constexpr size_t kKeptSortKeys = 4096;
+  std::vector<SortKey> keys_scratch_;
   std::vector<uint32_t> order_scratch_;  // MergeTail's
   std::vector<uint32_t> moved_scratch_;  // MergeTail's: new rows that moved
   bool bulk_ = false;                    // between BeginBulk and EndBulk
   // One past the largest attribute of an inline entry ever added (0:
   // none): how much of EventPoints' table the per-event path fills.
   uint32_t inline_limit_ = 0;
-  // Lead clusters added to in bulk (repeats allowed).
+  // Lead clusters added to in bulk, each once (bulk_marks_ by index).
   std::vector<uint32_t> bulk_clusters_;
+  std::vector<bool> bulk_marks_;
 };
 
 template <typename Moved>
@@ -659,7 +681,11 @@ void ClusterStore::AddRow(uint32_t* head, PredicateId access,
   Cluster& c = clusters_[at.cluster];
   if (!c.lead) return;
   if (bulk_) {
-    bulk_clusters_.push_back(at.cluster);
+    if (bulk_marks_.size() <= at.cluster) bulk_marks_.resize(at.cluster + 1);
+    if (!bulk_marks_[at.cluster]) {
+      bulk_marks_[at.cluster] = true;
+      bulk_clusters_.push_back(at.cluster);
+    }
     return;
   }
   if (!TailDue(c)) return;
@@ -673,12 +699,12 @@ template <typename Moved>
 void ClusterStore::EndBulk(Moved&& moved) {
   bulk_ = false;
   std::sort(bulk_clusters_.begin(), bulk_clusters_.end());
-  bulk_clusters_.erase(
-      std::unique(bulk_clusters_.begin(), bulk_clusters_.end()),
-      bulk_clusters_.end());
   for (uint32_t index : bulk_clusters_) {
     Cluster& c = clusters_[index];
-    if (!TailDue(c)) continue;
+    if (!TailDue(c)) {
+      TrimBulkGrowth(c);
+      continue;
+    }
     MergeTail(c);
     for (uint32_t row : moved_scratch_) {
       moved(c.ids()[row] & kRowIdMask, Location{index, row});
@@ -686,6 +712,8 @@ void ClusterStore::EndBulk(Moved&& moved) {
   }
   bulk_clusters_.clear();
   bulk_clusters_.shrink_to_fit();
+  bulk_marks_.clear();
+  bulk_marks_.shrink_to_fit();
 }
 
 template <typename Moved>

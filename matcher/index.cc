@@ -9,7 +9,9 @@
 namespace cohort {
 namespace matcher {
 
+using internal::kPrefetchAhead;
 using internal::Location;
+using internal::PrefetchPredicates;
 using internal::PredicateId;
 
 Index::Index() { masks_.set_serial(true); }
@@ -25,7 +27,7 @@ absl::Status Index::Add(SubscriptionId id,
     return absl::AlreadyExistsError(
         absl::StrCat("subscription id ", id, " already exists"));
   }
-  internal::RowPlan plan;
+  internal::RowPlan& plan = plan_;
   if (absl::Status s = planner_.Plan(predicates, &table_, &plan); !s.ok()) {
     return s;
   }
@@ -48,8 +50,11 @@ std::vector<absl::Status> Index::AddBatch(
   statuses.reserve(batch.size());
   table_.BeginBulk();
   clusters_.BeginBulk();
-  for (const NewSubscription& s : batch) {
-    statuses.push_back(Add(s.id, s.predicates));
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (i + kPrefetchAhead < batch.size()) {
+      PrefetchPredicates(batch[i + kPrefetchAhead].predicates);
+    }
+    statuses.push_back(Add(batch[i].id, batch[i].predicates));
   }
   clusters_.EndBulk([&](SubscriptionId row, Location to) {
     locations_.Slot(row) = to;

@@ -240,6 +240,9 @@ class Index {
 
   internal::PredicateTable table_;
   internal::RowPlanner planner_;
+  // Add's plan, kept between calls so that its heap blocks are reused
+  // (RowPlan::bounds_room).
+  internal::RowPlan plan_;
   internal::ClusterStore clusters_;
   // The cluster list of each access predicate, by predicate id: its head
   // (kNoCluster: none) and its rows, side by side, so that BeginCohort's

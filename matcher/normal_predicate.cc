@@ -9,25 +9,6 @@ namespace cohort {
 namespace matcher {
 namespace internal {
 
-NormalPredicate FromInterval(AttributeId attribute, int64_t lo, int64_t hi) {
-  NormalPredicate p;
-  p.attribute = attribute;
-  p.lo = lo;
-  p.hi = hi;
-  if (lo > hi) {
-    p = NormalPredicate{};  // kFalse, canonical so that all share one id
-  } else if (lo == hi) {
-    p.kind = Kind::kEq;
-  } else if (lo == kMinValue) {
-    p.kind = Kind::kLow;
-  } else if (hi == kMaxValue) {
-    p.kind = Kind::kHigh;
-  } else {
-    p.kind = Kind::kRange;
-  }
-  return p;
-}
-
 NormalPredicate TruePredicate() {
   NormalPredicate p;
   p.kind = Kind::kTrue;

@@ -60,9 +60,34 @@ struct NormalPredicate {
   }
 };
 
+// Sets *p to FromInterval(attribute, lo, hi), field by field: a bulk load
+// normalises every predicate, and a predicate built whole and then copied
+// into its entry was read back before its parts were stored (a
+// store-forwarding stall, the top line of a bulk load's planning).
+inline void SetInterval(AttributeId attribute, int64_t lo, int64_t hi,
+                        NormalPredicate* p) {
+  if (lo > hi) {  // kFalse, canonical so that all share one id
+    *p = NormalPredicate{};
+    return;
+  }
+  p->attribute = attribute;
+  p->lo = lo;
+  p->hi = hi;
+  p->set = {};
+  p->kind = lo == hi           ? Kind::kEq
+            : lo == kMinValue  ? Kind::kLow
+            : hi == kMaxValue  ? Kind::kHigh
+                               : Kind::kRange;
+}
 // Normalises an interval [lo, hi] on `attribute` into one predicate kind
 // (lo > hi gives kFalse, lo == hi gives kEq).
-NormalPredicate FromInterval(AttributeId attribute, int64_t lo, int64_t hi);
+inline NormalPredicate FromInterval(AttributeId attribute, int64_t lo,
+                                    int64_t hi) {
+  NormalPredicate p;
+  SetInterval(attribute, lo, hi, &p);
+  return p;
+}
+
 // The predicate that holds for every event (kTrue; attribute 0).
 NormalPredicate TruePredicate();
 // The predicate "x is one of `set`" on `attribute`. REQUIRES: set is sorted

@@ -205,7 +205,12 @@ std::vector<absl::Status> PartitionedIndex::AddBatch(
   statuses.reserve(batch.size());
   std::vector<std::vector<PendingRow>> rows(partitions_);
   BeginPlans();
-  for (const Index::NewSubscription& s : batch) {
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (i + internal::kPrefetchAhead < batch.size()) {
+      internal::PrefetchPredicates(
+          batch[i + internal::kPrefetchAhead].predicates);
+    }
+    const Index::NewSubscription& s = batch[i];
     PendingRow row;
     statuses.push_back(PlanAdd(s.id, s.predicates, &row));
     if (statuses.back().ok()) rows[row.partition].push_back(std::move(row));

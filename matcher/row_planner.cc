@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cassert>
 #include <limits>
-#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -61,11 +60,13 @@ class RowPlanner::Statistics {
       return present * (negated ? 1.0 - eq : eq);
     }
     if (a.min > a.max) return present;  // nothing known about the values
-    const long double lo = std::max<long double>(p.lo, a.min);
-    const long double hi = std::min<long double>(p.hi, a.max);
-    const long double span = static_cast<long double>(a.max) - a.min + 1;
-    const long double covered = hi < lo ? 0.5L : hi - lo + 1;
-    return present * static_cast<double>(std::min(1.0L, covered / span));
+    // Differences in uint64 (exact: hi >= lo), the ratio in double (long
+    // double, x87 arithmetic, was a tenth of Plan's own time in a bulk
+    // load).
+    const int64_t lo = std::max(p.lo, a.min);
+    const int64_t hi = std::min(p.hi, a.max);
+    const double covered = hi < lo ? 0.5 : Width(lo, hi);
+    return present * std::min(1.0, covered / Width(a.min, a.max));
   }
 
   // Whether the ranges on `attribute` are likely distinct
@@ -75,8 +76,8 @@ class RowPlanner::Statistics {
     const PerAttribute& a = attributes_[attribute];
     const int64_t ranges = a.entries - a.eq_entries;
     if (ranges < kInlineMinRanges || a.min > a.max) return false;
-    const long double span = static_cast<long double>(a.max) - a.min + 1;
-    return span >= kInlineSpanPerRange * static_cast<long double>(ranges);
+    return Width(a.min, a.max) >=
+           kInlineSpanPerRange * static_cast<double>(ranges);
   }
 
   size_t MemoryBytes() const {
@@ -84,6 +85,13 @@ class RowPlanner::Statistics {
   }
 
  private:
+  // hi - lo + 1 values. REQUIRES: lo <= hi.
+  static double Width(int64_t lo, int64_t hi) {
+    return static_cast<double>(static_cast<uint64_t>(hi) -
+                               static_cast<uint64_t>(lo)) +
+           1.0;
+  }
+
   struct PerAttribute {
     int64_t entries = 0;
     int64_t eq_entries = 0;
@@ -112,6 +120,25 @@ struct RowPlanner::Ranked {
 
 namespace {
 
+// std::stable_sort's order. A row's entries are few (at most
+// kMaxPredicatesPerSubscription), and std::stable_sort took a temporary
+// buffer from the heap for each call, twice a row: insertion sort for up
+// to kInsertionSortMax of them.
+inline constexpr size_t kInsertionSortMax = 32;
+template <typename T, typename Less>
+void StableSort(std::vector<T>& v, Less less) {
+  if (v.size() > kInsertionSortMax) {
+    std::stable_sort(v.begin(), v.end(), less);
+    return;
+  }
+  for (size_t i = 1; i < v.size(); ++i) {
+    T x = v[i];
+    size_t j = i;
+    for (; j > 0 && less(x, v[j - 1]); --j) v[j] = v[j - 1];
+    v[j] = x;
+  }
+}
+
 // An LT's or GT's interval [lo, hi] (lo INT64_MIN or hi INT64_MAX). At the
 // int64 ends it stays a kLow or kHigh, not the equality [v, v]: x < INT64_MIN
 // + 1 holds for a number in (INT64_MIN, INT64_MIN + 1), x == INT64_MIN does
@@ -127,9 +154,56 @@ NormalPredicate OpenInterval(AttributeId a, int64_t lo, int64_t hi) {
 RowPlanner::RowPlanner() : stats_(std::make_unique<Statistics>()) {}
 RowPlanner::~RowPlanner() = default;
 
+namespace {
+
+// Sorts *e by `less`, which orders entries first by (kind, attribute).
+// Entries are 48 bytes and a row's are few, with (kind, attribute) most
+// often distinct: so keys of (kind, attribute, position) are sorted
+// instead, runs of equal (kind, attribute) then by `less`, and the entries
+// are moved once, through *sorted (a bulk load's std::sort of the entries
+// was a tenth of its time). *order and *sorted are scratch.
+template <typename Entry, typename Less>
+void SortEntries(Less less, std::vector<Entry>* e,
+                 std::vector<uint64_t>* order, std::vector<Entry>* sorted) {
+  const size_t n = e->size();
+  if (n > 255) {
+    std::sort(e->begin(), e->end(), less);
+    return;
+  }
+  order->resize(n);
+  uint64_t* keys = order->data();
+  for (size_t i = 0; i < n; ++i) {
+    const auto& p = (*e)[i].predicate;
+    keys[i] = uint64_t{static_cast<uint8_t>(p.kind)} << 40 |
+              uint64_t{p.attribute} << 8 | i;
+  }
+  for (size_t i = 1; i < n; ++i) {  // insertion sort: n is small
+    const uint64_t k = keys[i];
+    size_t j = i;
+    for (; j > 0 && k < keys[j - 1]; --j) keys[j] = keys[j - 1];
+    keys[j] = k;
+  }
+  // Runs of one (kind, attribute): by `less`, which needs the entries.
+  for (size_t from = 0, to; from < n; from = to) {
+    for (to = from + 1; to < n && keys[to] >> 8 == keys[from] >> 8; ++to) {
+    }
+    if (to - from < 2) continue;
+    std::sort(keys + from, keys + to, [&](uint64_t a, uint64_t b) {
+      return less((*e)[a & 0xff], (*e)[b & 0xff]);
+    });
+  }
+  sorted->clear();
+  for (size_t i = 0; i < n; ++i) sorted->push_back((*e)[keys[i] & 0xff]);
+  e->swap(*sorted);
+}
+
+}  // namespace
+
 absl::Status RowPlanner::Normalise(absl::Span<const Predicate> predicates,
                                    std::vector<std::vector<int64_t>>* sets,
-                                   std::vector<Entry>* e) {
+                                   std::vector<Entry>* e,
+                                   std::vector<uint64_t>* order,
+                                   std::vector<Entry>* sorted) {
   if (predicates.empty()) {
     return absl::InvalidArgumentError(
         "predicates: a subscription needs at least 1 predicate");
@@ -139,14 +213,30 @@ absl::Status RowPlanner::Normalise(absl::Span<const Predicate> predicates,
         absl::StrCat("predicates: ", predicates.size(),
                      " exceeds the limit of ", kMaxPredicatesPerSubscription));
   }
-  auto add = [&](NormalPredicate p, bool negated = false) {
-    e->push_back({p, negated, false});
+  // Each entry is written where it lies (SetInterval).
+  auto add = [&](AttributeId a, int64_t lo, int64_t hi, bool negated = false) {
+    Entry& x = e->emplace_back();
+    SetInterval(a, lo, hi, &x.predicate);
+    x.negated = negated;
   };
   // LT and GT: the interval of LE v - 1 and GE v + 1, shared with them,
-  // open for a number with a fraction (cluster_entry.h).
+  // open for a number with a fraction (cluster_entry.h). At the int64 ends
+  // it stays a kLow or kHigh (OpenInterval).
   auto add_open = [&](AttributeId a, int64_t lo, int64_t hi) {
-    e->push_back({OpenInterval(a, lo, hi), false, true});
+    Entry& x = e->emplace_back();
+    SetInterval(a, lo, hi, &x.predicate);
+    if (x.predicate.kind == Kind::kEq) {
+      x.predicate.kind = lo == kMinValue ? Kind::kLow : Kind::kHigh;
+    }
+    x.open = true;
   };
+  auto add_set = [&](AttributeId a, absl::Span<const int64_t> set,
+                     bool negated) {
+    Entry& x = e->emplace_back();
+    x.predicate = FromSet(a, set);
+    x.negated = negated;
+  };
+  auto add_false = [&] { e->emplace_back(); };
   // The entries' sets point into *sets, which must not reallocate.
   sets->clear();
   sets->reserve(predicates.size());
@@ -156,31 +246,31 @@ absl::Status RowPlanner::Normalise(absl::Span<const Predicate> predicates,
     const int64_t v = p.value;
     switch (p.op) {
       case Op::kEq:
-        add(FromInterval(a, v, v));
+        add(a, v, v);
         break;
       case Op::kNe:  // present, and not equal
-        add(FromInterval(a, kMinValue, kMaxValue));
-        add(FromInterval(a, v, v), /*negated=*/true);
+        add(a, kMinValue, kMaxValue);
+        add(a, v, v, /*negated=*/true);
         break;
       case Op::kLt:
         if (v == kMinValue) {
-          add(NormalPredicate{});
+          add_false();
         } else {
           add_open(a, kMinValue, v - 1);
         }
         break;
       case Op::kLe:
-        add(FromInterval(a, kMinValue, v));
+        add(a, kMinValue, v);
         break;
       case Op::kGt:
         if (v == kMaxValue) {
-          add(NormalPredicate{});
+          add_false();
         } else {
           add_open(a, v + 1, kMaxValue);
         }
         break;
       case Op::kGe:
-        add(FromInterval(a, v, kMaxValue));
+        add(a, v, kMaxValue);
         break;
       case Op::kBetween:
         if (v > p.upper) {
@@ -188,7 +278,7 @@ absl::Status RowPlanner::Normalise(absl::Span<const Predicate> predicates,
               "predicates[", i, "]: BETWEEN needs value <= upper, got ", v,
               " > ", p.upper));
         }
-        add(FromInterval(a, v, p.upper));
+        add(a, v, p.upper);
         break;
       case Op::kIn:
       case Op::kNotIn: {
@@ -201,18 +291,18 @@ absl::Status RowPlanner::Normalise(absl::Span<const Predicate> predicates,
         std::sort(set.begin(), set.end());
         set.erase(std::unique(set.begin(), set.end()), set.end());
         if (p.op == Op::kIn) {
-          add(FromSet(a, set));
+          add_set(a, set, /*negated=*/false);
         } else {  // present, and in none of them
-          add(FromInterval(a, kMinValue, kMaxValue));
-          add(FromSet(a, set), /*negated=*/true);
+          add(a, kMinValue, kMaxValue);
+          add_set(a, set, /*negated=*/true);
         }
         break;
       }
       case Op::kExists:
-        add(FromInterval(a, kMinValue, kMaxValue));
+        add(a, kMinValue, kMaxValue);
         break;
       case Op::kNotExists:
-        add(FromInterval(a, kMinValue, kMaxValue), /*negated=*/true);
+        add(a, kMinValue, kMaxValue, /*negated=*/true);
         break;
       default:
         return absl::InvalidArgumentError(
@@ -226,24 +316,32 @@ absl::Status RowPlanner::Normalise(absl::Span<const Predicate> predicates,
       return absl::OkStatus();
     }
   }
-  auto key = [](const Entry& x) {
-    return std::make_tuple(x.predicate.kind, x.predicate.attribute,
-                           x.predicate.lo, x.predicate.hi, x.negated);
+  // Ordered by (kind, attribute, lo, hi, negated); sets with equal keys (a
+  // hash collision) by their values. An LT's or GT's entry comes after an
+  // LE's or GE's on the same interval, which implies it (for a number with
+  // a fraction too) and is the one kept.
+  auto same_key = [](const Entry& x, const Entry& y) {
+    return x.predicate.kind == y.predicate.kind &&
+           x.predicate.attribute == y.predicate.attribute &&
+           x.predicate.lo == y.predicate.lo &&
+           x.predicate.hi == y.predicate.hi && x.negated == y.negated;
   };
-  // Sets with equal keys (a hash collision) are ordered by their values.
-  // An LT's or GT's entry after an LE's or GE's on the same interval, which
-  // implies it (for a number with a fraction too) and is the one kept.
-  auto less = [&](const Entry& x, const Entry& y) {
-    if (key(x) != key(y)) return key(x) < key(y);
+  auto less = [](const Entry& x, const Entry& y) {
+    const NormalPredicate& a = x.predicate;
+    const NormalPredicate& b = y.predicate;
+    if (a.kind != b.kind) return a.kind < b.kind;
+    if (a.attribute != b.attribute) return a.attribute < b.attribute;
+    if (a.lo != b.lo) return a.lo < b.lo;
+    if (a.hi != b.hi) return a.hi < b.hi;
+    if (x.negated != y.negated) return y.negated;
     if (x.open != y.open) return y.open;
-    return std::lexicographical_compare(
-        x.predicate.set.begin(), x.predicate.set.end(),
-        y.predicate.set.begin(), y.predicate.set.end());
+    return std::lexicographical_compare(a.set.begin(), a.set.end(),
+                                        b.set.begin(), b.set.end());
   };
-  std::sort(e->begin(), e->end(), less);
+  SortEntries(less, e, order, sorted);
   e->erase(std::unique(e->begin(), e->end(),
                        [&](const Entry& x, const Entry& y) {
-                         return key(x) == key(y) &&
+                         return same_key(x, y) &&
                                 x.predicate.set == y.predicate.set;
                        }),
            e->end());
@@ -267,11 +365,10 @@ absl::Status RowPlanner::Normalise(absl::Span<const Predicate> predicates,
 NormalPredicate RowPlanner::ChooseAccess(const std::vector<Entry>& entries,
                                          std::vector<Ranked>* ranked,
                                          std::optional<LeadRange>* lead) {
-  std::stable_sort(ranked->begin(), ranked->end(),
-                   [](const Ranked& a, const Ranked& b) {
-                     if (a.positive_eq != b.positive_eq) return a.positive_eq;
-                     return a.selectivity < b.selectivity;
-                   });
+  StableSort(*ranked, [](const Ranked& a, const Ranked& b) {
+    if (a.positive_eq != b.positive_eq) return a.positive_eq;
+    return a.selectivity < b.selectivity;
+  });
   const Entry& first = entries[ranked->front().entry];
   if (ranked->front().positive_eq || first.predicate.kind == Kind::kFalse) {
     ranked->erase(ranked->begin());
@@ -307,7 +404,9 @@ absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
                               PredicateTable* table, RowPlan* plan) {
   std::vector<Entry>& entries = entries_;
   entries.clear();
-  if (absl::Status s = Normalise(predicates, &sets_, &entries); !s.ok()) {
+  if (absl::Status s = Normalise(predicates, &sets_, &entries,
+                                 &entry_order_, &sorted_entries_);
+      !s.ok()) {
     return s;
   }
   // Each entry and the access predicate may intern a new predicate, and a
@@ -339,18 +438,19 @@ absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
                           e.predicate.attribute, v, v)) + set_rows;
       }
     }
-    ranked.push_back({i, EqualityLike(e.predicate.kind) && !e.negated,
-                      stats_->Selectivity(e.predicate, references,
-                                          e.negated)});
+    // Field by field where it lies (as Normalise's entries).
+    Ranked& r = ranked.emplace_back();
+    r.entry = i;
+    r.positive_eq = EqualityLike(e.predicate.kind) && !e.negated;
+    r.selectivity = stats_->Selectivity(e.predicate, references, e.negated);
   }
   plan->lead.reset();
   plan->access = table->Acquire(ChooseAccess(entries, &ranked, &plan->lead));
   table->AddAccessUse(plan->access);
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const Ranked& a, const Ranked& b) {
-                     return a.selectivity < b.selectivity;
-                   });
-  plan->columns.clear();
+  StableSort(ranked, [](const Ranked& a, const Ranked& b) {
+    return a.selectivity < b.selectivity;
+  });
+  plan->columns.resize(0);  // (clear() would free a heap block)
   plan->columns.reserve(ranked.size());
   std::vector<LeadRange>& bounds = bounds_;
   bounds.clear();
@@ -408,9 +508,11 @@ absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
         table->EntryOf(table->Acquire(e.predicate), e.negated, e.open));
   }
   plan->inline_count = static_cast<uint8_t>(bounds.size());
-  plan->inline_bounds.reset();
-  if (!bounds.empty()) {
+  if (bounds.size() > plan->bounds_room) {
     plan->inline_bounds = std::make_unique<LeadRange[]>(bounds.size());
+    plan->bounds_room = plan->inline_count;
+  }
+  if (!bounds.empty()) {
     std::copy(bounds.begin(), bounds.end(), plan->inline_bounds.get());
   }
   return absl::OkStatus();
@@ -493,7 +595,9 @@ void RowPlanner::Release(PredicateId access,
 }
 
 size_t RowPlanner::MemoryBytes() const {
-  return stats_->MemoryBytes() + entries_.capacity() * sizeof(Entry) +
+  return stats_->MemoryBytes() +
+         (entries_.capacity() + sorted_entries_.capacity()) * sizeof(Entry) +
+         entry_order_.capacity() * sizeof(uint64_t) +
          sets_.capacity() * sizeof(std::vector<int64_t>) +
          ranked_.capacity() * sizeof(Ranked) +
          bounds_.capacity() * sizeof(LeadRange);
