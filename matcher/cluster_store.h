@@ -82,6 +82,7 @@
 #include "matcher/event_lanes.h"
 #include "matcher/huge_pages.h"
 #include "matcher/predicate_table.h"
+#include "matcher/prefetch.h"
 #include "matcher/simd.h"
 #include "matcher/types.h"
 #include "matcher/word_arena.h"
@@ -801,19 +802,19 @@ inline void ClusterStore::PrefetchRows(const Cluster& c) {
   // searches that need its meta (where the runs end) first: its first
   // lines are not what it reads first.
   if (c.lead) {
-    if (c.capacity > 0) __builtin_prefetch(c.meta());
+    if (c.capacity > 0) PrefetchLine(c.meta());
     return;
   }
   constexpr size_t kLine = 64 / sizeof(uint32_t);  // words per cache line
   const uint32_t* data = c.data;
   const size_t words = static_cast<size_t>(c.capacity) * c.arrays();
   if (words <= 8 * kLine) {
-    for (size_t w = 0; w < words; w += kLine) __builtin_prefetch(data + w);
+    for (size_t w = 0; w < words; w += kLine) PrefetchLine(data + w);
     return;
   }
   const uint32_t arrays = std::min<uint32_t>(c.arrays(), 8);
   for (uint32_t a = 0; a < arrays; ++a) {
-    __builtin_prefetch(data + static_cast<size_t>(a) * c.capacity);
+    PrefetchLine(data + static_cast<size_t>(a) * c.capacity);
   }
 }
 

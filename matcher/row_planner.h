@@ -35,6 +35,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "matcher/predicate_table.h"
+#include "matcher/prefetch.h"
 #include "matcher/types.h"
 
 namespace cohort {
@@ -132,16 +133,13 @@ struct RowPlan {
 // it) stalled Plan more than any other line. Bulk callers prefetch the
 // predicates kPrefetchAhead subscriptions ahead: kPrefetchLines lines from
 // the first, whatever the length (a prefetch never faults, and the lines
-// past a short block are most often the next one's). A fixed count, as
-// straight-line code: GCC dropped a loop of prefetches bounded by the
-// length as one without effects.
+// past a short block are most often the next one's).
 inline constexpr size_t kPrefetchAhead = 4;
 inline constexpr size_t kPrefetchLines = 8;  // 10 predicates of 48 bytes
 inline void PrefetchPredicates(absl::Span<const Predicate> predicates) {
   const char* begin = reinterpret_cast<const char*>(predicates.data());
-#pragma GCC unroll 8
   for (size_t line = 0; line < kPrefetchLines; ++line) {
-    __builtin_prefetch(begin + 64 * line);
+    PrefetchLine(begin + 64 * line);
   }
 }
 
