@@ -131,15 +131,18 @@ struct RowPlan {
 // A bulk load plans subscriptions one after another, and the first read of
 // each one's predicates (a heap block of its own, wherever the caller built
 // it) stalled Plan more than any other line. Bulk callers prefetch the
-// predicates kPrefetchAhead subscriptions ahead: kPrefetchLines lines from
-// the first, whatever the length (a prefetch never faults, and the lines
-// past a short block are most often the next one's).
+// predicates kPrefetchAhead subscriptions ahead: the lines of the block,
+// at most kPrefetchLines (none for an empty one, whose data may be null).
 inline constexpr size_t kPrefetchAhead = 4;
 inline constexpr size_t kPrefetchLines = 8;  // 10 predicates of 48 bytes
 inline void PrefetchPredicates(absl::Span<const Predicate> predicates) {
-  const char* begin = reinterpret_cast<const char*>(predicates.data());
-  for (size_t line = 0; line < kPrefetchLines; ++line) {
-    PrefetchLine(begin + 64 * line);
+  if (predicates.empty()) return;
+  const uintptr_t first = reinterpret_cast<uintptr_t>(predicates.data());
+  const uintptr_t last = first + predicates.size() * sizeof(Predicate) - 1;
+  const uintptr_t lines =
+      std::min<uintptr_t>((last >> 6) - (first >> 6) + 1, kPrefetchLines);
+  for (uintptr_t line = 0; line < lines; ++line) {
+    PrefetchLine(reinterpret_cast<const void*>(((first >> 6) + line) << 6));
   }
 }
 
