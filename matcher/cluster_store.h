@@ -381,12 +381,12 @@ class ClusterStore {
   // A lead cluster that grew in bulk but is not merged at its end: back to
   // at most the room growth by half would have left.
   void TrimBulkGrowth(Cluster& c);
-  // Copies row `from` of `c` to row `to` of `into` (same layout, any
-  // capacity).
   // Row order[i] of c into row i of `into` for each i; `into` is as wide
   // as c (MergeTail).
   static void GatherRows(const Cluster& c, const std::vector<uint32_t>& order,
                          Cluster& into);
+  // Copies row `from` of `c` to row `to` of `into` (same layout, any
+  // capacity).
   static void CopyRow(const Cluster& c, uint32_t from, Cluster& into,
                       uint32_t to);
   void Unlink(uint32_t* head, uint32_t index);

@@ -142,10 +142,19 @@ void StableSort(std::vector<T>& v, Less less) {
 // An LT's or GT's interval [lo, hi] (lo INT64_MIN or hi INT64_MAX). At the
 // int64 ends it stays a kLow or kHigh, not the equality [v, v]: x < INT64_MIN
 // + 1 holds for a number in (INT64_MIN, INT64_MIN + 1), x == INT64_MIN does
-// not (and likewise x > INT64_MAX - 1).
+// not (and likewise x > INT64_MAX - 1). Written into *p field by field,
+// as SetInterval; OpenInterval returns it.
+void SetOpenInterval(AttributeId a, int64_t lo, int64_t hi,
+                     NormalPredicate* p) {
+  SetInterval(a, lo, hi, p);
+  if (p->kind == Kind::kEq) {
+    p->kind = lo == kMinValue ? Kind::kLow : Kind::kHigh;
+  }
+}
+
 NormalPredicate OpenInterval(AttributeId a, int64_t lo, int64_t hi) {
-  NormalPredicate p = FromInterval(a, lo, hi);
-  if (p.kind == Kind::kEq) p.kind = lo == kMinValue ? Kind::kLow : Kind::kHigh;
+  NormalPredicate p;
+  SetOpenInterval(a, lo, hi, &p);
   return p;
 }
 
@@ -220,14 +229,10 @@ absl::Status RowPlanner::Normalise(absl::Span<const Predicate> predicates,
     x.negated = negated;
   };
   // LT and GT: the interval of LE v - 1 and GE v + 1, shared with them,
-  // open for a number with a fraction (cluster_entry.h). At the int64 ends
-  // it stays a kLow or kHigh (OpenInterval).
+  // open for a number with a fraction (cluster_entry.h; OpenInterval).
   auto add_open = [&](AttributeId a, int64_t lo, int64_t hi) {
     Entry& x = e->emplace_back();
-    SetInterval(a, lo, hi, &x.predicate);
-    if (x.predicate.kind == Kind::kEq) {
-      x.predicate.kind = lo == kMinValue ? Kind::kLow : Kind::kHigh;
-    }
+    SetOpenInterval(a, lo, hi, &x.predicate);
     x.open = true;
   };
   auto add_set = [&](AttributeId a, absl::Span<const int64_t> set,
