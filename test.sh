@@ -98,7 +98,7 @@ else
 fi
 
 readonly TSAN_TARGETS=(
-  //matcher:match_event_test
+  //matcher:match_event_concurrency_test
   //matcher:partitioned_index_test
   //service/stages:admission_test
   //service/stages:cohort_pipeline_test

@@ -1,7 +1,8 @@
 // Random workloads for the index's tests: a deterministic generator, random
 // predicates, subscriptions and events over a small value domain (plus the
-// int64 extremes), and text forms for reproducers. Shared by index_test and
-// match_event_test so both run the same workloads.
+// int64 extremes), and text forms for reproducers. Shared by index_test,
+// match_event_test and match_event_concurrency_test so they run the same
+// workloads.
 //
 // Test-only. Thread safety: Rng is not synchronised; use one per thread.
 #ifndef COHORT_MATCHER_INDEX_TEST_UTIL_H_
@@ -114,6 +115,16 @@ inline Predicate RandomPredicate(Rng& rng, uint32_t attributes,
     p = RandomPredicate(rng, attributes, domain, shape.set_percent);
   }
   return p;
+}
+
+// A subscription of 1 to `max_predicates` predicates of any operator.
+inline Subscription RandomSubscription(Rng& rng, uint32_t attributes,
+                                       int64_t domain, int max_predicates) {
+  Subscription s;
+  for (int k = 0, n = 1 + rng.Uniform(max_predicates); k < n; ++k) {
+    s.push_back(RandomPredicate(rng, attributes, domain));
+  }
+  return s;
 }
 
 inline Event RandomEvent(Rng& rng, uint32_t attributes, int64_t domain) {
