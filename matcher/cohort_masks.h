@@ -86,9 +86,13 @@ struct AccessVisit {
 
 // A satisfied access predicate of one event (the per-event path), with the
 // event's value of its attribute (for "present": what the rows' lead
-// ranges are checked against).
+// ranges are checked against). `present`: id is "present" on the attribute,
+// the one kind of hit that is not an equality (EqualityLike), said here so
+// that phase 1 need not read the predicate's kind: in a large table that
+// read was a cache miss a hit, 61% of SetEqualityMasks on events-1m.
 struct AccessHit {
   PredicateId id;
+  bool present;
   LeadPoint value;
 };
 

@@ -160,7 +160,13 @@ PredicateId PredicateTable::Acquire(const NormalPredicate& p) {
   info.refs = 1;
   if (p.kind == Kind::kIn) {
     // Before ids_ hashes the id: its hash needs the set.
-    in_sets_[id].values.assign(p.set.begin(), p.set.end());
+    std::vector<int64_t>& values = in_sets_[id].values;
+    values.assign(p.set.begin(), p.set.end());
+    if (set_values_.size() <= id) {
+      ResizeGrowingByQuarter(set_values_, info_.size(),
+                             static_cast<const int64_t*>(nullptr));
+    }
+    set_values_[id] = values.data();
   }
   if (p.kind == Kind::kEq) {
     eq_ids_.insert(EqEntry{p.lo, p.attribute, id});
@@ -211,6 +217,7 @@ void PredicateTable::Release(PredicateId id) {
       if (holders.empty()) in_ids_.erase(it);
     }
     in_sets_.erase(set);
+    set_values_[id] = nullptr;
     --attributes_[info.attribute].sets;
   }
   if (info.kind == Kind::kTrue) true_ = kFalsePredicate;
@@ -450,6 +457,7 @@ size_t PredicateTable::MemoryBytes() const {
                  slot_of_.capacity() * sizeof(uint32_t) +
                  free_ids_.capacity() * sizeof(PredicateId) +
                  free_eq_slots_.capacity() * sizeof(uint32_t) +
+                 set_values_.capacity() * sizeof(const int64_t*) +
                  attributes_.capacity() * sizeof(AttributeGroups);
   // flat_hash_set: one slot plus one control byte per bucket.
   bytes += ids_.capacity() * (sizeof(PredicateId) + 1) +

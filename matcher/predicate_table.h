@@ -121,10 +121,11 @@ class PredicateTable {
   AttributeId SetAttribute(PredicateId id) const {
     return info_[id].attribute;
   }
+  // (Phase 2 computes a set entry's mask from them: set_values_ makes that
+  // one read, where in_sets_ took a hash probe's two misses first.)
   absl::Span<const int64_t> SetValues(PredicateId id) const {
-    const auto it = in_sets_.find(id);
-    if (it == in_sets_.end()) return {};
-    return it->second.values;
+    if (id >= set_values_.size() || set_values_[id] == nullptr) return {};
+    return {set_values_[id], static_cast<size_t>(info_[id].hi)};
   }
   // Drops one reference; the predicate is freed (and its id reused later)
   // when the last reference goes. REQUIRES: id was acquired.
@@ -440,6 +441,10 @@ class PredicateTable {
   // masks such a set gets no mask in phase 1: phase 2 computes it from the
   // cohort's values when a row reads it (ClusterStore::SetMask).
   absl::flat_hash_map<PredicateId, SetInfo> in_sets_;
+  // By predicate id, a live kIn's values (its SetInfo's, whose heap block
+  // stays where it is while in_sets_ moves the SetInfo), else nullptr; as
+  // long as the largest such id requires (empty without sets).
+  std::vector<const int64_t*> set_values_;
   absl::flat_hash_map<std::pair<AttributeId, int64_t>, SetHolders> in_ids_;
   // Moves set `id` into or out of the access part of its holders' lists.
   void SetAccess(PredicateId id, bool access);

@@ -266,7 +266,7 @@ void PredicateTable::ListHitsOf(absl::Span<const EventView> events, bool lone,
         static_cast<uint32_t>(m->event_access_.size()));
     const uint64_t bit = uint64_t{1} << e;
     if (true_ != kFalsePredicate) {
-      m->event_access_.push_back({true_, {}});
+      m->event_access_.push_back({true_, /*present=*/false, {}});
       if (weigh) cost->rows_sum += rows(true_);
     }
     const uint32_t first = static_cast<uint32_t>(m->event_access_.size());
@@ -303,16 +303,17 @@ void PredicateTable::ListHitsOf(absl::Span<const EventView> events, bool lone,
         if (!av.half_above) {
           // Never finds the false predicate: its kind is kFalse, not kEq.
           if (const PredicateId* id = FindEq(av.attribute, av.value)) {
-            m->event_access_.push_back({*id, point});
+            m->event_access_.push_back({*id, /*present=*/false, point});
             if (weigh) cost->rows_sum += rows(*id);
           }
           ForEachAccessSet(av.attribute, av.value, [&](PredicateId id) {
-            m->event_access_.push_back({id, point});
+            m->event_access_.push_back({id, /*present=*/false, point});
             if (weigh) cost->rows_sum += rows(id);
           });
         }
         if (groups.present != kFalsePredicate) {
-          m->event_access_.push_back({groups.present, point});
+          m->event_access_.push_back(
+              {groups.present, /*present=*/true, point});
         }
         if (kShare) ends[k] = static_cast<uint32_t>(m->event_access_.size());
       }
@@ -356,8 +357,9 @@ double PredicateTable::SetEqualityMasks(absl::Span<const EventView> events,
     const uint64_t bit = uint64_t{1} << e;
     for (uint32_t h = m->event_hits_begin_[e]; h < m->event_hits_begin_[e + 1];
          ++h) {
-      const PredicateId id = m->event_access_[h].id;
-      if (!EqualityLike(info_[id].kind)) continue;  // "present", below
+      const AccessHit& hit = m->event_access_[h];
+      if (hit.present) continue;  // "present": below
+      const PredicateId id = hit.id;
       const uint32_t slot = slot_of_[id];
       if (words[slot] == 0) {
         m->dirty_eq_slots_.push_back(slot);
@@ -478,7 +480,7 @@ void PredicateTable::KeepPerEvent(absl::Span<const EventView> events,
          ++h) {
       const AccessHit& hit = m->event_access_[h];
       uint32_t lead = kNoLead;
-      if (!EqualityLike(info_[hit.id].kind)) {
+      if (hit.present) {
         // "present": its rows' leads are checked against one value
         lead = static_cast<uint32_t>(m->attributes_.size());
         m->attributes_.push_back({info_[hit.id].attribute,
@@ -724,7 +726,7 @@ void PredicateTable::RunTask(size_t task, CohortMasks* m) const {
     for (uint32_t h = m->event_hits_begin_[task];
          h < m->event_hits_begin_[task + 1]; ++h) {
       const AccessHit& hit = m->event_access_[h];
-      if (EqualityLike(info_[hit.id].kind)) bits.SetId(hit.id);
+      if (!hit.present) bits.SetId(hit.id);
     }
     for (uint32_t h = m->event_sets_begin_[task];
          h < m->event_sets_begin_[task + 1]; ++h) {

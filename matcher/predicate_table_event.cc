@@ -63,7 +63,7 @@ void PredicateTable::MarkEqualities(EventView event, PredicateBits* bits,
                                     std::vector<AccessHit>* access) const {
   if (true_ != kFalsePredicate) {
     bits->SetId(true_);
-    access->push_back({true_, {}});
+    access->push_back({true_, /*present=*/false, {}});
   }
   for (const AttributeValue& av : event) {
     if (av.attribute >= attributes_.size()) continue;  // no predicates on it
@@ -73,17 +73,21 @@ void PredicateTable::MarkEqualities(EventView event, PredicateBits* bits,
       // Never finds the false predicate: its kind is kFalse, not kEq.
       if (const PredicateId* id = FindEq(av.attribute, av.value)) {
         bits->SetId(*id);
-        access->push_back({*id, point});
+        access->push_back({*id, /*present=*/false, point});
       }
       if (const SetHolders* h = HoldersOf(av.attribute, av.value)) {
         for (size_t i = 0; i < h->ids.size(); ++i) {
           bits->SetId(h->ids[i]);
-          if (i < h->accesses) access->push_back({h->ids[i], point});
+          if (i < h->accesses) {
+            access->push_back({h->ids[i], /*present=*/false, point});
+          }
         }
       }
     }
     const PredicateId present = attributes_[av.attribute].present;
-    if (present != kFalsePredicate) access->push_back({present, point});
+    if (present != kFalsePredicate) {
+      access->push_back({present, /*present=*/true, point});
+    }
   }
 }
 
