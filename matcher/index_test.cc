@@ -914,6 +914,60 @@ TEST(Index, DistinctRangesStayInlineAndSharedOnesArePredicates) {
   }
 }
 
+// The planner's choice for two-sided ranges (InlineRanges::kAuto): BETWEENs
+// 100 to 1,000 wide over a span of about 2,000, more of them than the span
+// holds values but far fewer than the forms it holds at their widths, stay
+// inline past kInlineMinRanges. Where the attribute's one-sided ranges
+// outnumber its span (they are shared, as fabret-1m's), its BETWEENs stay
+// predicates, although their forms would allow them inline.
+TEST(Index, TwoSidedRangesStayInlineUnlessOneSidedOnesAreShared) {
+  for (const bool one_sided : {false, true}) {
+    SCOPED_TRACE(one_sided ? "with one-sided ranges" : "BETWEENs alone");
+    Rng rng(one_sided ? 3 : 4);
+    Index index;
+    ReferenceMatcher reference;
+    // BETWEENs alone: lo below 1,000, 100 to 999 wide (span ~2,000).
+    // With one-sided ranges: three LEs below 300 to one BETWEEN, lo below
+    // 300 and 100 to 399 wide (span ~700, about 90,000 forms).
+    const int64_t lo_domain = one_sided ? 300 : 1000;
+    const int64_t widths = one_sided ? 300 : 900;
+    constexpr SubscriptionId kSubscriptions = 8000;
+    for (SubscriptionId id = 0; id < kSubscriptions; ++id) {
+      const int64_t lo = static_cast<int64_t>(rng.Uniform(lo_domain));
+      const int64_t width = 100 + static_cast<int64_t>(rng.Uniform(widths));
+      Subscription s = {{0, Op::kBetween, lo, lo + width}};
+      if (one_sided && id % 4 != 0) {
+        s = {{0, Op::kLe, static_cast<int64_t>(rng.Uniform(lo_domain)), 0}};
+      }
+      s.push_back({1, Op::kEq, static_cast<int64_t>(id % 50), 0});
+      ASSERT_TRUE(index.Add(id, s).ok());
+      reference.Add(id, s);
+    }
+    if (!one_sided) {
+      // The first 1,024 BETWEENs and 50 equalities; planned by the span
+      // alone, the ~6,000 after the span's ~2,000 would be predicates.
+      EXPECT_LT(index.predicates(), 1100u + 50u);
+    } else {
+      // Up to 300 shared LEs, 50 equalities and nearly every one of the
+      // 2,000 BETWEENs (taken inline, they would leave about 1,400).
+      EXPECT_GT(index.predicates(), 2000u);
+    }
+    std::vector<Event> events(200);
+    for (Event& e : events) {
+      if (rng.Chance(90)) {
+        e.push_back({0, static_cast<int64_t>(rng.Uniform(lo_domain + 1000))});
+      }
+      e.push_back({1, static_cast<int64_t>(rng.Uniform(50))});
+    }
+    ExpectMatchesReference(index, reference, events);
+    for (SubscriptionId id = 0; id < kSubscriptions; id += 2) {
+      ASSERT_TRUE(index.Remove(id).ok());
+      reference.Remove(id);
+    }
+    ExpectMatchesReference(index, reference, events);
+  }
+}
+
 // Inline bounds start narrow (int32) and a cluster takes wide ones once a
 // row's bound does not fit: every row keeps its bounds, and values past
 // int32's range on either side compare as they are.

@@ -58,12 +58,19 @@ namespace internal {
 //   attribute; selective-1m: 100,000 over about 14,000; fabret-1m: 1,000
 //   over up to 37,000, where ranges are shared (taking its first rows'
 //   ranges inline while the counts were young cost it 0.85x at cohort 64
-//   and 9 bytes a subscription);
+//   and 9 bytes a subscription); or, where the span does not hold that
+//   many, its one-sided ranges fit the span that way and its two-sided ones
+//   (BETWEEN) are at least kInlineMinRanges, each with
+//   kInlineFormsPerTwoSidedRange forms of its width within the span to
+//   itself: events-1m's prices, 175,000 ranges 100 to 10,000 wide over a
+//   span of 110,000 (fabret-1m's BETWEENs have as many forms, but
+//   its one-sided ranges outnumber the span, so nothing changes there);
 // kAlways: every positive range but "present" (tests and measurements);
 // kNever: none, as before inline ranges (tests and measurements).
 enum class InlineRanges { kAuto, kAlways, kNever };
 inline constexpr double kInlineSpanPerRange = 1.0;
 inline constexpr int64_t kInlineMinRanges = 1024;
+inline constexpr double kInlineFormsPerTwoSidedRange = 16.0;
 // At most this many inline columns a row (a cluster's bounds count is a
 // byte); further ranges stay predicates.
 inline constexpr size_t kMaxInlineColumns = 32;
