@@ -63,8 +63,9 @@ namespace internal {
 //   (BETWEEN) are at least kInlineMinRanges, each with
 //   kInlineFormsPerTwoSidedRange forms of its width within the span to
 //   itself: events-1m's prices, 175,000 ranges 100 to 10,000 wide over a
-//   span of 110,000 (fabret-1m's BETWEENs have as many forms, but
-//   its one-sided ranges outnumber the span, so nothing changes there);
+//   span of 110,000 (fabret-1m's BETWEENs have that many forms on its
+//   less popular attributes, but its one-sided ranges outnumber the span
+//   on every attribute, so nothing changes there);
 // kAlways: every positive range but "present" (tests and measurements);
 // kNever: none, as before inline ranges (tests and measurements).
 enum class InlineRanges { kAuto, kAlways, kNever };
