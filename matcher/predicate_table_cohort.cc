@@ -236,6 +236,12 @@ void PredicateTable::ListAccessHits(absl::Span<const EventView> events,
       for (size_t k = share_hits ? shared[e] : 0; k < events[e].size(); ++k) {
         const AttributeValue& av = events[e][k];
         eq_ids_.prefetch(EqKey{av.attribute, av.value});
+        // The sets holding the value (HoldersOf), where the attribute
+        // has any.
+        if (av.attribute < attributes_.size() &&
+            attributes_[av.attribute].sets > 0) {
+          in_ids_.prefetch(std::make_pair(av.attribute, av.value));
+        }
       }
     }
   }
