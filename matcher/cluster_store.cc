@@ -444,9 +444,15 @@ void ClusterStore::MatchClusterForEvent(const Cluster& c, LeadPoint value,
   const EventPoint* points = event_points.data();
   if (c.width == 0 && !c.lead) {  // nothing carries a tombstone: test the id
     const uint32_t* ids = c.ids();
+    const size_t at = matches->size();  // sized once (MatchBlockForEvent)
+    matches->resize(at + c.rows);
+    SubscriptionId* out = matches->data() + at;
+    uint32_t kept = 0;
     for (uint32_t row = 0; row < c.rows; ++row) {  // no lead: no flag
-      if (ids[row] != kDeadRow) matches->push_back(ids[row]);
+      out[kept] = ids[row];
+      kept += ids[row] != kDeadRow;
     }
+    matches->resize(at + kept);
     *visited += c.rows;
     return;
   }
@@ -529,6 +535,9 @@ void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
                    (kOpenBit | kRangeEntryBit) &&
                held(*open, e) != 0);
   };
+  // Entries without open bits or runs, where the slot table is cached:
+  // checked without a branch on their kind (PredicateBits::HoldsBySelect).
+  const bool select = !kOpen && !kRuns && !bits.large_slot_table();
   const uint32_t* ids = c.ids();
   uint32_t live = 0;
   uint32_t k = 0;  // the first column not yet checked
@@ -560,9 +569,16 @@ void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
     live = n;
   } else {
     const uint32_t* col = c.column(0) + start;
-    for (uint32_t j = 0; j < n; ++j) {
-      alive[live] = j;
-      live += holds(col[j]);
+    if (select) {
+      for (uint32_t j = 0; j < n; ++j) {
+        alive[live] = j;
+        live += bits.HoldsBySelect(col[j], slots);
+      }
+    } else {
+      for (uint32_t j = 0; j < n; ++j) {
+        alive[live] = j;
+        live += holds(col[j]);
+      }
     }
     k = 1;
   }
@@ -648,15 +664,29 @@ void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
         }
       }
     }
-    for (uint32_t m = 0; m < live; ++m) {
-      const uint32_t j = alive[m];
-      alive[kept] = j;
-      kept += holds(col[j]);
+    if (select) {
+      for (uint32_t m = 0; m < live; ++m) {
+        const uint32_t j = alive[m];
+        alive[kept] = j;
+        kept += bits.HoldsBySelect(col[j], slots);
+      }
+    } else {
+      for (uint32_t m = 0; m < live; ++m) {
+        const uint32_t j = alive[m];
+        alive[kept] = j;
+        kept += holds(col[j]);
+      }
     }
     live = kept;
   }
+  // Sized once, then written: a push_back a match was a call each (GCC 12
+  // kept vector growth out of line), 3.5% of fabret-1m's cohort 1.
+  if (live == 0) return;
+  const size_t at = matches->size();
+  matches->resize(at + live);
+  SubscriptionId* out = matches->data() + at;
   for (uint32_t m = 0; m < live; ++m) {
-    matches->push_back(ids[start + alive[m]] & kRowIdMask);
+    out[m] = ids[start + alive[m]] & kRowIdMask;
   }
 }
 
