@@ -172,6 +172,7 @@ PredicateId PredicateTable::Acquire(const NormalPredicate& p) {
     eq_ids_.insert(EqEntry{p.lo, p.attribute, id});
   } else {
     ids_.insert(id);
+    if (FilteredKind(p.kind) && range_filter_.Add(p)) RebuildRangeFilter();
   }
   ++live_;
   // Every attribute with a predicate has groups, so phase 1 can index them.
@@ -452,8 +453,18 @@ void PredicateTable::Compact() {
   ++generation_;
 }
 
+void PredicateTable::RebuildRangeFilter() {
+  size_t live = 0;
+  for (PredicateId id : ids_) live += FilteredKind(info_[id].kind);
+  range_filter_.Rebuild(live);
+  for (PredicateId id : ids_) {
+    if (FilteredKind(info_[id].kind)) range_filter_.Add(ToNormal(id));
+  }
+}
+
 size_t PredicateTable::MemoryBytes() const {
-  size_t bytes = info_.capacity() * sizeof(Info) +
+  size_t bytes = range_filter_.MemoryBytes() +
+                 info_.capacity() * sizeof(Info) +
                  slot_of_.capacity() * sizeof(uint32_t) +
                  free_ids_.capacity() * sizeof(PredicateId) +
                  free_eq_slots_.capacity() * sizeof(uint32_t) +

@@ -73,6 +73,7 @@
 #include "matcher/cohort_masks.h"
 #include "matcher/equality_entries.h"
 #include "matcher/normal_predicate.h"
+#include "matcher/range_filter.h"
 #include "matcher/types.h"
 
 namespace cohort {
@@ -164,6 +165,15 @@ class PredicateTable {
   uint32_t References(const NormalPredicate& p) const {
     const PredicateId* id = Find(p);
     return id == nullptr ? 0 : info_[*id].refs;
+  }
+  // References(p), but a range (kLow, kHigh, kRange) is first looked up
+  // in a Bloom filter of the table's ranges (RangeFilter): cheaper where p
+  // is likely not interned (the row planner's distinct ranges), dearer by
+  // the filter's reads where it likely is (fabret-1m's shared ranges: its
+  // load ran 0.92-0.96x with every lookup filtered).
+  uint32_t ReferencesUnlikely(const NormalPredicate& p) const {
+    if (FilteredKind(p.kind) && !range_filter_.MayContain(p)) return 0;
+    return References(p);
   }
 
   // One more than the largest predicate id issued; ids stay below
@@ -431,6 +441,11 @@ class PredicateTable {
   // Every interned predicate but the equalities, which are in eq_ids_.
   absl::flat_hash_set<PredicateId, IdHash, IdEq> ids_;
   absl::flat_hash_set<EqEntry, EqHash, EqSame> eq_ids_;
+  // The range predicates ids_ may hold: every live one is in it.
+  RangeFilter range_filter_;
+  // Refills range_filter_ from the live range predicates (RangeFilter::Add
+  // asks for it as the filter fills).
+  void RebuildRangeFilter();
   // kIn predicates: the set of each (sorted, distinct) and the rows it is
   // the access predicate of, and for each (attribute, value) the sets
   // holding the value: those that are access predicates first. Most sets

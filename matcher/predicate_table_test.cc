@@ -13,9 +13,11 @@
 #include <numeric>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "matcher/index_test_util.h"
+#include "matcher/range_filter.h"
 #include "matcher/simd.h"
 #include "matcher/types.h"
 
@@ -678,6 +680,94 @@ TEST(LeadValuesTest, BucketTableAgreesWithTheSearch) {
     }
   }
   EXPECT_GT(checked, 50000u);
+}
+
+// RangeFilter: every key added since the last rebuild, and every live key
+// added again at one, answers "maybe"; few absent keys do.
+TEST(RangeFilterTest, NoFalseNegativesAndFewFalsePositives) {
+  Rng rng(45);
+  RangeFilter filter;
+  std::vector<NormalPredicate> added;
+  size_t rebuilds = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const AttributeId a = static_cast<AttributeId>(rng.Uniform(40));
+    const int64_t lo = static_cast<int64_t>(rng.Uniform(1000000));
+    NormalPredicate p = FromInterval(a, lo, kMax);
+    if (i % 3 == 1) p = FromInterval(a, kMin, lo);
+    if (i % 3 == 2) p = FromInterval(a, lo, lo + 1 + rng.Uniform(1000));
+    ASSERT_TRUE(FilteredKind(p.kind)) << i;
+    added.push_back(p);
+    if (filter.Add(p)) {
+      // As PredicateTable does: refill with what is live (here: all).
+      ++rebuilds;
+      filter.Rebuild(added.size());
+      for (const NormalPredicate& q : added) filter.Add(q);
+    }
+  }
+  EXPECT_GE(rebuilds, 4u);  // each doubles the room or more: 128 keys, ...
+  for (size_t i = 0; i < added.size(); ++i) {
+    ASSERT_TRUE(filter.MayContain(added[i])) << i;
+  }
+  size_t maybe = 0;
+  constexpr int kAbsent = 100000;
+  for (int i = 0; i < kAbsent; ++i) {
+    // Attributes past those added: none of these was added.
+    const AttributeId a = static_cast<AttributeId>(40 + rng.Uniform(40));
+    maybe += filter.MayContain(
+        FromInterval(a, static_cast<int64_t>(rng.Uniform(1000000)), kMax));
+  }
+  EXPECT_LT(maybe, kAbsent / 15) << "false positives: " << maybe;
+}
+
+// The table's filtered lookups of ranges (ReferencesUnlikely): after
+// adds, releases and the rebuilds they cause, every live range is found
+// with its references, and a released one is not.
+TEST(RangeFilterTest, TableFindsEveryLiveRangeThroughRebuilds) {
+  Rng rng(4545);
+  PredicateTable table;
+  struct Held {
+    NormalPredicate p;
+    PredicateId id;
+  };
+  std::vector<Held> live;
+  std::vector<NormalPredicate> released;
+  for (int round = 0; round < 6; ++round) {
+    for (int i = 0; i < 20000; ++i) {
+      const AttributeId a = static_cast<AttributeId>(rng.Uniform(16));
+      const int64_t v = static_cast<int64_t>(rng.Uniform(1000000));
+      const NormalPredicate p =
+          rng.Chance(50) ? FromInterval(a, v, v + 1 + rng.Uniform(500))
+                         : FromInterval(a, kMin, v);
+      if (table.ReferencesUnlikely(p) != 0) continue;  // drawn twice
+      ASSERT_EQ(table.References(p), 0u);
+      live.push_back({p, table.Acquire(p)});
+    }
+    // Release a third, at random.
+    for (size_t i = 0; i < live.size();) {
+      if (!rng.Chance(33)) {
+        ++i;
+        continue;
+      }
+      table.Release(live[i].id);
+      released.push_back(live[i].p);
+      live[i] = live.back();
+      live.pop_back();
+    }
+    for (const Held& h : live) {
+      ASSERT_EQ(table.ReferencesUnlikely(h.p), 1u) << round;
+      ASSERT_EQ(table.Acquire(h.p), h.id) << round;  // found, not added
+      table.Release(h.id);
+    }
+  }
+  absl::flat_hash_set<NormalPredicate> held;
+  for (const Held& h : live) held.insert(h.p);
+  size_t checked = 0;
+  for (const NormalPredicate& p : released) {
+    if (held.contains(p)) continue;  // drawn again later
+    ASSERT_EQ(table.ReferencesUnlikely(p), 0u);
+    ++checked;
+  }
+  EXPECT_GT(checked, 10000u);
 }
 
 }  // namespace

@@ -489,7 +489,10 @@ absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
     const Entry& e = entries[ranked[i].entry];
     if (bounds.size() == kMaxInlineColumns ||
         !KeepInline(
-            e, [&] { return SplitIfShared(e, *table).has_value(); },
+            e,
+            [&] {
+              return SplitIfShared(e, *table, /*unlikely=*/true).has_value();
+            },
             *table)) {
       continue;
     }
@@ -555,13 +558,15 @@ absl::Status RowPlanner::Plan(absl::Span<const Predicate> predicates,
 // no predicate. Where the halves are not both there (wide domains: ranges-1m)
 // the range stays whole, so splitting never adds a predicate.
 std::optional<RowPlanner::SplitRange> RowPlanner::SplitIfShared(
-    const Entry& e, const PredicateTable& table) {
+    const Entry& e, const PredicateTable& table, bool unlikely) {
   if (e.negated || e.predicate.kind != Kind::kRange) return std::nullopt;
   SplitRange split{FromInterval(e.predicate.attribute, e.predicate.lo, kMaxValue),
                    FromInterval(e.predicate.attribute, kMinValue, e.predicate.hi)};
-  if (table.References(split.low) == 0 || table.References(split.high) == 0) {
-    return std::nullopt;
-  }
+  const auto live = [&](const NormalPredicate& half) {
+    return (unlikely ? table.ReferencesUnlikely(half)
+                     : table.References(half)) != 0;
+  };
+  if (!live(split.low) || !live(split.high)) return std::nullopt;
   return split;
 }
 
@@ -581,9 +586,11 @@ bool RowPlanner::KeepInline(const Entry& e,
   // "present" holds for every value: phase 1 lists it per attribute anyway.
   if (p.lo == kMinValue && p.hi == kMaxValue) return false;
   if (inline_ranges_ == InlineRanges::kAlways) return true;
-  // The statistics first: the table's lookups are cache misses.
-  return stats_->SparseRanges(p.attribute) && table.References(p) == 0 &&
-         !split();
+  // The statistics first: the table's lookups are cache misses. Where
+  // ranges are sparse, most are not interned: the range filter answers
+  // first (ranges-1m's bulk load asked 5.2M times and found 1,521).
+  return stats_->SparseRanges(p.attribute) &&
+         table.ReferencesUnlikely(p) == 0 && !split();
 }
 
 void RowPlanner::Forget(uint32_t entry, PredicateTable* table) {

@@ -198,8 +198,12 @@ class RowPlanner {
 
   // The halves of entry `e` when it is a range whose halves are both live
   // in `table`, so that its row can check them instead of interning it.
+  // `unlikely`: the halves are likely not live (KeepInline asks of
+  // distinct ranges), so the table's range filter is asked first
+  // (PredicateTable::ReferencesUnlikely).
   static std::optional<SplitRange> SplitIfShared(const Entry& e,
-                                                 const PredicateTable& table);
+                                                 const PredicateTable& table,
+                                                 bool unlikely = false);
   // Whether entry `e` is kept inline (InlineRanges), given whether it
   // would be split (asked only if it matters).
   bool KeepInline(const Entry& e, absl::FunctionRef<bool()> split,
