@@ -502,6 +502,10 @@ void ClusterStore::MatchClusterForEvent(const Cluster& c, LeadPoint value,
       } else if (long_runs) {
         MatchBlockForEvent<false, true>(c, start, n, test, value, slots, bits,
                                         nullptr, points, alive, matches);
+      } else if (!bits.large_slot_table()) {
+        MatchBlockForEvent<false, false, true>(c, start, n, test, value,
+                                               slots, bits, nullptr, points,
+                                               alive, matches);
       } else {
         MatchBlockForEvent<false, false>(c, start, n, test, value, slots,
                                          bits, nullptr, points, alive,
@@ -511,7 +515,7 @@ void ClusterStore::MatchClusterForEvent(const Cluster& c, LeadPoint value,
   }
 }
 
-template <bool kOpen, bool kRuns>
+template <bool kOpen, bool kRuns, bool kSelect>
 void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
                                       uint32_t n, LeadTest test,
                                       LeadPoint value,
@@ -524,8 +528,12 @@ void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
   // An entry holds by its bit, or, with kOpen, an open entry by its open
   // bit too (cluster_entry.h; open entries are never negated).
   // kRuns: either vector may keep long runs (PredicateBits::has_runs).
+  // kSelect: without a branch on the entry's kind.
+  static_assert(!kSelect || (!kOpen && !kRuns));
   const auto held = [&](const PredicateBits& b, uint32_t e) {
-    return kRuns ? b.Holds(e, slots) : b.HoldsByBit(e, slots);
+    if constexpr (kRuns) return b.Holds(e, slots);
+    if constexpr (kSelect) return b.HoldsBySelect(e, slots);
+    return b.HoldsByBit(e, slots);
   };
   const auto holds = [&](uint32_t e) {
     if (!kOpen) return held(bits, e);
@@ -535,9 +543,6 @@ void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
                    (kOpenBit | kRangeEntryBit) &&
                held(*open, e) != 0);
   };
-  // Entries without open bits or runs, where the slot table is cached:
-  // checked without a branch on their kind (PredicateBits::HoldsBySelect).
-  const bool select = !kOpen && !kRuns && !bits.large_slot_table();
   const uint32_t* ids = c.ids();
   uint32_t live = 0;
   uint32_t k = 0;  // the first column not yet checked
@@ -569,16 +574,9 @@ void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
     live = n;
   } else {
     const uint32_t* col = c.column(0) + start;
-    if (select) {
-      for (uint32_t j = 0; j < n; ++j) {
-        alive[live] = j;
-        live += bits.HoldsBySelect(col[j], slots);
-      }
-    } else {
-      for (uint32_t j = 0; j < n; ++j) {
-        alive[live] = j;
-        live += holds(col[j]);
-      }
+    for (uint32_t j = 0; j < n; ++j) {
+      alive[live] = j;
+      live += holds(col[j]);
     }
     k = 1;
   }
@@ -664,18 +662,10 @@ void ClusterStore::MatchBlockForEvent(const Cluster& c, uint32_t start,
         }
       }
     }
-    if (select) {
-      for (uint32_t m = 0; m < live; ++m) {
-        const uint32_t j = alive[m];
-        alive[kept] = j;
-        kept += bits.HoldsBySelect(col[j], slots);
-      }
-    } else {
-      for (uint32_t m = 0; m < live; ++m) {
-        const uint32_t j = alive[m];
-        alive[kept] = j;
-        kept += holds(col[j]);
-      }
+    for (uint32_t m = 0; m < live; ++m) {
+      const uint32_t j = alive[m];
+      alive[kept] = j;
+      kept += holds(col[j]);
     }
     live = kept;
   }

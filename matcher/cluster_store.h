@@ -629,8 +629,11 @@ class ClusterStore {
   // Rows [start, start + n) of c; alive holds kEventBlock entries. kOpen:
   // the event holds a number with a fraction, so open entries also read
   // `open` (null otherwise) and open leads swap the value's two tests;
-  // kRuns: `bits` or `open` keeps long runs (PredicateBits::has_runs).
-  template <bool kOpen, bool kRuns>
+  // kRuns: `bits` or `open` keeps long runs (PredicateBits::has_runs);
+  // kSelect: neither, and the slot table is cached
+  // (!PredicateBits::large_slot_table), so entries are checked without a
+  // branch on their kind (PredicateBits::HoldsBySelect).
+  template <bool kOpen, bool kRuns, bool kSelect = false>
   static void MatchBlockForEvent(const Cluster& c, uint32_t start, uint32_t n,
                                  LeadTest test, LeadPoint value,
                                  const uint32_t* slots,

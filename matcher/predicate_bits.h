@@ -87,8 +87,7 @@ class PredicateBits {
   uint32_t HoldsByBit(uint32_t e, const uint32_t* slots) const {
     const uint32_t id = e & kEntryIdMask;
     const uint32_t bit = (e & kRangeEntryBit) ? id_words_ * 64 + slots[id] : id;
-    return static_cast<uint32_t>(
-        ((words_[bit >> 6] >> (bit & 63)) ^ (e >> 31)) & 1);
+    return HoldsAt(bit, e);
   }
   // HoldsByBit without a branch on the entry's kind: slots[id] is read for
   // an equality too (slots() covers every id) and the bit chosen by a
@@ -104,8 +103,7 @@ class PredicateBits {
     const uint32_t range =
         0u - static_cast<uint32_t>((e & kRangeEntryBit) != 0);
     const uint32_t bit = id ^ ((id ^ by_slot) & range);
-    return static_cast<uint32_t>(
-        ((words_[bit >> 6] >> (bit & 63)) ^ (e >> 31)) & 1);
+    return HoldsAt(bit, e);
   }
   // Whether any bit is set (since the last Clear).
   bool any() const { return !dirty_.empty() || !runs_.empty(); }
@@ -167,6 +165,12 @@ class PredicateBits {
   static constexpr size_t kMaxRuns = 8;
 
  private:
+  // Whether entry e holds given its predicate's bit `bit` (flipped when
+  // e is negated).
+  uint32_t HoldsAt(uint32_t bit, uint32_t e) const {
+    return static_cast<uint32_t>(
+        ((words_[bit >> 6] >> (bit & 63)) ^ (e >> 31)) & 1);
+  }
   struct WordRange {
     uint32_t begin;
     uint32_t end;

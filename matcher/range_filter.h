@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "matcher/normal_predicate.h"
@@ -51,9 +52,7 @@ class RangeFilter {
   // False only if no predicate equal to `p` was added since the last
   // Rebuild (or was live at it). REQUIRES: FilteredKind(p.kind).
   bool MayContain(const NormalPredicate& p) const {
-    const uint64_t h = Hash(p);
-    const uint64_t a = Position(h);
-    const uint64_t b = Position(h >> 32);
+    const auto [a, b] = Positions(p);
     return ((words_[a >> 6] >> (a & 63)) & (words_[b >> 6] >> (b & 63)) &
             1) != 0;
   }
@@ -61,9 +60,7 @@ class RangeFilter {
   // since the last one passed kKeysPerWord a word).
   // REQUIRES: FilteredKind(p.kind).
   bool Add(const NormalPredicate& p) {
-    const uint64_t h = Hash(p);
-    const uint64_t a = Position(h);
-    const uint64_t b = Position(h >> 32);
+    const auto [a, b] = Positions(p);
     words_[a >> 6] |= uint64_t{1} << (a & 63);
     words_[b >> 6] |= uint64_t{1} << (b & 63);
     return ++keys_ > kKeysPerWord * words_.size();
@@ -81,8 +78,14 @@ class RangeFilter {
   size_t MemoryBytes() const { return words_.capacity() * sizeof(uint64_t); }
 
  private:
-  // Two 32-bit halves, each one bit's position (Position): a
-  // multiply-xorshift mix of the four fields (kind and attribute share a
+  // p's two bits: each half of its hash scaled to [0, bits_) (a multiply
+  // and a shift rather than a modulo, so the filter need not be a power
+  // of two).
+  std::pair<uint64_t, uint64_t> Positions(const NormalPredicate& p) const {
+    const uint64_t h = Hash(p);
+    return {((h & 0xffffffffull) * bits_) >> 32, ((h >> 32) * bits_) >> 32};
+  }
+  // A multiply-xorshift mix of the four fields (kind and attribute share a
   // word).
   static uint64_t Hash(const NormalPredicate& p) {
     constexpr uint64_t kMul = 0x9e3779b97f4a7c15ull;
@@ -94,12 +97,6 @@ class RangeFilter {
     h ^= h >> 32;
     return h * 0xbf58476d1ce4e5b9ull;
   }
-  // The low 32 bits of h scaled to [0, bits_) (a multiply and a shift
-  // rather than a modulo, so the filter need not be a power of two).
-  uint64_t Position(uint64_t h) const {
-    return ((h & 0xffffffffull) * bits_) >> 32;
-  }
-
   std::vector<uint64_t> words_;
   uint64_t bits_ = 0;
   size_t keys_ = 0;  // added since the last Rebuild
