@@ -1,5 +1,7 @@
 #include "matcher/cluster_store.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cstring>
@@ -502,6 +504,9 @@ void ClusterStore::MatchClusterForEvent(const Cluster& c, LeadPoint value,
       } else if (long_runs) {
         MatchBlockForEvent<false, true>(c, start, n, test, value, slots, bits,
                                         nullptr, points, alive, matches);
+      } else if (!bits.large_slot_table() && c.bounds == 0 && UseAvx512()) {
+        MatchBlockForEventAvx512(c, start, n, test, value, slots, bits,
+                                 matches);
       } else if (!bits.large_slot_table()) {
         MatchBlockForEvent<false, false, true>(c, start, n, test, value,
                                                slots, bits, nullptr, points,
@@ -512,6 +517,102 @@ void ClusterStore::MatchClusterForEvent(const Cluster& c, LeadPoint value,
                                          matches);
       }
     }
+  }
+}
+
+namespace {
+
+// Of eight int64 bounds at `at` (two words each), the lanes of `in` whose
+// bound is at least `x` (kAtLeast) or at most `x`; of sixteen, with a
+// mask of sixteen lanes.
+template <bool kAtLeast>
+__attribute__((target("avx512f"))) inline __mmask8 BoundsAvx512(
+    const uint32_t* at, __mmask8 in, __m512i x) {
+  const __m512i b = _mm512_maskz_loadu_epi64(in, at);
+  return kAtLeast ? _mm512_mask_cmpge_epi64_mask(in, b, x)
+                  : _mm512_mask_cmple_epi64_mask(in, b, x);
+}
+template <bool kAtLeast>
+__attribute__((target("avx512f"))) inline __mmask16 BoundsAvx512(
+    const uint32_t* at, __mmask16 in, __m512i x) {
+  const __mmask8 a =
+      BoundsAvx512<kAtLeast>(at, static_cast<__mmask8>(in), x);
+  const __mmask8 b =
+      BoundsAvx512<kAtLeast>(at + 16, static_cast<__mmask8>(in >> 8), x);
+  return static_cast<__mmask16>(a | (b << 8));
+}
+
+}  // namespace
+
+void ClusterStore::MatchBlockForEventAvx512(
+    const Cluster& c, uint32_t start, uint32_t n, LeadTest test,
+    LeadPoint value, const uint32_t* slots, const PredicateBits& bits,
+    std::vector<SubscriptionId>* matches) {
+  constexpr uint32_t kChunks = kEventBlock / 16;
+  uint16_t alive[kChunks];  // bit i of alive[q]: row start + 16 q + i
+  const uint32_t chunks = (n + 15) / 16;
+  const auto lanes = [n](uint32_t q) -> __mmask16 {
+    const uint32_t left = n - 16 * q;
+    return left >= 16 ? __mmask16{0xffff}
+                      : static_cast<__mmask16>((1u << left) - 1);
+  };
+  const uint32_t* ids = c.ids() + start;
+  uint32_t k = 0;  // the first column not yet checked
+  if (c.lead && test == LeadTest::kNone) {
+    for (uint32_t q = 0; q < chunks; ++q) alive[q] = lanes(q);
+  } else if (c.lead) {
+    // Both halves of a chunk's leads (eight int64 bounds a vector).
+    const __m512i lower = _mm512_set1_epi64(value.value);
+    const __m512i upper = _mm512_set1_epi64(value.upper);
+    const __m512i dead = _mm512_set1_epi32(static_cast<int>(kDeadRow));
+    const uint32_t* lo = c.lead_lo() + 2 * size_t{start};
+    const uint32_t* hi = c.lead_hi() + 2 * size_t{start};
+    for (uint32_t q = 0; q < chunks; ++q) {
+      const __mmask16 in = lanes(q);
+      __mmask16 keep = BoundsAvx512<true>(hi + 32 * q, in, upper);
+      if (test == LeadTest::kBoth) {
+        keep &= BoundsAvx512<false>(lo + 32 * q, in, lower);
+        keep &= _mm512_mask_cmpneq_epi32_mask(
+            in, _mm512_maskz_loadu_epi32(in, ids + 16 * q), dead);
+      }
+      alive[q] = keep;
+    }
+  } else {
+    const uint32_t* col = c.column(0) + start;
+    for (uint32_t q = 0; q < chunks; ++q) {
+      const __mmask16 in = lanes(q);
+      alive[q] = bits.HeldAvx512(_mm512_maskz_loadu_epi32(in, col + 16 * q),
+                                 in, slots);
+    }
+    k = 1;
+  }
+  uint32_t any = 0;
+  for (uint32_t q = 0; q < chunks; ++q) any |= alive[q];
+  for (; k < c.width && any != 0; ++k) {
+    const uint32_t* col = c.column(k) + start;
+    any = 0;
+    for (uint32_t q = 0; q < chunks; ++q) {
+      const __mmask16 in = alive[q];
+      if (in == 0) continue;
+      alive[q] = bits.HeldAvx512(_mm512_maskz_loadu_epi32(in, col + 16 * q),
+                                 in, slots);
+      any |= alive[q];
+    }
+  }
+  if (any == 0) return;
+  uint32_t live = 0;
+  for (uint32_t q = 0; q < chunks; ++q) live += _mm_popcnt_u32(alive[q]);
+  const size_t at = matches->size();
+  matches->resize(at + live);
+  SubscriptionId* out = matches->data() + at;
+  const __m512i id_mask = _mm512_set1_epi32(static_cast<int>(kRowIdMask));
+  for (uint32_t q = 0; q < chunks; ++q) {
+    const __mmask16 in = alive[q];
+    if (in == 0) continue;
+    const __m512i id = _mm512_and_si512(
+        _mm512_maskz_loadu_epi32(in, ids + 16 * q), id_mask);
+    _mm512_mask_compressstoreu_epi32(out, in, id);
+    out += _mm_popcnt_u32(in);
   }
 }
 

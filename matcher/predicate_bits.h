@@ -5,6 +5,8 @@
 #ifndef COHORT_MATCHER_PREDICATE_BITS_H_
 #define COHORT_MATCHER_PREDICATE_BITS_H_
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -104,6 +106,27 @@ class PredicateBits {
         0u - static_cast<uint32_t>((e & kRangeEntryBit) != 0);
     const uint32_t bit = id ^ ((id ^ by_slot) & range);
     return HoldsAt(bit, e);
+  }
+  // HoldsBySelect of sixteen entries at once, for the lanes of `in`: their
+  // slots and bits gathered. Returns the lanes that hold.
+  // REQUIRES: !has_runs(); the CPU has AVX-512 F (UseAvx512).
+  __attribute__((target("avx512f"))) __mmask16 HeldAvx512(
+      __m512i e, __mmask16 in, const uint32_t* slots) const {
+    const __m512i id = _mm512_and_si512(e, _mm512_set1_epi32(kEntryIdMask));
+    const __mmask16 range = _mm512_mask_test_epi32_mask(
+        in, e, _mm512_set1_epi32(static_cast<int>(kRangeEntryBit)));
+    const __m512i slot = _mm512_mask_i32gather_epi32(id, range, id, slots, 4);
+    const __m512i bit = _mm512_mask_add_epi32(
+        id, range, slot, _mm512_set1_epi32(static_cast<int>(id_words_ * 64)));
+    // The bit from its 32-bit half of the word (little-endian).
+    const __m512i word = _mm512_mask_i32gather_epi32(
+        _mm512_setzero_si512(), in, _mm512_maskz_srli_epi32(in, bit, 5),
+        words_.data(), 4);
+    const __m512i held = _mm512_xor_si512(
+        _mm512_maskz_srlv_epi32(
+            in, word, _mm512_and_si512(bit, _mm512_set1_epi32(31))),
+        _mm512_maskz_srli_epi32(in, e, 31));
+    return _mm512_mask_test_epi32_mask(in, held, _mm512_set1_epi32(1));
   }
   // Whether any bit is set (since the last Clear).
   bool any() const { return !dirty_.empty() || !runs_.empty(); }

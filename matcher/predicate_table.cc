@@ -27,6 +27,12 @@ namespace {
 // fixed fraction of the group keeps inserts amortised O(kTailDivisor log n).
 constexpr uint32_t kMinTail = 32;
 constexpr uint32_t kTailDivisor = 16;
+// A group's rank table (BuildRank) is at most 4 bytes a value its sorted
+// keys span: kept where that is at most kRankSpanPerKey values a key, plus
+// kRankSpanSlack, so that it costs at most 16 bytes a key and 256 a group
+// over the keys' own 12 or 20.
+constexpr uint32_t kRankSpanPerKey = 4;
+constexpr uint32_t kRankSpanSlack = 64;
 
 // Position marker for a removed range predicate (the false predicate is never
 // stored in a group, so id 0 is free to mean "nothing here").
@@ -311,6 +317,25 @@ void PredicateTable::RemoveFromGroup(PredicateId id) {
   }
 }
 
+void PredicateTable::BuildRank(Group& g) {
+  g.rank.reset();
+  if (g.sorted == 0) return;
+  const int64_t* key = g.key.data();
+  const uint64_t span = static_cast<uint64_t>(key[g.sorted - 1]) -
+                        static_cast<uint64_t>(key[0]);
+  if (span >= uint64_t{kRankSpanPerKey} * g.sorted + kRankSpanSlack) return;
+  auto table = std::make_unique<RankTable>();
+  table->low = key[0];
+  table->at.resize(span + 1);
+  uint32_t at = 0;
+  for (uint64_t d = 0; d <= span; ++d) {
+    const int64_t x = static_cast<int64_t>(static_cast<uint64_t>(key[0]) + d);
+    while (key[at] < x) ++at;  // key[sorted - 1] >= x: stays in the part
+    table->at[d] = at;
+  }
+  g.rank = std::move(table);
+}
+
 bool PredicateTable::TailDue(const Group& g) {
   return g.size() - g.sorted > std::max(kMinTail, g.sorted / kTailDivisor);
 }
@@ -370,6 +395,7 @@ void PredicateTable::Rebuild(Group& g) {
     }
   }
   rebuilt.sorted = n;
+  BuildRank(rebuilt);
   g = std::move(rebuilt);
   for (uint32_t i = 0; i < n; ++i) info_[g.pred[i]].pos = i;
   Place(g, SlotsNeeded(n, n));
@@ -489,7 +515,10 @@ size_t PredicateTable::MemoryBytes() const {
                g->hi.capacity() * sizeof(int64_t) +
                g->pred.capacity() * sizeof(PredicateId) +
                g->by_hi.capacity() * sizeof(uint16_t) +
-               g->hi_sorted.capacity() * sizeof(int64_t);
+               g->hi_sorted.capacity() * sizeof(int64_t) +
+               (g->rank ? sizeof(RankTable) +
+                              g->rank->at.capacity() * sizeof(uint32_t)
+                        : 0);
     }
   }
   return bytes;

@@ -623,17 +623,14 @@ void PredicateTable::AddTasks(const Group& g, uint32_t index,
   const CohortMasks::AttributeValues& av = m->attributes_[index];
   const absl::Span<const int64_t> values(m->values_.data() + av.first,
                                          av.count);
-  const int64_t* key = g.key.data();
   switch (g.kind) {
     case Kind::kLow: {  // positions with key >= the smallest value
-      const uint32_t begin = static_cast<uint32_t>(
-          std::lower_bound(key, key + g.sorted, values.front()) - key);
+      const uint32_t begin = FirstAtLeast(g, values.front());
       AddPieces(g, index, false, begin, g.sorted, 1, m);
       break;
     }
     case Kind::kHigh: {  // positions with key <= the largest value
-      const uint32_t end = static_cast<uint32_t>(
-          std::upper_bound(key, key + g.sorted, values.back()) - key);
+      const uint32_t end = FirstAbove(g, values.back());
       AddPieces(g, index, false, 0, end, 1, m);
       break;
     }
@@ -686,18 +683,15 @@ void PredicateTable::AddPieces(const Group& g, uint32_t index, bool runs,
 
 PredicateTable::Run PredicateTable::RangeWalkSpan(
     const Group& g, absl::Span<const int64_t> values) {
-  const int64_t* key = g.key.data();
   Run span{0, 0};
   const uint64_t reach =
       static_cast<uint64_t>(values.front()) - static_cast<uint64_t>(kMinValue);
   if (reach > g.max_width) {
     const int64_t from = static_cast<int64_t>(
         static_cast<uint64_t>(values.front()) - g.max_width);
-    span.begin = static_cast<uint32_t>(
-        std::lower_bound(key, key + g.sorted, from) - key);
+    span.begin = FirstAtLeast(g, from);
   }
-  span.end = static_cast<uint32_t>(
-      std::upper_bound(key + span.begin, key + g.sorted, values.back()) - key);
+  span.end = FirstAbove(g, values.back(), span.begin);
   return span;
 }
 

@@ -23,29 +23,22 @@ namespace matcher {
 namespace internal {
 
 PredicateTable::Run PredicateTable::SortedRun(const Group& g, int64_t v) {
-  const int64_t* key = g.key.data();
-  const uint32_t sorted = g.sorted;
-  Run run{0, sorted};
+  Run run{0, g.sorted};
   switch (g.kind) {
     case Kind::kLow:  // v <= hi: the suffix with key >= v
-      run.begin =
-          static_cast<uint32_t>(std::lower_bound(key, key + sorted, v) - key);
+      run.begin = FirstAtLeast(g, v);
       break;
     case Kind::kHigh:  // lo <= v: the prefix with key <= v
-      run.end =
-          static_cast<uint32_t>(std::upper_bound(key, key + sorted, v) - key);
+      run.end = FirstAbove(g, v);
       break;
     default: {  // lo <= v, and lo >= v - max_width (hi >= v is left to check)
       const uint64_t span =
           static_cast<uint64_t>(v) - static_cast<uint64_t>(kMinValue);
       if (span > g.max_width) {
-        const int64_t from =
-            static_cast<int64_t>(static_cast<uint64_t>(v) - g.max_width);
-        run.begin = static_cast<uint32_t>(
-            std::lower_bound(key, key + sorted, from) - key);
+        run.begin = FirstAtLeast(
+            g, static_cast<int64_t>(static_cast<uint64_t>(v) - g.max_width));
       }
-      run.end = static_cast<uint32_t>(
-          std::upper_bound(key + run.begin, key + sorted, v) - key);
+      run.end = FirstAbove(g, v, run.begin);
       break;
     }
   }

@@ -7,6 +7,8 @@
 // partitioned_index_test) cover phase 2.
 #include "matcher/predicate_table.h"
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -16,7 +18,10 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "matcher/cluster_entry.h"
+#include "matcher/cluster_layout.h"
 #include "matcher/index_test_util.h"
+#include "matcher/predicate_bits.h"
 #include "matcher/range_filter.h"
 #include "matcher/simd.h"
 #include "matcher/types.h"
@@ -680,6 +685,75 @@ TEST(LeadValuesTest, BucketTableAgreesWithTheSearch) {
     }
   }
   EXPECT_GT(checked, 50000u);
+}
+
+// PredicateBits::HeldAvx512 of sixteen entries, as a mask of lanes.
+__attribute__((target("avx512f"))) uint32_t HeldLanes(
+    const PredicateBits& bits, const uint32_t* entries, uint32_t in,
+    const uint32_t* slots) {
+  return bits.HeldAvx512(_mm512_loadu_si512(entries),
+                         static_cast<__mmask16>(in), slots);
+}
+
+// The per-event check's AVX-512 kernel (HeldAvx512, read by
+// ClusterStore::MatchBlockForEventAvx512) against the scalar one
+// (HoldsBySelect), entry by entry: equalities, ranges through their
+// slots, sets, negated ones, the pad entry, ids and slots at the ends of
+// both parts of the vector, bits set one by one, in words and in runs,
+// and lanes left out, which must not hold.
+TEST(PredicateBitsTest, Avx512AgreesWithTheScalarCheck) {
+  if (!UseAvx512()) GTEST_SKIP() << "the CPU has no AVX-512 F";
+  Rng rng(4546);
+  size_t held = 0, checked = 0;
+  for (int round = 0; round < 50; ++round) {
+    const uint32_t ids = 1 + static_cast<uint32_t>(rng.Uniform(5000));
+    const uint32_t slot_limit = 1 + static_cast<uint32_t>(rng.Uniform(9000));
+    PredicateBits bits;
+    bits.Resize(ids, slot_limit);
+    for (uint32_t i = 0, n = static_cast<uint32_t>(rng.Uniform(ids)); i < n;
+         ++i) {
+      bits.SetId(static_cast<uint32_t>(rng.Uniform(ids)));
+    }
+    for (int i = 0; i < 20; ++i) {
+      const uint32_t b = static_cast<uint32_t>(rng.Uniform(slot_limit));
+      const uint32_t e =
+          b + static_cast<uint32_t>(rng.Uniform(slot_limit - b + 1));
+      bits.SetSlotRun(b, e);
+      bits.OrSlots(static_cast<uint32_t>(rng.Uniform((slot_limit + 63) / 64)),
+                   rng.Next());
+    }
+    std::vector<uint32_t> slots(ids);
+    for (uint32_t& s : slots) {
+      s = rng.Chance(10) ? slot_limit - 1
+                         : static_cast<uint32_t>(rng.Uniform(slot_limit));
+    }
+    ASSERT_FALSE(bits.has_runs());
+    for (int v = 0; v < 200; ++v) {
+      uint32_t entries[16];
+      for (uint32_t& e : entries) {
+        e = rng.Chance(10) ? ids - 1 : static_cast<uint32_t>(rng.Uniform(ids));
+        if (rng.Chance(40)) e |= kRangeEntryBit;
+        if (rng.Chance(20)) e |= kOpenBit;  // a set's, or an open range's
+        if (rng.Chance(30)) e |= kNegatedBit;
+        if (rng.Chance(3)) e = kPadEntry;
+      }
+      const uint32_t in = static_cast<uint32_t>(rng.Uniform(1u << 16));
+      const uint32_t got = HeldLanes(bits, entries, in, slots.data());
+      for (int lane = 0; lane < 16; ++lane) {
+        const uint32_t want =
+            (in >> lane) & 1 ? bits.HoldsBySelect(entries[lane], slots.data())
+                             : 0;
+        ASSERT_EQ((got >> lane) & 1, want)
+            << "round " << round << " lane " << lane << " entry "
+            << entries[lane];
+        held += want;
+        checked += (in >> lane) & 1;
+      }
+    }
+  }
+  // Both answers are common (else the test could not fail either way).
+  EXPECT_GT(held, checked / 10);
+  EXPECT_LT(held, checked - checked / 10);
 }
 
 // RangeFilter: every key added since the last rebuild, and every live key
