@@ -101,6 +101,23 @@ inline bool SlotTableUncached(size_t slot_limit) {
   return slot_limit > kCachedSlots;
 }
 inline constexpr double kPerEventPositionCost = 0.06;
+// Refitted in issue 45, after the per-event check's AVX-512 kernel
+// (ClusterStore::MatchBlockForEventAvx512) and phase 1's rank tables had
+// made fabret-1m's per-event path about twice as fast, and the masks'
+// sets and inline ranges had made events-1m's masks 4-5x faster than per
+// event at every size, which the model did not see: kept per event, every
+// set holding an event's value gets its bit (MarkEqualities; events-1m's
+// values are in about 3,600 sets an event), and every range group of an
+// event's attributes is searched (selective-1m's groups are large: its
+// searches were a fifth of its MatchEvent). The old constants chose wrong
+// at 17 of 45 measured points (2 to 32 events on fabret-1m, selective-1m,
+// events-1m, ranges-1m and ranges-1m's first 100,000 subscriptions); a
+// grid over a cached lead row's cost where the kernel runs, a search's
+// and a set id's found these to choose right at all 45
+// (bench/reports/2026-11-30-xeon2-issue45-avx512-event, fit.py).
+inline constexpr double kPerEventLeadRowCostCachedAvx512 = 5.0;
+inline constexpr double kPerEventSearchCost = 80.0;
+inline constexpr double kPerEventSetIdCost = 4.0;
 inline constexpr double kMaskRowCost = 20.0;
 inline constexpr double kMaskPositionCost = 2.5;
 
@@ -114,19 +131,25 @@ struct CohortCost {
   double inline_lead_rows_sum = 0;
   double rows_present = 0;   // "present" rows, once per attribute
   double positions_sum = 0;  // range positions of every event's attributes
+  double searches_sum = 0;   // their range groups' searches, every event
+  double set_ids_sum = 0;    // sets holding every event's values
   double positions_all = 0;  // range positions, once per attribute
 
-  // Kept per event: every event checks its own lists and marks its own
-  // positions; a lead row costs less where the slot table is uncached.
+  // Kept per event: every event checks its own lists, searches its own
+  // range groups, marks its own positions and sets; a lead row costs less
+  // where the slot table is uncached, or with the AVX-512 kernel.
   double PerEvent(size_t slot_limit) const {
-    return kPerEventRowCost * rows_sum +
-           (SlotTableUncached(slot_limit) ? kPerEventLeadRowCostUncached
-                                          : kPerEventLeadRowCostCached) *
-               lead_rows_sum +
+    const double lead_row =
+        SlotTableUncached(slot_limit) ? kPerEventLeadRowCostUncached
+        : UseAvx512()                 ? kPerEventLeadRowCostCachedAvx512
+                                      : kPerEventLeadRowCostCached;
+    return kPerEventRowCost * rows_sum + lead_row * lead_rows_sum +
            (UseAvx2() ? kPerEventLeadRowCostInline
                       : kPerEventLeadRowCostInlineScalar) *
                inline_lead_rows_sum +
-           kPerEventPositionCost * positions_sum;
+           kPerEventPositionCost * positions_sum +
+           kPerEventSearchCost * searches_sum +
+           kPerEventSetIdCost * set_ids_sum;
   }
   // In masks, the least it can cost before the lists' union is known: each
   // list is checked once, so at least the rows of an average event's lists

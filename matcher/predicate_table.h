@@ -432,19 +432,14 @@ class PredicateTable {
     std::vector<PredicateId> ids;
     uint32_t accesses = 0;  // ids[0, accesses) are access predicates
   };
-  // Calls f(id) for each live kIn predicate on `attribute` whose set holds
-  // `value` and that is some row's access predicate (ForEachAccessSet), or
-  // that is not (ForEachColumnSet). REQUIRES: attribute < attributes_.size().
+  // The live kIn predicates on `attribute` whose set holds `value` (null if
+  // none; the first `accesses` are some row's access predicate), and
+  // ForEachColumnSet's f(id) for each of the others. REQUIRES: attribute <
+  // attributes_.size().
   const SetHolders* HoldersOf(AttributeId attribute, int64_t value) const {
     if (attributes_[attribute].sets == 0) return nullptr;
     auto it = in_ids_.find(std::make_pair(attribute, value));
     return it == in_ids_.end() ? nullptr : &it->second;
-  }
-  template <typename F>
-  void ForEachAccessSet(AttributeId attribute, int64_t value, F f) const {
-    if (const SetHolders* h = HoldersOf(attribute, value)) {
-      for (uint32_t i = 0; i < h->accesses; ++i) f(h->ids[i]);
-    }
   }
   template <typename F>
   void ForEachColumnSet(AttributeId attribute, int64_t value, F f) const {

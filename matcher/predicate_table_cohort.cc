@@ -300,6 +300,9 @@ void PredicateTable::ListHitsOf(absl::Span<const EventView> events, bool lone,
       const double positions =
           groups.low.size() + groups.high.size() + groups.range.size();
       cost->positions_sum += positions;
+      cost->searches_sum += (groups.low.sorted > 0) +
+                            (groups.high.sorted > 0) +
+                            2 * (groups.range.sorted > 0);
       const double present = !weigh || groups.present == kFalsePredicate
                                  ? 0
                                  : rows(groups.present);
@@ -312,10 +315,15 @@ void PredicateTable::ListHitsOf(absl::Span<const EventView> events, bool lone,
             m->event_access_.push_back({*id, /*present=*/false, point});
             if (weigh) cost->rows_sum += rows(*id);
           }
-          ForEachAccessSet(av.attribute, av.value, [&](PredicateId id) {
-            m->event_access_.push_back({id, /*present=*/false, point});
-            if (weigh) cost->rows_sum += rows(id);
-          });
+          if (const SetHolders* h = HoldersOf(av.attribute, av.value)) {
+            for (uint32_t i = 0; i < h->accesses; ++i) {
+              m->event_access_.push_back({h->ids[i], /*present=*/false,
+                                          point});
+              if (weigh) cost->rows_sum += rows(h->ids[i]);
+            }
+            // Kept per event, every set holding the value gets its bit.
+            cost->set_ids_sum += h->ids.size();
+          }
         }
         if (groups.present != kFalsePredicate) {
           m->event_access_.push_back(
