@@ -557,10 +557,10 @@ void ClusterStore::MatchBlockForEventAvx512(
                       : static_cast<__mmask16>((1u << left) - 1);
   };
   const uint32_t* ids = c.ids() + start;
-  uint32_t k = 0;  // the first column not yet checked
-  if (c.lead && test == LeadTest::kNone) {
+  if (!c.lead || test == LeadTest::kNone) {
+    // Every row to the columns (a tombstone dies in column 0).
     for (uint32_t q = 0; q < chunks; ++q) alive[q] = lanes(q);
-  } else if (c.lead) {
+  } else {
     // Both halves of a chunk's leads (eight int64 bounds a vector).
     const __m512i lower = _mm512_set1_epi64(value.value);
     const __m512i upper = _mm512_set1_epi64(value.upper);
@@ -577,18 +577,10 @@ void ClusterStore::MatchBlockForEventAvx512(
       }
       alive[q] = keep;
     }
-  } else {
-    const uint32_t* col = c.column(0) + start;
-    for (uint32_t q = 0; q < chunks; ++q) {
-      const __mmask16 in = lanes(q);
-      alive[q] = bits.HeldAvx512(_mm512_maskz_loadu_epi32(in, col + 16 * q),
-                                 in, slots);
-    }
-    k = 1;
   }
   uint32_t any = 0;
   for (uint32_t q = 0; q < chunks; ++q) any |= alive[q];
-  for (; k < c.width && any != 0; ++k) {
+  for (uint32_t k = 0; k < c.width && any != 0; ++k) {
     const uint32_t* col = c.column(k) + start;
     any = 0;
     for (uint32_t q = 0; q < chunks; ++q) {
