@@ -804,6 +804,16 @@ void PredicateTable::RunTask(size_t task, CohortMasks* m) const {
             words[i] |= hi[i] >= x ? bit : 0;
           }
         }
+      } else if (lead.rank != nullptr) {
+        // Through the attribute's rank table (LeadValues::rank), position
+        // by position: two reads of the table and two of the prefix masks,
+        // without WalkRangeBlock's two walks and its reads through by_hi.
+        // At cohort 64 on fabret-1m: 4.5 cycles a position against 6.9.
+        // (kLow and kHigh gained nothing that way: their walks take 2.6
+        // cycles a position, about what writing the masks costs.)
+        for (uint32_t i = t.begin; i < t.end; ++i) {
+          words[i] = RankedLeadMask(lead, key[i], hi[i]);
+        }
       } else {
         for (uint32_t s = t.begin; s < t.end; s += kRangeBlock) {
           WalkRangeBlock(key, g.by_hi.data(), g.hi_sorted.data(), s,
